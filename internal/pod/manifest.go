@@ -1,0 +1,88 @@
+package pod
+
+import (
+	"fmt"
+	"time"
+)
+
+// FieldError is one problem in a manifest, positioned in its file. It prints
+// as "file:line:col: path: msg", e.g.
+// "manifests/web.yaml:12:7: spec.containers[0].image: required".
+type FieldError struct {
+	File string
+	Line int
+	Col  int
+	Path string // field path, e.g. "spec.containers[0].image"; "" for a document-level error
+	Msg  string
+}
+
+func (e *FieldError) Error() string {
+	pos := e.File
+	if e.Line > 0 {
+		pos = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Col)
+	}
+	if e.Path == "" {
+		return pos + ": " + e.Msg
+	}
+	return pos + ": " + e.Path + ": " + e.Msg
+}
+
+// Origin says where a manifest came from. Source names the source as a whole
+// ("file:/etc/tug/manifests" or "http://host/pods.yaml"); File names the one
+// document set inside it (a path, or the URL again).
+type Origin struct {
+	Source string
+	File   string
+}
+
+// Manifest is what a source read from one file (or URL): the pods it
+// defines, or the error that kept it from being read. A source reports every
+// file it sees, broken ones included, so that the store can keep the last
+// good version of a broken file's pods.
+type Manifest struct {
+	Origin
+	Pods    []*Pod    // decoded, defaulted, validated and named; nil when Err != nil
+	Err     error     // read or parse error; joined *FieldError values for bad content
+	Hash    string    // sha256 hex of the raw bytes ("" when unreadable)
+	ModTime time.Time // modification time of the file, zero for URLs
+}
+
+// Namespaces are the paths of a pod's pinned namespaces, as bind mounts the
+// containers join by path. An empty path means the host's namespace.
+type Namespaces struct {
+	Net string
+	IPC string
+	UTS string
+}
+
+// ContainerState is a container's state as the runtime sees it.
+type ContainerState string
+
+const (
+	StateCreated ContainerState = "created" // container exists, task not started
+	StateRunning ContainerState = "running"
+	StateExited  ContainerState = "exited"
+	StateUnknown ContainerState = "unknown"
+)
+
+// RuntimeContainer is one of tug's containers as found in containerd by its
+// labels: the observed state the sync loop compares with the manifest.
+type RuntimeContainer struct {
+	ID         string // containerd container ID
+	PodUID     string
+	PodName    string
+	Namespace  string
+	Name       string // container name in the manifest
+	Init       bool   // an init container
+	SpecHash   string // ContainerHash at creation
+	Attempt    int    // restart attempt, 0 for the first run
+	Image      string
+	ImageID    string
+	State      ContainerState
+	PID        uint32
+	ExitCode   int
+	OOMKilled  bool
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+}

@@ -1,0 +1,159 @@
+package pod
+
+// The manifest types mirror Kubernetes Pod v1 (k8s.io/api/core/v1) field for
+// field, limited to what tug implements. The yaml tags are the Kubernetes
+// field names; the same names are used for JSON output. A field tug does not
+// implement is absent here on purpose: the decoder reports it as an error.
+
+// Pod is one decoded, defaulted and validated manifest document.
+type Pod struct {
+	APIVersion string     `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string     `yaml:"kind" json:"kind"`
+	Metadata   ObjectMeta `yaml:"metadata" json:"metadata"`
+	Spec       PodSpec    `yaml:"spec" json:"spec"`
+}
+
+// ObjectMeta is the subset of Kubernetes ObjectMeta a manifest may set.
+// Name is the static pod name (the manifest's name with "-<hostname>"
+// appended); ManifestName keeps the name as written. UID is derived by tug
+// and never read from a manifest.
+type ObjectMeta struct {
+	Name         string            `yaml:"name" json:"name"`
+	Namespace    string            `yaml:"namespace" json:"namespace"`
+	Labels       map[string]string `yaml:"labels" json:"labels,omitempty"`
+	Annotations  map[string]string `yaml:"annotations" json:"annotations,omitempty"`
+	UID          string            `yaml:"-" json:"uid"`
+	ManifestName string            `yaml:"-" json:"-"`
+}
+
+// PodSpec is the subset of Kubernetes PodSpec tug implements.
+type PodSpec struct {
+	InitContainers                []Container   `yaml:"initContainers" json:"initContainers,omitempty"`
+	Containers                    []Container   `yaml:"containers" json:"containers"`
+	RestartPolicy                 RestartPolicy `yaml:"restartPolicy" json:"restartPolicy"`
+	TerminationGracePeriodSeconds *int64        `yaml:"terminationGracePeriodSeconds" json:"terminationGracePeriodSeconds"`
+	HostNetwork                   bool          `yaml:"hostNetwork" json:"hostNetwork,omitempty"`
+	Volumes                       []Volume      `yaml:"volumes" json:"volumes,omitempty"`
+}
+
+// RestartPolicy is Always, OnFailure or Never.
+type RestartPolicy string
+
+const (
+	RestartAlways    RestartPolicy = "Always"
+	RestartOnFailure RestartPolicy = "OnFailure"
+	RestartNever     RestartPolicy = "Never"
+)
+
+// PullPolicy is Always, IfNotPresent or Never.
+type PullPolicy string
+
+const (
+	PullAlways       PullPolicy = "Always"
+	PullIfNotPresent PullPolicy = "IfNotPresent"
+	PullNever        PullPolicy = "Never"
+)
+
+// Container is one init or app container.
+type Container struct {
+	Name            string           `yaml:"name" json:"name"`
+	Image           string           `yaml:"image" json:"image"`
+	ImagePullPolicy PullPolicy       `yaml:"imagePullPolicy" json:"imagePullPolicy"`
+	Command         []string         `yaml:"command" json:"command,omitempty"`
+	Args            []string         `yaml:"args" json:"args,omitempty"`
+	WorkingDir      string           `yaml:"workingDir" json:"workingDir,omitempty"`
+	Env             []EnvVar         `yaml:"env" json:"env,omitempty"`
+	Ports           []ContainerPort  `yaml:"ports" json:"ports,omitempty"`
+	VolumeMounts    []VolumeMount    `yaml:"volumeMounts" json:"volumeMounts,omitempty"`
+	SecurityContext *SecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
+}
+
+// EnvVar is a literal environment variable (valueFrom is not implemented).
+type EnvVar struct {
+	Name  string `yaml:"name" json:"name"`
+	Value string `yaml:"value" json:"value"`
+}
+
+// Protocol is TCP or UDP.
+type Protocol string
+
+const (
+	ProtocolTCP Protocol = "TCP"
+	ProtocolUDP Protocol = "UDP"
+)
+
+// ContainerPort documents a port; hostPort needs hostNetwork until pod
+// networking exists.
+type ContainerPort struct {
+	Name          string   `yaml:"name" json:"name,omitempty"`
+	ContainerPort int32    `yaml:"containerPort" json:"containerPort"`
+	HostPort      int32    `yaml:"hostPort" json:"hostPort,omitempty"`
+	HostIP        string   `yaml:"hostIP" json:"hostIP,omitempty"`
+	Protocol      Protocol `yaml:"protocol" json:"protocol"`
+}
+
+// VolumeMount mounts a pod volume into a container.
+type VolumeMount struct {
+	Name      string `yaml:"name" json:"name"`
+	MountPath string `yaml:"mountPath" json:"mountPath"`
+	ReadOnly  bool   `yaml:"readOnly" json:"readOnly,omitempty"`
+	SubPath   string `yaml:"subPath" json:"subPath,omitempty"`
+}
+
+// SecurityContext is the container-level security context tug implements.
+type SecurityContext struct {
+	Privileged             *bool         `yaml:"privileged" json:"privileged,omitempty"`
+	RunAsUser              *int64        `yaml:"runAsUser" json:"runAsUser,omitempty"`
+	RunAsGroup             *int64        `yaml:"runAsGroup" json:"runAsGroup,omitempty"`
+	ReadOnlyRootFilesystem *bool         `yaml:"readOnlyRootFilesystem" json:"readOnlyRootFilesystem,omitempty"`
+	Capabilities           *Capabilities `yaml:"capabilities" json:"capabilities,omitempty"`
+}
+
+// Capabilities adds to or drops from the default capability set. Names are
+// written without the CAP_ prefix, as in Kubernetes ("NET_ADMIN", or "ALL"
+// in drop).
+type Capabilities struct {
+	Add  []string `yaml:"add" json:"add,omitempty"`
+	Drop []string `yaml:"drop" json:"drop,omitempty"`
+}
+
+// Volume is a named pod volume; exactly one source is set.
+type Volume struct {
+	Name     string                `yaml:"name" json:"name"`
+	HostPath *HostPathVolumeSource `yaml:"hostPath" json:"hostPath,omitempty"`
+	EmptyDir *EmptyDirVolumeSource `yaml:"emptyDir" json:"emptyDir,omitempty"`
+}
+
+// HostPathType is the Kubernetes hostPath type check ("" means no check).
+type HostPathType string
+
+const (
+	HostPathUnset             HostPathType = ""
+	HostPathDirectoryOrCreate HostPathType = "DirectoryOrCreate"
+	HostPathDirectory         HostPathType = "Directory"
+	HostPathFileOrCreate      HostPathType = "FileOrCreate"
+	HostPathFile              HostPathType = "File"
+	HostPathSocket            HostPathType = "Socket"
+	HostPathCharDev           HostPathType = "CharDevice"
+	HostPathBlockDev          HostPathType = "BlockDevice"
+)
+
+// HostPathVolumeSource bind-mounts a host path.
+type HostPathVolumeSource struct {
+	Path string       `yaml:"path" json:"path"`
+	Type HostPathType `yaml:"type" json:"type,omitempty"`
+}
+
+// StorageMedium is "" (node disk) or "Memory" (tmpfs).
+type StorageMedium string
+
+const (
+	StorageMediumDefault StorageMedium = ""
+	StorageMediumMemory  StorageMedium = "Memory"
+)
+
+// EmptyDirVolumeSource is a scratch directory that lives as long as the pod.
+type EmptyDirVolumeSource struct {
+	Medium    StorageMedium `yaml:"medium" json:"medium,omitempty"`
+	SizeLimit *Quantity     `yaml:"sizeLimit" json:"sizeLimit,omitempty"`
+}

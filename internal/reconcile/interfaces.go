@@ -1,0 +1,48 @@
+package reconcile
+
+import (
+	"context"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// Runtime is what a pod worker needs from the container runtime
+// (implemented by podruntime). Containers are found by their labels, never
+// by memory alone.
+type Runtime interface {
+	// PodContainers lists every container of the pod with this UID (all
+	// attempts, init and app), oldest first.
+	PodContainers(ctx context.Context, uid string) ([]pod.RuntimeContainer, error)
+	// PreparePod creates what the pod's containers mount: emptyDir volumes
+	// (tmpfs for medium Memory), hostPath checks and creation by type, and the
+	// pod's /etc/hostname file. Idempotent.
+	PreparePod(ctx context.Context, p *pod.Pod) error
+	// StartContainer makes the image present (honouring imagePullPolicy),
+	// creates the container with tug's labels and the OCI spec built from the
+	// pod, joins the given namespaces, sends its output to the pod's log file
+	// for this attempt and starts its task. It returns the container ID.
+	StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error)
+	// WaitContainer blocks until the container's task has exited and
+	// returns its exit code (at once if it already has).
+	WaitContainer(ctx context.Context, id string) (int, error)
+	// StopContainer sends SIGTERM, waits up to grace, then SIGKILL, and
+	// deletes the task. A container without a task is not an error.
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	// RemoveContainer deletes the container and its snapshot. A missing
+	// container is not an error.
+	RemoveContainer(ctx context.Context, id string) error
+	// CleanupPod removes what PreparePod made and the pod's log directory.
+	// The pod's containers must already be removed.
+	CleanupPod(ctx context.Context, p *pod.Pod) error
+}
+
+// Sandbox pins a pod's namespaces (implemented by network).
+type Sandbox interface {
+	// EnsureNamespaces creates (or finds) the pod's pinned net, ipc and uts
+	// namespaces; a hostNetwork pod gets the host's net and uts.
+	EnsureNamespaces(ctx context.Context, p *pod.Pod) (pod.Namespaces, error)
+	// RemoveNamespaces unmounts and deletes the pod's pinned namespaces. A
+	// pod with none is not an error.
+	RemoveNamespaces(ctx context.Context, uid string) error
+}
