@@ -1,0 +1,186 @@
+// Package config owns tug's agent configuration: its defaults, the YAML
+// config file (--config), the command-line flags and their validation.
+// Precedence: defaults < config file < flags given on the command line.
+//
+// Only agent/ imports it; it imports the standard library and yaml.v3.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the agent's configuration. Flag names keep the kubelet's where
+// the meaning is the same; the YAML keys mirror the flag names.
+type Config struct {
+	// PodManifestPath is the drop-in manifest directory. Default /etc/tug/manifests.
+	PodManifestPath string `yaml:"pod-manifest-path"`
+	// FileCheckFrequency is the safety-net rescan period of the manifest
+	// directory (inotify does the fast path). Default 20s.
+	FileCheckFrequency time.Duration `yaml:"file-check-frequency"`
+	// SyncFrequency is how often every pod is synced again even when
+	// nothing was reported. Default 1m.
+	SyncFrequency time.Duration `yaml:"sync-frequency"`
+	// RootDir is tug's state directory (pod volumes). Default /var/lib/tug.
+	RootDir string `yaml:"root-dir"`
+	// RunDir holds runtime state that a reboot clears: pinned namespaces.
+	// Default /run/tug.
+	RunDir string `yaml:"run-dir"`
+	// PodLogsDir is where container logs are written. Default /var/log/pods.
+	PodLogsDir string `yaml:"pod-logs-dir"`
+	// ImageDir holds image archives to import (sideloading). Default
+	// /var/lib/tug/images.
+	ImageDir string `yaml:"image-dir"`
+	// HostnameOverride replaces the host name in static pod names. Default:
+	// the kernel's host name.
+	HostnameOverride string `yaml:"hostname-override"`
+	// ContainerdAddress is containerd's socket. Default
+	// /run/containerd/containerd.sock.
+	ContainerdAddress string `yaml:"containerd-address"`
+	// ContainerdNamespace is the containerd namespace of tug's containers
+	// and images. Default tug.
+	ContainerdNamespace string `yaml:"containerd-namespace"`
+	// AllowPrivileged lets containers run privileged. Default false.
+	AllowPrivileged bool `yaml:"allow-privileged"`
+	// ContainerLogMaxSize is the size at which a container log is rotated, in
+	// bytes. Default 10 MiB.
+	ContainerLogMaxSize int64 `yaml:"container-log-max-size"`
+	// ContainerLogMaxFiles is how many files (current included) a container
+	// log keeps. Default 5.
+	ContainerLogMaxFiles int `yaml:"container-log-max-files"`
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string `yaml:"log-level"`
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		PodManifestPath:      "/etc/tug/manifests",
+		FileCheckFrequency:   20 * time.Second,
+		SyncFrequency:        time.Minute,
+		RootDir:              "/var/lib/tug",
+		RunDir:               "/run/tug",
+		PodLogsDir:           "/var/log/pods",
+		ImageDir:             "/var/lib/tug/images",
+		ContainerdAddress:    "/run/containerd/containerd.sock",
+		ContainerdNamespace:  "tug",
+		ContainerLogMaxSize:  10 << 20,
+		ContainerLogMaxFiles: 5,
+		LogLevel:             "info",
+	}
+}
+
+// Load reads a YAML config file over c. Unknown keys are an error.
+func (c *Config) Load(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// BindFlags registers one flag per field on fs, writing into c.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "directory of pod manifests (*.yaml, *.yml, *.json)")
+	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "rescan period of the manifest directory")
+	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the full resync of every pod")
+	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "state directory")
+	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime directory (pinned namespaces)")
+	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "container log directory")
+	fs.StringVar(&c.ImageDir, "image-dir", c.ImageDir, "directory of image archives to import")
+	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "host name used in static pod names")
+	fs.StringVar(&c.ContainerdAddress, "containerd-address", c.ContainerdAddress, "containerd socket")
+	fs.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace")
+	fs.BoolVar(&c.AllowPrivileged, "allow-privileged", c.AllowPrivileged, "allow privileged containers")
+	fs.Int64Var(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "rotate a container log at this many bytes")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "log files kept per container")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// Validate checks the configuration and returns every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, p := range map[string]string{
+		"pod-manifest-path": c.PodManifestPath, "root-dir": c.RootDir, "run-dir": c.RunDir,
+		"pod-logs-dir": c.PodLogsDir, "image-dir": c.ImageDir, "containerd-address": c.ContainerdAddress,
+	} {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("%s: %q must be an absolute path", name, p))
+		}
+	}
+	if c.FileCheckFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("file-check-frequency: must be positive"))
+	}
+	if c.SyncFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("sync-frequency: must be positive"))
+	}
+	if c.ContainerdNamespace == "" {
+		errs = append(errs, fmt.Errorf("containerd-namespace: required"))
+	}
+	if c.ContainerLogMaxSize < 1024 {
+		errs = append(errs, fmt.Errorf("container-log-max-size: at least 1024 bytes"))
+	}
+	if c.ContainerLogMaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("container-log-max-files: at least 1"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+// Parse builds the configuration from the command line of "tug run":
+// defaults, then the --config file if one is named, then the flags given.
+func Parse(name string, args []string) (Config, error) {
+	var file string
+	first := flag.NewFlagSet(name, flag.ContinueOnError)
+	first.SetOutput(io.Discard)
+	first.StringVar(&file, "config", "", "")
+	probe := Default()
+	probe.BindFlags(first)
+	if err := first.Parse(args); err != nil {
+		return Config{}, usage(name, err)
+	}
+	c := Default()
+	if file != "" {
+		if err := c.Load(file); err != nil {
+			return Config{}, err
+		}
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.String("config", file, "YAML config file whose keys mirror the flags")
+	c.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c, c.Validate()
+}
+
+func usage(name string, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.String("config", "", "YAML config file whose keys mirror the flags")
+		c := Default()
+		c.BindFlags(fs)
+		fs.PrintDefaults()
+	}
+	return err
+}

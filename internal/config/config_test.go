@@ -1,0 +1,59 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tug.yaml")
+	if err := os.WriteFile(file, []byte("pod-manifest-path: /from/file\nsync-frequency: 30s\nroot-dir: /file/root\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("pod-manifest-pth: /x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(Config) bool
+		wantErr string
+	}{
+		{"defaults", nil, func(c Config) bool { return c == Default() }, ""},
+		{"file over defaults", []string{"--config", file}, func(c Config) bool {
+			return c.PodManifestPath == "/from/file" && c.SyncFrequency == 30*time.Second && c.RunDir == "/run/tug"
+		}, ""},
+		{"flag over file", []string{"--config", file, "--root-dir", "/flag/root"}, func(c Config) bool {
+			return c.RootDir == "/flag/root" && c.PodManifestPath == "/from/file"
+		}, ""},
+		{"flag before --config still wins", []string{"--root-dir", "/flag/root", "--config", file}, func(c Config) bool {
+			return c.RootDir == "/flag/root"
+		}, ""},
+		{"unknown key in file", []string{"--config", bad}, nil, "pod-manifest-pth"},
+		{"relative path", []string{"--root-dir", "rel"}, nil, "root-dir"},
+		{"bad level", []string{"--log-level", "loud"}, nil, "log-level"},
+		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("run", tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Errorf("config = %+v", c)
+			}
+		})
+	}
+}

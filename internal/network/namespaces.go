@@ -1,0 +1,185 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"tug/internal/pod"
+)
+
+// nsfsMagic is the filesystem magic of a mounted namespace file.
+const nsfsMagic = 0x6e736673
+
+// kinds are the namespaces a pod sandbox pins, in the order they are pinned,
+// with their unshare flag.
+var kinds = []struct {
+	name string
+	flag int
+}{
+	{"net", unix.CLONE_NEWNET},
+	{"ipc", unix.CLONE_NEWIPC},
+	{"uts", unix.CLONE_NEWUTS},
+}
+
+// Namespaces creates, finds and removes pods' pinned namespaces under
+// <runDir>/ns. It is safe for concurrent use for different pods; calls for
+// the same pod must not overlap (the pod worker serialises them).
+type Namespaces struct {
+	dir string
+	log *slog.Logger
+}
+
+// NewNamespaces returns a Namespaces rooted at <runDir>/ns.
+func NewNamespaces(runDir string, log *slog.Logger) *Namespaces {
+	return &Namespaces{dir: filepath.Join(runDir, "ns"), log: log}
+}
+
+// Init makes the namespace directory a shared mount (as `ip netns` does for
+// /run/netns), so that when a pin is unmounted the unmount also reaches the
+// copies in containers' mount namespaces and the namespace can really go.
+func (n *Namespaces) Init() error {
+	if err := os.MkdirAll(n.dir, 0o700); err != nil {
+		return fmt.Errorf("create namespace dir: %w", err)
+	}
+	err := unix.Mount("", n.dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) { // not a mount point yet
+		if err = unix.Mount(n.dir, n.dir, "none", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", n.dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("make %s a shared mount: %w", n.dir, err)
+	}
+	return nil
+}
+
+// EnsureNamespaces pins the pod's namespaces, or finds them pinned already.
+// A hostNetwork pod shares the host's network and UTS namespaces (as in
+// Kubernetes) and gets only its own IPC namespace.
+func (n *Namespaces) EnsureNamespaces(_ context.Context, p *pod.Pod) (pod.Namespaces, error) {
+	dir := filepath.Join(n.dir, p.Metadata.UID)
+	path := func(kind string) string { return filepath.Join(dir, kind) }
+	want := []string{"net", "ipc", "uts"}
+	if p.Spec.HostNetwork {
+		want = []string{"ipc"}
+	}
+	var missing []string
+	for _, k := range want {
+		if !pinned(path(k)) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return pod.Namespaces{}, fmt.Errorf("create namespaces of pod %s: %w", p.FullName(), err)
+		}
+		if err := pin(dir, missing, p.Hostname()); err != nil {
+			return pod.Namespaces{}, fmt.Errorf("create namespaces of pod %s: %w", p.FullName(), err)
+		}
+	}
+	ns := pod.Namespaces{IPC: path("ipc")}
+	if !p.Spec.HostNetwork {
+		ns.Net, ns.UTS = path("net"), path("uts")
+	}
+	return ns, nil
+}
+
+// RemoveNamespaces unpins and deletes every namespace of the pod. A pod with
+// none is not an error.
+func (n *Namespaces) RemoveNamespaces(_ context.Context, uid string) error {
+	dir := filepath.Join(n.dir, uid)
+	var errs []error
+	for _, k := range kinds {
+		p := filepath.Join(dir, k.name)
+		if pinned(p) {
+			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+				continue
+			}
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// List returns the UIDs of the pods that have a namespace directory.
+func (n *Namespaces) List() ([]string, error) {
+	entries, err := os.ReadDir(n.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	var uids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			uids = append(uids, e.Name())
+		}
+	}
+	return uids, nil
+}
+
+// pinned reports whether path is a mounted namespace file.
+func pinned(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == nsfsMagic
+}
+
+// pin creates new namespaces of the given kinds on a dedicated OS thread and
+// bind-mounts them into dir. The thread is never unlocked, so the Go runtime
+// ends it with the goroutine instead of reusing a thread that sits in the
+// pod's namespaces.
+func pin(dir string, names []string, hostname string) error {
+	flags := 0
+	for _, k := range kinds {
+		for _, name := range names {
+			if k.name == name {
+				flags |= k.flag
+			}
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // deliberately never unlocked
+		errc <- pinOnThisThread(dir, names, flags, hostname)
+	}()
+	return <-errc
+}
+
+func pinOnThisThread(dir string, names []string, flags int, hostname string) error {
+	if err := unix.Unshare(flags); err != nil {
+		return fmt.Errorf("unshare %s: %w", strings.Join(names, ","), err)
+	}
+	if flags&unix.CLONE_NEWUTS != 0 {
+		if err := unix.Sethostname([]byte(hostname)); err != nil {
+			return fmt.Errorf("set hostname %q: %w", hostname, err)
+		}
+	}
+	src := fmt.Sprintf("/proc/%d/task/%d/ns", os.Getpid(), unix.Gettid())
+	for _, name := range names {
+		target := filepath.Join(dir, name)
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o400)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", target, err)
+		}
+		f.Close()
+		if err := unix.Mount(filepath.Join(src, name), target, "none", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("pin %s namespace at %s: %w", name, target, err)
+		}
+	}
+	return nil
+}
