@@ -1,0 +1,174 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// fakeRuntime holds containers in memory, like containerd would by labels.
+// Init containers exit with initExit[name] as soon as they are waited for.
+type fakeRuntime struct {
+	mu         sync.Mutex
+	containers []pod.RuntimeContainer
+	initExit   map[string]int
+	log        []string // "start NAME/ATTEMPT", "stop NAME/ATTEMPT", "remove NAME/ATTEMPT", "cleanup"
+	nextPID    uint32
+}
+
+func (f *fakeRuntime) record(s string) { f.log = append(f.log, s) }
+
+func (f *fakeRuntime) PodContainers(_ context.Context, uid string) ([]pod.RuntimeContainer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []pod.RuntimeContainer
+	for _, c := range f.containers {
+		if c.PodUID == uid {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) PreparePod(context.Context, *pod.Pod) error { return nil }
+
+func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, _ pod.Namespaces) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextPID++
+	id := fmt.Sprintf("%s_%s_%d", p.Metadata.Name, c.Name, attempt)
+	f.containers = append(f.containers, pod.RuntimeContainer{
+		ID: id, PodUID: p.Metadata.UID, Name: c.Name, Init: init, Attempt: attempt,
+		SpecHash: pod.ContainerHash(p, c), State: pod.StateRunning, PID: f.nextPID,
+	})
+	f.record(fmt.Sprintf("start %s/%d", c.Name, attempt))
+	return id, nil
+}
+
+func (f *fakeRuntime) find(id string) *pod.RuntimeContainer {
+	for i := range f.containers {
+		if f.containers[i].ID == id {
+			return &f.containers[i]
+		}
+	}
+	return nil
+}
+
+func (f *fakeRuntime) WaitContainer(_ context.Context, id string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.find(id)
+	if c == nil {
+		return 0, fmt.Errorf("no container %s", id)
+	}
+	c.State, c.ExitCode = pod.StateExited, f.initExit[c.Name]
+	return c.ExitCode, nil
+}
+
+// exit makes a running container exit with code, as a crash would.
+func (f *fakeRuntime) exit(name string, code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.containers {
+		if c := &f.containers[i]; c.Name == name && c.State == pod.StateRunning {
+			c.State, c.ExitCode = pod.StateExited, code
+		}
+	}
+}
+
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.find(id); c != nil && c.State == pod.StateRunning {
+		c.State = pod.StateExited
+		f.record(fmt.Sprintf("stop %s/%d", c.Name, c.Attempt))
+	}
+	return nil
+}
+
+func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, c := range f.containers {
+		if c.ID == id {
+			f.containers = append(f.containers[:i], f.containers[i+1:]...)
+			f.record(fmt.Sprintf("remove %s/%d", c.Name, c.Attempt))
+			return nil
+		}
+	}
+	return nil
+}
+
+func (f *fakeRuntime) CleanupPod(context.Context, *pod.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("cleanup")
+	return nil
+}
+
+// running returns name -> PID of the running containers.
+func (f *fakeRuntime) running() map[string]uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := map[string]uint32{}
+	for _, c := range f.containers {
+		if c.State == pod.StateRunning {
+			m[c.Name] = c.PID
+		}
+	}
+	return m
+}
+
+func (f *fakeRuntime) takeLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.log
+	f.log = nil
+	return l
+}
+
+// fakeSandbox remembers which pods have namespaces.
+type fakeSandbox struct {
+	mu   sync.Mutex
+	pods map[string]bool
+}
+
+func (s *fakeSandbox) EnsureNamespaces(_ context.Context, p *pod.Pod) (pod.Namespaces, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pods == nil {
+		s.pods = map[string]bool{}
+	}
+	s.pods[p.Metadata.UID] = true
+	return pod.Namespaces{Net: "/run/tug/ns/" + p.Metadata.UID + "/net"}, nil
+}
+
+func (s *fakeSandbox) RemoveNamespaces(_ context.Context, uid string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pods, uid)
+	return nil
+}
+
+func (s *fakeSandbox) has(uid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pods[uid]
+}
+
+// testPod builds a pod with the given init and app container names.
+func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
+	p := &pod.Pod{APIVersion: "v1", Kind: "Pod"}
+	p.Metadata = pod.ObjectMeta{Name: "web-node", Namespace: "default", UID: "uid-web"}
+	p.Spec.RestartPolicy = policy
+	for _, n := range inits {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, pod.Container{Name: n, Image: "busybox:1.35"})
+	}
+	for _, n := range apps {
+		p.Spec.Containers = append(p.Spec.Containers, pod.Container{Name: n, Image: "busybox:1.35", Args: []string{"sleep", "1000"}})
+	}
+	return p
+}

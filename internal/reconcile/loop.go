@@ -1,0 +1,130 @@
+package reconcile
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"tug/internal/pod"
+	"tug/internal/podconfig"
+)
+
+// Config holds what the sync loop needs.
+type Config struct {
+	Runtime Runtime
+	Sandbox Sandbox
+	// Updates delivers the pod store's ordered changes.
+	Updates <-chan []podconfig.Change
+	// ResyncPeriod is how often every pod is synced again (--sync-frequency).
+	ResyncPeriod time.Duration
+	// RetryMin and RetryMax bound the delay before a failed sync is retried
+	// (defaults 1 s and 1 min).
+	RetryMin, RetryMax time.Duration
+	Log                *slog.Logger
+}
+
+// Loop is the sync loop. Its zero value is not usable; build it with New.
+type Loop struct {
+	cfg Config
+	fns syncFuncs
+
+	workers   map[string]*worker  // by pod UID; only touched by Run
+	afterKill map[string]*pod.Pod // pods re-added while their old worker is killing
+	done      chan string         // UIDs of workers that ended
+}
+
+// New returns a sync loop that drives pods through cfg.Runtime and
+// cfg.Sandbox.
+func New(cfg Config) *Loop {
+	if cfg.RetryMin == 0 {
+		cfg.RetryMin = time.Second
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = time.Minute
+	}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox}
+	return newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod})
+}
+
+func newLoop(cfg Config, fns syncFuncs) *Loop {
+	return &Loop{
+		cfg:       cfg,
+		fns:       fns,
+		workers:   map[string]*worker{},
+		afterKill: map[string]*pod.Pod{},
+		done:      make(chan string),
+	}
+}
+
+// Run handles changes, resync ticks and ended workers in one select until
+// ctx ends, then waits for its workers. Pods keep running when tug stops.
+// It always returns nil.
+func (l *Loop) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	resync := time.NewTicker(l.cfg.ResyncPeriod)
+	defer resync.Stop()
+	updates := l.cfg.Updates
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case changes, ok := <-updates:
+			if !ok {
+				updates = nil
+				continue
+			}
+			for _, c := range changes {
+				l.apply(ctx, &wg, c)
+			}
+		case <-resync.C:
+			for _, w := range l.workers {
+				w.resync()
+			}
+		case uid := <-l.done:
+			delete(l.workers, uid)
+			if p, ok := l.afterKill[uid]; ok {
+				delete(l.afterKill, uid)
+				l.start(ctx, &wg, p).update(p)
+			}
+		}
+	}
+}
+
+func (l *Loop) apply(ctx context.Context, wg *sync.WaitGroup, c podconfig.Change) {
+	uid := c.Pod.Metadata.UID
+	w := l.workers[uid]
+	switch c.Op {
+	case podconfig.Remove:
+		delete(l.afterKill, uid)
+		if w == nil {
+			w = l.start(ctx, wg, c.Pod)
+		}
+		w.kill(c.Pod)
+	default: // Add, Update
+		if w == nil {
+			l.start(ctx, wg, c.Pod).update(c.Pod)
+		} else if !w.update(c.Pod) {
+			l.afterKill[uid] = c.Pod
+		}
+	}
+}
+
+// start runs a new, idle worker for p's UID.
+func (l *Loop) start(ctx context.Context, wg *sync.WaitGroup, p *pod.Pod) *worker {
+	uid := p.Metadata.UID
+	log := l.cfg.Log.With("pod", p.FullName(), "uid", uid)
+	w := newWorker(uid, l.fns, log, backoff{min: l.cfg.RetryMin, max: l.cfg.RetryMax})
+	l.workers[uid] = w
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.run(ctx)
+		select {
+		case l.done <- w.uid:
+		case <-ctx.Done():
+		}
+	}()
+	return w
+}

@@ -1,0 +1,218 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"tug/internal/pod"
+)
+
+func TestSyncPod(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		inits    []string
+		initExit map[string]int
+		policy   pod.RestartPolicy
+		before   func(f *fakeRuntime, s *podSyncer, p *pod.Pod) // state before the sync under test
+		edit     func(p *pod.Pod)                                // change to the manifest
+		wantErr  error
+		wantLog  []string
+	}{
+		{
+			name:    "init containers run in order before the apps",
+			inits:   []string{"init1", "init2"},
+			policy:  pod.RestartAlways,
+			wantLog: []string{"start init1/0", "start init2/0", "start app/0", "start side/0"},
+		},
+		{
+			name:     "failed init blocks the apps and is retried",
+			inits:    []string{"init1"},
+			initExit: map[string]int{"init1": 1},
+			policy:   pod.RestartAlways,
+			wantErr:  ErrInitFailed,
+			wantLog:  []string{"start init1/0"},
+		},
+		{
+			name:     "failed init under Never fails the pod for good",
+			inits:    []string{"init1"},
+			initExit: map[string]int{"init1": 1},
+			policy:   pod.RestartNever,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.takeLog()
+			},
+			wantLog: nil,
+		},
+		{
+			name:   "a synced pod is left alone",
+			policy: pod.RestartAlways,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.takeLog()
+			},
+			wantLog: nil,
+		},
+		{
+			name:   "edit of one container recreates only it",
+			inits:  []string{"init1"},
+			policy: pod.RestartAlways,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.takeLog()
+			},
+			edit:    func(p *pod.Pod) { p.Spec.Containers[0].Args = []string{"sleep", "2000"} },
+			wantLog: []string{"stop app/0", "remove app/0", "start app/1"},
+		},
+		{
+			name:   "edit of an init container reruns the sequence",
+			inits:  []string{"init1"},
+			policy: pod.RestartAlways,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.takeLog()
+			},
+			edit: func(p *pod.Pod) { p.Spec.InitContainers[0].Args = []string{"true"} },
+			wantLog: []string{"stop app/0", "stop side/0", "remove app/0", "remove side/0",
+				"remove init1/0", "start init1/1", "start app/0", "start side/0"},
+		},
+		{
+			name:   "container gone from the manifest is removed",
+			policy: pod.RestartAlways,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.takeLog()
+			},
+			edit:    func(p *pod.Pod) { p.Spec.Containers = p.Spec.Containers[:1] },
+			wantLog: []string{"stop side/0", "remove side/0"},
+		},
+		{
+			name:   "crashed app container restarts under Always",
+			policy: pod.RestartAlways,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.exit("app", 0)
+				f.takeLog()
+			},
+			wantLog: []string{"start app/1"},
+		},
+		{
+			name:   "app that exited 0 stays down under OnFailure",
+			policy: pod.RestartOnFailure,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.exit("app", 0)
+				f.takeLog()
+			},
+			wantLog: nil,
+		},
+		{
+			name:   "app that failed restarts under OnFailure, keeping one previous attempt",
+			policy: pod.RestartOnFailure,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.exit("app", 2)
+				_ = s.syncPod(ctx, ctx, p)
+				f.exit("app", 2)
+				f.takeLog()
+			},
+			wantLog: []string{"remove app/0", "start app/2"},
+		},
+		{
+			name:   "app that failed stays down under Never",
+			policy: pod.RestartNever,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_ = s.syncPod(ctx, ctx, p)
+				f.exit("app", 2)
+				f.takeLog()
+			},
+			wantLog: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeRuntime{initExit: tt.initExit}
+			s := &podSyncer{rt: f, sb: &fakeSandbox{}}
+			p := testPod(tt.policy, tt.inits, []string{"app", "side"})
+			if tt.before != nil {
+				tt.before(f, s, p)
+			}
+			if tt.edit != nil {
+				tt.edit(p)
+			}
+			err := s.syncPod(ctx, ctx, p)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("syncPod error = %v, want %v", err, tt.wantErr)
+			}
+			got := f.takeLog()
+			if !equalUnordered(got, tt.wantLog) {
+				t.Errorf("runtime calls:\n got %q\nwant %q", got, tt.wantLog)
+			}
+		})
+	}
+}
+
+// equalUnordered compares call logs, allowing stops and removes of one
+// batch (done concurrently) to come in any order while starts keep theirs.
+func equalUnordered(got, want []string) bool {
+	norm := func(l []string) []string {
+		out := slices.Clone(l)
+		for i := 0; i < len(out); {
+			j := i
+			for j < len(out) && out[j][:5] != "start" {
+				j++
+			}
+			slices.Sort(out[i:j])
+			if j == i {
+				j++
+			}
+			i = j
+		}
+		return out
+	}
+	return slices.Equal(norm(got), norm(want))
+}
+
+func TestSyncPodKeepsUnchangedContainerPID(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeRuntime{}
+	s := &podSyncer{rt: f, sb: &fakeSandbox{}}
+	p := testPod(pod.RestartAlways, nil, []string{"app", "side"})
+	if err := s.syncPod(ctx, ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	before := f.running()
+	p.Spec.Containers[0].Args = []string{"sleep", "5"}
+	if err := s.syncPod(ctx, ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	after := f.running()
+	if after["side"] != before["side"] || after["app"] == before["app"] || after["app"] == 0 {
+		t.Errorf("PIDs before %v after %v: want side unchanged, app replaced", before, after)
+	}
+}
+
+func TestKillPod(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeRuntime{}
+	sb := &fakeSandbox{}
+	s := &podSyncer{rt: f, sb: sb}
+	p := testPod(pod.RestartAlways, []string{"init1"}, []string{"app", "side"})
+	if err := s.syncPod(ctx, ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.killPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := f.PodContainers(ctx, p.Metadata.UID); len(left) != 0 {
+		t.Errorf("containers left: %v", left)
+	}
+	if sb.has(p.Metadata.UID) {
+		t.Error("namespaces left")
+	}
+	if l := f.takeLog(); l[len(l)-1] != "cleanup" {
+		t.Errorf("last call %q, want cleanup", l[len(l)-1])
+	}
+}
