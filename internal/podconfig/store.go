@@ -1,0 +1,342 @@
+package podconfig
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// Op is the kind of a Change.
+type Op int
+
+// The changes a snapshot can cause, in the order Apply returns them: first
+// every Remove, then every Update, then every Add.
+const (
+	Add Op = iota + 1
+	Update
+	Remove
+)
+
+// String returns "ADD", "UPDATE" or "REMOVE".
+func (o Op) String() string {
+	switch o {
+	case Add:
+		return "ADD"
+	case Update:
+		return "UPDATE"
+	case Remove:
+		return "REMOVE"
+	}
+	return "Op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Change is one change to the desired pod set. For Add and Update, Pod is
+// the new desired pod; for Remove, it is the last pod that was applied. Pods
+// are shared, read-only values: the receiver must not modify them.
+type Change struct {
+	Op  Op
+	Pod *pod.Pod
+}
+
+// FileState is what the store knows about one file (or URL) of one source.
+type FileState struct {
+	Origin pod.Origin
+	// Err is the file's current problem: its newest content does not read or
+	// parse (then its last good pods, if any, stay applied), and/or some of
+	// its pods are defined by another file (*DuplicateError). Nil when fine.
+	Err error
+	// UIDs are the applied pods that come from this file, sorted.
+	UIDs []string
+	// AppliedHash is the hash of the content whose pods are applied (the
+	// last good content); "" if the file was never good.
+	AppliedHash string
+	// Hash is the hash of the content last seen, good or not.
+	Hash string
+	// LastChange is when the file first appeared, or its content or its
+	// error last changed.
+	LastChange time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock used for FileState.LastChange (time.Now by
+// default).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// Store merges per-source snapshots into the desired pod set. All methods
+// are safe for concurrent use.
+//
+// Rules: a file whose manifest has an error keeps its last good pods; a file
+// missing from its source's snapshot loses its pods; a source only ever
+// removes its own pods, and a source that has not reported yet holds back
+// nothing. When two files define the same namespace/name, the pod already
+// applied keeps running (among new ones the lexically first file wins,
+// ordered by file, then source) and the other file records a
+// *DuplicateError; its other pods are applied.
+type Store struct {
+	now     func() time.Time
+	updates chan []Change
+	sendMu  sync.Mutex // serialises Set, so lists are sent in the order they were computed
+
+	mu      sync.Mutex
+	ready   map[string]bool
+	files   map[fileKey]*file
+	applied map[string]entry // by pod UID
+}
+
+type fileKey struct{ source, file string }
+
+// file is one file's state. pods and hashes are its last good content.
+type file struct {
+	key        fileKey
+	good       bool
+	pods       []*pod.Pod
+	hashes     []string // pods[i].Hash(), computed once per content
+	names      []string // pods[i].FullName()
+	goodHash   string
+	hash       string
+	parseErr   error
+	dups       []error
+	errText    string // text of err() when LastChange was last set
+	lastChange time.Time
+	uids       []string
+}
+
+func (f *file) err() error {
+	if len(f.dups) == 0 {
+		return f.parseErr
+	}
+	return errors.Join(append([]error{f.parseErr}, f.dups...)...)
+}
+
+type entry struct {
+	pod  *pod.Pod
+	name string // pod.FullName()
+	hash string
+	from fileKey
+}
+
+// New returns an empty store.
+func New(opts ...Option) *Store {
+	s := &Store{
+		now:     time.Now,
+		updates: make(chan []Change),
+		ready:   make(map[string]bool),
+		files:   make(map[fileKey]*file),
+		applied: make(map[string]entry),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Apply takes a full snapshot of one source (every file it saw, broken ones
+// included) and returns the changes it causes: Remove, then Update, then
+// Add, each sorted by pod full name. The returned slice belongs to the
+// caller.
+func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.ready[source] = true
+
+	seen := make(map[string]bool, len(manifests))
+	for i := range manifests {
+		m := &manifests[i]
+		k := fileKey{source, m.File}
+		seen[m.File] = true
+		f := s.files[k]
+		if f == nil {
+			f = &file{key: k, lastChange: now}
+			s.files[k] = f
+		}
+		if f.hash != m.Hash {
+			f.lastChange = now
+		}
+		f.hash = m.Hash
+		f.parseErr = m.Err
+		if m.Err == nil && !(f.good && m.Hash != "" && m.Hash == f.goodHash && len(m.Pods) == len(f.pods)) {
+			f.good, f.goodHash, f.pods = true, m.Hash, m.Pods
+			f.hashes = make([]string, len(m.Pods))
+			f.names = make([]string, len(m.Pods))
+			for i, p := range m.Pods {
+				f.hashes[i], f.names[i] = p.Hash(), p.FullName()
+			}
+		}
+	}
+	for k := range s.files {
+		if k.source == source && !seen[k.file] {
+			delete(s.files, k)
+		}
+	}
+
+	next := s.resolve()
+	changes := diff(s.applied, next)
+	s.applied = next
+	for _, f := range s.files {
+		if t := errString(f.err()); t != f.errText {
+			f.errText, f.lastChange = t, now
+		}
+	}
+	return changes
+}
+
+// resolve picks, for every namespace/name, the one file whose pod is
+// applied, and records duplicate errors on the others.
+func (s *Store) resolve() map[string]entry {
+	files := make([]*file, 0, len(s.files))
+	for _, f := range s.files {
+		f.dups, f.uids = nil, nil
+		if f.good {
+			files = append(files, f)
+		}
+	}
+	slices.SortFunc(files, func(a, b *file) int {
+		return cmp.Or(cmp.Compare(a.key.file, b.key.file), cmp.Compare(a.key.source, b.key.source))
+	})
+	owner := make(map[string]fileKey, len(s.applied))
+	for _, e := range s.applied {
+		owner[e.name] = e.from
+	}
+
+	// The candidates for each name, in file order; the winner is the file
+	// that owns the name now, or else the first.
+	type cand struct {
+		f *file
+		i int
+	}
+	win := make(map[string]cand, len(s.applied))
+	var losers []cand
+	for _, f := range files {
+		for i, n := range f.names {
+			c := cand{f, i}
+			w, taken := win[n]
+			switch {
+			case !taken:
+				win[n] = c
+			case w.f.key != owner[n] && f.key == owner[n]:
+				win[n] = c
+				losers = append(losers, w)
+			default:
+				losers = append(losers, c)
+			}
+		}
+	}
+	next := make(map[string]entry, len(win))
+	for n, w := range win {
+		p := w.f.pods[w.i]
+		next[p.Metadata.UID] = entry{pod: p, name: n, hash: w.f.hashes[w.i], from: w.f.key}
+		w.f.uids = append(w.f.uids, p.Metadata.UID)
+	}
+	for _, c := range losers {
+		n := c.f.names[c.i]
+		c.f.dups = append(c.f.dups, &DuplicateError{Pod: n, File: win[n].f.key.file})
+	}
+	return next
+}
+
+// diff returns the ordered changes from old to next.
+func diff(old, next map[string]entry) []Change {
+	var rm, up, add []Change
+	for uid, o := range old {
+		n, ok := next[uid]
+		switch {
+		case !ok:
+			rm = append(rm, Change{Remove, o.pod})
+		case n.hash != o.hash:
+			up = append(up, Change{Update, n.pod})
+		}
+	}
+	for uid, n := range next {
+		if _, ok := old[uid]; !ok {
+			add = append(add, Change{Add, n.pod})
+		}
+	}
+	for _, l := range [][]Change{rm, up, add} {
+		slices.SortFunc(l, func(a, b Change) int { return comparePods(a.Pod, b.Pod) })
+	}
+	return slices.Concat(rm, up, add)
+}
+
+func comparePods(a, b *pod.Pod) int {
+	return cmp.Or(cmp.Compare(a.FullName(), b.FullName()), cmp.Compare(a.Metadata.UID, b.Metadata.UID))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Set is Apply followed by a send of the non-empty change list on Updates().
+// It blocks until the list is received or ctx is done; in the latter case
+// the list is dropped (the store has moved on, so this is for shutdown
+// only). Calls to Set are serialised, so lists arrive in the order they were
+// computed. Set implements source.Sink.
+func (s *Store) Set(ctx context.Context, source string, manifests []pod.Manifest) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	changes := s.Apply(source, manifests)
+	if len(changes) == 0 {
+		return
+	}
+	select {
+	case s.updates <- changes:
+	case <-ctx.Done():
+	}
+}
+
+// Updates returns the channel on which Set sends change lists. It is
+// unbuffered: the sync loop must keep receiving.
+func (s *Store) Updates() <-chan []Change { return s.updates }
+
+// Ready reports whether source has reported at least once.
+func (s *Store) Ready(source string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready[source]
+}
+
+// Pods returns the current desired pods, sorted by full name. The slice is
+// the caller's; the pods are shared and must not be modified.
+func (s *Store) Pods() []*pod.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pods := make([]*pod.Pod, 0, len(s.applied))
+	for _, e := range s.applied {
+		pods = append(pods, e.pod)
+	}
+	slices.SortFunc(pods, comparePods)
+	return pods
+}
+
+// Files returns the state of every file the sources currently report,
+// sorted by source, then file. The slice is the caller's.
+func (s *Store) Files() []FileState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]FileState, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, FileState{
+			Origin:      pod.Origin{Source: f.key.source, File: f.key.file},
+			Err:         f.err(),
+			UIDs:        slices.Sorted(slices.Values(f.uids)),
+			AppliedHash: f.goodHash,
+			Hash:        f.hash,
+			LastChange:  f.lastChange,
+		})
+	}
+	slices.SortFunc(out, func(a, b FileState) int {
+		return cmp.Or(cmp.Compare(a.Origin.Source, b.Origin.Source), cmp.Compare(a.Origin.File, b.Origin.File))
+	})
+	return out
+}
