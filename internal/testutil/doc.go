@@ -1,0 +1,24 @@
+// Package testutil holds helpers for tug's tests: prerequisites that skip or
+// fail with a reason (RequireRoot, RequireContainerd, RequireCommand,
+// TestImage, RegistryImage), a per-test containerd namespace (Namespace) and
+// a logger that writes through t.Log (Logger).
+//
+// It is test code only. It imports "testing", so it must never be imported by
+// non-test code: doing so would register the test flags in the tug binary.
+// Besides the standard library it imports only containerd's client.
+//
+// The end-to-end prerequisites come from the test environment that
+// scripts/testenv.sh starts and describes in its env file
+// (eval "$(scripts/testenv.sh env)"):
+//
+//	TUG_TEST_CONTAINERD      address (socket path) of the private containerd
+//	TUG_TEST_IMAGE           docker.io/library/busybox:1.35
+//	TUG_TEST_IMAGE_ARCHIVE   OCI archive of TUG_TEST_IMAGE, for import or sideloading
+//	TUG_TEST_REGISTRY        127.0.0.1:PORT, a plain-HTTP registry
+//	TUG_TEST_REGISTRY_IMAGE  TUG_TEST_IMAGE pushed to that registry
+//
+// When a prerequisite is missing, the Require helpers skip the test with the
+// reason, except when the environment variable CI is true: then they fail it,
+// because a skipped end-to-end test in CI is an untested capability reported
+// as green.
+package testutil
