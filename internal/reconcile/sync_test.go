@@ -17,7 +17,7 @@ func TestSyncPod(t *testing.T) {
 		initExit map[string]int
 		policy   pod.RestartPolicy
 		before   func(f *fakeRuntime, s *podSyncer, p *pod.Pod) // state before the sync under test
-		edit     func(p *pod.Pod)                                // change to the manifest
+		edit     func(p *pod.Pod)                               // change to the manifest
 		wantErr  error
 		wantLog  []string
 	}{
