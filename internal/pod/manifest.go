@@ -1,7 +1,8 @@
 package pod
 
 import (
-	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -9,22 +10,39 @@ import (
 // as "file:line:col: path: msg", e.g.
 // "manifests/web.yaml:12:7: spec.containers[0].image: required".
 type FieldError struct {
-	File string
-	Line int
-	Col  int
+	File string // Origin.File of the manifest
+	Line int    // 1-based line; 0 when unknown
+	Col  int    // 1-based column; 0 when unknown
 	Path string // field path, e.g. "spec.containers[0].image"; "" for a document-level error
 	Msg  string
 }
 
+// Error formats the problem as "file:line:col: path: msg". Parts that are
+// unknown are left out: the column when the YAML parser gives only a line
+// ("file:line: msg"), the position for an error made by Validate on a pod
+// built in code ("path: msg").
 func (e *FieldError) Error() string {
-	pos := e.File
+	var b strings.Builder
+	b.WriteString(e.File)
 	if e.Line > 0 {
-		pos = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Col)
+		if e.File != "" {
+			b.WriteByte(':')
+		}
+		b.WriteString(strconv.Itoa(e.Line))
+		if e.Col > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(e.Col))
+		}
 	}
-	if e.Path == "" {
-		return pos + ": " + e.Msg
+	if b.Len() > 0 {
+		b.WriteString(": ")
 	}
-	return pos + ": " + e.Path + ": " + e.Msg
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
 }
 
 // Origin says where a manifest came from. Source names the source as a whole

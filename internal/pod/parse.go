@@ -1,50 +1,279 @@
 package pod
 
-// TEMPORARY: a minimal Parse so other packages compile; replaced by the
-// strict decoder (decode.go / validate.go).
-
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"fmt"
 	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
 // ParseOptions says where the bytes came from and how to name the pods.
 type ParseOptions struct {
-	Origin   Origin
-	Hostname string // appended to each pod name as "-<hostname>"
+	// Origin names the source (it goes into each pod's UID) and the file (it
+	// starts every error message).
+	Origin Origin
+	// Hostname is appended to each pod name as "-<hostname>", as the kubelet
+	// does for static pods. It is lowercased and trimmed first, as the
+	// kubelet does with the node name; "" leaves names as written.
+	Hostname string
 }
 
+// maxErrors bounds the errors Parse reports for one file; the rest are
+// counted in a last error.
+const maxErrors = 100
+
 // Parse decodes one file's bytes (YAML or JSON; one Pod per document,
-// multi-document YAML and kind: List accepted), applies defaults, validates,
-// and names the pods as static pods (name, UID). All problems are returned
-// at once, joined, each a *FieldError.
+// multi-document YAML and "kind: List" or "kind: PodList" accepted), applies
+// defaults (SetDefaults), names the pods as static pods (Metadata.Name gets
+// "-<hostname>", Metadata.ManifestName keeps the name as written,
+// Metadata.UID is UID(Origin.Source, namespace, name)) and validates them.
+//
+// Decoding is strict: a field Kubernetes has but tug does not implement, and
+// a field Kubernetes does not have, are both errors, and so is a non-empty
+// top-level status. All problems in the file are returned at once, joined
+// with errors.Join and sorted by position; each is a *FieldError reading
+// "file:line:col: field.path: message". On error no pods are returned. Empty
+// documents are skipped, so a file with no pods yields an empty result and
+// no error. The returned pods belong to the caller. Parse is safe for
+// concurrent use.
 func Parse(data []byte, opts ParseOptions) ([]*Pod, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var pods []*Pod
-	for {
-		var p Pod
-		if err := dec.Decode(&p); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, &FieldError{File: opts.Origin.File, Msg: err.Error()}
-		}
-		if p.Metadata.Namespace == "" {
-			p.Metadata.Namespace = "default"
-		}
-		if p.Spec.RestartPolicy == "" {
-			p.Spec.RestartPolicy = RestartAlways
-		}
-		p.Metadata.ManifestName = p.Metadata.Name
-		if opts.Hostname != "" {
-			p.Metadata.Name += "-" + opts.Hostname
-		}
-		p.Metadata.UID = UID(opts.Origin.Source, p.Metadata.Namespace, p.Metadata.Name)
-		pods = append(pods, &p)
+	p := &parser{
+		file:     opts.Origin.File,
+		source:   opts.Origin.Source,
+		hostname: strings.ToLower(strings.TrimSpace(opts.Hostname)),
+		seen:     make(map[string]int),
 	}
-	return pods, nil
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		if err := decodeDocument(dec, &doc); err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.errs = append(p.errs, p.syntaxError(err))
+			}
+			break
+		}
+		p.document(&doc)
+	}
+	if len(p.errs) > 0 {
+		return nil, sortErrors(p.file, p.errs)
+	}
+	return p.pods, nil
+}
+
+// decodeDocument reads the next YAML document. A panic in the YAML library
+// on hostile input becomes an error: manifests also come from the network.
+func decodeDocument(dec *yaml.Decoder, doc *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(doc)
+}
+
+// parser holds the state of one Parse call.
+type parser struct {
+	file     string
+	source   string
+	hostname string
+	pods     []*Pod
+	errs     []error
+	seen     map[string]int // namespace/name -> line of its first definition
+}
+
+var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError turns a YAML parser error into a *FieldError. The parser gives
+// a line but no column.
+func (p *parser) syntaxError(err error) error {
+	msg := err.Error()
+	if m := yamlLineError.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &FieldError{File: p.file, Line: line, Msg: "invalid YAML: " + m[2]}
+	}
+	return &FieldError{File: p.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// document decodes one YAML document: a Pod or a List of Pods.
+func (p *parser) document(doc *yaml.Node) {
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return // an empty document
+	}
+	root := doc.Content[0]
+	d := newDecoder(p.file, doc)
+	defer func() { p.errs = append(p.errs, d.errs...) }()
+	if root.Kind != yaml.MappingNode {
+		d.fail(root, "", "expected a Pod manifest (a mapping), got %s", describe(root))
+		return
+	}
+	kind := scalarField(root, "kind")
+	switch {
+	case kind == nil || kind.Value == "Pod":
+		p.pod(d, root, "")
+	case kind.Value == "List" || kind.Value == "PodList":
+		p.list(d, root)
+	default:
+		d.fail(kind, "kind", "unsupported kind %q: tug runs Pods (kind: Pod, or kind: List of Pods)", kind.Value)
+	}
+}
+
+// scalarField returns the scalar value of key name in mapping n, or nil.
+func scalarField(n *yaml.Node, name string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == name {
+			if v.Kind == yaml.AliasNode {
+				v = v.Alias
+			}
+			if v != nil && v.Kind == yaml.ScalarNode && !isNull(v) {
+				return v
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// listInfo describes the fields of a List, for suggestions.
+var listInfo = &structInfo{names: []string{"apiVersion", "items", "kind", "metadata"}}
+
+// list decodes a List (or PodList) of Pods. Its metadata (ListMeta) only
+// means something to an API server and is ignored.
+func (p *parser) list(d *decoder, root *yaml.Node) {
+	d.index.values[""] = posOf(root)
+	var apiVersion string
+	var items *yaml.Node
+	d.pairs(root, "", func(k, v *yaml.Node, name string) {
+		d.index.values[name] = posOf(v)
+		switch name {
+		case "apiVersion":
+			if v, ok := d.resolve(v, name); ok && !isNull(v) {
+				apiVersion, _ = d.str(v, name)
+			}
+		case "kind":
+		case "metadata":
+			if v, ok := d.resolve(v, name); ok && !isNull(v) && v.Kind != yaml.MappingNode {
+				d.fail(v, name, "expected a mapping, got %s", describe(v))
+			}
+		case "items":
+			items = v
+		default:
+			d.unknownField(k, "", name, listInfo)
+		}
+	})
+	p.checkAPIVersion(d, "", apiVersion)
+	if items == nil {
+		return
+	}
+	items, ok := d.resolve(items, "items")
+	if !ok || isNull(items) {
+		return
+	}
+	if items.Kind != yaml.SequenceNode {
+		d.fail(items, "items", "expected a list, got %s", describe(items))
+		return
+	}
+	for i, item := range items.Content {
+		path := indexPath("items", i)
+		item, ok := d.resolve(item, path)
+		if !ok {
+			return
+		}
+		if item.Kind != yaml.MappingNode {
+			d.fail(item, path, "expected a Pod manifest (a mapping), got %s", describe(item))
+			continue
+		}
+		if kind := scalarField(item, "kind"); kind != nil && kind.Value != "Pod" {
+			d.fail(kind, joinPath(path, "kind"), "unsupported kind %q: the items of a List must be Pods", kind.Value)
+			continue
+		}
+		p.pod(d, item, path)
+	}
+}
+
+// pod decodes, defaults, names and validates the Pod in mapping n, whose
+// field paths start with prefix ("" or "items[2]").
+func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
+	pod := new(Pod)
+	d.decode(n, reflect.ValueOf(pod).Elem(), prefix)
+	p.checkAPIVersion(d, prefix, pod.APIVersion)
+	if kind := joinPath(prefix, "kind"); pod.Kind == "" && !d.index.quiet(kind) {
+		d.errs = append(d.errs, d.errorAt(kind, "required"))
+	}
+	SetDefaults(pod)
+	p.name(pod)
+	if d.exhausted() {
+		return // cut short: validating the rest would only add noise
+	}
+
+	v := &validator{file: p.file, prefix: prefix, index: d.index}
+	v.pod(pod)
+	d.errs = append(d.errs, v.errs...)
+
+	if m := pod.Metadata; m.ManifestName != "" {
+		key := m.Namespace + "/" + m.Name
+		namePath := joinPath(prefix, "metadata.name")
+		if line, dup := p.seen[key]; dup {
+			d.errs = append(d.errs, d.errorAt(namePath, fmt.Sprintf("pod %q is already defined at line %d", m.Namespace+"/"+m.ManifestName, line)))
+		} else {
+			p.seen[key] = d.index.find(namePath).line
+		}
+	}
+	p.pods = append(p.pods, pod)
+}
+
+// checkAPIVersion reports an apiVersion other than v1.
+func (p *parser) checkAPIVersion(d *decoder, prefix, apiVersion string) {
+	path := joinPath(prefix, "apiVersion")
+	switch {
+	case d.index.quiet(path):
+	case apiVersion == "":
+		d.errs = append(d.errs, d.errorAt(path, "required"))
+	case apiVersion != "v1":
+		d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf("unsupported apiVersion %q: must be \"v1\"", apiVersion)))
+	}
+}
+
+// errorAt returns a *FieldError at the position recorded for path (or its
+// nearest written ancestor).
+func (d *decoder) errorAt(path, msg string) error {
+	pos := d.index.find(path)
+	return &FieldError{File: d.file, Line: pos.line, Col: pos.col, Path: path, Msg: msg}
+}
+
+// name sets the static pod name and the UID.
+func (p *parser) name(pod *Pod) {
+	m := &pod.Metadata
+	m.ManifestName = m.Name
+	if m.Name != "" && p.hostname != "" {
+		m.Name += "-" + p.hostname
+	}
+	m.UID = UID(p.source, m.Namespace, m.Name)
+}
+
+// sortErrors orders a file's errors by position, drops exact repeats (an
+// anchor used twice fails twice), bounds their number and joins them.
+func sortErrors(file string, errs []error) error {
+	slices.SortStableFunc(errs, func(a, b error) int {
+		fa, _ := a.(*FieldError)
+		fb, _ := b.(*FieldError)
+		if fa == nil || fb == nil {
+			return 0
+		}
+		return cmp.Or(cmp.Compare(fa.Line, fb.Line), cmp.Compare(fa.Col, fb.Col))
+	})
+	errs = slices.CompactFunc(errs, func(a, b error) bool { return a.Error() == b.Error() })
+	if len(errs) > maxErrors {
+		more := len(errs) - maxErrors
+		errs = append(errs[:maxErrors:maxErrors], &FieldError{File: file, Msg: fmt.Sprintf("too many errors (%d more)", more)})
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,85 @@
+package pod
+
+import "strings"
+
+// DefaultTerminationGracePeriodSeconds is terminationGracePeriodSeconds when
+// a manifest does not set it (as in Kubernetes).
+const DefaultTerminationGracePeriodSeconds = 30
+
+// SetDefaults fills in what a manifest may leave out, with Kubernetes'
+// defaults: apiVersion v1 and kind Pod, namespace "default", restartPolicy
+// Always, terminationGracePeriodSeconds 30, imagePullPolicy (Always for a
+// ":latest" or untagged image without digest, else IfNotPresent), port
+// protocol TCP and, with hostNetwork, hostPort = containerPort on app
+// containers. It also normalises capability names to the form without
+// "CAP_". SetDefaults is idempotent; Parse calls it.
+func SetDefaults(p *Pod) {
+	if p.APIVersion == "" {
+		p.APIVersion = "v1"
+	}
+	if p.Kind == "" {
+		p.Kind = "Pod"
+	}
+	if p.Metadata.Namespace == "" {
+		p.Metadata.Namespace = "default"
+	}
+	s := &p.Spec
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = RestartAlways
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		grace := int64(DefaultTerminationGracePeriodSeconds)
+		s.TerminationGracePeriodSeconds = &grace
+	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i], false)
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i], s.HostNetwork)
+	}
+}
+
+// defaultContainer sets a container's defaults; hostPorts says whether its
+// ports are published on the host (an app container with hostNetwork).
+func defaultContainer(c *Container, hostPorts bool) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = DefaultPullPolicy(c.Image)
+	}
+	for i := range c.Ports {
+		port := &c.Ports[i]
+		if port.Protocol == "" {
+			port.Protocol = ProtocolTCP
+		}
+		if hostPorts && port.HostPort == 0 {
+			port.HostPort = port.ContainerPort
+		}
+	}
+	if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
+		trimCapPrefix(sc.Capabilities.Add)
+		trimCapPrefix(sc.Capabilities.Drop)
+	}
+}
+
+func trimCapPrefix(names []string) {
+	for i, n := range names {
+		names[i] = strings.TrimPrefix(n, "CAP_")
+	}
+}
+
+// DefaultPullPolicy returns the Kubernetes default imagePullPolicy for an
+// image reference: Always when its tag is "latest" or it has neither tag
+// nor digest, IfNotPresent otherwise.
+func DefaultPullPolicy(image string) PullPolicy {
+	if strings.Contains(image, "@") {
+		return PullIfNotPresent // pinned by digest
+	}
+	name := image
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:] // a registry host may have a :port
+	}
+	_, tag, ok := strings.Cut(name, ":")
+	if !ok || tag == "" || tag == "latest" {
+		return PullAlways
+	}
+	return PullIfNotPresent
+}

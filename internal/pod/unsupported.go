@@ -1,0 +1,130 @@
+package pod
+
+import "reflect"
+
+// Messages for Kubernetes fields that tug reads but does not implement.
+const (
+	msgNotYet     = "not supported by tug yet"
+	msgServerSet  = "written by the Kubernetes API server, not part of a manifest; remove it"
+	msgUIDDerived = "tug derives the pod UID from the source and the pod name; remove it"
+	msgStatus     = "status is written by tug; remove it"
+)
+
+// notImplemented lists, per manifest type, the Kubernetes Pod v1 fields tug
+// does not implement, with the message reported when a manifest sets one. A
+// field that is in neither the type nor this table is reported as unknown.
+// The table is read-only.
+var notImplemented = map[reflect.Type]map[string]string{
+	reflect.TypeFor[ObjectMeta](): {
+		"generateName":               msgNotYet,
+		"uid":                        msgUIDDerived,
+		"ownerReferences":            msgNotYet,
+		"finalizers":                 msgNotYet,
+		"selfLink":                   msgServerSet,
+		"resourceVersion":            msgServerSet,
+		"generation":                 msgServerSet,
+		"creationTimestamp":          msgServerSet,
+		"deletionTimestamp":          msgServerSet,
+		"deletionGracePeriodSeconds": msgServerSet,
+		"managedFields":              msgServerSet,
+	},
+	reflect.TypeFor[PodSpec](): {
+		"ephemeralContainers":          msgNotYet,
+		"activeDeadlineSeconds":        msgNotYet,
+		"dnsPolicy":                    msgNotYet,
+		"dnsConfig":                    msgNotYet,
+		"nodeSelector":                 msgNotYet,
+		"nodeName":                     msgNotYet,
+		"affinity":                     msgNotYet,
+		"tolerations":                  msgNotYet,
+		"schedulerName":                msgNotYet,
+		"schedulingGates":              msgNotYet,
+		"topologySpreadConstraints":    msgNotYet,
+		"priorityClassName":            msgNotYet,
+		"priority":                     msgNotYet,
+		"preemptionPolicy":             msgNotYet,
+		"serviceAccountName":           msgNotYet,
+		"serviceAccount":               msgNotYet,
+		"automountServiceAccountToken": msgNotYet,
+		"hostPID":                      msgNotYet,
+		"hostIPC":                      msgNotYet,
+		"hostUsers":                    msgNotYet,
+		"shareProcessNamespace":        msgNotYet,
+		"securityContext":              msgNotYet + " at pod level (set securityContext on each container)",
+		"imagePullSecrets":             msgNotYet,
+		"hostname":                     msgNotYet,
+		"subdomain":                    msgNotYet,
+		"setHostnameAsFQDN":            msgNotYet,
+		"hostAliases":                  msgNotYet,
+		"readinessGates":               msgNotYet,
+		"runtimeClassName":             msgNotYet,
+		"enableServiceLinks":           msgNotYet,
+		"overhead":                     msgNotYet,
+		"os":                           msgNotYet,
+		"resourceClaims":               msgNotYet,
+		"resources":                    msgNotYet,
+	},
+	reflect.TypeFor[Container](): {
+		"resources":                msgNotYet,
+		"resizePolicy":             msgNotYet,
+		"restartPolicy":            msgNotYet + " on a container (sidecar containers)",
+		"livenessProbe":            msgNotYet,
+		"readinessProbe":           msgNotYet,
+		"startupProbe":             msgNotYet,
+		"lifecycle":                msgNotYet,
+		"envFrom":                  msgNotYet,
+		"volumeDevices":            msgNotYet,
+		"terminationMessagePath":   msgNotYet,
+		"terminationMessagePolicy": msgNotYet,
+		"stdin":                    msgNotYet,
+		"stdinOnce":                msgNotYet,
+		"tty":                      msgNotYet,
+	},
+	reflect.TypeFor[EnvVar](): {
+		"valueFrom": msgNotYet,
+	},
+	reflect.TypeFor[VolumeMount](): {
+		"mountPropagation":  msgNotYet,
+		"recursiveReadOnly": msgNotYet,
+		"subPathExpr":       msgNotYet,
+	},
+	reflect.TypeFor[SecurityContext](): {
+		"runAsNonRoot":             msgNotYet,
+		"allowPrivilegeEscalation": msgNotYet,
+		"procMount":                msgNotYet,
+		"seLinuxOptions":           msgNotYet,
+		"seccompProfile":           msgNotYet,
+		"appArmorProfile":          msgNotYet,
+		"windowsOptions":           msgNotYet,
+	},
+	reflect.TypeFor[Volume](): {
+		"awsElasticBlockStore":  msgNotYet,
+		"azureDisk":             msgNotYet,
+		"azureFile":             msgNotYet,
+		"cephfs":                msgNotYet,
+		"cinder":                msgNotYet,
+		"configMap":             msgNotYet,
+		"csi":                   msgNotYet,
+		"downwardAPI":           msgNotYet,
+		"ephemeral":             msgNotYet,
+		"fc":                    msgNotYet,
+		"flexVolume":            msgNotYet,
+		"flocker":               msgNotYet,
+		"gcePersistentDisk":     msgNotYet,
+		"gitRepo":               msgNotYet,
+		"glusterfs":             msgNotYet,
+		"image":                 msgNotYet,
+		"iscsi":                 msgNotYet,
+		"nfs":                   msgNotYet,
+		"persistentVolumeClaim": msgNotYet,
+		"photonPersistentDisk":  msgNotYet,
+		"portworxVolume":        msgNotYet,
+		"projected":             msgNotYet,
+		"quobyte":               msgNotYet,
+		"rbd":                   msgNotYet,
+		"scaleIO":               msgNotYet,
+		"secret":                msgNotYet,
+		"storageos":             msgNotYet,
+		"vsphereVolume":         msgNotYet,
+	},
+}

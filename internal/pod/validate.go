@@ -1,0 +1,409 @@
+package pod
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// maxAnnotationsSize is Kubernetes' limit on the total size of a pod's
+// annotations (keys and values).
+const maxAnnotationsSize = 256 << 10
+
+// Validate checks a defaulted pod with the rules Parse applies, the
+// kubelet's where tug implements the field, and returns every problem,
+// joined, each a *FieldError with a field path but no file position. Parse
+// already validates what it returns; Validate is for pods built in code. The
+// name checks use Metadata.ManifestName when set (the name as written) and
+// Metadata.Name otherwise.
+func Validate(p *Pod) error {
+	v := &validator{}
+	v.pod(p)
+	return errors.Join(v.errs...)
+}
+
+// validator collects the problems of one pod. With an index (from Parse) it
+// positions each error at the offending node, and keeps quiet where decoding
+// already failed.
+type validator struct {
+	file   string
+	prefix string     // path of the pod in the document: "" or "items[2]"
+	index  *nodeIndex // nil for Validate
+	errs   []error
+}
+
+// fail reports a problem with the value at path (relative to the pod).
+func (v *validator) fail(p, format string, args ...any) {
+	full := joinPath(v.prefix, p)
+	var pos position
+	if v.index != nil {
+		if v.index.quiet(full) {
+			return
+		}
+		pos = v.index.find(full)
+	}
+	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, args...)})
+}
+
+// failKey reports a problem with key of the map at p, positioned at the key.
+func (v *validator) failKey(p, key, format string, args ...any) {
+	full := joinPath(v.prefix, p)
+	var pos position
+	if v.index != nil {
+		kp := keyPath(full, key)
+		if v.index.quiet(kp) {
+			return
+		}
+		var ok bool
+		if pos, ok = v.index.keys[kp]; !ok {
+			pos = v.index.find(full)
+		}
+	}
+	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, args...)})
+}
+
+// written reports whether the manifest set the field at p (false without an
+// index).
+func (v *validator) written(p string) bool {
+	return v.index != nil && v.index.has(joinPath(v.prefix, p))
+}
+
+// failedUnder reports whether decoding failed somewhere below p, for checks
+// that would only repeat that failure.
+func (v *validator) failedUnder(p string) bool {
+	return v.index != nil && v.index.badIn[joinPath(v.prefix, p)]
+}
+
+func (v *validator) pod(p *Pod) {
+	v.metadata(&p.Metadata)
+	v.spec(&p.Spec)
+}
+
+func (v *validator) metadata(m *ObjectMeta) {
+	name := m.ManifestName
+	if name == "" {
+		name = m.Name
+	}
+	switch {
+	case name == "":
+		v.fail("metadata.name", "required")
+	case !isDNS1123Subdomain(name):
+		v.fail("metadata.name", "invalid name %q: %s", name, dns1123SubdomainMsg)
+	case len(m.Name) > dns1123SubdomainMaxLen:
+		v.fail("metadata.name", "the name with the hostname appended (%q) is %d characters, more than %d", m.Name, len(m.Name), dns1123SubdomainMaxLen)
+	case !isDNS1123Subdomain(m.Name):
+		v.fail("metadata.name", "the name with the hostname appended (%q) %s", m.Name, dns1123SubdomainMsg)
+	}
+	switch {
+	case m.Namespace == "":
+		v.fail("metadata.namespace", "required")
+	case !isDNS1123Label(m.Namespace):
+		v.fail("metadata.namespace", "invalid namespace %q: %s", m.Namespace, dns1123LabelMsg)
+	}
+	for _, k := range sortedKeys(m.Labels) {
+		if msg := qualifiedNameError(k); msg != "" {
+			v.failKey("metadata.labels", k, "invalid key %q: %s", k, msg)
+		}
+		if msg := labelValueError(m.Labels[k]); msg != "" {
+			v.fail(keyPath("metadata.labels", k), "invalid value %q: %s", m.Labels[k], msg)
+		}
+	}
+	size := 0
+	for _, k := range sortedKeys(m.Annotations) {
+		if msg := qualifiedNameError(k); msg != "" {
+			v.failKey("metadata.annotations", k, "invalid key %q: %s", k, msg)
+		}
+		size += len(k) + len(m.Annotations[k])
+	}
+	if size > maxAnnotationsSize {
+		v.fail("metadata.annotations", "annotations are %d bytes in total, more than %d", size, maxAnnotationsSize)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (v *validator) spec(s *PodSpec) {
+	switch s.RestartPolicy {
+	case RestartAlways, RestartOnFailure, RestartNever:
+	case "":
+		v.fail("spec.restartPolicy", "required")
+	default:
+		v.fail("spec.restartPolicy", "unsupported value %q: must be \"Always\", \"OnFailure\" or \"Never\"", s.RestartPolicy)
+	}
+	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		v.fail("spec.terminationGracePeriodSeconds", "must be greater than or equal to 0")
+	}
+
+	volumes := v.volumes(s.Volumes)
+
+	if len(s.Containers) == 0 {
+		v.fail("spec.containers", "at least one container is required")
+	}
+	names := make(map[string]string) // container name -> path of its first use
+	for i := range s.InitContainers {
+		v.container(indexPath("spec.initContainers", i), &s.InitContainers[i], true, s.HostNetwork, volumes, names)
+	}
+	for i := range s.Containers {
+		v.container(indexPath("spec.containers", i), &s.Containers[i], false, s.HostNetwork, volumes, names)
+	}
+	v.hostPortConflicts(s.Containers)
+}
+
+// volumes checks the pod's volumes and returns the set of their names.
+func (v *validator) volumes(vols []Volume) map[string]bool {
+	names := make(map[string]bool, len(vols))
+	for i := range vols {
+		vol := &vols[i]
+		p := indexPath("spec.volumes", i)
+		switch {
+		case vol.Name == "":
+			v.fail(p+".name", "required")
+		case !isDNS1123Label(vol.Name):
+			v.fail(p+".name", "invalid name %q: %s", vol.Name, dns1123LabelMsg)
+		case names[vol.Name]:
+			v.fail(p+".name", "duplicate volume name %q", vol.Name)
+		}
+		names[vol.Name] = true
+
+		switch {
+		case vol.HostPath != nil && vol.EmptyDir != nil:
+			v.fail(p, "only one volume source may be set, got hostPath and emptyDir")
+		case vol.HostPath == nil && vol.EmptyDir == nil && !v.failedUnder(p):
+			v.fail(p, "a volume source is required (hostPath or emptyDir)")
+		}
+		if hp := vol.HostPath; hp != nil {
+			switch {
+			case hp.Path == "":
+				v.fail(p+".hostPath.path", "required")
+			case !path.IsAbs(hp.Path):
+				v.fail(p+".hostPath.path", "must be an absolute path")
+			case hasDotDot(hp.Path):
+				v.fail(p+".hostPath.path", "must not contain '..'")
+			}
+			switch hp.Type {
+			case HostPathUnset, HostPathDirectoryOrCreate, HostPathDirectory, HostPathFileOrCreate,
+				HostPathFile, HostPathSocket, HostPathCharDev, HostPathBlockDev:
+			default:
+				v.fail(p+".hostPath.type", "unsupported value %q: must be \"\", \"DirectoryOrCreate\", \"Directory\", \"FileOrCreate\", \"File\", \"Socket\", \"CharDevice\" or \"BlockDevice\"", hp.Type)
+			}
+		}
+		if ed := vol.EmptyDir; ed != nil {
+			switch {
+			case ed.Medium == StorageMediumDefault || ed.Medium == StorageMediumMemory:
+			case strings.HasPrefix(string(ed.Medium), "HugePages"):
+				v.fail(p+".emptyDir.medium", "medium %q is not supported by tug yet", ed.Medium)
+			default:
+				v.fail(p+".emptyDir.medium", "unsupported value %q: must be \"\" or \"Memory\"", ed.Medium)
+			}
+			if ed.SizeLimit != nil && ed.SizeLimit.MilliValue() < 0 {
+				v.fail(p+".emptyDir.sizeLimit", "must not be negative")
+			}
+		}
+	}
+	return names
+}
+
+// container checks one init or app container at path p. names maps the
+// container names seen so far to their paths.
+func (v *validator) container(p string, c *Container, init, hostNetwork bool, volumes map[string]bool, names map[string]string) {
+	switch {
+	case c.Name == "":
+		v.fail(p+".name", "required")
+	case !isDNS1123Label(c.Name):
+		v.fail(p+".name", "invalid name %q: %s", c.Name, dns1123LabelMsg)
+	case names[c.Name] != "":
+		v.fail(p+".name", "duplicate container name %q (also %s)", c.Name, names[c.Name])
+	default:
+		names[c.Name] = joinPath(v.prefix, p)
+	}
+
+	switch {
+	case c.Image == "":
+		v.fail(p+".image", "required")
+	case strings.ContainsFunc(c.Image, unicode.IsSpace):
+		v.fail(p+".image", "invalid image %q: must not contain whitespace", c.Image)
+	}
+	switch c.ImagePullPolicy {
+	case PullAlways, PullIfNotPresent, PullNever:
+	case "":
+		v.fail(p+".imagePullPolicy", "required")
+	default:
+		v.fail(p+".imagePullPolicy", "unsupported value %q: must be \"Always\", \"IfNotPresent\" or \"Never\"", c.ImagePullPolicy)
+	}
+	if c.WorkingDir != "" && !path.IsAbs(c.WorkingDir) {
+		v.fail(p+".workingDir", "must be an absolute path")
+	}
+	for i, e := range c.Env {
+		ep := indexPath(p+".env", i)
+		switch {
+		case e.Name == "":
+			v.fail(ep+".name", "required")
+		case !isEnvVarName(e.Name):
+			v.fail(ep+".name", "invalid name %q: %s", e.Name, envVarNameMsg)
+		}
+	}
+	v.ports(p, c.Ports, init, hostNetwork)
+	v.volumeMounts(p, c.VolumeMounts, volumes)
+	if sc := c.SecurityContext; sc != nil {
+		v.securityContext(p+".securityContext", sc)
+	}
+}
+
+func (v *validator) ports(p string, ports []ContainerPort, init, hostNetwork bool) {
+	names := make(map[string]int)
+	seen := make(map[string]int) // containerPort/protocol -> index
+	for i, port := range ports {
+		pp := indexPath(p+".ports", i)
+		if port.Name != "" {
+			if !isIANASvcName(port.Name) {
+				v.fail(pp+".name", "invalid name %q: %s", port.Name, ianaSvcNameMsg)
+			} else if j, dup := names[port.Name]; dup {
+				v.fail(pp+".name", "duplicate port name %q (also ports[%d])", port.Name, j)
+			} else {
+				names[port.Name] = i
+			}
+		}
+		switch {
+		case port.ContainerPort == 0 && !v.written(pp+".containerPort"):
+			v.fail(pp+".containerPort", "required")
+		case port.ContainerPort < 1 || port.ContainerPort > math.MaxUint16:
+			v.fail(pp+".containerPort", "must be between 1 and 65535, inclusive")
+		}
+		switch port.Protocol {
+		case ProtocolTCP, ProtocolUDP:
+		case "SCTP":
+			v.fail(pp+".protocol", "SCTP is not supported by tug yet")
+		case "":
+			v.fail(pp+".protocol", "required")
+		default:
+			v.fail(pp+".protocol", "unsupported value %q: must be \"TCP\" or \"UDP\"", port.Protocol)
+		}
+		if port.HostPort != 0 {
+			switch {
+			case port.HostPort == port.ContainerPort && (port.HostPort < 1 || port.HostPort > math.MaxUint16):
+				// reported for containerPort (hostNetwork copied it here)
+			case port.HostPort < 1 || port.HostPort > math.MaxUint16:
+				v.fail(pp+".hostPort", "must be between 1 and 65535, inclusive")
+			case init:
+				v.fail(pp+".hostPort", "init containers cannot publish a hostPort")
+			case !hostNetwork:
+				v.fail(pp+".hostPort", "hostPort needs hostNetwork: true (pod networking is not supported by tug yet)")
+			case port.HostPort != port.ContainerPort:
+				v.fail(pp+".hostPort", "must equal containerPort (%d) when hostNetwork is true", port.ContainerPort)
+			}
+		}
+		if port.HostIP != "" {
+			if _, err := netip.ParseAddr(port.HostIP); err != nil {
+				v.fail(pp+".hostIP", "invalid IP address %q", port.HostIP)
+			}
+		}
+		key := strconv.Itoa(int(port.ContainerPort)) + "/" + string(port.Protocol)
+		if j, dup := seen[key]; dup && port.ContainerPort != 0 {
+			v.fail(pp, "duplicate port %s (also ports[%d])", key, j)
+		} else if !dup {
+			seen[key] = i
+		}
+	}
+}
+
+// hostPortConflicts reports two app containers publishing the same host
+// port and protocol. (Within one container, the duplicate port check
+// already reports it.)
+func (v *validator) hostPortConflicts(containers []Container) {
+	type owner struct{ container, port int }
+	seen := make(map[string]owner)
+	for ci := range containers {
+		for pi, port := range containers[ci].Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			key := strconv.Itoa(int(port.HostPort)) + "/" + string(port.Protocol)
+			first, dup := seen[key]
+			switch {
+			case !dup:
+				seen[key] = owner{ci, pi}
+			case first.container != ci:
+				v.fail(indexPath(indexPath("spec.containers", ci)+".ports", pi)+".hostPort",
+					"host port %s is also published by spec.containers[%d].ports[%d]", key, first.container, first.port)
+			}
+		}
+	}
+}
+
+func (v *validator) volumeMounts(p string, mounts []VolumeMount, volumes map[string]bool) {
+	paths := make(map[string]int)
+	for i, m := range mounts {
+		mp := indexPath(p+".volumeMounts", i)
+		switch {
+		case m.Name == "":
+			v.fail(mp+".name", "required")
+		case !volumes[m.Name]:
+			v.fail(mp+".name", "volume %q is not defined in spec.volumes", m.Name)
+		}
+		switch {
+		case m.MountPath == "":
+			v.fail(mp+".mountPath", "required")
+		case !path.IsAbs(m.MountPath):
+			v.fail(mp+".mountPath", "must be an absolute path")
+		default:
+			clean := path.Clean(m.MountPath)
+			if j, dup := paths[clean]; dup {
+				v.fail(mp+".mountPath", "duplicate mountPath %q (also volumeMounts[%d])", m.MountPath, j)
+			} else {
+				paths[clean] = i
+			}
+		}
+		if m.SubPath != "" {
+			switch {
+			case path.IsAbs(m.SubPath):
+				v.fail(mp+".subPath", "must be a relative path")
+			case hasDotDot(m.SubPath):
+				v.fail(mp+".subPath", "must not contain '..'")
+			}
+		}
+	}
+}
+
+func (v *validator) securityContext(p string, sc *SecurityContext) {
+	if u := sc.RunAsUser; u != nil && (*u < 0 || *u > math.MaxInt32) {
+		v.fail(p+".runAsUser", "must be between 0 and 2147483647, inclusive")
+	}
+	if g := sc.RunAsGroup; g != nil && (*g < 0 || *g > math.MaxInt32) {
+		v.fail(p+".runAsGroup", "must be between 0 and 2147483647, inclusive")
+	}
+	if c := sc.Capabilities; c != nil {
+		for i, name := range c.Add {
+			if msg := capabilityError(name); msg != "" {
+				v.fail(indexPath(p+".capabilities.add", i), "invalid capability %q: %s", name, msg)
+			}
+		}
+		for i, name := range c.Drop {
+			if msg := capabilityError(name); msg != "" {
+				v.fail(indexPath(p+".capabilities.drop", i), "invalid capability %q: %s", name, msg)
+			}
+		}
+	}
+}
+
+// hasDotDot reports whether a slash-separated path has a ".." element.
+func hasDotDot(p string) bool {
+	for elem := range strings.SplitSeq(p, "/") {
+		if elem == ".." {
+			return true
+		}
+	}
+	return false
+}
