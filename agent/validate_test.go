@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestValidateExamples checks that the example manifests shipped in
+// manifests/ pass "tug validate", given as files or as their directory.
+func TestValidateExamples(t *testing.T) {
+	files, err := filepath.Glob("../manifests/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example manifests in ../manifests (%v)", err)
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"files", files},
+		{"directory", []string{"../manifests"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := validate(tt.args, &stdout, &stderr); code != 0 {
+				t.Fatalf("validate %v = %d, want 0; stderr:\n%s", tt.args, code, stderr.String())
+			}
+			if stderr.Len() > 0 {
+				t.Errorf("stderr not empty:\n%s", stderr.String())
+			}
+			for _, f := range files {
+				if !strings.Contains(stdout.String(), filepath.Base(f)+": ok") {
+					t.Errorf("stdout does not say %s is ok:\n%s", f, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// TestValidateBroken checks that a broken manifest makes "tug validate"
+// fail with a "file:line:col: field.path: message" line pointing at the
+// problem.
+func TestValidateBroken(t *testing.T) {
+	const head = `apiVersion: v1
+kind: Pod
+metadata:
+  name: broken
+spec:
+`
+	tests := []struct {
+		name string
+		yaml string
+		// One error line is expected at line:col (0: any), with this field
+		// path and a message containing mention.
+		line, col int
+		path      string
+		mention   string
+	}{
+		{
+			name: "unknown field",
+			yaml: head + `  containers:
+    - name: main
+      imagee: busybox:1.35
+      image: busybox:1.35
+`,
+			line: 8, col: 7, path: "spec.containers[0].imagee", mention: "imagee",
+		},
+		{
+			name: "unknown spec field",
+			yaml: head + `  containers:
+    - name: main
+      image: busybox:1.35
+  restartPolicyy: Never
+`,
+			line: 9, col: 3, path: "spec.restartPolicyy", mention: "restartPolicyy",
+		},
+		{
+			name: "wrong type",
+			yaml: head + `  terminationGracePeriodSeconds: soon
+  containers:
+    - name: main
+      image: busybox:1.35
+`,
+			line: 6, col: 34, path: "spec.terminationGracePeriodSeconds", mention: "integer",
+		},
+		{
+			name: "missing image",
+			yaml: head + `  containers:
+    - name: main
+      command: ["true"]
+`,
+			// A missing field is reported where its mapping starts.
+			line: 7, col: 7, path: "spec.containers[0].image", mention: "required",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "broken.yaml")
+			if err := os.WriteFile(file, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := validate([]string{file}, &stdout, &stderr)
+			if code == 0 {
+				t.Fatalf("validate = 0 for a broken manifest; stdout:\n%s", stdout.String())
+			}
+			re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(file) + `:(\d+):(\d+): ` +
+				regexp.QuoteMeta(tt.path) + `: (\S.*)$`)
+			m := re.FindStringSubmatch(stderr.String())
+			if m == nil || !strings.Contains(m[3], tt.mention) {
+				t.Fatalf("no line %q naming %q in stderr:\n%s",
+					fmt.Sprintf("%s:LINE:COL: %s: MESSAGE", file, tt.path), tt.mention, stderr.String())
+			}
+			if want := fmt.Sprintf("%s:%d:%d:", file, tt.line, tt.col); tt.line > 0 && !strings.HasPrefix(m[0], want) {
+				t.Errorf("error at %s:%s:%s, want %s %s", file, m[1], m[2], want, m[0])
+			}
+		})
+	}
+}

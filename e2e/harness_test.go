@@ -1,0 +1,551 @@
+//go:build e2e
+
+// Package e2e runs the tug binary against a real containerd (the private one
+// of scripts/testenv.sh), with real runc containers, namespaces, mounts and
+// files, and checks from the outside what a user would see.
+//
+// Every test starts its own tug with startTug: its own manifest, root, run,
+// logs and image directories under t.TempDir() and its own containerd
+// namespace, all removed by t.Cleanup even when the test fails. Tests run one
+// after the other (the machine has two cores).
+//
+//	set -a; source /var/tmp/tug-testenv/env; set +a
+//	CI=true go test -tags e2e -count=1 -v ./e2e/
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/content"
+	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/leases"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/snapshots"
+	"golang.org/x/sys/unix"
+
+	"tug/internal/pod"
+	"tug/internal/podruntime"
+	"tug/internal/testutil"
+)
+
+// Settings every tug under test runs with.
+const (
+	hostname      = "e2e"
+	fileCheck     = 2 * time.Second
+	syncFrequency = 5 * time.Second
+	// stopTimeout bounds how long Stop waits for tug to exit after SIGTERM
+	// before it kills it.
+	stopTimeout = 20 * time.Second
+	// cleanupTimeout bounds the removal of a test's containerd objects.
+	cleanupTimeout = time.Minute
+)
+
+// tugBin is the tug binary built once by TestMain.
+var tugBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+// buildAndRun builds ./agent into a temporary directory, runs the tests and
+// removes the binary.
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "tug-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	repo, err := filepath.Abs("..") // go test runs in the package directory
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	tugBin = filepath.Join(dir, "tug")
+	cmd := exec.Command("go", "build", "-o", tugBin, "./agent")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: go build ./agent: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// repoPath returns the path of a file of the repository.
+func repoPath(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tugOpts changes what startTug sets up.
+type tugOpts struct {
+	// noImageArchive leaves the image directory empty (by default the test
+	// image's archive is copied into it, so no test needs a registry).
+	noImageArchive bool
+	// fileCheck overrides --file-check-frequency (default fileCheck).
+	fileCheck time.Duration
+	// beforeStart, if set, runs when the directories are ready and before
+	// tug starts (to write manifests that are there from the start).
+	beforeStart func(tg *tug)
+}
+
+// tug is one tug agent under test, with its directories, its containerd
+// namespace and a containerd client to look at what it did.
+type tug struct {
+	t *testing.T
+
+	base        string // t.TempDir() holding everything below
+	manifestDir string
+	rootDir     string
+	runDir      string
+	logsDir     string
+	imageDir    string
+	scratch     string // for temporary files that are renamed into place
+
+	addr      string // containerd socket
+	ns        string // containerd namespace
+	image     string // the test image, docker.io/library/busybox:1.35
+	archive   string // its OCI archive
+	fileCheck time.Duration
+	client    *containerd.Client
+
+	out *syncBuffer // tug's stdout and stderr, all runs
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
+	waitErr error         // cmd.Wait's result, set before exited is closed
+}
+
+// startTug checks the prerequisites (root, the test containerd, the test
+// image), prepares a fresh environment and starts tug in it. Everything is
+// removed when the test ends, and tug's output is logged if it failed.
+func startTug(t *testing.T, opts tugOpts) *tug {
+	t.Helper()
+	testutil.RequireRoot(t)
+	addr := testutil.RequireContainerd(t)
+	image, archive := testutil.TestImage(t)
+
+	base := t.TempDir()
+	tg := &tug{
+		t:           t,
+		base:        base,
+		manifestDir: filepath.Join(base, "manifests"),
+		rootDir:     filepath.Join(base, "root"),
+		runDir:      filepath.Join(base, "run"),
+		logsDir:     filepath.Join(base, "logs"),
+		imageDir:    filepath.Join(base, "images"),
+		scratch:     filepath.Join(base, "scratch"),
+		addr:        addr,
+		ns:          testutil.Namespace(t),
+		image:       image,
+		archive:     archive,
+		fileCheck:   fileCheck,
+		out:         &syncBuffer{},
+	}
+	if opts.fileCheck > 0 {
+		tg.fileCheck = opts.fileCheck
+	}
+	for _, d := range []string{tg.manifestDir, tg.rootDir, tg.runDir, tg.logsDir, tg.imageDir, tg.scratch} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client, err := containerd.New(addr, containerd.WithDefaultNamespace(tg.ns), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatalf("connect to containerd at %s: %v", addr, err)
+	}
+	tg.client = client
+	t.Cleanup(tg.cleanup)
+
+	if !opts.noImageArchive {
+		tg.copyImageArchive()
+	}
+	if opts.beforeStart != nil {
+		opts.beforeStart(tg)
+	}
+	tg.Start()
+	return tg
+}
+
+// Start starts tug on the test's directories. It may be called again after
+// Stop: the new tug finds what the previous one left.
+func (tg *tug) Start() {
+	tg.t.Helper()
+	if tg.running() {
+		tg.t.Fatal("Start: tug is already running")
+	}
+	args := []string{"run",
+		"--pod-manifest-path", tg.manifestDir,
+		"--root-dir", tg.rootDir,
+		"--run-dir", tg.runDir,
+		"--pod-logs-dir", tg.logsDir,
+		"--image-dir", tg.imageDir,
+		"--containerd-address", tg.addr,
+		"--containerd-namespace", tg.ns,
+		"--hostname-override", hostname,
+		"--file-check-frequency", tg.fileCheck.String(),
+		"--sync-frequency", syncFrequency.String(),
+		"--log-level", "debug",
+	}
+	fmt.Fprintf(tg.out, "==== %s %s\n", tugBin, strings.Join(args, " "))
+	cmd := exec.Command(tugBin, args...)
+	cmd.Stdout, cmd.Stderr = tg.out, tg.out
+	// If the test binary dies, tug goes with it (the pods stay, like after
+	// any tug crash; the next run's cleanup does not see them, but the
+	// namespace name is unique).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tg.t.Fatalf("start tug: %v", err)
+	}
+	tg.cmd, tg.exited, tg.waitErr = cmd, make(chan struct{}), nil
+	go func(exited chan struct{}) {
+		err := cmd.Wait()
+		tg.waitErr = err
+		close(exited)
+	}(tg.exited)
+}
+
+// running reports whether a started tug has not exited yet.
+func (tg *tug) running() bool {
+	if tg.exited == nil {
+		return false
+	}
+	select {
+	case <-tg.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM to tug and waits for it to exit (killing it after
+// stopTimeout). It returns how tug exited: nil for status 0. Stopping a tug
+// that is not running returns its earlier result.
+func (tg *tug) Stop() error {
+	if tg.exited == nil {
+		return nil
+	}
+	if tg.running() {
+		_ = tg.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-tg.exited:
+		case <-time.After(stopTimeout):
+			_ = tg.cmd.Process.Kill()
+			<-tg.exited
+			return fmt.Errorf("tug did not exit within %v of SIGTERM (killed)", stopTimeout)
+		}
+	}
+	return tg.waitErr
+}
+
+// cleanup stops tug and removes everything it and its pods left: tasks,
+// containers, snapshots, images, content, leases, the containerd namespace,
+// and mounts under the test's directory (t.TempDir removes the files
+// afterwards).
+func (tg *tug) cleanup() {
+	t := tg.t
+	if err := tg.Stop(); err != nil {
+		t.Logf("stopping tug: %v", err)
+	}
+	if t.Failed() {
+		t.Logf("tug output:\n%s", tg.out.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := removeNamespace(ctx, tg.client, tg.ns); err != nil {
+		t.Errorf("cleanup: containerd namespace %s: %v", tg.ns, err)
+	}
+	if err := unmountUnder(tg.base); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	tg.client.Close()
+}
+
+// removeNamespace kills and deletes every task and container of namespace
+// ns, then its snapshots, images, content and leases, then ns itself.
+func removeNamespace(ctx context.Context, client *containerd.Client, ns string) error {
+	ctx = namespaces.WithNamespace(ctx, ns)
+	var errs []error
+	keep := func(what string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	ctrs, err := client.Containers(ctx)
+	keep("list containers", err)
+	snapshotters := map[string]bool{podruntime.DefaultSnapshotter: true}
+	for _, c := range ctrs {
+		if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil && info.Snapshotter != "" {
+			snapshotters[info.Snapshotter] = true
+		}
+		if task, err := c.Task(ctx, nil); err == nil {
+			_, err := task.Delete(ctx, containerd.WithProcessKill)
+			keep("delete task "+c.ID(), ignoreNotFound(err))
+		}
+		keep("delete container "+c.ID(), ignoreNotFound(c.Delete(ctx, containerd.WithSnapshotCleanup)))
+	}
+	for name := range snapshotters {
+		keep("remove snapshots", removeSnapshots(ctx, client.SnapshotService(name)))
+	}
+	is := client.ImageService()
+	imgs, err := is.List(ctx)
+	keep("list images", err)
+	for _, img := range imgs {
+		keep("delete image "+img.Name, ignoreNotFound(is.Delete(ctx, img.Name, images.SynchronousDelete())))
+	}
+	ls := client.LeasesService()
+	lss, err := ls.List(ctx)
+	keep("list leases", err)
+	for _, l := range lss {
+		keep("delete lease "+l.ID, ignoreNotFound(ls.Delete(ctx, l, leases.SynchronousDelete)))
+	}
+	cs := client.ContentStore()
+	if sts, err := cs.ListStatuses(ctx); err == nil {
+		for _, st := range sts {
+			keep("abort ingest "+st.Ref, ignoreNotFound(cs.Abort(ctx, st.Ref)))
+		}
+	}
+	keep("walk content", cs.Walk(ctx, func(info content.Info) error {
+		keep("delete blob "+info.Digest.String(), ignoreNotFound(cs.Delete(ctx, info.Digest)))
+		return nil
+	}))
+	// The garbage collector may still hold a reference for a moment.
+	var nsErr error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if nsErr = ignoreNotFound(client.NamespaceService().Delete(ctx, ns)); nsErr == nil {
+			break
+		}
+	}
+	keep("delete namespace", nsErr)
+	return errors.Join(errs...)
+}
+
+// removeSnapshots removes every snapshot of a snapshotter, children before
+// their parents.
+func removeSnapshots(ctx context.Context, sn snapshots.Snapshotter) error {
+	for round := 0; ; round++ {
+		var infos []snapshots.Info
+		if err := sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+			infos = append(infos, info)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(infos) == 0 {
+			return nil
+		}
+		if round == 20 {
+			return fmt.Errorf("%d snapshots left", len(infos))
+		}
+		parents := map[string]bool{}
+		for _, info := range infos {
+			parents[info.Parent] = true
+		}
+		for _, info := range infos {
+			if !parents[info.Name] {
+				_ = sn.Remove(ctx, info.Name) // errors show as a leftover
+			}
+		}
+	}
+}
+
+func ignoreNotFound(err error) error {
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// unmountUnder detaches every mount at or below dir, deepest first. (The
+// pinned namespaces live below <run>/ns, which is a shared bind mount of
+// itself; emptyDir tmpfs mounts live below <root>/pods.)
+func unmountUnder(dir string) error {
+	var last []string
+	for range 10 {
+		ms, err := mountsUnder(dir)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			return nil
+		}
+		last = last[:0]
+		slices.SortFunc(ms, func(a, b mountInfo) int { return len(b.point) - len(a.point) })
+		for _, m := range ms {
+			if err := unix.Unmount(m.point, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				last = append(last, fmt.Sprintf("%s: %v", m.point, err))
+			}
+		}
+	}
+	return fmt.Errorf("mounts left under %s: %v", dir, last)
+}
+
+// copyImageArchive copies the test image's archive into the image
+// directory the way a user would (cp: written in place).
+func (tg *tug) copyImageArchive() {
+	tg.t.Helper()
+	src, err := os.Open(tg.archive)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(filepath.Join(tg.imageDir, filepath.Base(tg.archive)))
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		tg.t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		tg.t.Fatal(err)
+	}
+}
+
+// writeManifest writes a manifest atomically: a temporary file outside the
+// manifest directory, renamed into it. name may contain a subdirectory.
+func (tg *tug) writeManifest(name, yaml string) {
+	tg.t.Helper()
+	f, err := os.CreateTemp(tg.scratch, "manifest-")
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	_, err = f.WriteString(yaml)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	dst := filepath.Join(tg.manifestDir, name)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		tg.t.Fatal(err)
+	}
+	if err := os.Rename(f.Name(), dst); err != nil {
+		tg.t.Fatal(err)
+	}
+}
+
+// manifestPath returns the path of a manifest file.
+func (tg *tug) manifestPath(name string) string { return filepath.Join(tg.manifestDir, name) }
+
+// uid returns the UID tug gives the pod named name (as written in the
+// manifest) in namespace default of the manifest directory.
+func (tg *tug) uid(name string) string {
+	return pod.UID("file:"+tg.manifestDir, "default", staticName(name))
+}
+
+// staticName is the pod name tug uses: the manifest's with the host name
+// appended.
+func staticName(name string) string { return name + "-" + hostname }
+
+// output returns what tug wrote so far (all runs).
+func (tg *tug) output() string { return tg.out.String() }
+
+// waitFor is waitFor that also fails at once when tug has exited.
+func (tg *tug) waitFor(timeout time.Duration, what string, cond func() (bool, error)) {
+	tg.t.Helper()
+	waitFor(tg.t, timeout, what, func() (bool, error) {
+		if tg.exited != nil && !tg.running() {
+			return false, fmt.Errorf("%w (tug exited: %v)", errStop, tg.waitErr)
+		}
+		return cond()
+	})
+}
+
+// waitForOutput waits until tug's output contains every one of subs on one
+// line, and returns that line.
+func (tg *tug) waitForOutput(timeout time.Duration, subs ...string) string {
+	tg.t.Helper()
+	var line string
+	tg.waitFor(timeout, fmt.Sprintf("tug to log a line with %q", subs), func() (bool, error) {
+		line = findLine(tg.output(), subs...)
+		return line != "", nil
+	})
+	return line
+}
+
+// findLine returns the first line of text that contains every one of subs,
+// or "".
+func findLine(text string, subs ...string) string {
+	for line := range strings.Lines(text) {
+		ok := true
+		for _, s := range subs {
+			if !strings.Contains(line, s) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return ""
+}
+
+// errStop, wrapped in a condition's error, ends waitFor at once.
+var errStop = errors.New("giving up")
+
+// waitFor polls cond every 20 ms until it reports true, and fails the test
+// if that takes longer than timeout, with what it was waiting for and the
+// condition's last error. A condition error wrapping errStop fails at once.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if errors.Is(err, errStop) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("timed out after %v waiting for %s; last error: %v", timeout, what, err)
+			}
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use: the process writes
+// while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

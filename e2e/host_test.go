@@ -1,0 +1,229 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountInfo is one line of /proc/self/mountinfo.
+type mountInfo struct {
+	point  string
+	fstype string
+	source string
+}
+
+// mounts returns the mounts of the test's mount namespace.
+func mounts() ([]mountInfo, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ms []mountInfo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 2 {
+			return nil, fmt.Errorf("mountinfo: bad line %q", sc.Text())
+		}
+		ms = append(ms, mountInfo{point: unescapeMount(fields[4]), fstype: tail[0], source: unescapeMount(tail[1])})
+	}
+	return ms, sc.Err()
+}
+
+// unescapeMount undoes the kernel's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range []byte(s[i+1 : i+4]) {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + c - '0'
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountsUnder returns the mounts at or below dir.
+func mountsUnder(dir string) ([]mountInfo, error) {
+	ms, err := mounts()
+	if err != nil {
+		return nil, err
+	}
+	var out []mountInfo
+	for _, m := range ms {
+		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// procNS returns the namespace of kind ("net", "uts", ...) that process pid
+// is in, as the kernel names it ("net:[4026531840]").
+func procNS(pid uint32, kind string) (string, error) {
+	return os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, kind))
+}
+
+// hostNS returns the test process's namespace of kind.
+func hostNS(kind string) (string, error) { return os.Readlink("/proc/self/ns/" + kind) }
+
+// pinnedNS returns the name of the namespace of kind pinned (bind-mounted)
+// at path, in procNS's form.
+func pinnedNS(path, kind string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s:[%d]", kind, st.Ino), nil
+}
+
+// criLine is one line of a container log in the CRI format:
+// "<RFC3339Nano> <stdout|stderr> <F|P> <text>".
+type criLine struct {
+	Time   time.Time
+	Stream string
+	Tag    string
+	Text   string
+}
+
+var criRe = regexp.MustCompile(`^(\S+) (stdout|stderr) (F|P) (.*)$`)
+
+// parseCRI parses a whole log file; any line not in the CRI format is an
+// error.
+func parseCRI(data string) ([]criLine, error) {
+	var out []criLine
+	for line := range strings.Lines(data) {
+		if !strings.HasSuffix(line, "\n") {
+			break // being written
+		}
+		m := criRe.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
+		if m == nil {
+			return nil, fmt.Errorf("not a CRI log line: %q", line)
+		}
+		ts, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			return nil, fmt.Errorf("CRI log line %q: %w", line, err)
+		}
+		out = append(out, criLine{Time: ts, Stream: m[2], Tag: m[3], Text: m[4]})
+	}
+	return out, nil
+}
+
+// readLog reads the log of attempt attempt of a container, in the one pod
+// log directory that podDirGlob matches.
+func readLog(podDirGlob, container string, attempt int) (string, error) {
+	dirs, err := filepath.Glob(podDirGlob)
+	if err != nil {
+		return "", err
+	}
+	if len(dirs) != 1 {
+		return "", fmt.Errorf("%d pod log directories match %s: %v", len(dirs), podDirGlob, dirs)
+	}
+	data, err := os.ReadFile(filepath.Join(dirs[0], container, fmt.Sprintf("%d.log", attempt)))
+	return string(data), err
+}
+
+// podLogGlob matches the log directory of the pod named name in the
+// manifest: <logs>/<namespace>_<pod>_<uid>.
+func (tg *tug) podLogGlob(name string) string {
+	return filepath.Join(tg.logsDir, fmt.Sprintf("default_%s_%s", staticName(name), tg.uid(name)))
+}
+
+// logLines returns the parsed log of a container attempt.
+func (tg *tug) logLines(podName, container string, attempt int) ([]criLine, error) {
+	data, err := readLog(tg.podLogGlob(podName), container, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return parseCRI(data)
+}
+
+// waitLog waits until the log of a container attempt holds a full stdout
+// line for each of want, and returns the whole parsed log.
+func (tg *tug) waitLog(timeout time.Duration, podName, container string, attempt int, want ...string) []criLine {
+	tg.t.Helper()
+	var lines []criLine
+	tg.waitFor(timeout, fmt.Sprintf("log of %s/%s attempt %d to show %q", podName, container, attempt, want), func() (bool, error) {
+		var err error
+		if lines, err = tg.logLines(podName, container, attempt); err != nil {
+			return false, err
+		}
+		for _, w := range want {
+			if indexLine(lines, "stdout", w) < 0 {
+				return false, fmt.Errorf("log so far: %q", lines)
+			}
+		}
+		return true, nil
+	})
+	return lines
+}
+
+// indexLine returns the index of the first full line of stream with text,
+// or -1.
+func indexLine(lines []criLine, stream, text string) int {
+	for i, l := range lines {
+		if l.Stream == stream && l.Tag == "F" && l.Text == text {
+			return i
+		}
+	}
+	return -1
+}
+
+// q quotes s as a YAML (JSON) double-quoted scalar.
+func q(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// idle is a shell script that waits until it is stopped and exits at once on
+// SIGTERM (as PID 1 of its PID namespace, sh has no default SIGTERM action,
+// so without the trap every stop would wait out the grace period).
+const idle = `trap 'exit 0' TERM; sleep 3600 & wait`
+
+// shPod returns a manifest of a pod with one container, "main", running
+// script with sh -c. Extra spec lines (indented by two spaces) may follow.
+func shPod(name, image, script string, specExtra ...string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+    - name: main
+      image: %s
+      command: ["sh", "-c", %s]
+%s`, name, image, q(script), strings.Join(specExtra, ""))
+}

@@ -1,0 +1,336 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd"
+	"golang.org/x/sys/unix"
+)
+
+// Bounds for things tug does. A first start includes unpacking the image.
+const (
+	startTimeout  = 60 * time.Second
+	logTimeout    = 10 * time.Second
+	removeTimeout = 30 * time.Second
+)
+
+func TestStartFromManifest(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("start.yaml", shPod("start", tg.image, "echo hello-from-tug; hostname; "+idle))
+
+	c := tg.waitRunning(startTimeout, "start", "main", 0)
+	tg.waitLog(logTimeout, "start", "main", 0, "hello-from-tug", staticName("start"))
+	raw, err := readLog(tg.podLogGlob("start"), "main", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^\S+ stdout F hello-from-tug$`).MatchString(raw) {
+		t.Errorf("log has no CRI line `<time> stdout F hello-from-tug`:\n%s", raw)
+	}
+
+	// The task runs in the pod's pinned namespaces, not in the host's.
+	uid := tg.uid("start")
+	for _, kind := range []string{"net", "ipc", "uts"} {
+		t.Run(kind, func(t *testing.T) {
+			got, err := procNS(c.PID, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pin := filepath.Join(tg.runDir, "ns", uid, kind)
+			pinned, err := pinnedNS(pin, kind)
+			if err != nil {
+				t.Fatalf("pinned namespace: %v", err)
+			}
+			host, err := hostNS(kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != pinned {
+				t.Errorf("task %d is in %s, want the one pinned at %s (%s)", c.PID, got, pin, pinned)
+			}
+			if got == host {
+				t.Errorf("task %d is in the host's %s namespace %s", c.PID, kind, host)
+			}
+		})
+	}
+}
+
+func TestEditRecreatesOnlyChangedContainer(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	manifest := func(bScript string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: edit
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+    - name: a
+      image: %[1]s
+      command: ["sh", "-c"]
+      args: [%[2]s]
+    - name: b
+      image: %[1]s
+      command: ["sh", "-c"]
+      args: [%[3]s]
+`, tg.image, q("echo a; "+idle), q(bScript))
+	}
+	tg.writeManifest("edit.yaml", manifest("echo b-v1; "+idle))
+	a0 := tg.waitRunning(startTimeout, "edit", "a", 0)
+	b0 := tg.waitRunning(startTimeout, "edit", "b", 0)
+
+	tg.writeManifest("edit.yaml", manifest("echo b-v2; "+idle))
+	b1 := tg.waitRunning(removeTimeout, "edit", "b", 1)
+	tg.waitLog(logTimeout, "edit", "b", 1, "b-v2")
+	if b1.PID == b0.PID || b1.ID == b0.ID {
+		t.Errorf("b was not recreated: before %v, after %v", b0, b1)
+	}
+	cs, err := tg.podContainers(tg.uid("edit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.ID == b0.ID && c.Status == containerd.Running {
+			t.Errorf("the old b still runs: %v", c)
+		}
+	}
+	a, ok, err := tg.container(tg.uid("edit"), "a")
+	if err != nil || !ok {
+		t.Fatalf("container a: found %v, %v", ok, err)
+	}
+	if a.ID != a0.ID || a.PID != a0.PID || a.Status != containerd.Running {
+		t.Errorf("a changed although its spec did not: before %v, after %v", a0, a)
+	}
+}
+
+func TestRemoveCleansEverything(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("gone.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: gone
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+    - name: main
+      image: %s
+      command: ["sh", "-c", %s]
+      volumeMounts:
+        - name: cache
+          mountPath: /cache
+  volumes:
+    - name: cache
+      emptyDir:
+        medium: Memory
+`, tg.image, q("echo data > /cache/f && echo wrote; "+idle)))
+	tg.waitRunning(startTimeout, "gone", "main", 0)
+	tg.waitLog(logTimeout, "gone", "main", 0, "wrote")
+
+	uid := tg.uid("gone")
+	nsDir := filepath.Join(tg.runDir, "ns", uid)
+	podDir := filepath.Join(tg.rootDir, "pods", uid)
+	logGlob := tg.podLogGlob("gone")
+	cs, err := tg.podContainers(uid)
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("containers of the pod: %v, %v", cs, err)
+	}
+	// What must go exists now, so that its absence later means something.
+	if ms, err := mountsUnder(podDir); err != nil || !hasFSType(ms, "tmpfs") {
+		t.Fatalf("no tmpfs mounted under %s for the Memory emptyDir: %v, %v", podDir, ms, err)
+	}
+	if ms, err := mountsUnder(nsDir); err != nil || len(ms) == 0 {
+		t.Fatalf("no pinned namespace mounted under %s: %v", nsDir, err)
+	}
+	if m, _ := filepath.Glob(logGlob); len(m) != 1 {
+		t.Fatalf("log dir %s: %v", logGlob, m)
+	}
+
+	if err := os.Remove(tg.manifestPath("gone.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name string
+		left func() (string, error) // what is left, "" when it is gone
+	}{
+		{"containers", func() (string, error) {
+			cs, err := tg.podContainers(uid)
+			if len(cs) > 0 {
+				return fmt.Sprint(cs), err
+			}
+			return "", err
+		}},
+		{"snapshots", func() (string, error) {
+			var left []string
+			ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+			defer cancel()
+			for _, c := range cs {
+				_, err := tg.client.SnapshotService(c.Snapshotter).Stat(ctx, c.SnapshotKey)
+				if err == nil {
+					left = append(left, c.SnapshotKey)
+				} else if !isNotFound(err) {
+					return "", err
+				}
+			}
+			return strings.Join(left, " "), nil
+		}},
+		{"namespace dir", func() (string, error) { return exists(nsDir) }},
+		{"namespace mounts", func() (string, error) { return mountsLeft(nsDir) }},
+		{"emptyDir tmpfs", func() (string, error) { return mountsLeft(podDir) }},
+		{"pod dir", func() (string, error) { return exists(podDir) }},
+		{"log dir", func() (string, error) {
+			m, err := filepath.Glob(logGlob)
+			return strings.Join(m, " "), err
+		}},
+	}
+	tg.waitFor(removeTimeout, "the removed pod to be cleaned up", func() (bool, error) {
+		var left []string
+		for _, c := range checks {
+			s, err := c.left()
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", c.name, err)
+			}
+			if s != "" {
+				left = append(left, c.name+": "+s)
+			}
+		}
+		if len(left) > 0 {
+			return false, fmt.Errorf("still there: %s", strings.Join(left, "; "))
+		}
+		return true, nil
+	})
+}
+
+// exists returns path if it exists and "" if it does not.
+func exists(path string) (string, error) {
+	_, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	return path, err
+}
+
+// mountsLeft describes the mounts at or below dir, "" when there are none.
+func mountsLeft(dir string) (string, error) {
+	ms, err := mountsUnder(dir)
+	var s []string
+	for _, m := range ms {
+		s = append(s, m.fstype+" on "+m.point)
+	}
+	return strings.Join(s, ", "), err
+}
+
+func hasFSType(ms []mountInfo, fstype string) bool {
+	for _, m := range ms {
+		if m.fstype == fstype {
+			return true
+		}
+	}
+	return false
+}
+
+func TestInitContainersBeforeApps(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("init.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: init
+spec:
+  terminationGracePeriodSeconds: 5
+  initContainers:
+    - name: first
+      image: %[1]s
+      command: ["sh", "-c", "sleep 1; echo first > /work/out"]
+      volumeMounts:
+        - name: work
+          mountPath: /work
+    - name: second
+      image: %[1]s
+      command: ["sh", "-c", "echo second >> /work/out"]
+      volumeMounts:
+        - name: work
+          mountPath: /work
+  containers:
+    - name: app
+      image: %[1]s
+      command: ["sh", "-c", %[2]s]
+      volumeMounts:
+        - name: work
+          mountPath: /work
+  volumes:
+    - name: work
+      emptyDir: {}
+`, tg.image, q("cat /work/out; "+idle)))
+
+	app := tg.waitRunning(startTimeout, "init", "app", 0)
+	lines := tg.waitLog(logTimeout, "init", "app", 0, "first", "second")
+	if i, j := indexLine(lines, "stdout", "first"), indexLine(lines, "stdout", "second"); i != 0 || j != 1 {
+		t.Errorf("app log = %q, want the lines first, second in this order", lines)
+	}
+
+	// Each init container exited 0 before the next container was created
+	// (and so before it started).
+	order := []string{"first", "second", "app"}
+	byName := map[string]ctr{"app": app}
+	for _, name := range order[:2] {
+		c, ok, err := tg.container(tg.uid("init"), name)
+		if err != nil || !ok {
+			t.Fatalf("init container %s: found %v, %v", name, ok, err)
+		}
+		byName[name] = c
+	}
+	for i, name := range order[:2] {
+		c, next := byName[name], byName[order[i+1]]
+		code, at, ok := c.exit()
+		switch {
+		case !ok:
+			t.Errorf("%s: no exit recorded: %v", name, c)
+		case code != 0:
+			t.Errorf("%s exited with %d, want 0", name, code)
+		case !at.Before(next.CreatedAt):
+			t.Errorf("%s exited at %v, not before %s was created at %v", name, at, order[i+1], next.CreatedAt)
+		}
+	}
+}
+
+func TestStopLeavesPodsRunning(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("stay.yaml", shPod("stay", tg.image, idle))
+	c0 := tg.waitRunning(startTimeout, "stay", "main", 0)
+
+	if err := tg.Stop(); err != nil {
+		t.Fatalf("tug did not stop cleanly on SIGTERM: %v", err)
+	}
+	assertUnchanged := func(when string) {
+		t.Helper()
+		cs, err := tg.podContainers(tg.uid("stay"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || cs[0].ID != c0.ID || cs[0].PID != c0.PID || cs[0].Status != containerd.Running {
+			t.Fatalf("%s: containers = %v, want only %v, still running", when, cs, c0)
+		}
+		if err := unix.Kill(int(c0.PID), 0); err != nil {
+			t.Fatalf("%s: process %d: %v", when, c0.PID, err)
+		}
+	}
+	assertUnchanged("after tug stopped")
+
+	tg.Start()
+	// Let the new tug adopt the pod and resync it at least once: nothing
+	// to wait for, since nothing must happen.
+	time.Sleep(syncFrequency + time.Second)
+	if !tg.running() {
+		t.Fatalf("the restarted tug exited: %v", tg.waitErr)
+	}
+	assertUnchanged("after tug restarted and synced")
+}
