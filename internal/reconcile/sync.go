@@ -31,7 +31,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) error {
 		return err
 	}
 	if err := s.rt.PreparePod(ctx, p); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
+		return err
 	}
 	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
 	if err != nil {
@@ -172,11 +172,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	if err := s.removeAll(ctx, p, stale); err != nil {
 		return "", err
 	}
-	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, ns)
-	if err != nil {
-		return "", fmt.Errorf("start container %q: %w", c.Name, err)
-	}
-	return id, nil
+	return s.rt.StartContainer(ctx, p, c, init, attempt, ns)
 }
 
 // killPod stops every container of the pod (app containers together, each

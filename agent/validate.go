@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"tug/internal/pod"
+)
+
+// validate checks each manifest file (or every manifest in a directory)
+// exactly as the agent would, prints every problem as
+// "file:line:col: field.path: message", and returns 1 if there was any.
+func validate(paths []string, stdout, stderr io.Writer) int {
+	if len(paths) == 0 {
+		fmt.Fprintln(stderr, "usage: tug validate PATH...")
+		return 2
+	}
+	hostname, _ := os.Hostname()
+	bad := false
+	for _, path := range expand(paths, stderr, &bad) {
+		abs, _ := filepath.Abs(filepath.Dir(path))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			bad = true
+			continue
+		}
+		pods, err := pod.Parse(data, pod.ParseOptions{
+			Origin:   pod.Origin{Source: "file:" + abs, File: path},
+			Hostname: hostname,
+		})
+		if err != nil {
+			bad = true
+			for _, e := range flatten(err) {
+				fmt.Fprintln(stderr, e)
+			}
+			continue
+		}
+		names := make([]string, len(pods))
+		for i, p := range pods {
+			names[i] = p.Metadata.Namespace + "/" + p.Metadata.ManifestName
+		}
+		fmt.Fprintf(stdout, "%s: ok (%s)\n", path, strings.Join(names, ", "))
+	}
+	if bad {
+		return 1
+	}
+	return 0
+}
+
+// expand replaces each directory by the manifest files in it.
+func expand(paths []string, stderr io.Writer, bad *bool) []string {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			*bad = true
+			continue
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		for _, ext := range []string{"*.yaml", "*.yml", "*.json"} {
+			m, _ := filepath.Glob(filepath.Join(p, ext))
+			files = append(files, m...)
+		}
+	}
+	return files
+}
+
+// flatten returns the individual errors of a joined error.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
