@@ -1,0 +1,186 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/remotes"
+	"github.com/containerd/containerd/remotes/docker"
+)
+
+// Defaults for the Config fields left zero.
+const (
+	DefaultNamespace   = "tug"
+	DefaultRootDir     = "/var/lib/tug"
+	DefaultLogsDir     = "/var/log/pods"
+	DefaultImageDir    = "/var/lib/tug/images"
+	DefaultLogMaxSize  = 10 << 20
+	DefaultLogMaxFiles = 5
+	DefaultSnapshotter = "overlayfs"
+	DefaultPullTimeout = 5 * time.Minute
+	// DefaultConnectTimeout bounds the dial to containerd in New.
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// Config configures a Runtime. Every zero field gets the default its comment
+// gives; Address is required.
+type Config struct {
+	// Address is containerd's gRPC socket (required).
+	Address string
+	// Namespace is the containerd namespace of tug's images and
+	// containers; default "tug".
+	Namespace string
+	// RootDir is tug's state directory (--root-dir); a pod's volumes and
+	// /etc/hostname file live under RootDir/pods/<uid>/. Default
+	// /var/lib/tug.
+	RootDir string
+	// LogsDir is --pod-logs-dir; container logs are written to
+	// LogsDir/<namespace>_<pod>_<uid>/<container>/<attempt>.log. Default
+	// /var/log/pods.
+	LogsDir string
+	// ImageDir is --image-dir, where OCI/docker image archives are dropped
+	// for import. Default /var/lib/tug/images.
+	ImageDir string
+	// AllowPrivileged is --allow-privileged; without it a privileged
+	// container fails to start with ErrPrivilegedNotAllowed.
+	AllowPrivileged bool
+	// LoggerPath is the absolute path of the binary the shim runs as
+	// "<LoggerPath> logger <settings>" to write a container's log (see
+	// RunLogger). Default: this process's executable (os.Executable).
+	LoggerPath string
+	// LogMaxSize rotates a container log once it would grow beyond this
+	// many bytes; default 10 MiB; negative disables rotation.
+	LogMaxSize int64
+	// LogMaxFiles is how many rotated files (<attempt>.log.1 ...) are kept;
+	// default 5; negative keeps none (the log is truncated on rotation).
+	LogMaxFiles int
+	// Snapshotter unpacks images and holds container root filesystems;
+	// default "overlayfs".
+	Snapshotter string
+	// PullTimeout bounds one registry pull; default 5 minutes.
+	PullTimeout time.Duration
+	// Log receives the runtime's logs; default: discarded.
+	Log *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.Address == "" {
+		return errors.New("podruntime: containerd address is required")
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.RootDir == "" {
+		c.RootDir = DefaultRootDir
+	}
+	if c.LogsDir == "" {
+		c.LogsDir = DefaultLogsDir
+	}
+	if c.ImageDir == "" {
+		c.ImageDir = DefaultImageDir
+	}
+	if c.LoggerPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("podruntime: logger path: %w", err)
+		}
+		c.LoggerPath = exe
+	}
+	if !filepath.IsAbs(c.LoggerPath) {
+		return fmt.Errorf("podruntime: logger path %q is not absolute", c.LoggerPath)
+	}
+	switch {
+	case c.LogMaxSize == 0:
+		c.LogMaxSize = DefaultLogMaxSize
+	case c.LogMaxSize < 0:
+		c.LogMaxSize = 0
+	}
+	switch {
+	case c.LogMaxFiles == 0:
+		c.LogMaxFiles = DefaultLogMaxFiles
+	case c.LogMaxFiles < 0:
+		c.LogMaxFiles = 0
+	}
+	if c.Snapshotter == "" {
+		c.Snapshotter = DefaultSnapshotter
+	}
+	if c.PullTimeout <= 0 {
+		c.PullTimeout = DefaultPullTimeout
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Runtime drives containerd for tug: images, containers, tasks and logs. It
+// implements reconcile.Runtime. All methods are safe for concurrent use.
+type Runtime struct {
+	cfg      Config
+	client   *containerd.Client
+	log      *slog.Logger
+	resolver remotes.Resolver
+
+	pullMu sync.Mutex
+	pulls  map[string]*pullCall // in-flight pulls by normalised ref
+
+	importMu sync.Mutex            // serialises archive imports
+	imported map[string]archiveKey // archives already imported, by file name
+
+	reapMu  sync.Mutex
+	reaping map[string]bool // containers whose exited task is being reaped
+}
+
+// New connects to containerd at cfg.Address with cfg.Namespace as the
+// default namespace of every call, and checks that it serves. It fails
+// clearly when the socket is missing or the daemon does not answer.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(strings.TrimPrefix(cfg.Address, "unix://")); err != nil {
+		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	client, err := containerd.New(cfg.Address,
+		containerd.WithDefaultNamespace(cfg.Namespace),
+		containerd.WithTimeout(DefaultConnectTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	ver, err := client.Version(namespaces.WithNamespace(ctx, cfg.Namespace))
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	cfg.Log.Info("connected to containerd", "address", cfg.Address, "version", ver.Version, "namespace", cfg.Namespace)
+	return &Runtime{
+		cfg:    cfg,
+		client: client,
+		log:    cfg.Log,
+		resolver: docker.NewResolver(docker.ResolverOptions{
+			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
+		}),
+		pulls:    map[string]*pullCall{},
+		imported: map[string]archiveKey{},
+	}, nil
+}
+
+// Close closes the connection to containerd. Containers and their tasks keep
+// running: they belong to containerd's shims.
+func (r *Runtime) Close() error { return r.client.Close() }
+
+// ctx returns ctx in tug's containerd namespace. Every exported method
+// starts with it: client-side helpers (spec generation, leases) read the
+// namespace from the context, not from the client's default.
+func (r *Runtime) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}

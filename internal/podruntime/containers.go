@@ -1,0 +1,378 @@
+package podruntime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd"
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/oci"
+
+	"tug/internal/pod"
+)
+
+const (
+	// runcRuntime is the shim every container runs under.
+	runcRuntime = "io.containerd.runc.v2"
+	// killTimeout bounds the wait for a task to die after SIGKILL.
+	killTimeout = 10 * time.Second
+	// cleanupTimeout bounds the removal of what a failed start left, which
+	// runs even when the caller's context is done.
+	cleanupTimeout = 30 * time.Second
+	// unknownExitCode is reported for a task that vanished without tug
+	// seeing its exit (its shim died, or the host rebooted), as
+	// containerd's CRI does.
+	unknownExitCode = 255
+)
+
+// StartContainer runs attempt number attempt of container c of pod p: it
+// makes the image present (honouring imagePullPolicy), creates the
+// container with tug's labels and a new snapshot, its OCI spec built from the
+// manifest with the pod's namespaces ns joined, and starts its task with the
+// output going to the attempt's log file. A leftover container with the same
+// ID (an earlier failed try) is deleted first. Whatever a failed start
+// created is removed again. It returns the container ID (see ContainerID).
+//
+// With imagePullPolicy Always, a failed pull of an image that is present
+// is logged (Warn) and the present image is used: a device that is offline
+// keeps running what it has. Never with a missing image is
+// ErrImageNotPresent; a privileged container without AllowPrivileged is
+// ErrPrivilegedNotAllowed.
+func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error) {
+	ctx = r.ctx(ctx)
+	id, err := r.startContainer(ctx, p, c, init, attempt, ns)
+	if err != nil {
+		return "", fmt.Errorf("start container %q: %w", c.Name, err)
+	}
+	return id, nil
+}
+
+func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error) {
+	log := r.log.With("pod", p.Metadata.Name, "uid", p.Metadata.UID, "container", c.Name)
+	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
+		return "", ErrPrivilegedNotAllowed
+	}
+	if err := checkPod(p); err != nil {
+		return "", err
+	}
+	if err := checkName("container name", c.Name); err != nil {
+		return "", err
+	}
+	id := ContainerID(p, c.Name, attempt)
+	img, err := r.ensureImage(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	imgSpec, err := img.Spec(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read image config of %s: %w", img.Name(), err)
+	}
+	mounts, err := r.podMounts(p, c)
+	if err != nil {
+		return "", err
+	}
+	hostname, err := podHostname(p)
+	if err != nil {
+		return "", err
+	}
+	logPath := r.ContainerLogPath(p, c.Name, attempt)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return "", fmt.Errorf("create log directory: %w", err)
+	}
+	if err := r.removeLeftover(ctx, id); err != nil {
+		return "", err
+	}
+
+	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, containerSpecOpts(specParams{
+		Container:       c,
+		Image:           imgSpec.Config,
+		Namespaces:      ns,
+		Mounts:          mounts,
+		Hostname:        hostname,
+		AllowPrivileged: r.cfg.AllowPrivileged,
+	})...)
+	cont, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithSnapshotter(r.cfg.Snapshotter),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithNewSpec(specOpts...),
+		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String())),
+		containerd.WithRuntime(runcRuntime, nil),
+	)
+	if err != nil {
+		// NewContainer's lease lets GC collect a snapshot it made, but not
+		// before a retry would trip over it. A container that exists now
+		// was made by someone else: its snapshot is not ours to remove.
+		if !errdefs.IsAlreadyExists(err) {
+			r.cleanup(ctx, id, nil, log)
+		}
+		return "", err
+	}
+	task, err := cont.NewTask(ctx, r.logCreator(logPath))
+	if err != nil {
+		r.cleanup(ctx, id, cont, log)
+		return "", fmt.Errorf("create task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		r.cleanup(ctx, id, cont, log)
+		return "", fmt.Errorf("start task: %w", err)
+	}
+	started := time.Now()
+	if _, err := cont.SetLabels(ctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
+		log.Warn("record start time", "err", err)
+	}
+	log.Info("started container", "id", id, "image", img.Name(), "attempt", attempt, "pid", task.Pid())
+	return id, nil
+}
+
+// removeLeftover deletes a container (with its task) or a bare snapshot
+// that an earlier failed try of this ID left.
+func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
+	cont, err := r.client.LoadContainer(ctx, id)
+	if err == nil {
+		r.log.Info("removing leftover container", "id", id)
+		if err := r.deleteContainer(ctx, cont); err != nil {
+			return fmt.Errorf("remove leftover container %s: %w", id, err)
+		}
+		return nil
+	}
+	if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("load container %s: %w", id, err)
+	}
+	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+	if err := sn.Remove(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove leftover snapshot %s: %w", id, err)
+	}
+	return nil
+}
+
+// cleanup removes what a failed start created: the task, the container and
+// its snapshot (or the bare snapshot when cont is nil). It runs on a context
+// of its own so that a cancelled start leaks nothing.
+func (r *Runtime) cleanup(ctx context.Context, id string, cont containerd.Container, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var err error
+	if cont != nil {
+		err = r.deleteContainer(ctx, cont)
+	} else {
+		err = r.client.SnapshotService(r.cfg.Snapshotter).Remove(ctx, id)
+	}
+	if err != nil && !errdefs.IsNotFound(err) {
+		log.Warn("clean up after failed start", "id", id, "err", err)
+	}
+}
+
+// deleteContainer kills and deletes the container's task, if any, then the
+// container and its snapshot.
+func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container) error {
+	task, err := cont.Task(ctx, nil)
+	switch {
+	case err == nil:
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task: %w", err)
+		}
+	case !errdefs.IsNotFound(err):
+		return fmt.Errorf("load task: %w", err)
+	}
+	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// WaitContainer blocks until the container's task has exited and returns
+// its exit code, at once if it already has. The exit is then recorded in the
+// container's labels and the task deleted (see reap), which also makes the
+// log file complete. For a task that is already deleted the exit code
+// recorded in the labels is returned; for one that vanished unseen (its shim
+// died, the host rebooted), 255. A container that was never started is
+// ErrNoTask; a missing one ErrContainerNotFound.
+func (r *Runtime) WaitContainer(ctx context.Context, id string) (int, error) {
+	ctx = r.ctx(ctx)
+	cont, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("wait for container %s: %w", id, notFound(err))
+	}
+	task, err := cont.Task(ctx, nil)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return r.exitFromLabels(ctx, cont)
+		}
+		return 0, fmt.Errorf("wait for container %s: %w", id, err)
+	}
+	ch, err := task.Wait(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("wait for container %s: %w", id, err)
+	}
+	select {
+	case st := <-ch:
+		code, at, err := st.Result()
+		if err != nil {
+			if errdefs.IsNotFound(err) { // deleted meanwhile
+				return r.exitFromLabels(ctx, cont)
+			}
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("wait for container %s: %w", id, ctx.Err())
+			}
+			return 0, fmt.Errorf("wait for container %s: %w", id, err)
+		}
+		if err := r.reap(ctx, id, code, at); err != nil {
+			r.log.Warn("reap exited task", "id", id, "err", err)
+		}
+		return int(code), nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("wait for container %s: %w", id, ctx.Err())
+	}
+}
+
+// exitFromLabels returns the exit code of a container whose task is gone.
+func (r *Runtime) exitFromLabels(ctx context.Context, cont containerd.Container) (int, error) {
+	labels, err := cont.Labels(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("wait for container %s: %w", cont.ID(), notFound(err))
+	}
+	if code, _, ok := labelExit(labels); ok {
+		return code, nil
+	}
+	if _, started := labels[LabelStartedAt]; started {
+		return unknownExitCode, nil
+	}
+	return 0, fmt.Errorf("wait for container %s: %w", cont.ID(), ErrNoTask)
+}
+
+// StopContainer stops the container's task: SIGTERM, up to grace for it to
+// exit, then SIGKILL and a bounded wait (10 s); then it records the exit code
+// and time in the container's labels and deletes the task (see reap). A
+// missing container or one without a task is not an error.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx = r.ctx(ctx)
+	if err := r.stopContainer(ctx, id, grace); err != nil {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	return nil
+}
+
+func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Duration) error {
+	cont, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	task, err := cont.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	st, err := task.Status(ctx)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if st.Status != containerd.Stopped {
+		exited, err := task.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		done := false
+		if grace > 0 {
+			if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("send SIGTERM: %w", err)
+			}
+			if done, err = waitExit(ctx, exited, grace); err != nil {
+				return err
+			}
+		}
+		if !done {
+			if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("send SIGKILL: %w", err)
+			}
+			if done, err = waitExit(ctx, exited, killTimeout); err != nil {
+				return err
+			}
+			if !done {
+				return fmt.Errorf("task did not exit %s after SIGKILL", killTimeout)
+			}
+		}
+		if st, err = task.Status(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.reap(ctx, id, st.ExitStatus, st.ExitTime); err != nil {
+		return err
+	}
+	r.log.Info("stopped container", "id", id, "exit", st.ExitStatus)
+	return nil
+}
+
+// reap records the exit of container id's stopped task in the container's
+// labels, then deletes the task, which ends its shim. The shim keeps the
+// container's output pipes open until then, so only now does the logger see
+// their end, write a last line that had no newline, and exit (the delete
+// waits for that). The labels are written first, so the exit status is never
+// lost. It runs on a context of its own, bounded, so that a caller giving up
+// does not leave it half done. A task already deleted is not an error.
+func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	rec := containers.Container{ID: id, Labels: exitLabels(code, at)}
+	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt); err != nil {
+		return fmt.Errorf("record exit status: %w", err)
+	}
+	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
+		if err = errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task: %w", err)
+		}
+	}
+	r.log.Debug("reaped task", "id", id, "exit", code)
+	return nil
+}
+
+// waitExit waits up to d for the task's exit; it reports whether it came.
+func waitExit(ctx context.Context, exited <-chan containerd.ExitStatus, d time.Duration) (bool, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// RemoveContainer deletes the container and its snapshot (killing a task
+// that is still there). A missing container is not an error.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	cont, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	if err := r.deleteContainer(ctx, cont); err != nil {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	r.log.Debug("removed container", "id", id)
+	return nil
+}
+
+// notFound turns containerd's not-found into ErrContainerNotFound.
+func notFound(err error) error {
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("%w: %w", ErrContainerNotFound, err)
+	}
+	return err
+}

@@ -1,0 +1,16 @@
+// Package podruntime is tug's containerd adapter: it makes images present
+// (registry pulls honouring imagePullPolicy, and sideloaded OCI/docker
+// archives), builds each container's OCI spec from the pod manifest with its
+// own oci.SpecOpts, creates containers labelled with the pod's identity,
+// runs their tasks with output going to CRI-format log files through a
+// logging binary run by the shim, and reads the labelled containers back as
+// pod.RuntimeContainer values. It also prepares and cleans up what a pod's
+// containers mount (emptyDir and hostPath volumes, /etc/hostname).
+//
+// containerd is the source of truth: containers are found by their labels
+// (prefix "io.tug."), never by memory alone, so a restarted agent adopts
+// what is already running.
+//
+// It imports pod, the containerd v1 client, runtime-spec and
+// golang.org/x/sys/unix; never reconcile, network or qos.
+package podruntime

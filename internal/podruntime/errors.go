@@ -1,0 +1,31 @@
+package podruntime
+
+import "errors"
+
+var (
+	// ErrImageNotPresent means the image is not in containerd's image store
+	// (unpacked for the snapshotter) and imagePullPolicy is Never.
+	ErrImageNotPresent = errors.New("podruntime: image not present")
+	// ErrPrivilegedNotAllowed means a container asks for privileged mode but
+	// the agent runs without --allow-privileged.
+	ErrPrivilegedNotAllowed = errors.New("podruntime: privileged containers are not allowed")
+	// ErrNoCommand means neither the manifest nor the image gives a command
+	// to run.
+	ErrNoCommand = errors.New("podruntime: no command specified")
+	// ErrHostPathType means a hostPath volume does not match its type
+	// (Directory, File, Socket, CharDevice, BlockDevice, or an existing path
+	// of the wrong kind for DirectoryOrCreate/FileOrCreate).
+	ErrHostPathType = errors.New("podruntime: hostPath type check failed")
+	// ErrInvalidSubPath means a volumeMount's subPath is absolute, climbs
+	// out of its volume with "..", or resolves (through symlinks) outside
+	// it.
+	ErrInvalidSubPath = errors.New("podruntime: invalid subPath")
+	// ErrVolumeNotFound means a volumeMount names a volume the pod does not
+	// define, or a volume with no source tug implements.
+	ErrVolumeNotFound = errors.New("podruntime: volume not found")
+	// ErrContainerNotFound means there is no container with the given ID.
+	ErrContainerNotFound = errors.New("podruntime: container not found")
+	// ErrNoTask means a container has no task to wait for: it was never
+	// started.
+	ErrNoTask = errors.New("podruntime: container has no task")
+)

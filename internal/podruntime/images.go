@@ -1,0 +1,379 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/archive/compression"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/images"
+	"github.com/distribution/reference"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"tug/internal/pod"
+)
+
+// NormalizeRef returns ref fully qualified as docker and Kubernetes read it:
+// "busybox:1.35" is "docker.io/library/busybox:1.35", and a reference with
+// neither tag nor digest gets ":latest".
+func NormalizeRef(ref string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return "", fmt.Errorf("parse image reference %q: %w", ref, err)
+	}
+	return reference.TagNameOnly(named).String(), nil
+}
+
+// pullPolicy returns c's imagePullPolicy, defaulted as Kubernetes does when
+// it is empty: Always for ":latest" or no tag, else IfNotPresent.
+func pullPolicy(c *pod.Container) pod.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	named, err := reference.ParseNormalizedNamed(c.Image)
+	if err == nil {
+		if _, digested := named.(reference.Digested); digested {
+			return pod.PullIfNotPresent
+		}
+		if tagged, ok := named.(reference.Tagged); ok && tagged.Tag() != "latest" {
+			return pod.PullIfNotPresent
+		}
+	}
+	return pod.PullAlways
+}
+
+// ensureImage makes c's image present and unpacked for the snapshotter,
+// honouring its imagePullPolicy:
+//
+//   - Never: the image must already be present (ErrImageNotPresent if not);
+//   - IfNotPresent: a present image is used, else it is pulled;
+//   - Always: the image is pulled; if the pull fails but an image of that
+//     name is present, it is used with a warning, so that a device that is
+//     offline keeps running what it has.
+func (r *Runtime) ensureImage(ctx context.Context, c *pod.Container) (containerd.Image, error) {
+	ref, err := NormalizeRef(c.Image)
+	if err != nil {
+		return nil, err
+	}
+	switch pullPolicy(c) {
+	case pod.PullNever:
+		return r.localImage(ctx, ref)
+	case pod.PullIfNotPresent:
+		img, err := r.localImage(ctx, ref)
+		if err == nil {
+			return img, nil
+		}
+		if !errors.Is(err, ErrImageNotPresent) {
+			return nil, err
+		}
+		return r.pull(ctx, ref)
+	default: // Always
+		img, err := r.pull(ctx, ref)
+		if err == nil {
+			return img, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		local, lerr := r.localImage(ctx, ref)
+		if lerr != nil {
+			return nil, err
+		}
+		r.log.Warn("pull failed, using the image that is present", "image", ref, "err", err)
+		return local, nil
+	}
+}
+
+// localImage returns the image named ref if it is in the image store,
+// unpacking it for the snapshotter from local content if needed. A missing
+// image (or one whose content is gone) is ErrImageNotPresent.
+func (r *Runtime) localImage(ctx context.Context, ref string) (containerd.Image, error) {
+	img, err := r.client.GetImage(ctx, ref)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("image %q: %w", ref, ErrImageNotPresent)
+		}
+		return nil, fmt.Errorf("get image %q: %w", ref, err)
+	}
+	ok, err := img.IsUnpacked(ctx, r.cfg.Snapshotter)
+	if err != nil {
+		return nil, fmt.Errorf("image %q: %w (check unpacked: %w)", ref, ErrImageNotPresent, err)
+	}
+	if !ok {
+		if err := img.Unpack(ctx, r.cfg.Snapshotter); err != nil {
+			return nil, fmt.Errorf("image %q: %w (unpack: %w)", ref, ErrImageNotPresent, err)
+		}
+	}
+	return img, nil
+}
+
+// pullCall is one registry pull that concurrent callers share.
+type pullCall struct {
+	done chan struct{} // closed when img and err are set
+	img  containerd.Image
+	err  error
+}
+
+// pull pulls and unpacks ref. Concurrent pulls of the same ref share one
+// registry pull; the pull runs detached from any one caller's context,
+// bounded by PullTimeout, so a caller that gives up does not fail the others.
+func (r *Runtime) pull(ctx context.Context, ref string) (containerd.Image, error) {
+	r.pullMu.Lock()
+	call, ok := r.pulls[ref]
+	if !ok {
+		call = &pullCall{done: make(chan struct{})}
+		r.pulls[ref] = call
+		go func() {
+			call.img, call.err = r.doPull(context.WithoutCancel(ctx), ref)
+			r.pullMu.Lock()
+			delete(r.pulls, ref)
+			r.pullMu.Unlock()
+			close(call.done)
+		}()
+	}
+	r.pullMu.Unlock()
+	select {
+	case <-call.done:
+		return call.img, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pull image %q: %w", ref, ctx.Err())
+	}
+}
+
+func (r *Runtime) doPull(ctx context.Context, ref string) (containerd.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.PullTimeout)
+	defer cancel()
+	start := time.Now()
+	r.log.Info("pulling image", "image", ref)
+	img, err := r.client.Pull(ctx, ref,
+		containerd.WithPullUnpack,
+		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
+		containerd.WithResolver(r.resolver))
+	if err != nil {
+		return nil, fmt.Errorf("pull image %q: %w", ref, err)
+	}
+	r.log.Info("pulled image", "image", ref, "digest", img.Target().Digest.String(),
+		"duration", time.Since(start).Round(time.Millisecond))
+	return img, nil
+}
+
+// archiveKey identifies one version of an archive file.
+type archiveKey struct {
+	size  int64
+	mtime time.Time
+}
+
+// archivePollInterval is how often WatchImages looks for new archives.
+const archivePollInterval = 2 * time.Second
+
+// isArchive reports whether name is an image archive ImportArchives reads:
+// *.tar (docker save, OCI layout, *.docker.tar), *.tar.gz, *.tgz, *.oci.
+// Hidden files (a copy tool's temporary names) are skipped by the caller.
+func isArchive(name string) bool {
+	for _, s := range []string{".tar", ".tar.gz", ".tgz", ".oci"} {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingArchives lists the archives in ImageDir that have not been
+// imported in the version now on disk (name, size and mtime). A missing
+// ImageDir holds none.
+func (r *Runtime) pendingArchives() (map[string]archiveKey, error) {
+	entries, err := os.ReadDir(r.cfg.ImageDir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read image dir: %w", err)
+	}
+	out := map[string]archiveKey{}
+	r.importMu.Lock()
+	defer r.importMu.Unlock()
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isArchive(e.Name()) || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		key := archiveKey{size: fi.Size(), mtime: fi.ModTime()}
+		if r.imported[e.Name()] != key {
+			out[e.Name()] = key
+		}
+	}
+	return out, nil
+}
+
+// ImportArchives imports every image archive in ImageDir (OCI layouts and
+// docker-save archives, optionally gzip or zstd compressed) that was not
+// imported already in the same version (file name, size and mtime,
+// remembered in memory), and unpacks the images for the snapshotter. Images
+// are named by the io.containerd.image.name annotation, a full reference in
+// org.opencontainers.image.ref.name, or docker's RepoTags, normalised like
+// NormalizeRef. A failed archive is not retried until it changes. The errors
+// of all archives are joined.
+func (r *Runtime) ImportArchives(ctx context.Context) error {
+	ctx = r.ctx(ctx)
+	pending, err := r.pendingArchives()
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(pending))
+	for n := range pending {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, n := range names {
+		if err := r.importArchive(ctx, n, pending[n]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WatchImages imports the archives in ImageDir at start and then whenever
+// one appears or changes, polling every 2 s; a new file is imported once it
+// has kept its size and mtime for one poll, so that a copy in progress is not
+// read half-written. Failures are logged. It returns nil when ctx is done.
+func (r *Runtime) WatchImages(ctx context.Context) error {
+	if err := r.ImportArchives(ctx); err != nil {
+		r.log.Error("import image archives", "err", err)
+	}
+	ctx = r.ctx(ctx)
+	seen := map[string]archiveKey{} // candidates from the last poll
+	t := time.NewTicker(archivePollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		pending, err := r.pendingArchives()
+		if err != nil {
+			r.log.Warn("scan image dir", "file", r.cfg.ImageDir, "err", err)
+			continue
+		}
+		for n, key := range pending {
+			if seen[n] != key {
+				continue // new or still changing: wait one poll
+			}
+			if err := r.importArchive(ctx, n, key); err != nil {
+				r.log.Error("import image archive", "file", n, "err", err)
+			}
+		}
+		seen = pending
+	}
+}
+
+// importArchive imports one archive and records it as imported (also when it
+// fails, so that a bad file is not retried until it changes).
+func (r *Runtime) importArchive(ctx context.Context, name string, key archiveKey) error {
+	r.importMu.Lock()
+	defer r.importMu.Unlock()
+	if r.imported[name] == key {
+		return nil
+	}
+	r.imported[name] = key
+	path := filepath.Join(r.cfg.ImageDir, name)
+	start := time.Now()
+	imgs, err := r.importFile(ctx, path)
+	if err != nil {
+		return fmt.Errorf("import image archive %s: %w", path, err)
+	}
+	if len(imgs) == 0 {
+		r.log.Warn("image archive names no image (set the io.containerd.image.name annotation or docker RepoTags)", "file", path)
+		return nil
+	}
+	for _, img := range imgs {
+		if err := containerd.NewImage(r.client, img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
+			return fmt.Errorf("import image archive %s: unpack %s: %w", path, img.Name, err)
+		}
+		r.log.Info("imported image", "image", img.Name, "digest", img.Target.Digest.String(), "file", path,
+			"duration", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// importFile imports the archive at path and returns its named images, each
+// also recorded under its normalised name.
+func (r *Runtime) importFile(ctx context.Context, path string) ([]images.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rd, err := compression.DecompressStream(f)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	imported, err := r.client.Import(ctx, rd, containerd.WithImageRefTranslator(ociRefName))
+	if err != nil {
+		return nil, err
+	}
+	var out []images.Image
+	seen := map[string]bool{}
+	for _, img := range imported {
+		name, err := NormalizeRef(img.Name)
+		if err != nil {
+			r.log.Warn("image archive has an invalid image name", "file", path, "image", img.Name, "err", err)
+			continue
+		}
+		if name != img.Name {
+			img, err = r.tagImage(ctx, name, img.Target)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if !seen[img.Name] {
+			seen[img.Name] = true
+			out = append(out, img)
+		}
+	}
+	return out, nil
+}
+
+// tagImage points the image record name at target, creating it if needed.
+func (r *Runtime) tagImage(ctx context.Context, name string, target ocispec.Descriptor) (images.Image, error) {
+	is := r.client.ImageService()
+	want := images.Image{Name: name, Target: target}
+	img, err := is.Update(ctx, want, "target")
+	if errdefs.IsNotFound(err) {
+		img, err = is.Create(ctx, want)
+		if errdefs.IsAlreadyExists(err) {
+			img, err = is.Update(ctx, want, "target")
+		}
+	}
+	if err != nil {
+		return images.Image{}, fmt.Errorf("tag image %q: %w", name, err)
+	}
+	return img, nil
+}
+
+// ociRefName turns an OCI layout's org.opencontainers.image.ref.name into an
+// image name: a full reference ("busybox:1.35", "reg:5000/app:v1") is
+// normalised; a bare tag ("1.35", "latest") names no repository and is
+// dropped ("").
+func ociRefName(s string) string {
+	if !strings.ContainsAny(s, ":/@") {
+		return ""
+	}
+	n, err := NormalizeRef(s)
+	if err != nil {
+		return ""
+	}
+	return n
+}

@@ -1,0 +1,166 @@
+package podruntime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// Labels tug puts on each of its containers. The identity labels are set at
+// creation; the state labels are added later (start time after the task
+// starts, exit code and time when tug deletes the task), so that the state
+// outlives the task.
+const (
+	labelPrefix       = "io.tug."
+	LabelPodUID       = labelPrefix + "pod.uid"
+	LabelPodName      = labelPrefix + "pod.name"
+	LabelPodNamespace = labelPrefix + "pod.namespace"
+	LabelContainer    = labelPrefix + "container.name"
+	LabelInit         = labelPrefix + "container.init"
+	LabelSpecHash     = labelPrefix + "container.hash"
+	LabelAttempt      = labelPrefix + "container.attempt"
+	LabelRestartCount = labelPrefix + "container.restart-count"
+	LabelImageID      = labelPrefix + "image.id"
+	LabelStartedAt    = labelPrefix + "started-at"
+	LabelExitCode     = labelPrefix + "exit-code"
+	LabelFinishedAt   = labelPrefix + "finished-at"
+)
+
+// maxIDLen is containerd's limit on identifiers.
+const maxIDLen = 76
+
+// containerLabels returns the identity labels of container c of pod p.
+func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID string) map[string]string {
+	return map[string]string{
+		LabelPodUID:       p.Metadata.UID,
+		LabelPodName:      p.Metadata.Name,
+		LabelPodNamespace: p.Metadata.Namespace,
+		LabelContainer:    c.Name,
+		LabelInit:         strconv.FormatBool(init),
+		LabelSpecHash:     pod.ContainerHash(p, c),
+		LabelAttempt:      strconv.Itoa(attempt),
+		LabelRestartCount: strconv.Itoa(attempt),
+		LabelImageID:      imageID,
+	}
+}
+
+// fromLabels fills the identity and label-held state fields of rc from
+// labels. It reports false when the labels are not tug's.
+func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
+	uid, ok := labels[LabelPodUID]
+	if !ok {
+		return false
+	}
+	rc.PodUID = uid
+	rc.PodName = labels[LabelPodName]
+	rc.Namespace = labels[LabelPodNamespace]
+	rc.Name = labels[LabelContainer]
+	rc.Init = labels[LabelInit] == "true"
+	rc.SpecHash = labels[LabelSpecHash]
+	rc.Attempt, _ = strconv.Atoi(labels[LabelAttempt])
+	rc.ImageID = labels[LabelImageID]
+	rc.StartedAt = parseTime(labels[LabelStartedAt])
+	return true
+}
+
+// exitLabels records a task's exit on its container.
+func exitLabels(code uint32, at time.Time) map[string]string {
+	return map[string]string{
+		LabelExitCode:   strconv.FormatUint(uint64(code), 10),
+		LabelFinishedAt: at.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// labelExit returns the exit recorded by exitLabels, if any.
+func labelExit(labels map[string]string) (code int, at time.Time, ok bool) {
+	s, ok := labels[LabelExitCode]
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	code, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	return code, parseTime(labels[LabelFinishedAt]), true
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// ContainerID returns the containerd ID of an attempt of a pod's container:
+// "<pod>_<container>_<uid first 8>_<attempt>", readable and deterministic
+// (a retry of a failed start reuses it). Names are reduced to containerd's
+// identifier alphabet (letters, digits, and single '.', '_' or '-' between
+// them) and the pod name is cut so the whole fits in 76 characters. When the
+// container name itself has to change, a short hash of the original keeps
+// two containers of one pod apart.
+func ContainerID(p *pod.Pod, containerName string, attempt int) string {
+	uid := strings.ReplaceAll(p.Metadata.UID, "-", "")
+	uid = sanitizeID(uid)
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	suffix := "_" + strconv.Itoa(attempt)
+	if uid != "" {
+		suffix = "_" + uid + suffix
+	}
+	const maxContainer = 40
+	ctr := sanitizeID(containerName)
+	if ctr != containerName || len(ctr) > maxContainer {
+		h := sha256.Sum256([]byte(containerName))
+		ctr = trimID(ctr, maxContainer-7) + "-" + hex.EncodeToString(h[:3])
+		ctr = strings.TrimLeft(ctr, "-")
+	}
+	podName := trimID(sanitizeID(p.Metadata.Name), maxIDLen-len(suffix)-len(ctr)-1)
+	if podName == "" {
+		return ctr + suffix
+	}
+	return podName + "_" + ctr + suffix
+}
+
+// sanitizeID maps s onto containerd's identifier grammar
+// ([A-Za-z0-9]+ separated by single '.', '_' or '-'): other characters
+// become '-', runs of separators collapse to their first, and separators at
+// either end are dropped.
+func sanitizeID(s string) string {
+	var b strings.Builder
+	sep := true // at the start, a separator would be leading: drop it
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+			sep = false
+		default:
+			if sep {
+				continue
+			}
+			if r != '.' && r != '_' && r != '-' {
+				r = '-'
+			}
+			b.WriteRune(r)
+			sep = true
+		}
+	}
+	return strings.TrimRight(b.String(), "._-")
+}
+
+// trimID cuts an identifier to at most n bytes without leaving a trailing
+// separator.
+func trimID(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.TrimRight(s, "._-")
+}

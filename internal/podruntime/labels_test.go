@@ -1,0 +1,166 @@
+package podruntime
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tasktypes "github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/identifiers"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"tug/internal/pod"
+)
+
+func testPod(name string) *pod.Pod {
+	p := &pod.Pod{
+		Metadata: pod.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "app", Image: "busybox:1.35"}}},
+	}
+	p.Metadata.UID = pod.UID("file:/etc/tug/manifests", "default", name)
+	return p
+}
+
+func TestContainerID(t *testing.T) {
+	long := strings.Repeat("a", 200)
+	tests := []struct {
+		name      string
+		pod       string
+		container string
+		attempt   int
+		want      string // "" = only check validity
+	}{
+		{name: "readable", pod: "web-node1", container: "nginx", attempt: 0, want: "web-node1_nginx_%s_0"},
+		{name: "attempt", pod: "web-node1", container: "nginx", attempt: 12, want: "web-node1_nginx_%s_12"},
+		{name: "dots kept", pod: "web.example-node1", container: "c", want: "web.example-node1_c_%s_0"},
+		{name: "long pod name is cut", pod: long + "-node1", container: "nginx"},
+		{name: "long container name", pod: "p", container: strings.Repeat("c", 63)},
+		{name: "both long", pod: long, container: strings.Repeat("c", 63), attempt: 1 << 30},
+		{name: "double dash", pod: "a--b", container: "x--y"},
+		{name: "trailing separator after cut", pod: strings.Repeat("ab-", 40), container: "c"},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod(tt.pod)
+			id := ContainerID(p, tt.container, tt.attempt)
+			if err := identifiers.Validate(id); err != nil {
+				t.Fatalf("ContainerID = %q: %v", id, err)
+			}
+			if tt.want != "" {
+				want := strings.Replace(tt.want, "%s", strings.ReplaceAll(p.Metadata.UID, "-", "")[:8], 1)
+				if id != want {
+					t.Errorf("ContainerID = %q, want %q", id, want)
+				}
+			}
+			if id != ContainerID(p, tt.container, tt.attempt) {
+				t.Error("ContainerID is not deterministic")
+			}
+			if prev, dup := seen[id]; dup {
+				t.Errorf("ContainerID %q also made for %s", id, prev)
+			}
+			seen[id] = tt.name
+		})
+	}
+
+	// Two containers of one pod whose names differ only past the cut, or
+	// only in what sanitising changes, get different IDs.
+	p := testPod("p")
+	pairs := [][2]string{
+		{strings.Repeat("c", 50) + "-one", strings.Repeat("c", 50) + "-two"},
+		{"a--b", "a-b"},
+	}
+	for _, pr := range pairs {
+		if a, b := ContainerID(p, pr[0], 0), ContainerID(p, pr[1], 0); a == b {
+			t.Errorf("containers %q and %q share ID %q", pr[0], pr[1], a)
+		}
+	}
+}
+
+func TestLabelsRoundTrip(t *testing.T) {
+	p := testPod("web-node1")
+	c := &p.Spec.Containers[0]
+	labels := containerLabels(p, c, true, 3, "sha256:abc")
+	for k := range labels {
+		if !strings.HasPrefix(k, "io.tug.") {
+			t.Errorf("label %q lacks the io.tug. prefix", k)
+		}
+	}
+	if labels[LabelRestartCount] != "3" {
+		t.Errorf("restart count = %q, want 3", labels[LabelRestartCount])
+	}
+	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	labels[LabelStartedAt] = started.Format(time.RFC3339Nano)
+	var rc pod.RuntimeContainer
+	if !fromLabels(labels, &rc) {
+		t.Fatal("fromLabels rejected tug's labels")
+	}
+	want := pod.RuntimeContainer{
+		PodUID: p.Metadata.UID, PodName: "web-node1", Namespace: "default", Name: "app",
+		Init: true, SpecHash: pod.ContainerHash(p, c), Attempt: 3, ImageID: "sha256:abc", StartedAt: started,
+	}
+	if rc != want {
+		t.Errorf("fromLabels =\n%+v, want\n%+v", rc, want)
+	}
+	if fromLabels(map[string]string{"other": "x"}, &rc) {
+		t.Error("fromLabels accepted a container that is not tug's")
+	}
+
+	at := time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)
+	code, gotAt, ok := labelExit(exitLabels(3, at))
+	if !ok || code != 3 || !gotAt.Equal(at) {
+		t.Errorf("exit labels round trip = %d %v %v", code, gotAt, ok)
+	}
+}
+
+func TestRuntimeContainerState(t *testing.T) {
+	p := testPod("web-node1")
+	base := containerLabels(p, &p.Spec.Containers[0], false, 0, "sha256:abc")
+	withLabels := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	exited := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	startedLabel := map[string]string{LabelStartedAt: exited.Add(-time.Minute).Format(time.RFC3339Nano)}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		proc   *tasktypes.Process
+		state  pod.ContainerState
+		code   int
+		pid    uint32
+	}{
+		{name: "running", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_RUNNING, Pid: 42}, state: pod.StateRunning, pid: 42},
+		{name: "created task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_CREATED, Pid: 41}, state: pod.StateCreated, pid: 41},
+		{name: "stopped task", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_STOPPED, ExitStatus: 3, ExitedAt: timestamppb.New(exited)}, state: pod.StateExited, code: 3},
+		{name: "unknown task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_UNKNOWN}, state: pod.StateUnknown},
+		{name: "task deleted by tug", labels: withLabels(exitLabels(137, exited)), state: pod.StateExited, code: 137},
+		{name: "task vanished", labels: withLabels(startedLabel), state: pod.StateExited, code: unknownExitCode},
+		{name: "never started", labels: base, state: pod.StateCreated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := containers.Container{ID: "id", Image: "docker.io/library/busybox:1.35", Labels: tt.labels, CreatedAt: exited.Add(-time.Hour)}
+			rc, ok := runtimeContainer(rec, tt.proc)
+			if !ok {
+				t.Fatal("not tug's")
+			}
+			if rc.State != tt.state || rc.ExitCode != tt.code || rc.PID != tt.pid {
+				t.Errorf("state %s code %d pid %d, want %s %d %d", rc.State, rc.ExitCode, rc.PID, tt.state, tt.code, tt.pid)
+			}
+			if tt.state == pod.StateExited && tt.code != unknownExitCode && !rc.FinishedAt.Equal(exited) {
+				t.Errorf("finished at %v, want %v", rc.FinishedAt, exited)
+			}
+			if rc.Image != rec.Image || rc.ImageID != "sha256:abc" || !rc.CreatedAt.Equal(rec.CreatedAt) {
+				t.Errorf("image %q id %q created %v", rc.Image, rc.ImageID, rc.CreatedAt)
+			}
+		})
+	}
+}

@@ -1,0 +1,189 @@
+package podruntime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	tasktypes "github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+
+	"tug/internal/pod"
+)
+
+// ListContainers returns all of tug's containers in the namespace (those
+// with tug's pod UID label), oldest first. It lists containers and tasks
+// with one call each. A task found exited is reaped in the background (its
+// exit recorded in labels, the task deleted: see reap), as containerd's CRI
+// does on a task's exit event, so that its shim ends and its log is
+// complete. The returned slice is the caller's.
+func (r *Runtime) ListContainers(ctx context.Context) ([]pod.RuntimeContainer, error) {
+	ctx = r.ctx(ctx)
+	recs, err := r.client.ContainerService().List(ctx, `labels."`+LabelPodUID+`"`)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	procs := make(map[string]*tasktypes.Process, len(resp.Tasks))
+	for _, t := range resp.Tasks {
+		procs[t.ID] = t
+	}
+	return r.toRuntimeContainers(ctx, recs, func(id string) *tasktypes.Process { return procs[id] }), nil
+}
+
+// PodContainers returns the containers of the pod with this UID (all
+// attempts, init and app), found by label, oldest first (by creation time,
+// then attempt). A container without a task, or whose task vanished, is
+// reported from its labels; one deleted while being inspected is left out.
+// Exited tasks are reaped as by ListContainers. The returned slice is the
+// caller's.
+func (r *Runtime) PodContainers(ctx context.Context, uid string) ([]pod.RuntimeContainer, error) {
+	ctx = r.ctx(ctx)
+	recs, err := r.client.ContainerService().List(ctx, `labels."`+LabelPodUID+`"==`+strconv.Quote(uid))
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	return r.toRuntimeContainers(ctx, recs, func(id string) *tasktypes.Process {
+		return r.getTask(ctx, id)
+	}), nil
+}
+
+// getTask returns the task of container id, or nil when there is none (or
+// it cannot be read now).
+func (r *Runtime) getTask(ctx context.Context, id string) *tasktypes.Process {
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	if err != nil {
+		if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+			r.log.Debug("get task", "id", id, "err", err)
+			return &tasktypes.Process{ID: id, Status: tasktypes.Status_UNKNOWN}
+		}
+		return nil
+	}
+	return resp.Process
+}
+
+func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Container, task func(id string) *tasktypes.Process) []pod.RuntimeContainer {
+	out := make([]pod.RuntimeContainer, 0, len(recs))
+	for _, rec := range recs {
+		p := task(rec.ID)
+		rc, ok := runtimeContainer(rec, p)
+		if !ok {
+			continue
+		}
+		if p != nil && p.Status == tasktypes.Status_STOPPED {
+			r.reapAsync(ctx, rec.ID, p.ExitStatus, rc.FinishedAt)
+		}
+		if _, hasExit := rec.Labels[LabelExitCode]; p == nil && !hasExit && !rc.StartedAt.IsZero() {
+			// The task looks gone unseen: make sure (a task list skips a
+			// task whose shim did not answer) and that the container is
+			// still there, then record the unknown exit once.
+			if _, err := r.client.ContainerService().Get(ctx, rec.ID); errdefs.IsNotFound(err) {
+				continue
+			}
+			if p := r.getTask(ctx, rec.ID); p != nil {
+				rc, _ = runtimeContainer(rec, p)
+			} else {
+				rc.FinishedAt = r.recordVanished(ctx, rec.ID)
+			}
+		}
+		out = append(out, rc)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].Attempt < out[j].Attempt
+	})
+	return out
+}
+
+// runtimeContainer turns a container record and its task (nil if none) into
+// a RuntimeContainer. It reports false for a container without tug's labels.
+// Without a task, a container whose exit tug recorded is exited with that
+// code; one that was started but whose task vanished is exited with 255; one
+// never started is created.
+func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.RuntimeContainer, bool) {
+	rc := pod.RuntimeContainer{ID: rec.ID, Image: rec.Image, CreatedAt: rec.CreatedAt}
+	if !fromLabels(rec.Labels, &rc) {
+		return rc, false
+	}
+	switch {
+	case p != nil:
+		switch p.Status {
+		case tasktypes.Status_CREATED:
+			rc.State = pod.StateCreated
+			rc.PID = p.Pid
+		case tasktypes.Status_RUNNING, tasktypes.Status_PAUSED, tasktypes.Status_PAUSING:
+			rc.State = pod.StateRunning
+			rc.PID = p.Pid
+		case tasktypes.Status_STOPPED:
+			rc.State = pod.StateExited
+			rc.ExitCode = int(p.ExitStatus)
+			if p.ExitedAt != nil {
+				rc.FinishedAt = p.ExitedAt.AsTime()
+			}
+		default:
+			rc.State = pod.StateUnknown
+		}
+	default:
+		if code, at, ok := labelExit(rec.Labels); ok {
+			rc.State, rc.ExitCode, rc.FinishedAt = pod.StateExited, code, at
+		} else if !rc.StartedAt.IsZero() {
+			rc.State, rc.ExitCode = pod.StateExited, unknownExitCode
+		} else {
+			rc.State = pod.StateCreated
+		}
+	}
+	return rc, true
+}
+
+// recordVanished records exit code 255 and the current time in the labels
+// of a started container whose task is gone without tug having seen its exit
+// (its shim died, or the host rebooted), so that later listings need not
+// check again. It returns the time recorded.
+func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
+	now := time.Now()
+	rec := containers.Container{ID: id, Labels: exitLabels(unknownExitCode, now)}
+	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt); err != nil {
+		if !errdefs.IsNotFound(err) {
+			r.log.Warn("record exit of vanished task", "id", id, "err", err)
+		}
+		return now
+	}
+	r.log.Warn("task vanished without its exit being seen; exit code 255 recorded", "id", id)
+	return now
+}
+
+// reapAsync reaps an exited task in the background, at most once at a time
+// per container, so that a listing never waits for a shim (deleting a task
+// waits for its logger to exit). Bounded by reap's own timeout.
+func (r *Runtime) reapAsync(ctx context.Context, id string, code uint32, at time.Time) {
+	r.reapMu.Lock()
+	if r.reaping == nil {
+		r.reaping = map[string]bool{}
+	}
+	if r.reaping[id] {
+		r.reapMu.Unlock()
+		return
+	}
+	r.reaping[id] = true
+	r.reapMu.Unlock()
+	go func() {
+		if err := r.reap(ctx, id, code, at); err != nil {
+			r.log.Debug("reap exited task", "id", id, "err", err)
+		}
+		r.reapMu.Lock()
+		delete(r.reaping, id)
+		r.reapMu.Unlock()
+	}()
+}

@@ -1,0 +1,313 @@
+package podruntime
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/oci"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"tug/internal/pod"
+)
+
+// specParams is what the OCI spec of one container is built from, besides
+// the image (which oci.WithImageConfig applies first).
+type specParams struct {
+	Container       *pod.Container
+	Image           ocispec.ImageConfig // the image's ENTRYPOINT and CMD
+	Namespaces      pod.Namespaces
+	Mounts          []specs.Mount // the pod's volumes and /etc files, see podMounts
+	Hostname        string
+	AllowPrivileged bool
+}
+
+// containerSpecOpts returns tug's options for a container's spec, to apply
+// after oci.WithImageConfig: Kubernetes command/args/env semantics, working
+// directory, user, capabilities or privileged mode, read-only root, mounts,
+// namespaces and hostname. The order matters (hostname after namespaces).
+// It leaves containerd's default cgroupsPath and sets no oomScoreAdj (root
+// here cannot go below its own).
+func containerSpecOpts(sp specParams) []oci.SpecOpts {
+	c := sp.Container
+	env, vars := expandEnv(c.Env)
+	return []oci.SpecOpts{
+		withProcessArgs(sp.Image, c.Command, c.Args, vars),
+		withEnv(sp.Hostname, env),
+		withWorkingDir(c.WorkingDir),
+		withUser(c.SecurityContext),
+		withSecurity(c.SecurityContext, sp.AllowPrivileged),
+		withReadonlyRootfs(c.SecurityContext),
+		withNamespaces(sp.Namespaces),
+		withHostname(sp.Hostname),
+		withMounts(sp.Mounts),
+	}
+}
+
+// withProcessArgs sets the process args as Kubernetes does: command
+// replaces the image's ENTRYPOINT and args its CMD; args alone keep the
+// ENTRYPOINT; neither runs the image's ENTRYPOINT and CMD. $(VAR) references
+// in command and args are expanded from the container's env (vars). An empty
+// result is ErrNoCommand.
+func withProcessArgs(img ocispec.ImageConfig, command, args []string, vars map[string]string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		var argv []string
+		switch {
+		case len(command) > 0:
+			argv = append(expandAll(command, vars), expandAll(args, vars)...)
+		case len(args) > 0:
+			argv = append(append([]string{}, img.Entrypoint...), expandAll(args, vars)...)
+		default:
+			argv = append(append([]string{}, img.Entrypoint...), img.Cmd...)
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return ErrNoCommand
+		}
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		s.Process.Args = argv
+		return nil
+	}
+}
+
+// withEnv sets HOSTNAME, then the environment already in the spec (the
+// image's, applied by oci.WithImageConfig) overrides it by name, then env
+// (the container's, "NAME=value") overrides both, as the kubelet and
+// containerd's CRI do.
+func withEnv(hostname string, env []string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		merged := mergeEnv([]string{"HOSTNAME=" + hostname}, s.Process.Env)
+		s.Process.Env = mergeEnv(merged, env)
+		return nil
+	}
+}
+
+// mergeEnv returns base with each of over replacing the entry of the same
+// name in place, or appended.
+func mergeEnv(base, over []string) []string {
+	out := append([]string{}, base...)
+	idx := make(map[string]int, len(out))
+	for i, e := range out {
+		k, _, _ := strings.Cut(e, "=")
+		idx[k] = i
+	}
+	for _, e := range over {
+		k, _, _ := strings.Cut(e, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = e
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+// withWorkingDir sets the process's working directory when dir is set
+// (else the image's, or "/").
+func withWorkingDir(dir string) oci.SpecOpts {
+	return func(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec) error {
+		if dir == "" {
+			return nil
+		}
+		return oci.WithProcessCwd(dir)(ctx, cl, c, s)
+	}
+}
+
+// withUser applies runAsUser and runAsGroup. runAsUser sets the uid, and
+// the gid to runAsGroup, or else to the user's primary group in the image's
+// /etc/passwd (0 if none); runAsGroup alone keeps the image's user and
+// changes only the group. Supplementary groups come from the image's
+// /etc/group. Without either, the image's USER (applied by
+// oci.WithImageConfig) stays.
+func withUser(sc *pod.SecurityContext) oci.SpecOpts {
+	return func(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec) error {
+		if sc == nil || (sc.RunAsUser == nil && sc.RunAsGroup == nil) {
+			return nil
+		}
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		var uid, user string
+		if sc.RunAsUser != nil {
+			uid = strconv.FormatInt(*sc.RunAsUser, 10)
+			user = uid
+		} else {
+			uid = strconv.FormatUint(uint64(s.Process.User.UID), 10)
+			user = uid
+		}
+		if sc.RunAsGroup != nil {
+			user += ":" + strconv.FormatInt(*sc.RunAsGroup, 10)
+		}
+		if err := oci.WithUser(user)(ctx, cl, c, s); err != nil {
+			return fmt.Errorf("set user %q: %w", user, err)
+		}
+		if err := oci.WithAdditionalGIDs(uid)(ctx, cl, c, s); err != nil {
+			return fmt.Errorf("set supplementary groups of uid %s: %w", uid, err)
+		}
+		return nil
+	}
+}
+
+// withSecurity applies privileged mode (only when allowed: else
+// ErrPrivilegedNotAllowed) or the capability changes. Capabilities start from
+// containerd's default set; "ALL" in add grants every capability this
+// process has, "ALL" in drop removes all before the additions, and names get
+// the "CAP_" prefix the runtime spec uses. As in Kubernetes,
+// allowPrivilegeEscalation is on (no_new_privs is not set).
+func withSecurity(sc *pod.SecurityContext, allowPrivileged bool) oci.SpecOpts {
+	if sc != nil && sc.Privileged != nil && *sc.Privileged {
+		if !allowPrivileged {
+			return func(context.Context, oci.Client, *containers.Container, *oci.Spec) error {
+				return ErrPrivilegedNotAllowed
+			}
+		}
+		return oci.Compose(oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices, oci.WithNewPrivileges)
+	}
+	opts := []oci.SpecOpts{oci.WithNewPrivileges}
+	if sc != nil && sc.Capabilities != nil {
+		add, addAll := capNames(sc.Capabilities.Add)
+		drop, dropAll := capNames(sc.Capabilities.Drop)
+		if addAll {
+			opts = append(opts, oci.WithAllCurrentCapabilities)
+		}
+		if dropAll {
+			opts = append(opts, oci.WithCapabilities(nil))
+		}
+		opts = append(opts, oci.WithAddedCapabilities(add), oci.WithDroppedCapabilities(drop))
+	}
+	return oci.Compose(opts...)
+}
+
+// capNames returns names as runtime-spec capability names ("NET_ADMIN" ->
+// "CAP_NET_ADMIN"; a "CAP_" prefix already there is kept), without "ALL",
+// and whether "ALL" was among them.
+func capNames(names []string) (caps []string, all bool) {
+	for _, n := range names {
+		n = strings.ToUpper(strings.TrimSpace(n))
+		if n == "ALL" {
+			all = true
+			continue
+		}
+		if !strings.HasPrefix(n, "CAP_") {
+			n = "CAP_" + n
+		}
+		caps = append(caps, n)
+	}
+	return caps, all
+}
+
+// withReadonlyRootfs makes the root filesystem read-only when
+// readOnlyRootFilesystem is true.
+func withReadonlyRootfs(sc *pod.SecurityContext) oci.SpecOpts {
+	return func(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec) error {
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			return nil
+		}
+		return oci.WithRootFSReadonly()(ctx, cl, c, s)
+	}
+}
+
+// withNamespaces joins the pod's network, IPC and UTS namespaces by path;
+// an empty path means the host's namespace (the entry is removed from the
+// spec). The PID and mount namespaces are always new.
+func withNamespaces(ns pod.Namespaces) oci.SpecOpts {
+	opts := []oci.SpecOpts{
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace}),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.MountNamespace}),
+	}
+	for _, n := range []struct {
+		typ  specs.LinuxNamespaceType
+		path string
+	}{
+		{specs.NetworkNamespace, ns.Net},
+		{specs.IPCNamespace, ns.IPC},
+		{specs.UTSNamespace, ns.UTS},
+	} {
+		if n.path == "" {
+			opts = append(opts, oci.WithHostNamespace(n.typ))
+		} else {
+			opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: n.typ, Path: n.path}))
+		}
+	}
+	return oci.Compose(opts...)
+}
+
+// withHostname sets the spec's hostname only when the container gets a new
+// UTS namespace of its own. In the host's UTS namespace runc refuses a
+// hostname ("unable to set hostname without a private UTS namespace"); in a
+// joined one runc would set it, changing it for every container of the pod
+// on each start, so the hostname is instead set once by whoever creates the
+// pinned namespace. Apply after withNamespaces.
+func withHostname(hostname string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Hostname = ""
+		if s.Linux == nil {
+			return nil
+		}
+		for _, n := range s.Linux.Namespaces {
+			if n.Type == specs.UTSNamespace && n.Path == "" {
+				s.Hostname = hostname
+			}
+		}
+		return nil
+	}
+}
+
+// withMounts adds mounts to the spec. A default mount with the same
+// destination is replaced (and all of /dev's when /dev itself is mounted),
+// and the mounts are ordered by depth so that a parent is mounted before
+// what is mounted inside it.
+func withMounts(mounts []specs.Mount) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		dests := map[string]bool{}
+		for _, m := range mounts {
+			dests[filepath.Clean(m.Destination)] = true
+		}
+		var all []specs.Mount
+		for _, m := range s.Mounts {
+			d := filepath.Clean(m.Destination)
+			if dests[d] || (dests["/dev"] && strings.HasPrefix(d, "/dev/")) {
+				continue
+			}
+			all = append(all, m)
+		}
+		all = append(all, mounts...)
+		sort.SliceStable(all, func(i, j int) bool {
+			return mountDepth(all[i].Destination) < mountDepth(all[j].Destination)
+		})
+		s.Mounts = all
+		return nil
+	}
+}
+
+func mountDepth(dest string) int {
+	d := filepath.Clean(dest)
+	if d == "/" {
+		return 0
+	}
+	return strings.Count(d, "/")
+}
+
+// bindMount returns a recursive, private bind mount of source at dest.
+func bindMount(source, dest string, readOnly bool) specs.Mount {
+	mode := "rw"
+	if readOnly {
+		mode = "ro"
+	}
+	return specs.Mount{
+		Type:        "bind",
+		Source:      source,
+		Destination: dest,
+		Options:     []string{"rbind", "rprivate", mode},
+	}
+}

@@ -1,0 +1,348 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"tug/internal/pod"
+)
+
+func testRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	dir := t.TempDir()
+	return &Runtime{
+		cfg: Config{RootDir: filepath.Join(dir, "root"), LogsDir: filepath.Join(dir, "logs")},
+		log: slog.New(slog.DiscardHandler),
+	}
+}
+
+func TestPrepareHostPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	missing := filepath.Join(dir, "missing")
+
+	tests := []struct {
+		name    string
+		path    string
+		typ     pod.HostPathType
+		wantErr bool
+		check   func(t *testing.T, path string)
+	}{
+		{name: "unset, missing", path: missing, typ: pod.HostPathUnset},
+		{name: "Directory ok", path: dir, typ: pod.HostPathDirectory},
+		{name: "Directory missing", path: missing, typ: pod.HostPathDirectory, wantErr: true},
+		{name: "Directory is a file", path: file, typ: pod.HostPathDirectory, wantErr: true},
+		{name: "DirectoryOrCreate creates", path: filepath.Join(dir, "a", "b"), typ: pod.HostPathDirectoryOrCreate, check: func(t *testing.T, p string) {
+			if fi, err := os.Stat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+				t.Errorf("created %v, %v", fi, err)
+			}
+		}},
+		{name: "DirectoryOrCreate on a file", path: file, typ: pod.HostPathDirectoryOrCreate, wantErr: true},
+		{name: "FileOrCreate creates", path: filepath.Join(dir, "new"), typ: pod.HostPathFileOrCreate, check: func(t *testing.T, p string) {
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+				t.Errorf("created %v, %v", fi, err)
+			}
+		}},
+		{name: "FileOrCreate needs the parent", path: filepath.Join(missing, "f"), typ: pod.HostPathFileOrCreate, wantErr: true},
+		{name: "FileOrCreate on a directory", path: dir, typ: pod.HostPathFileOrCreate, wantErr: true},
+		{name: "File ok", path: file, typ: pod.HostPathFile},
+		{name: "File is a directory", path: dir, typ: pod.HostPathFile, wantErr: true},
+		{name: "File missing", path: missing, typ: pod.HostPathFile, wantErr: true},
+		{name: "Socket ok", path: sock, typ: pod.HostPathSocket},
+		{name: "Socket is a file", path: file, typ: pod.HostPathSocket, wantErr: true},
+		{name: "CharDevice ok", path: "/dev/null", typ: pod.HostPathCharDev},
+		{name: "CharDevice is a file", path: file, typ: pod.HostPathCharDev, wantErr: true},
+		{name: "BlockDevice is a char device", path: "/dev/null", typ: pod.HostPathBlockDev, wantErr: true},
+		{name: "unknown type", path: dir, typ: "Weird", wantErr: true},
+		{name: "relative path", path: "rel", typ: pod.HostPathDirectory, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := prepareHostPath(&pod.HostPathVolumeSource{Path: tt.path, Type: tt.typ})
+			if tt.wantErr {
+				if !errors.Is(err, ErrHostPathType) {
+					if err == nil || tt.typ != pod.HostPathFileOrCreate {
+						t.Fatalf("err = %v, want ErrHostPathType", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil {
+				tt.check(t, tt.path)
+			}
+		})
+	}
+}
+
+func TestSubPath(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("in", filepath.Join(root, "link-in")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		sub     string
+		want    string
+		wantErr bool
+	}{
+		{sub: "a/b", want: filepath.Join(root, "a", "b")},
+		{sub: "in", want: filepath.Join(root, "in")},
+		{sub: "link-in", want: filepath.Join(root, "in")},
+		{sub: "/etc", wantErr: true},
+		{sub: "../x", wantErr: true},
+		{sub: "a/../../x", wantErr: true},
+		{sub: "escape", wantErr: true},
+		{sub: "escape/deeper", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub, func(t *testing.T) {
+			got, err := subPath(root, tt.sub)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidSubPath) {
+					t.Fatalf("subPath = %q, %v; want ErrInvalidSubPath", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("subPath = %q, %v; want %q", got, err, tt.want)
+			}
+			if fi, err := os.Stat(got); err != nil || !fi.IsDir() {
+				t.Errorf("subPath not created: %v", err)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("something was created outside the volume: %v", entries)
+	}
+}
+
+func volumePod(t *testing.T, hostDir string) *pod.Pod {
+	t.Helper()
+	p := testPod("web-node1")
+	p.Spec.Volumes = []pod.Volume{
+		{Name: "host", HostPath: &pod.HostPathVolumeSource{Path: hostDir, Type: pod.HostPathDirectoryOrCreate}},
+		{Name: "scratch", EmptyDir: &pod.EmptyDirVolumeSource{}},
+	}
+	p.Spec.Containers[0].VolumeMounts = []pod.VolumeMount{
+		{Name: "host", MountPath: "/host", ReadOnly: true},
+		{Name: "scratch", MountPath: "/scratch"},
+		{Name: "scratch", MountPath: "/sub", SubPath: "s/t"},
+	}
+	return p
+}
+
+func TestPreparePodAndMounts(t *testing.T) {
+	r := testRuntime(t)
+	hostDir := filepath.Join(t.TempDir(), "data")
+	p := volumePod(t, hostDir)
+	ctx := context.Background()
+	for range 2 { // idempotent
+		if err := r.PreparePod(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(hostDir); err != nil || !fi.IsDir() {
+		t.Fatalf("hostPath DirectoryOrCreate not created: %v", err)
+	}
+	scratch := r.emptyDirPath(p.Metadata.UID, "scratch")
+	if fi, err := os.Stat(scratch); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("emptyDir %s: %v %v", scratch, fi, err)
+	}
+	b, err := os.ReadFile(r.hostnamePath(p.Metadata.UID))
+	if err != nil || string(b) != "web-node1\n" {
+		t.Fatalf("hostname file = %q, %v", b, err)
+	}
+
+	mounts, err := r.podMounts(p, &p.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range mounts {
+		mode := "rw"
+		if slices.Contains(m.Options, "ro") {
+			mode = "ro"
+		}
+		got[m.Destination] = m.Source + " " + mode
+	}
+	want := map[string]string{
+		"/host":            hostDir + " ro",
+		"/scratch":         scratch + " rw",
+		"/sub":             filepath.Join(scratch, "s", "t") + " rw",
+		"/etc/hostname":    r.hostnamePath(p.Metadata.UID) + " ro",
+		"/etc/hosts":       "/etc/hosts ro",
+		"/etc/resolv.conf": "/etc/resolv.conf ro",
+	}
+	for _, f := range hostEtcFiles {
+		if _, err := os.Stat(f); err != nil {
+			delete(want, f)
+		}
+	}
+	if !mapsEqual(got, want) {
+		t.Errorf("mounts =\n%v\nwant\n%v", got, want)
+	}
+
+	// A volume mounted on /etc/hosts replaces the host's file.
+	c := p.Spec.Containers[0]
+	c.VolumeMounts = []pod.VolumeMount{{Name: "host", MountPath: "/etc/hosts"}}
+	mounts, err = r.podMounts(p, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		if m.Destination == "/etc/hosts" && m.Source != hostDir {
+			t.Errorf("/etc/hosts still from %s", m.Source)
+		}
+	}
+	// An unknown volume is an error.
+	c.VolumeMounts = []pod.VolumeMount{{Name: "nope", MountPath: "/x"}}
+	if _, err := r.podMounts(p, &c); !errors.Is(err, ErrVolumeNotFound) {
+		t.Errorf("unknown volume: err = %v", err)
+	}
+
+	// Cleanup removes the pod's state and logs, and is idempotent.
+	logDir := r.podLogDir(p)
+	if err := os.MkdirAll(filepath.Join(logDir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.CleanupPod(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{r.podDir(p.Metadata.UID), logDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
+	}
+	if _, err := os.Stat(hostDir); err != nil {
+		t.Errorf("cleanup touched the hostPath: %v", err)
+	}
+}
+
+func TestPreparePodHostNetworkHostname(t *testing.T) {
+	r := testRuntime(t)
+	p := testPod("web-node1")
+	p.Spec.HostNetwork = true
+	if err := r.PreparePod(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if b, _ := os.ReadFile(r.hostnamePath(p.Metadata.UID)); string(b) != host+"\n" {
+		t.Errorf("hostNetwork pod hostname file = %q, want the node's %q", b, host)
+	}
+}
+
+func TestPreparePodLongNameHostname(t *testing.T) {
+	r := testRuntime(t)
+	p := testPod(strings.Repeat("a", 62) + "-node1")
+	if err := r.PreparePod(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(r.hostnamePath(p.Metadata.UID)); string(b) != strings.Repeat("a", 62)+"\n" {
+		t.Errorf("hostname file = %q, want the name cut to 63 without the trailing '-'", b)
+	}
+}
+
+func TestPreparePodErrors(t *testing.T) {
+	r := testRuntime(t)
+	p := testPod("web-node1")
+	p.Spec.Volumes = []pod.Volume{
+		{Name: "a", HostPath: &pod.HostPathVolumeSource{Path: "/no/such/dir", Type: pod.HostPathDirectory}},
+		{Name: "b", HostPath: &pod.HostPathVolumeSource{Path: "/dev/null", Type: pod.HostPathFile}},
+	}
+	err := r.PreparePod(context.Background(), p)
+	if !errors.Is(err, ErrHostPathType) {
+		t.Fatalf("err = %v, want ErrHostPathType", err)
+	}
+	for _, s := range []string{`volume "a"`, `volume "b"`} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
+	}
+}
+
+func TestMemoryEmptyDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: mounting tmpfs needs root")
+	}
+	r := testRuntime(t)
+	p := testPod("web-node1")
+	limit := pod.MustParseQuantity("1Mi")
+	p.Spec.Volumes = []pod.Volume{
+		{Name: "mem", EmptyDir: &pod.EmptyDirVolumeSource{Medium: pod.StorageMediumMemory}},
+		{Name: "small", EmptyDir: &pod.EmptyDirVolumeSource{Medium: pod.StorageMediumMemory, SizeLimit: &limit}},
+	}
+	ctx := context.Background()
+	t.Cleanup(func() { r.CleanupPod(ctx, p) })
+	for range 2 {
+		if err := r.PreparePod(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []string{"mem", "small"} {
+		dir := r.emptyDirPath(p.Metadata.UID, v)
+		mounted, err := isMountPoint(dir)
+		if err != nil || !mounted {
+			t.Fatalf("%s not a mount point: %v", dir, err)
+		}
+		if n := countMounts(t, dir); n != 1 {
+			t.Errorf("%s mounted %d times after two PreparePod calls", dir, n)
+		}
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(r.emptyDirPath(p.Metadata.UID, "small"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if size := int64(st.Blocks) * st.Bsize; size != 1<<20 {
+		t.Errorf("tmpfs size = %d, want sizeLimit 1Mi", size)
+	}
+	if err := r.CleanupPod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(r.podDir(p.Metadata.UID)); !os.IsNotExist(err) {
+		t.Errorf("pod dir still there: %v", err)
+	}
+}
+
+func countMounts(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			n++
+		}
+	}
+	return n
+}
