@@ -55,7 +55,7 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 }
 
 func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error) {
-	log := r.log.With("pod", p.Metadata.Name, "uid", p.Metadata.UID, "container", c.Name)
+	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name)
 	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
 		return "", ErrPrivilegedNotAllowed
 	}
@@ -125,7 +125,11 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", fmt.Errorf("start task: %w", err)
 	}
 	started := time.Now()
-	if _, err := cont.SetLabels(ctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
+	// The task runs now whatever happens to ctx (tug stopping): record when
+	// it started even then, so an adopting tug knows.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := cont.SetLabels(lctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		log.Warn("record start time", "err", err)
 	}
 	log.Info("started container", "id", id, "image", img.Name(), "attempt", attempt, "pid", task.Pid())
