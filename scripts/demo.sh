@@ -223,10 +223,33 @@ remove_pods() {
     [ "$left" -eq 0 ] || log "warning: $left snapshots left in namespace $NS"
 }
 
+# remove_pod_state: what tug made beside containerd for the demo pods: their
+# pinned namespaces, volumes and log directories.
+remove_pod_state() {
+    local f d
+    for f in /run/tug/ns/*/*; do
+        [ -e "$f" ] || continue
+        umount -l "$f" 2>/dev/null || true
+        rm -f "$f"
+    done
+    for d in /run/tug/ns/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null || true; done
+    for d in /var/lib/tug/pods/*/; do
+        [ -d "$d" ] || continue
+        grep -F " ${d%/}/" /proc/self/mountinfo | awk '{print $5}' | xargs -r -n1 umount -l 2>/dev/null || true
+        rm -rf "$d"
+    done
+    for f in "$REPO"/manifests/*.yaml; do
+        d=$(awk '/^  name:/{print $2; exit}' "$f")
+        [ -n "$d" ] && rm -rf /var/log/pods/default_"$d"-*
+    done
+    log "removed the demo pods' namespaces, volumes and logs"
+}
+
 stop() {
     [ "$(id -u)" = 0 ] || die "run as root (sudo make demo-stop)"
     stop_tug
     remove_pods
+    remove_pod_state
     log "stopped; containerd keeps running on $SOCK"
 }
 
