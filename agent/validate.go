@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"tug/internal/pod"
+	"tug/internal/source"
 )
 
 // validate checks each manifest file (or every manifest in a directory)
@@ -51,7 +52,8 @@ func validate(paths []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// expand replaces each directory by the manifest files in it.
+// expand replaces each directory by the manifest files in it, chosen as the
+// agent's file source chooses them (no dotfiles or editor leftovers).
 func expand(paths []string, stderr io.Writer, bad *bool) []string {
 	var files []string
 	for _, p := range paths {
@@ -65,9 +67,16 @@ func expand(paths []string, stderr io.Writer, bad *bool) []string {
 			files = append(files, p)
 			continue
 		}
-		for _, ext := range []string{"*.yaml", "*.yml", "*.json"} {
-			m, _ := filepath.Glob(filepath.Join(p, ext))
-			files = append(files, m...)
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			*bad = true
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() && source.IsManifestName(e.Name()) {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
 		}
 	}
 	return files

@@ -259,7 +259,7 @@ func (d *Dir) handle(evs []event) bool {
 // fileEvent handles an event on an entry of the directory.
 func (d *Dir) fileEvent(ev event) bool {
 	name := ev.name
-	if !candidate(name) || ev.mask&unix.IN_ISDIR != 0 {
+	if !IsManifestName(name) || ev.mask&unix.IN_ISDIR != 0 {
 		// Only a change of names matters (e.g. a symlink target swapped).
 		return ev.mask&(unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_MOVED_FROM|unix.IN_DELETE) != 0
 	}
@@ -360,7 +360,7 @@ func (d *Dir) scan(now time.Time) (snap []pod.Manifest, wait bool, err error) {
 	present := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		name := e.Name()
-		if !candidate(name) || e.IsDir() {
+		if !IsManifestName(name) || e.IsDir() {
 			continue
 		}
 		present[name] = true
@@ -561,10 +561,10 @@ func signature(snap []pod.Manifest) string {
 	return b.String()
 }
 
-// candidate reports whether a directory entry name may hold manifests:
+// IsManifestName reports whether a directory entry name may hold manifests:
 // *.yaml, *.yml or *.json, and not a dotfile or editor leftover (*~, #*#,
 // .#*; *.swp, *.swx, *.bak and *.tmp fail the suffix test anyway).
-func candidate(name string) bool {
+func IsManifestName(name string) bool {
 	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") || strings.HasSuffix(name, "~") {
 		return false
 	}

@@ -248,8 +248,8 @@ func TestCandidate(t *testing.T) {
 		{"#web.yaml", false},
 	}
 	for _, tt := range tests {
-		if got := candidate(tt.name); got != tt.want {
-			t.Errorf("candidate(%q) = %v, want %v", tt.name, got, tt.want)
+		if got := IsManifestName(tt.name); got != tt.want {
+			t.Errorf("IsManifestName(%q) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
