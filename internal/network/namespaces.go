@@ -139,10 +139,13 @@ func pinned(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == nsfsMagic
 }
 
-// pin creates new namespaces of the given kinds on a dedicated OS thread and
-// bind-mounts them into dir. The thread is never unlocked, so the Go runtime
-// ends it with the goroutine instead of reusing a thread that sits in the
-// pod's namespaces.
+// pin creates new namespaces of the given kinds on a locked OS thread,
+// bind-mounts them into dir, then moves the thread back into the namespaces
+// it came from. Only when that worked is the thread unlocked for reuse;
+// otherwise it stays locked and the Go runtime ends it with the goroutine.
+// Going back matters even then: the runtime cannot end the process's main
+// thread, which would otherwise stay in (and keep alive) the pod's
+// namespaces.
 func pin(dir string, names []string, hostname string) error {
 	flags := 0
 	for _, k := range kinds {
@@ -154,10 +157,49 @@ func pin(dir string, names []string, hostname string) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // deliberately never unlocked
-		errc <- pinOnThisThread(dir, names, flags, hostname)
+		runtime.LockOSThread()
+		origins, err := openOwn(names)
+		if err != nil {
+			runtime.UnlockOSThread() // nothing changed yet
+			errc <- err
+			return
+		}
+		err = pinOnThisThread(dir, names, flags, hostname)
+		if restore(origins) {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
+}
+
+// openOwn opens the calling thread's current namespaces of the given kinds.
+func openOwn(names []string) ([]*os.File, error) {
+	var files []*os.File
+	for _, name := range names {
+		f, err := os.Open(fmt.Sprintf("/proc/thread-self/ns/%s", name))
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("open own %s namespace: %w", name, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// restore moves the calling thread back into the given namespaces and
+// closes them. It reports whether every move worked.
+func restore(origins []*os.File) bool {
+	ok := true
+	for _, f := range origins {
+		if err := unix.Setns(int(f.Fd()), 0); err != nil {
+			ok = false
+		}
+		f.Close()
+	}
+	return ok
 }
 
 func pinOnThisThread(dir string, names []string, flags int, hostname string) error {

@@ -4,6 +4,7 @@ package network
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,5 +79,45 @@ func TestNamespacesPinAndRemove(t *testing.T) {
 				t.Errorf("second remove: %v", err)
 			}
 		})
+	}
+}
+
+// TestPinLeavesNoThreadInPodNamespaces pins many pods and then checks every
+// thread of the process: none may stay in a pod's namespaces (which would
+// keep them alive after removal, and, for the main thread, make the host's
+// /proc/self/ns point at a pod).
+func TestPinLeavesNoThreadInPodNamespaces(t *testing.T) {
+	testutil.RequireRoot(t)
+	ctx := context.Background()
+	host := map[string]uint64{}
+	for _, k := range []string{"net", "ipc", "uts"} {
+		host[k] = inode(t, "/proc/self/ns/"+k)
+	}
+	n := NewNamespaces(t.TempDir(), testutil.Logger(t))
+	if err := n.Init(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(n.dir, unix.MNT_DETACH) })
+	for i := range 30 {
+		p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "p", Namespace: "default", UID: fmt.Sprintf("uid-%d", i)}}
+		if _, err := n.EnsureNamespaces(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.RemoveNamespaces(ctx, p.Metadata.UID) })
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/ns")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("list threads: %v", err)
+	}
+	for _, dir := range tasks {
+		for k, want := range host {
+			var st unix.Stat_t
+			if err := unix.Stat(filepath.Join(dir, k), &st); err != nil {
+				continue // the thread ended meanwhile
+			}
+			if st.Ino != want {
+				t.Errorf("thread %s is in a pod's %s namespace", dir, k)
+			}
+		}
 	}
 }
