@@ -70,10 +70,8 @@ func requireFreePort(t *testing.T, addr string) {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		if testutil.InCI() {
-			t.Fatalf("CI=true and %s is taken: %v", addr, err)
-		}
-		t.Skipf("skipping: %s is taken: %v", addr, err)
+		testutil.Missing(t, "%s is taken: %v", addr, err)
+		return
 	}
 	l.Close()
 }

@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tug/internal/testutil"
+
 	"tug/internal/pod"
 )
 
@@ -290,9 +292,7 @@ func TestPreparePodErrors(t *testing.T) {
 }
 
 func TestMemoryEmptyDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: mounting tmpfs needs root")
-	}
+	testutil.RequireRoot(t) // mounting a tmpfs needs root
 	r := testRuntime(t)
 	p := testPod("web-node1")
 	limit := pod.MustParseQuantity("1Mi")

@@ -41,9 +41,9 @@ func InCI() bool {
 	return err == nil && ci
 }
 
-// missing ends the test because a prerequisite is missing: t.Skipf with the
+// Missing ends the test because a prerequisite is missing: t.Skipf with the
 // reason on a developer's machine, t.Fatalf in CI (see InCI).
-func missing(t testing.TB, format string, args ...any) {
+func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if InCI() {
 		t.Fatalf("CI=true and a prerequisite is missing: "+format, args...)
@@ -56,7 +56,7 @@ func missing(t testing.TB, format string, args ...any) {
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	if uid := os.Geteuid(); uid != 0 {
-		missing(t, "requires root (running as uid %d)", uid)
+		Missing(t, "requires root (running as uid %d)", uid)
 	}
 }
 
@@ -65,7 +65,7 @@ func RequireRoot(t testing.TB) {
 func RequireCommand(t testing.TB, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
-		missing(t, "requires command %q: %v", name, err)
+		Missing(t, "requires command %q: %v", name, err)
 	}
 }
 
@@ -76,20 +76,20 @@ func RequireContainerd(t testing.TB) string {
 	t.Helper()
 	addr := os.Getenv(EnvContainerd)
 	if addr == "" {
-		missing(t, "%s is not set %s", EnvContainerd, hint)
+		Missing(t, "%s is not set %s", EnvContainerd, hint)
 		return ""
 	}
 	if uid := os.Geteuid(); uid != 0 {
-		missing(t, "containerd tests require root (running as uid %d)", uid)
+		Missing(t, "containerd tests require root (running as uid %d)", uid)
 		return ""
 	}
 	if fi, err := os.Stat(addr); err != nil || fi.Mode().Type() != os.ModeSocket {
-		missing(t, "%s=%s is not a socket %s", EnvContainerd, addr, hint)
+		Missing(t, "%s=%s is not a socket %s", EnvContainerd, addr, hint)
 		return ""
 	}
 	version, err := containerdVersion(addr)
 	if err != nil {
-		missing(t, "containerd at %s (%s) does not answer: %v %s", addr, EnvContainerd, err, hint)
+		Missing(t, "containerd at %s (%s) does not answer: %v %s", addr, EnvContainerd, err, hint)
 		return ""
 	}
 	t.Logf("containerd %s at %s", version, addr)
@@ -120,11 +120,11 @@ func TestImage(t testing.TB) (name, archive string) {
 	t.Helper()
 	name, archive = os.Getenv(EnvImage), os.Getenv(EnvImageArchive)
 	if name == "" || archive == "" {
-		missing(t, "%s and %s must be set %s", EnvImage, EnvImageArchive, hint)
+		Missing(t, "%s and %s must be set %s", EnvImage, EnvImageArchive, hint)
 		return "", ""
 	}
 	if _, err := os.Stat(archive); err != nil {
-		missing(t, "test image archive: %v %s", err, hint)
+		Missing(t, "test image archive: %v %s", err, hint)
 		return "", ""
 	}
 	return name, archive
@@ -137,11 +137,11 @@ func RegistryImage(t testing.TB) string {
 	t.Helper()
 	ref, registry := os.Getenv(EnvRegistryImage), os.Getenv(EnvRegistry)
 	if ref == "" || registry == "" {
-		missing(t, "%s and %s must be set %s", EnvRegistryImage, EnvRegistry, hint)
+		Missing(t, "%s and %s must be set %s", EnvRegistryImage, EnvRegistry, hint)
 		return ""
 	}
 	if err := registryAnswers(registry); err != nil {
-		missing(t, "test registry %s does not answer: %v %s", registry, err, hint)
+		Missing(t, "test registry %s does not answer: %v %s", registry, err, hint)
 		return ""
 	}
 	return ref

@@ -42,7 +42,7 @@ func TestMissingSkipsOrFails(t *testing.T) {
 		t.Run("CI="+tt.ci, func(t *testing.T) {
 			t.Setenv("CI", tt.ci)
 			r := &recorder{TB: t}
-			missing(r, "needs %s", "thing")
+			Missing(r, "needs %s", "thing")
 			got := r.skipped
 			if tt.wantFail {
 				got = r.fatal
