@@ -73,14 +73,14 @@ type Namespaces struct {
 	UTS string
 }
 
-// ContainerState is a container's state as the runtime sees it.
-type ContainerState string
+// RunState is a container's state as the runtime sees it.
+type RunState string
 
 const (
-	StateCreated ContainerState = "created" // container exists, task not started
-	StateRunning ContainerState = "running"
-	StateExited  ContainerState = "exited"
-	StateUnknown ContainerState = "unknown"
+	RunCreated RunState = "created" // container exists, task not started
+	RunRunning RunState = "running"
+	RunExited  RunState = "exited"
+	RunUnknown RunState = "unknown"
 )
 
 // RuntimeContainer is one of tug's containers as found in containerd by its
@@ -96,7 +96,7 @@ type RuntimeContainer struct {
 	Attempt    int    // restart attempt, 0 for the first run
 	Image      string
 	ImageID    string
-	State      ContainerState
+	State      RunState
 	PID        uint32
 	ExitCode   int
 	OOMKilled  bool

@@ -257,6 +257,7 @@ func (p *parser) name(pod *Pod) {
 		m.Name += "-" + p.hostname
 	}
 	m.UID = UID(p.source, m.Namespace, m.Name)
+	m.Source = p.source
 }
 
 // sortErrors orders a file's errors by position, drops exact repeats (an

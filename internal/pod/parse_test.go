@@ -238,7 +238,7 @@ spec:
 	want := &Pod{
 		APIVersion: "v1",
 		Kind:       "Pod",
-		Metadata:   ObjectMeta{Name: "web-node1", Namespace: "default", ManifestName: "web", UID: UID("file:testdata", "default", "web-node1")},
+		Metadata:   ObjectMeta{Name: "web-node1", Namespace: "default", ManifestName: "web", UID: UID("file:testdata", "default", "web-node1"), Source: "file:testdata"},
 		Spec: PodSpec{
 			RestartPolicy:                 RestartAlways,
 			TerminationGracePeriodSeconds: ptr(int64(30)),

@@ -16,7 +16,9 @@ type Pod struct {
 // ObjectMeta is the subset of Kubernetes ObjectMeta a manifest may set.
 // Name is the static pod name (the manifest's name with "-<hostname>"
 // appended); ManifestName keeps the name as written. UID is derived by tug
-// and never read from a manifest.
+// and never read from a manifest. Source names the source the pod came
+// from (pod.Origin.Source): bookkeeping beside the manifest, never read
+// from it, and not part of the pod's hash.
 type ObjectMeta struct {
 	Name         string            `yaml:"name" json:"name"`
 	Namespace    string            `yaml:"namespace" json:"namespace"`
@@ -24,6 +26,7 @@ type ObjectMeta struct {
 	Annotations  map[string]string `yaml:"annotations" json:"annotations,omitempty"`
 	UID          string            `yaml:"-" json:"uid"`
 	ManifestName string            `yaml:"-" json:"-"`
+	Source       string            `yaml:"-" json:"-"`
 }
 
 // PodSpec is the subset of Kubernetes PodSpec tug implements.

@@ -133,17 +133,17 @@ func TestRuntimeContainerState(t *testing.T) {
 		name   string
 		labels map[string]string
 		proc   *tasktypes.Process
-		state  pod.ContainerState
+		state  pod.RunState
 		code   int
 		pid    uint32
 	}{
-		{name: "running", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_RUNNING, Pid: 42}, state: pod.StateRunning, pid: 42},
-		{name: "created task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_CREATED, Pid: 41}, state: pod.StateCreated, pid: 41},
-		{name: "stopped task", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_STOPPED, ExitStatus: 3, ExitedAt: timestamppb.New(exited)}, state: pod.StateExited, code: 3},
-		{name: "unknown task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_UNKNOWN}, state: pod.StateUnknown},
-		{name: "task deleted by tug", labels: withLabels(exitLabels(137, exited)), state: pod.StateExited, code: 137},
-		{name: "task vanished", labels: withLabels(startedLabel), state: pod.StateExited, code: unknownExitCode},
-		{name: "never started", labels: base, state: pod.StateCreated},
+		{name: "running", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_RUNNING, Pid: 42}, state: pod.RunRunning, pid: 42},
+		{name: "created task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_CREATED, Pid: 41}, state: pod.RunCreated, pid: 41},
+		{name: "stopped task", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_STOPPED, ExitStatus: 3, ExitedAt: timestamppb.New(exited)}, state: pod.RunExited, code: 3},
+		{name: "unknown task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_UNKNOWN}, state: pod.RunUnknown},
+		{name: "task deleted by tug", labels: withLabels(exitLabels(137, exited)), state: pod.RunExited, code: 137},
+		{name: "task vanished", labels: withLabels(startedLabel), state: pod.RunExited, code: unknownExitCode},
+		{name: "never started", labels: base, state: pod.RunCreated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestRuntimeContainerState(t *testing.T) {
 			if rc.State != tt.state || rc.ExitCode != tt.code || rc.PID != tt.pid {
 				t.Errorf("state %s code %d pid %d, want %s %d %d", rc.State, rc.ExitCode, rc.PID, tt.state, tt.code, tt.pid)
 			}
-			if tt.state == pod.StateExited && tt.code != unknownExitCode && !rc.FinishedAt.Equal(exited) {
+			if tt.state == pod.RunExited && tt.code != unknownExitCode && !rc.FinishedAt.Equal(exited) {
 				t.Errorf("finished at %v, want %v", rc.FinishedAt, exited)
 			}
 			if rc.Image != rec.Image || rc.ImageID != "sha256:abc" || !rc.CreatedAt.Equal(rec.CreatedAt) {

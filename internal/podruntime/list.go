@@ -121,27 +121,27 @@ func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.Runti
 	case p != nil:
 		switch p.Status {
 		case tasktypes.Status_CREATED:
-			rc.State = pod.StateCreated
+			rc.State = pod.RunCreated
 			rc.PID = p.Pid
 		case tasktypes.Status_RUNNING, tasktypes.Status_PAUSED, tasktypes.Status_PAUSING:
-			rc.State = pod.StateRunning
+			rc.State = pod.RunRunning
 			rc.PID = p.Pid
 		case tasktypes.Status_STOPPED:
-			rc.State = pod.StateExited
+			rc.State = pod.RunExited
 			rc.ExitCode = int(p.ExitStatus)
 			if p.ExitedAt != nil {
 				rc.FinishedAt = p.ExitedAt.AsTime()
 			}
 		default:
-			rc.State = pod.StateUnknown
+			rc.State = pod.RunUnknown
 		}
 	default:
 		if code, at, ok := labelExit(rec.Labels); ok {
-			rc.State, rc.ExitCode, rc.FinishedAt = pod.StateExited, code, at
+			rc.State, rc.ExitCode, rc.FinishedAt = pod.RunExited, code, at
 		} else if !rc.StartedAt.IsZero() {
-			rc.State, rc.ExitCode = pod.StateExited, unknownExitCode
+			rc.State, rc.ExitCode = pod.RunExited, unknownExitCode
 		} else {
-			rc.State = pod.StateCreated
+			rc.State = pod.RunCreated
 		}
 	}
 	return rc, true

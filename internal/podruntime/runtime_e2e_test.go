@@ -280,7 +280,7 @@ func TestE2EStartLogStopRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.ID != id || rc.State != pod.StateRunning || rc.PID == 0 || rc.Name != "app" || rc.PodUID != p.Metadata.UID ||
+	if rc.ID != id || rc.State != pod.RunRunning || rc.PID == 0 || rc.Name != "app" || rc.PodUID != p.Metadata.UID ||
 		rc.PodName != p.Metadata.Name || rc.Namespace != "default" || rc.Init || rc.Attempt != 0 ||
 		rc.SpecHash != pod.ContainerHash(p, &p.Spec.Containers[0]) || rc.Image != e.image ||
 		rc.ImageID != img.Target().Digest.String() || rc.StartedAt.IsZero() || rc.CreatedAt.IsZero() {
@@ -299,7 +299,7 @@ func TestE2EStartLogStopRemove(t *testing.T) {
 		t.Errorf("stop took %v, want the 1 s grace then SIGKILL", d)
 	}
 	rc = e.only(t, p)
-	if rc.State != pod.StateExited || rc.ExitCode != 137 || rc.FinishedAt.IsZero() {
+	if rc.State != pod.RunExited || rc.ExitCode != 137 || rc.FinishedAt.IsZero() {
 		t.Errorf("after stop: %+v, want exited 137", rc)
 	}
 	if code, err := e.r.WaitContainer(e.ctx, id); err != nil || code != 137 {
@@ -341,7 +341,7 @@ func TestE2EGracefulStop(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("stop took %v; SIGTERM should end it at once", d)
 	}
-	if rc := e.only(t, p); rc.State != pod.StateExited || rc.ExitCode != 0 {
+	if rc := e.only(t, p); rc.State != pod.RunExited || rc.ExitCode != 0 {
 		t.Errorf("after stop: %+v, want exited 0", rc)
 	}
 	// The logger wrote what the container said while exiting.
@@ -363,7 +363,7 @@ func TestE2EExitCode(t *testing.T) {
 		t.Errorf("task still there after WaitContainer: %v", err)
 	}
 	rc := e.only(t, p)
-	if rc.State != pod.StateExited || rc.ExitCode != 3 || rc.FinishedAt.IsZero() || rc.Attempt != 2 || rc.PID != 0 {
+	if rc.State != pod.RunExited || rc.ExitCode != 3 || rc.FinishedAt.IsZero() || rc.Attempt != 2 || rc.PID != 0 {
 		t.Errorf("PodContainers = %+v, want exited 3, attempt 2", rc)
 	}
 	// Waiting again returns at once.
@@ -383,13 +383,13 @@ func TestE2EListReapsExited(t *testing.T) {
 	for {
 		rc := e.only(t, p)
 		_, err := e.r.client.TaskService().Get(e.ctx, &tasks.GetRequest{ContainerID: id})
-		if rc.State == pod.StateExited && errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+		if rc.State == pod.RunExited && errdefs.IsNotFound(errdefs.FromGRPC(err)) {
 			if rc.ExitCode != 5 || rc.FinishedAt.IsZero() {
 				t.Errorf("after reap: %+v, want exited 5", rc)
 			}
 			break
 		}
-		if rc.State == pod.StateExited && rc.ExitCode != 5 {
+		if rc.State == pod.RunExited && rc.ExitCode != 5 {
 			t.Fatalf("exited %d, want 5", rc.ExitCode)
 		}
 		if time.Now().After(deadline) {
@@ -425,7 +425,7 @@ func TestE2ERestartKeepsRunningAndLogging(t *testing.T) {
 	}
 	e.r = r2
 	rc := e.only(t, p)
-	if rc.State != pod.StateRunning {
+	if rc.State != pod.RunRunning {
 		t.Errorf("after reconnect: %+v, want running (adopted)", rc)
 	}
 	e.waitLog(t, p, 0, "stdout", "tick 8")
@@ -441,7 +441,7 @@ func TestE2ELeftoverContainerReplaced(t *testing.T) {
 		t.Fatalf("IDs differ: %s %s", id1, id2)
 	}
 	rc := e.only(t, p)
-	if rc.State != pod.StateRunning || rc.SpecHash != pod.ContainerHash(p, &p.Spec.Containers[0]) {
+	if rc.State != pod.RunRunning || rc.SpecHash != pod.ContainerHash(p, &p.Spec.Containers[0]) {
 		t.Errorf("PodContainers = %+v", rc)
 	}
 	e.waitLog(t, p, 0, "stdout", "two")
@@ -698,7 +698,7 @@ func TestE2ETaskVanished(t *testing.T) {
 	if _, err := task.Delete(e.ctx, containerd.WithProcessKill); err != nil {
 		t.Fatal(err)
 	}
-	if rc := e.only(t, p); rc.State != pod.StateExited || rc.ExitCode != unknownExitCode {
+	if rc := e.only(t, p); rc.State != pod.RunExited || rc.ExitCode != unknownExitCode {
 		t.Errorf("vanished task: %+v, want exited 255", rc)
 	}
 	if all, _ := e.r.ListContainers(e.ctx); len(all) != 1 || all[0].ExitCode != unknownExitCode || all[0].FinishedAt.IsZero() {
@@ -719,7 +719,7 @@ func TestE2ETaskVanished(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs, err := e.r.PodContainers(e.ctx, p.Metadata.UID)
-	if err != nil || len(cs) != 2 || cs[1].ID != noTask || cs[1].State != pod.StateCreated {
+	if err != nil || len(cs) != 2 || cs[1].ID != noTask || cs[1].State != pod.RunCreated {
 		t.Errorf("PodContainers = %+v, %v", cs, err)
 	}
 	if _, err := e.r.WaitContainer(e.ctx, noTask); !errors.Is(err, ErrNoTask) {

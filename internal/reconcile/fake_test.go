@@ -42,7 +42,7 @@ func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Conta
 	id := fmt.Sprintf("%s_%s_%d", p.Metadata.Name, c.Name, attempt)
 	f.containers = append(f.containers, pod.RuntimeContainer{
 		ID: id, PodUID: p.Metadata.UID, Name: c.Name, Init: init, Attempt: attempt,
-		SpecHash: pod.ContainerHash(p, c), State: pod.StateRunning, PID: f.nextPID,
+		SpecHash: pod.ContainerHash(p, c), State: pod.RunRunning, PID: f.nextPID,
 	})
 	f.record(fmt.Sprintf("start %s/%d", c.Name, attempt))
 	return id, nil
@@ -64,7 +64,7 @@ func (f *fakeRuntime) WaitContainer(_ context.Context, id string) (int, error) {
 	if c == nil {
 		return 0, fmt.Errorf("no container %s", id)
 	}
-	c.State, c.ExitCode = pod.StateExited, f.initExit[c.Name]
+	c.State, c.ExitCode = pod.RunExited, f.initExit[c.Name]
 	return c.ExitCode, nil
 }
 
@@ -73,8 +73,8 @@ func (f *fakeRuntime) exit(name string, code int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.containers {
-		if c := &f.containers[i]; c.Name == name && c.State == pod.StateRunning {
-			c.State, c.ExitCode = pod.StateExited, code
+		if c := &f.containers[i]; c.Name == name && c.State == pod.RunRunning {
+			c.State, c.ExitCode = pod.RunExited, code
 		}
 	}
 }
@@ -82,8 +82,8 @@ func (f *fakeRuntime) exit(name string, code int) {
 func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c := f.find(id); c != nil && c.State == pod.StateRunning {
-		c.State = pod.StateExited
+	if c := f.find(id); c != nil && c.State == pod.RunRunning {
+		c.State = pod.RunExited
 		f.record(fmt.Sprintf("stop %s/%d", c.Name, c.Attempt))
 	}
 	return nil
@@ -115,7 +115,7 @@ func (f *fakeRuntime) running() map[string]uint32 {
 	defer f.mu.Unlock()
 	m := map[string]uint32{}
 	for _, c := range f.containers {
-		if c.State == pod.StateRunning {
+		if c.State == pod.RunRunning {
 			m[c.Name] = c.PID
 		}
 	}

@@ -107,14 +107,14 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Names
 		recs := byName[c.Name]
 		last := latest(recs)
 		hash := pod.ContainerHash(p, c)
-		if last != nil && last.SpecHash == hash && last.State == pod.StateExited && last.ExitCode == 0 {
+		if last != nil && last.SpecHash == hash && last.State == pod.RunExited && last.ExitCode == 0 {
 			continue
 		}
-		if last != nil && last.SpecHash == hash && last.State == pod.StateExited && p.Spec.RestartPolicy == pod.RestartNever {
+		if last != nil && last.SpecHash == hash && last.State == pod.RunExited && p.Spec.RestartPolicy == pod.RestartNever {
 			return false, nil // the pod has failed for good
 		}
 		id := ""
-		if last != nil && last.SpecHash == hash && last.State == pod.StateRunning {
+		if last != nil && last.SpecHash == hash && last.State == pod.RunRunning {
 			id = last.ID // still running from before: wait for it
 		} else {
 			var err error
@@ -143,9 +143,9 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, n
 	switch {
 	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
 		// new, or changed: start replaces the old container
-	case last.State == pod.StateRunning:
+	case last.State == pod.RunRunning:
 		return nil
-	case last.State == pod.StateExited && !restarts(p.Spec.RestartPolicy, last.ExitCode):
+	case last.State == pod.RunExited && !restarts(p.Spec.RestartPolicy, last.ExitCode):
 		return nil
 	}
 	_, err := s.start(ctx, p, c, false, recs, ns)
@@ -164,7 +164,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	}
 	var stale []pod.RuntimeContainer
 	for _, r := range recs {
-		if r.ID == last.ID && r.State == pod.StateExited && r.SpecHash == pod.ContainerHash(p, c) {
+		if r.ID == last.ID && r.State == pod.RunExited && r.SpecHash == pod.ContainerHash(p, c) {
 			continue // the previous attempt, kept for its exit status and logs
 		}
 		stale = append(stale, r)
