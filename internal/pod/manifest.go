@@ -90,10 +90,12 @@ type RuntimeContainer struct {
 	PodUID     string
 	PodName    string
 	Namespace  string
-	Name       string // container name in the manifest
-	Init       bool   // an init container
-	SpecHash   string // ContainerHash at creation
-	Attempt    int    // restart attempt, 0 for the first run
+	PodSource  string        // the source the pod came from (Origin.Source)
+	PodGrace   time.Duration // the pod's termination grace period
+	Name       string        // container name in the manifest
+	Init       bool          // an init container
+	SpecHash   string        // ContainerHash at creation
+	Attempt    int           // restart attempt, 0 for the first run
 	Image      string
 	ImageID    string
 	State      RunState

@@ -19,6 +19,8 @@ const (
 	LabelPodUID       = labelPrefix + "pod.uid"
 	LabelPodName      = labelPrefix + "pod.name"
 	LabelPodNamespace = labelPrefix + "pod.namespace"
+	LabelPodSource    = labelPrefix + "pod.source"
+	LabelPodGrace     = labelPrefix + "pod.grace-seconds"
 	LabelContainer    = labelPrefix + "container.name"
 	LabelInit         = labelPrefix + "container.init"
 	LabelSpecHash     = labelPrefix + "container.hash"
@@ -39,6 +41,8 @@ func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, image
 		LabelPodUID:       p.Metadata.UID,
 		LabelPodName:      p.Metadata.Name,
 		LabelPodNamespace: p.Metadata.Namespace,
+		LabelPodSource:    p.Metadata.Source,
+		LabelPodGrace:     strconv.FormatInt(int64(p.GracePeriod()/time.Second), 10),
 		LabelContainer:    c.Name,
 		LabelInit:         strconv.FormatBool(init),
 		LabelSpecHash:     pod.ContainerHash(p, c),
@@ -58,6 +62,10 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	rc.PodUID = uid
 	rc.PodName = labels[LabelPodName]
 	rc.Namespace = labels[LabelPodNamespace]
+	rc.PodSource = labels[LabelPodSource]
+	if g, err := strconv.ParseInt(labels[LabelPodGrace], 10, 64); err == nil {
+		rc.PodGrace = time.Duration(g) * time.Second
+	}
 	rc.Name = labels[LabelContainer]
 	rc.Init = labels[LabelInit] == "true"
 	rc.SpecHash = labels[LabelSpecHash]
