@@ -80,6 +80,9 @@ func TestContainerID(t *testing.T) {
 
 func TestLabelsRoundTrip(t *testing.T) {
 	p := testPod("web-node1")
+	p.Metadata.Source = "file:/etc/tug/manifests"
+	grace := int64(7)
+	p.Spec.TerminationGracePeriodSeconds = &grace
 	c := &p.Spec.Containers[0]
 	labels := containerLabels(p, c, true, 3, "sha256:abc")
 	for k := range labels {
@@ -98,6 +101,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 	}
 	want := pod.RuntimeContainer{
 		PodUID: p.Metadata.UID, PodName: "web-node1", Namespace: "default", Name: "app",
+		PodSource: "file:/etc/tug/manifests", PodGrace: 7 * time.Second,
 		Init: true, SpecHash: pod.ContainerHash(p, c), Attempt: 3, ImageID: "sha256:abc", StartedAt: started,
 	}
 	if rc != want {
