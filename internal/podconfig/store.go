@@ -306,6 +306,17 @@ func (s *Store) Ready(source string) bool {
 	return s.ready[source]
 }
 
+// Owns reports, from one look at the store, whether source has reported
+// and whether the pod with this UID is wanted (applied) now. A pod that
+// Apply has added is wanted before its change list is even sent, so a
+// caller that checks here never mistakes it for an orphan.
+func (s *Store) Owns(source, uid string) (ready, wanted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, wanted = s.applied[uid]
+	return s.ready[source], wanted
+}
+
 // Pods returns the current desired pods, sorted by full name. The slice is
 // the caller's; the pods are shared and must not be modified.
 func (s *Store) Pods() []*pod.Pod {

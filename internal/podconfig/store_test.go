@@ -341,3 +341,25 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+func TestOwns(t *testing.T) {
+	s := New()
+	if ready, wanted := s.Owns("file:/a", "uid"); ready || wanted {
+		t.Fatalf("empty store: ready=%v wanted=%v", ready, wanted)
+	}
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}}
+	s.Apply("file:/a", []pod.Manifest{{Origin: pod.Origin{Source: "file:/a", File: "/a/web.yaml"}, Pods: []*pod.Pod{p}}})
+	tests := []struct {
+		source, uid         string
+		wantReady, wantWant bool
+	}{
+		{"file:/a", "uid-web", true, true},
+		{"file:/a", "uid-gone", true, false},
+		{"http://b", "uid-web", false, true},
+	}
+	for _, tt := range tests {
+		if ready, wanted := s.Owns(tt.source, tt.uid); ready != tt.wantReady || wanted != tt.wantWant {
+			t.Errorf("Owns(%s, %s) = %v, %v; want %v, %v", tt.source, tt.uid, ready, wanted, tt.wantReady, tt.wantWant)
+		}
+	}
+}

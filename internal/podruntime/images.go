@@ -64,7 +64,11 @@ func (r *Runtime) ensureImage(ctx context.Context, c *pod.Container) (containerd
 	}
 	switch pullPolicy(c) {
 	case pod.PullNever:
-		return r.localImage(ctx, ref)
+		img, err := r.localImage(ctx, ref)
+		if errors.Is(err, ErrImageNotPresent) {
+			err = fmt.Errorf("%w: %w", pod.ErrImageNeverPull, err)
+		}
+		return img, err
 	case pod.PullIfNotPresent:
 		img, err := r.localImage(ctx, ref)
 		if err == nil {
@@ -157,7 +161,7 @@ func (r *Runtime) doPull(ctx context.Context, ref string) (containerd.Image, err
 		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
 		containerd.WithResolver(r.resolver))
 	if err != nil {
-		return nil, fmt.Errorf("pull image %q: %w", ref, err)
+		return nil, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, err)
 	}
 	r.log.Info("pulled image", "image", ref, "digest", img.Target().Digest.String(),
 		"duration", time.Since(start).Round(time.Millisecond))

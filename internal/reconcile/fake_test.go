@@ -153,6 +153,16 @@ func (s *fakeSandbox) RemoveNamespaces(_ context.Context, uid string) error {
 	return nil
 }
 
+func (s *fakeSandbox) List() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var uids []string
+	for uid := range s.pods {
+		uids = append(uids, uid)
+	}
+	return uids, nil
+}
+
 func (s *fakeSandbox) has(uid string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,4 +181,9 @@ func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
 		p.Spec.Containers = append(p.Spec.Containers, pod.Container{Name: n, Image: "busybox:1.35", Args: []string{"sleep", "1000"}})
 	}
 	return p
+}
+
+// newTestSyncer returns a syncer whose back-off never delays (Initial 0).
+func newTestSyncer(rt Runtime, sb Sandbox) *podSyncer {
+	return &podSyncer{rt: rt, sb: sb, notes: &notes{}, backoff: &CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
 }

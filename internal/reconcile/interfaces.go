@@ -45,4 +45,21 @@ type Sandbox interface {
 	// RemoveNamespaces unmounts and deletes the pod's pinned namespaces. A
 	// pod with none is not an error.
 	RemoveNamespaces(ctx context.Context, uid string) error
+	// List returns the UIDs of the pods that have pinned namespaces.
+	List() ([]string, error)
+}
+
+// ContainerCache is the PLEG's view of tug's containers (implemented by
+// pleg.PLEG).
+type ContainerCache interface {
+	PodContainers(uid string) []pod.RuntimeContainer
+	All() []pod.RuntimeContainer
+}
+
+// Desired answers, for housekeeping, whether a source has reported and
+// whether it still wants a pod (implemented by podconfig.Store). Both
+// answers come from one look, so a pod the store has just added is never
+// taken for an orphan.
+type Desired interface {
+	Owns(source, uid string) (ready, wanted bool)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/pleg"
 	"tug/internal/podconfig"
 )
 
@@ -14,10 +15,23 @@ import (
 type Config struct {
 	Runtime Runtime
 	Sandbox Sandbox
+	// Cache is the PLEG's view of the containers, for status and
+	// housekeeping.
+	Cache ContainerCache
+	// Desired says which pods the sources want, for housekeeping.
+	Desired Desired
 	// Updates delivers the pod store's ordered changes.
 	Updates <-chan []podconfig.Change
+	// Events delivers the PLEG's container events; each wakes its pod's
+	// worker.
+	Events <-chan pleg.Event
 	// ResyncPeriod is how often every pod is synced again (--sync-frequency).
 	ResyncPeriod time.Duration
+	// HousekeepingPeriod is how often containers and namespaces of pods no
+	// source has are looked for (default 2 s).
+	HousekeepingPeriod time.Duration
+	// Backoff times the restarts of exited containers.
+	Backoff *CrashBackoff
 	// RetryMin and RetryMax bound the delay before a failed sync is retried
 	// (defaults 1 s and 1 min).
 	RetryMin, RetryMax time.Duration
@@ -26,12 +40,15 @@ type Config struct {
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.
 type Loop struct {
-	cfg Config
-	fns syncFuncs
+	cfg   Config
+	fns   syncFuncs
+	notes *notes
+	now   func() time.Time
 
-	workers   map[string]*worker  // by pod UID; only touched by Run
-	afterKill map[string]*pod.Pod // pods re-added while their old worker is killing
-	done      chan string         // UIDs of workers that ended
+	workers   map[string]*worker   // by pod UID; only touched by Run
+	afterKill map[string]*pod.Pod  // pods re-added while their old worker is killing
+	killed    map[string]time.Time // orphans housekeeping removed lately
+	done      chan string          // UIDs of workers that ended
 }
 
 // New returns a sync loop that drives pods through cfg.Runtime and
@@ -43,16 +60,28 @@ func New(cfg Config) *Loop {
 	if cfg.RetryMax == 0 {
 		cfg.RetryMax = time.Minute
 	}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox}
-	return newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod})
+	if cfg.HousekeepingPeriod == 0 {
+		cfg.HousekeepingPeriod = 2 * time.Second
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
+	}
+	n := &notes{}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, notes: n, backoff: cfg.Backoff, now: time.Now}
+	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod})
+	l.notes = n
+	return l
 }
 
 func newLoop(cfg Config, fns syncFuncs) *Loop {
 	return &Loop{
 		cfg:       cfg,
 		fns:       fns,
+		notes:     &notes{},
+		now:       time.Now,
 		workers:   map[string]*worker{},
 		afterKill: map[string]*pod.Pod{},
+		killed:    map[string]time.Time{},
 		done:      make(chan string),
 	}
 }
@@ -65,7 +94,13 @@ func (l *Loop) Run(ctx context.Context) error {
 	defer wg.Wait()
 	resync := time.NewTicker(l.cfg.ResyncPeriod)
 	defer resync.Stop()
-	updates := l.cfg.Updates
+	var housekeeping <-chan time.Time
+	if l.cfg.HousekeepingPeriod > 0 && l.cfg.Cache != nil && l.cfg.Desired != nil {
+		t := time.NewTicker(l.cfg.HousekeepingPeriod)
+		defer t.Stop()
+		housekeeping = t.C
+	}
+	updates, events := l.cfg.Updates, l.cfg.Events
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,10 +113,20 @@ func (l *Loop) Run(ctx context.Context) error {
 			for _, c := range changes {
 				l.apply(ctx, &wg, c)
 			}
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if w := l.workers[ev.PodUID]; w != nil {
+				w.resync()
+			}
 		case <-resync.C:
 			for _, w := range l.workers {
 				w.resync()
 			}
+		case <-housekeeping:
+			l.housekeeping(ctx, &wg)
 		case uid := <-l.done:
 			delete(l.workers, uid)
 			if p, ok := l.afterKill[uid]; ok {

@@ -5,38 +5,58 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"tug/internal/pod"
 )
 
-// ErrInitFailed means an init container exited non-zero; the pod's app
-// containers wait until a retry of it succeeds.
-var ErrInitFailed = errors.New("reconcile: init container failed")
-
 // podSyncer drives one pod's containers towards its manifest. The state it
 // works from is what the runtime reports, by labels, so a sync after a tug
-// restart continues where the last one stopped.
+// restart continues where the last one stopped. What the runtime cannot
+// say (why a container waits) goes into notes; when an exited container may
+// restart comes from backoff.
 type podSyncer struct {
-	rt Runtime
-	sb Sandbox
+	rt      Runtime
+	sb      Sandbox
+	notes   *notes
+	backoff *CrashBackoff
+	now     func() time.Time
+}
+
+// syncResult says when the pod wants to be synced again (0: only when
+// something happens), e.g. when a crashed container's back-off ends.
+type syncResult struct {
+	requeue time.Duration
+}
+
+// after keeps the earliest requeue of r and d.
+func (r *syncResult) after(d time.Duration) {
+	if d > 0 && (r.requeue == 0 || d < r.requeue) {
+		r.requeue = d
+	}
 }
 
 // syncPod makes the pod's containers match p: namespaces and volumes, then
 // each init container run to success in order, then every app container
 // running with its current spec hash. A container whose hash changed is
-// recreated; the others are left alone.
-func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) error {
+// recreated; the others are left alone. An exited container is restarted
+// as the restart policy says, once its crash back-off has passed.
+func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
+	var res syncResult
+	uid := p.Metadata.UID
 	ns, err := s.sb.EnsureNamespaces(ctx, p)
+	if err == nil {
+		err = s.rt.PreparePod(ctx, p)
+	}
 	if err != nil {
-		return err
+		s.notes.syncFailed(uid, err.Error())
+		return res, err
 	}
-	if err := s.rt.PreparePod(ctx, p); err != nil {
-		return err
-	}
-	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
+	all, err := s.rt.PodContainers(ctx, uid)
 	if err != nil {
-		return fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+		return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
 	}
+	s.notes.syncFailed(uid, "")
 	byName := groupByName(all)
 
 	// Containers that are no longer in the manifest go first.
@@ -50,31 +70,31 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) error {
 	for name, recs := range byName {
 		if !wanted[name] {
 			if err := s.removeAll(ctx, p, recs); err != nil {
-				return err
+				return res, err
 			}
 			delete(byName, name)
 		}
 	}
 
-	if ok, err := s.syncInit(ctx, wait, p, ns, byName); !ok || err != nil {
-		return err
+	if ok, err := s.syncInit(ctx, wait, p, ns, byName, &res); !ok || err != nil {
+		return res, err
 	}
+	var errs []error
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
-		if err := s.syncApp(ctx, p, c, ns, byName[c.Name]); err != nil {
-			return err
-		}
+		errs = append(errs, s.syncApp(ctx, p, c, ns, byName[c.Name], &res))
 	}
-	return nil
+	return res, errors.Join(errs...)
 }
 
 // syncInit runs the init containers in order, each to success. Once the app
 // containers have run, init containers are not run again unless their spec
 // changed; then the app containers are stopped and the whole sequence runs
 // anew, so init containers always finish before app containers start. It
-// reports whether the app containers may run: false (with no error) when an
-// init container failed under restartPolicy Never, which fails the pod.
-func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Namespaces, byName map[string][]pod.RuntimeContainer) (bool, error) {
+// reports whether the app containers may run: false (with no error) while
+// an init container waits for its back-off, or when one failed under
+// restartPolicy Never, which fails the pod.
+func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Namespaces, byName map[string][]pod.RuntimeContainer, res *syncResult) (bool, error) {
 	if len(p.Spec.InitContainers) == 0 {
 		return true, nil
 	}
@@ -107,16 +127,18 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Names
 		recs := byName[c.Name]
 		last := latest(recs)
 		hash := pod.ContainerHash(p, c)
-		if last != nil && last.SpecHash == hash && last.State == pod.RunExited && last.ExitCode == 0 {
-			continue
-		}
-		if last != nil && last.SpecHash == hash && last.State == pod.RunExited && p.Spec.RestartPolicy == pod.RestartNever {
-			return false, nil // the pod has failed for good
-		}
+		current := last != nil && last.SpecHash == hash
 		id := ""
-		if last != nil && last.SpecHash == hash && last.State == pod.RunRunning {
+		switch {
+		case current && last.State == pod.RunExited && last.ExitCode == 0:
+			continue
+		case current && last.State == pod.RunExited && p.Spec.RestartPolicy == pod.RestartNever:
+			return false, nil // the pod has failed for good
+		case current && last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
+			return false, nil
+		case current && last.State == pod.RunRunning:
 			id = last.ID // still running from before: wait for it
-		} else {
+		default:
 			var err error
 			if id, err = s.start(ctx, p, c, true, recs, ns); err != nil {
 				return false, err
@@ -127,35 +149,51 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Names
 			return false, fmt.Errorf("wait for init container %q: %w", c.Name, err)
 		}
 		if code != 0 {
-			if p.Spec.RestartPolicy == pod.RestartNever {
-				return false, nil
-			}
-			return false, fmt.Errorf("init container %q exited with code %d: %w", c.Name, code, ErrInitFailed)
+			// Let the next sync read the exit back and apply the back-off.
+			res.after(time.Millisecond)
+			return false, nil
 		}
 	}
 	return true, nil
 }
 
 // syncApp keeps one app container running with the current spec, restarting
-// an exited one as the pod's restart policy says.
-func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, ns pod.Namespaces, recs []pod.RuntimeContainer) error {
+// an exited one as the pod's restart policy says, after its back-off.
+func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, ns pod.Namespaces, recs []pod.RuntimeContainer, res *syncResult) error {
 	last := latest(recs)
 	switch {
 	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
 		// new, or changed: start replaces the old container
 	case last.State == pod.RunRunning:
+		s.notes.clear(p.Metadata.UID, c.Name)
 		return nil
 	case last.State == pod.RunExited && !restarts(p.Spec.RestartPolicy, last.ExitCode):
+		s.notes.clear(p.Metadata.UID, c.Name)
+		return nil
+	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
 		return nil
 	}
 	_, err := s.start(ctx, p, c, false, recs, ns)
 	return err
 }
 
+// backedOff reports whether the exited container last may restart now. If
+// not, it notes CrashLoopBackOff and asks for a sync when it may.
+func (s *podSyncer) backedOff(p *pod.Pod, name string, last *pod.RuntimeContainer, res *syncResult) bool {
+	due := s.backoff.Due(last)
+	wait := due.Sub(s.now())
+	if wait <= 0 {
+		return true
+	}
+	s.notes.wait(p.Metadata.UID, name, pod.ReasonCrashLoopBackOff, backoffMessage(due.Sub(last.FinishedAt), p, name))
+	res.after(wait)
+	return false
+}
+
 // start runs the next attempt of c. It first stops and removes the
 // container's other records, keeping only the latest if it exited with the
 // current spec (for its exit status), so a pod holds at most two containers
-// per name.
+// per name. A failure is noted as the container's waiting reason.
 func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, recs []pod.RuntimeContainer, ns pod.Namespaces) (string, error) {
 	attempt := 0
 	last := latest(recs)
@@ -172,7 +210,35 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	if err := s.removeAll(ctx, p, stale); err != nil {
 		return "", err
 	}
-	return s.rt.StartContainer(ctx, p, c, init, attempt, ns)
+	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, ns)
+	if err != nil {
+		s.noteStartError(p, c.Name, err)
+		return "", err
+	}
+	s.notes.clear(p.Metadata.UID, c.Name)
+	return id, nil
+}
+
+// noteStartError records why a container could not start, with the
+// kubelet's reasons: ErrImagePull the first time a pull fails and
+// ImagePullBackOff while it is retried, ErrImageNeverPull, or
+// CreateContainerError.
+func (s *podSyncer) noteStartError(p *pod.Pod, name string, err error) {
+	reason := pod.ReasonCreateContainerError
+	switch {
+	case errors.Is(err, pod.ErrImageNeverPull):
+		reason = pod.ReasonErrImageNeverPull
+	case errors.Is(err, pod.ErrImagePull):
+		reason = pod.ReasonErrImagePull
+		s.notes.mu.Lock()
+		if pn := s.notes.pods[p.Metadata.UID]; pn != nil {
+			if w := pn.waiting[name]; w.Reason == pod.ReasonErrImagePull || w.Reason == pod.ReasonImagePullBackOff {
+				reason = pod.ReasonImagePullBackOff
+			}
+		}
+		s.notes.mu.Unlock()
+	}
+	s.notes.wait(p.Metadata.UID, name, reason, err.Error())
 }
 
 // killPod stops every container of the pod (app containers together, each
@@ -192,6 +258,8 @@ func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	if err := s.rt.CleanupPod(ctx, p); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 	}
+	s.notes.forget(p.Metadata.UID)
+	s.backoff.Forget(p.Metadata.UID)
 	return nil
 }
 

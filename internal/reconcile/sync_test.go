@@ -20,6 +20,7 @@ func TestSyncPod(t *testing.T) {
 		edit     func(p *pod.Pod)                               // change to the manifest
 		wantErr  error
 		wantLog  []string
+		requeue  bool
 	}{
 		{
 			name:    "init containers run in order before the apps",
@@ -28,12 +29,24 @@ func TestSyncPod(t *testing.T) {
 			wantLog: []string{"start init1/0", "start init2/0", "start app/0", "start side/0"},
 		},
 		{
-			name:     "failed init blocks the apps and is retried",
+			name:     "failed init blocks the apps and asks to be synced again",
 			inits:    []string{"init1"},
 			initExit: map[string]int{"init1": 1},
 			policy:   pod.RestartAlways,
-			wantErr:  ErrInitFailed,
 			wantLog:  []string{"start init1/0"},
+			requeue:  true,
+		},
+		{
+			name:     "failed init is restarted by the next sync",
+			inits:    []string{"init1"},
+			initExit: map[string]int{"init1": 1},
+			policy:   pod.RestartAlways,
+			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
+				_, _ = s.syncPod(ctx, ctx, p)
+				f.takeLog()
+			},
+			wantLog: []string{"start init1/1"},
+			requeue: true,
 		},
 		{
 			name:     "failed init under Never fails the pod for good",
@@ -41,7 +54,7 @@ func TestSyncPod(t *testing.T) {
 			initExit: map[string]int{"init1": 1},
 			policy:   pod.RestartNever,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.takeLog()
 			},
 			wantLog: nil,
@@ -50,7 +63,7 @@ func TestSyncPod(t *testing.T) {
 			name:   "a synced pod is left alone",
 			policy: pod.RestartAlways,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.takeLog()
 			},
 			wantLog: nil,
@@ -60,7 +73,7 @@ func TestSyncPod(t *testing.T) {
 			inits:  []string{"init1"},
 			policy: pod.RestartAlways,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.takeLog()
 			},
 			edit:    func(p *pod.Pod) { p.Spec.Containers[0].Args = []string{"sleep", "2000"} },
@@ -71,7 +84,7 @@ func TestSyncPod(t *testing.T) {
 			inits:  []string{"init1"},
 			policy: pod.RestartAlways,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.takeLog()
 			},
 			edit: func(p *pod.Pod) { p.Spec.InitContainers[0].Args = []string{"true"} },
@@ -82,7 +95,7 @@ func TestSyncPod(t *testing.T) {
 			name:   "container gone from the manifest is removed",
 			policy: pod.RestartAlways,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.takeLog()
 			},
 			edit:    func(p *pod.Pod) { p.Spec.Containers = p.Spec.Containers[:1] },
@@ -92,7 +105,7 @@ func TestSyncPod(t *testing.T) {
 			name:   "crashed app container restarts under Always",
 			policy: pod.RestartAlways,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.exit("app", 0)
 				f.takeLog()
 			},
@@ -102,7 +115,7 @@ func TestSyncPod(t *testing.T) {
 			name:   "app that exited 0 stays down under OnFailure",
 			policy: pod.RestartOnFailure,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.exit("app", 0)
 				f.takeLog()
 			},
@@ -112,9 +125,9 @@ func TestSyncPod(t *testing.T) {
 			name:   "app that failed restarts under OnFailure, keeping one previous attempt",
 			policy: pod.RestartOnFailure,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.exit("app", 2)
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.exit("app", 2)
 				f.takeLog()
 			},
@@ -124,7 +137,7 @@ func TestSyncPod(t *testing.T) {
 			name:   "app that failed stays down under Never",
 			policy: pod.RestartNever,
 			before: func(f *fakeRuntime, s *podSyncer, p *pod.Pod) {
-				_ = s.syncPod(ctx, ctx, p)
+				_, _ = s.syncPod(ctx, ctx, p)
 				f.exit("app", 2)
 				f.takeLog()
 			},
@@ -134,7 +147,7 @@ func TestSyncPod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeRuntime{initExit: tt.initExit}
-			s := &podSyncer{rt: f, sb: &fakeSandbox{}}
+			s := newTestSyncer(f, &fakeSandbox{})
 			p := testPod(tt.policy, tt.inits, []string{"app", "side"})
 			if tt.before != nil {
 				tt.before(f, s, p)
@@ -142,9 +155,12 @@ func TestSyncPod(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(p)
 			}
-			err := s.syncPod(ctx, ctx, p)
+			res, err := s.syncPod(ctx, ctx, p)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("syncPod error = %v, want %v", err, tt.wantErr)
+			}
+			if (res.requeue > 0) != tt.requeue {
+				t.Errorf("requeue = %v, want one: %v", res.requeue, tt.requeue)
 			}
 			got := f.takeLog()
 			if !equalUnordered(got, tt.wantLog) {
@@ -178,14 +194,14 @@ func equalUnordered(got, want []string) bool {
 func TestSyncPodKeepsUnchangedContainerPID(t *testing.T) {
 	ctx := context.Background()
 	f := &fakeRuntime{}
-	s := &podSyncer{rt: f, sb: &fakeSandbox{}}
+	s := newTestSyncer(f, &fakeSandbox{})
 	p := testPod(pod.RestartAlways, nil, []string{"app", "side"})
-	if err := s.syncPod(ctx, ctx, p); err != nil {
+	if _, err := s.syncPod(ctx, ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	before := f.running()
 	p.Spec.Containers[0].Args = []string{"sleep", "5"}
-	if err := s.syncPod(ctx, ctx, p); err != nil {
+	if _, err := s.syncPod(ctx, ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	after := f.running()
@@ -198,9 +214,9 @@ func TestKillPod(t *testing.T) {
 	ctx := context.Background()
 	f := &fakeRuntime{}
 	sb := &fakeSandbox{}
-	s := &podSyncer{rt: f, sb: sb}
+	s := newTestSyncer(f, sb)
 	p := testPod(pod.RestartAlways, []string{"init1"}, []string{"app", "side"})
-	if err := s.syncPod(ctx, ctx, p); err != nil {
+	if _, err := s.syncPod(ctx, ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.killPod(ctx, p); err != nil {

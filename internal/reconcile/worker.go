@@ -20,7 +20,7 @@ type work struct {
 // cancelled when newer work arrives, so a sync blocked on a long wait (an
 // init container) gives way; ctx ends only when tug stops.
 type syncFuncs struct {
-	sync func(ctx, wait context.Context, p *pod.Pod) error
+	sync func(ctx, wait context.Context, p *pod.Pod) (syncResult, error)
 	kill func(ctx context.Context, p *pod.Pod) error
 }
 
@@ -119,11 +119,14 @@ func (w *worker) run(ctx context.Context) {
 			cancel()
 			continue
 		}
-		var err error
+		var (
+			err error
+			res syncResult
+		)
 		if wk.kill {
 			err = w.fns.kill(ctx, wk.pod)
 		} else {
-			err = w.fns.sync(ctx, wait, wk.pod)
+			res, err = w.fns.sync(ctx, wait, wk.pod)
 		}
 		cancel()
 		switch {
@@ -136,6 +139,9 @@ func (w *worker) run(ctx context.Context) {
 			}
 			failing = false
 			w.retry.reset()
+			if res.requeue > 0 {
+				w.scheduleAfter(wk, res.requeue)
+			}
 		case ctx.Err() != nil:
 			return
 		default:
@@ -145,19 +151,20 @@ func (w *worker) run(ctx context.Context) {
 				w.log.Debug("pod sync failed again", "err", err)
 			}
 			failing = true
-			w.scheduleRetry(wk)
+			w.scheduleAfter(wk, w.retry.next())
 		}
 	}
 }
 
-// scheduleRetry redelivers wk after the next backoff delay, unless newer
-// work arrives first.
-func (w *worker) scheduleRetry(wk *work) {
-	d := w.retry.next()
+// scheduleAfter redelivers wk after d, unless newer work arrives first.
+func (w *worker) scheduleAfter(wk *work, d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending != nil {
 		return
+	}
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 	w.timer = time.AfterFunc(d, func() {
 		w.mu.Lock()

@@ -27,13 +27,13 @@ func newRecorder() *recorder {
 
 func (r *recorder) fns() syncFuncs {
 	return syncFuncs{
-		sync: func(ctx, wait context.Context, p *pod.Pod) error {
+		sync: func(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 			r.note("sync " + p.Spec.Containers[0].Args[0])
 			select {
 			case <-r.gate:
 			case <-wait.Done():
 			}
-			return nil
+			return syncResult{}, nil
 		},
 		kill: func(ctx context.Context, p *pod.Pod) error {
 			r.note("kill")
@@ -121,12 +121,12 @@ func TestWorkerRetriesFailedSync(t *testing.T) {
 	defer cancel()
 	tries := make(chan struct{}, 10)
 	fns := syncFuncs{
-		sync: func(ctx, wait context.Context, p *pod.Pod) error {
+		sync: func(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 			tries <- struct{}{}
 			if len(tries) < 3 {
-				return context.DeadlineExceeded
+				return syncResult{}, context.DeadlineExceeded
 			}
-			return nil
+			return syncResult{}, nil
 		},
 	}
 	w := newWorker("uid-web", fns, discard(), backoff{min: time.Millisecond, max: 2 * time.Millisecond})

@@ -1,0 +1,75 @@
+package reconcile
+
+import (
+	"sync"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// notes holds what the workers learned that the runtime cannot say: why a
+// container is waiting (CrashLoopBackOff, ErrImagePull, ...), why a pod's
+// sync fails, and when each pod condition last changed. Status reads them.
+// It is safe for concurrent use.
+type notes struct {
+	mu   sync.Mutex
+	pods map[string]*podNotes
+}
+
+type podNotes struct {
+	waiting    map[string]pod.StateWaiting // by container name
+	syncErr    string
+	conditions map[string]pod.Condition // by type
+	firstSeen  time.Time
+}
+
+func (n *notes) pod(uid string, now time.Time) *podNotes {
+	if n.pods == nil {
+		n.pods = map[string]*podNotes{}
+	}
+	p := n.pods[uid]
+	if p == nil {
+		p = &podNotes{waiting: map[string]pod.StateWaiting{}, conditions: map[string]pod.Condition{}, firstSeen: now}
+		n.pods[uid] = p
+	}
+	return p
+}
+
+// wait records why container name of pod uid is waiting.
+func (n *notes) wait(uid, name, reason, message string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pod(uid, time.Now()).waiting[name] = pod.StateWaiting{Reason: reason, Message: message}
+}
+
+// clear forgets why container name was waiting: it runs.
+func (n *notes) clear(uid, name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := n.pods[uid]; p != nil {
+		delete(p.waiting, name)
+	}
+}
+
+// syncFailed records the pod-level error of the last sync ("" when it
+// succeeded).
+func (n *notes) syncFailed(uid, msg string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pod(uid, time.Now()).syncErr = msg
+}
+
+// forget drops everything about the pod.
+func (n *notes) forget(uid string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.pods, uid)
+}
+
+// snapshot returns a copy of the pod's notes and lets update record
+// condition transitions on the original.
+func (n *notes) with(uid string, now time.Time, f func(p *podNotes)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(n.pod(uid, now))
+}

@@ -1,0 +1,207 @@
+package reconcile
+
+import (
+	"fmt"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// computeStatus derives a pod's Kubernetes-shaped status from its manifest,
+// its containers as the runtime reports them, and what the workers noted.
+// It follows the kubelet's rules (getPhase, the container state shown for
+// a restarting container, the Initialized/ContainersReady/Ready
+// conditions). Pure: conditions' transition times come from prev, and the
+// caller stores the returned conditions for the next call.
+func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time.Time) pod.Status {
+	byName := groupByName(recs)
+	st := pod.Status{StartTime: startTime(recs, n.firstSeen)}
+
+	initDone, initFailed := true, false
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		cs := containerStatus(c, byName[c.Name], n.waiting[c.Name], true)
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+		switch t := cs.State.Terminated; {
+		case t != nil && t.ExitCode == 0:
+		case t != nil && p.Spec.RestartPolicy == pod.RestartNever:
+			initDone, initFailed = false, true
+		default:
+			initDone = false
+		}
+	}
+	// Once app containers have run, the init containers are done.
+	for _, c := range p.Spec.Containers {
+		if len(byName[c.Name]) > 0 {
+			initDone = !initFailed
+		}
+	}
+
+	var running, waiting, stopped, succeeded, ready int
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		w := n.waiting[c.Name]
+		if !initDone && w.Reason == "" {
+			w.Reason = pod.ReasonPodInitializing
+		}
+		cs := containerStatus(c, byName[c.Name], w, false)
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		switch {
+		case cs.State.Running != nil:
+			running++
+			if cs.Ready {
+				ready++
+			}
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			stopped++ // restarting: counted as stopped, as the kubelet does
+			if cs.LastTerminationState.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		default:
+			waiting++
+		}
+	}
+
+	switch {
+	case initFailed:
+		st.Phase = pod.PhaseFailed
+	case !initDone, waiting > 0:
+		st.Phase = pod.PhasePending
+	case running > 0:
+		st.Phase = pod.PhaseRunning
+	case stopped > 0 && p.Spec.RestartPolicy == pod.RestartAlways:
+		st.Phase = pod.PhaseRunning
+	case stopped > 0 && stopped == succeeded:
+		st.Phase = pod.PhaseSucceeded
+	case stopped > 0 && p.Spec.RestartPolicy == pod.RestartNever:
+		st.Phase = pod.PhaseFailed
+	case stopped > 0:
+		st.Phase = pod.PhaseRunning // OnFailure: failed containers restart
+	default:
+		st.Phase = pod.PhasePending
+	}
+	if n.syncErr != "" {
+		st.Reason, st.Message = "SyncError", n.syncErr
+	}
+
+	allReady := ready == len(p.Spec.Containers)
+	st.Conditions = []pod.Condition{
+		condition(n.conditions, pod.ConditionInitialized, initDone, now, "ContainersNotInitialized"),
+		condition(n.conditions, pod.ConditionContainersReady, allReady, now, "ContainersNotReady"),
+		condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"),
+	}
+	return st
+}
+
+// containerStatus is one container's status: its latest record's state
+// (waiting when a note says so), the previous run as lastState.
+func containerStatus(c *pod.Container, recs []pod.RuntimeContainer, w pod.StateWaiting, init bool) pod.ContainerStatus {
+	cs := pod.ContainerStatus{Name: c.Name, Image: c.Image}
+	last := latest(recs)
+	var prev *pod.RuntimeContainer
+	for i := range recs {
+		if r := &recs[i]; last != nil && r.ID != last.ID && r.State == pod.RunExited && (prev == nil || r.Attempt > prev.Attempt) {
+			prev = r
+		}
+	}
+	started := false
+	if last != nil {
+		cs.RestartCount = int32(last.Attempt)
+		cs.ImageID = last.ImageID
+		cs.ContainerID = "containerd://" + last.ID
+	}
+	switch {
+	case last == nil:
+		cs.State.Waiting = waitingOr(w, pod.ReasonContainerCreating)
+	case last.State == pod.RunRunning:
+		cs.State.Running = &pod.StateRunning{StartedAt: last.StartedAt}
+		cs.Ready = !init
+		started = true
+	case last.State == pod.RunExited && w.Reason != "":
+		// Exited and waiting to be restarted (CrashLoopBackOff).
+		cs.State.Waiting = &w
+		prev = last
+	case last.State == pod.RunExited:
+		cs.State.Terminated = terminated(last)
+	default:
+		cs.State.Waiting = waitingOr(w, pod.ReasonContainerCreating)
+	}
+	if prev != nil {
+		cs.LastTerminationState.Terminated = terminated(prev)
+	}
+	if !init {
+		cs.Started = &started
+	}
+	return cs
+}
+
+func waitingOr(w pod.StateWaiting, reason string) *pod.StateWaiting {
+	if w.Reason == "" {
+		w.Reason = reason
+	}
+	return &w
+}
+
+func terminated(r *pod.RuntimeContainer) *pod.StateTerminated {
+	t := &pod.StateTerminated{
+		ExitCode:    int32(r.ExitCode),
+		StartedAt:   r.StartedAt,
+		FinishedAt:  r.FinishedAt,
+		ContainerID: "containerd://" + r.ID,
+	}
+	switch {
+	case r.OOMKilled:
+		t.Reason = pod.ReasonOOMKilled
+	case r.ExitCode == 0:
+		t.Reason = pod.ReasonCompleted
+	default:
+		t.Reason = pod.ReasonError
+	}
+	if r.ExitCode > 128 && r.ExitCode < 160 {
+		t.Signal = int32(r.ExitCode - 128)
+	}
+	return t
+}
+
+// condition returns a condition with the transition time carried over from
+// prev while its status is unchanged, and records it in prev.
+func condition(prev map[string]pod.Condition, typ string, ok bool, now time.Time, falseReason string) pod.Condition {
+	c := pod.Condition{Type: typ, Status: "False", Reason: falseReason}
+	if ok {
+		c.Status, c.Reason = "True", ""
+	}
+	if old, seen := prev[typ]; seen && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	} else {
+		c.LastTransitionTime = now
+	}
+	if prev != nil {
+		prev[typ] = c
+	}
+	return c
+}
+
+// startTime is when the pod's first container was created, or when tug
+// first saw the pod.
+func startTime(recs []pod.RuntimeContainer, firstSeen time.Time) *time.Time {
+	t := firstSeen
+	for _, r := range recs {
+		if !r.CreatedAt.IsZero() && (t.IsZero() || r.CreatedAt.Before(t)) {
+			t = r.CreatedAt
+		}
+	}
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// backoffMessage is the kubelet's CrashLoopBackOff message.
+func backoffMessage(d time.Duration, p *pod.Pod, name string) string {
+	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d.Round(time.Second), name, p.FullName())
+}

@@ -1,0 +1,89 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"tug/internal/pod"
+)
+
+func TestComputeStatus(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(name string, attempt int, state pod.RunState, code int, init bool) pod.RuntimeContainer {
+		return pod.RuntimeContainer{ID: name + "-" + string(rune('0'+attempt)), PodUID: "u", Name: name, Attempt: attempt, Init: init,
+			State: state, ExitCode: code, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(time.Second)}
+	}
+	oom := rec("app", 0, pod.RunExited, 137, false)
+	oom.OOMKilled = true
+	tests := []struct {
+		name       string
+		policy     pod.RestartPolicy
+		inits      []string
+		recs       []pod.RuntimeContainer
+		waiting    map[string]pod.StateWaiting
+		wantPhase  pod.Phase
+		wantReason string // of the app container's state: waiting or terminated reason, or "running"
+		wantReady  bool
+		wantInit   bool
+	}{
+		{"nothing created yet", pod.RestartAlways, nil, nil, nil, pod.PhasePending, pod.ReasonContainerCreating, false, true},
+		{"running", pod.RestartAlways, nil, []pod.RuntimeContainer{rec("app", 0, pod.RunRunning, 0, false)}, nil, pod.PhaseRunning, "running", true, true},
+		{"completed under OnFailure", pod.RestartOnFailure, nil, []pod.RuntimeContainer{rec("app", 0, pod.RunExited, 0, false)}, nil, pod.PhaseSucceeded, pod.ReasonCompleted, false, true},
+		{"failed under Never", pod.RestartNever, nil, []pod.RuntimeContainer{rec("app", 0, pod.RunExited, 1, false)}, nil, pod.PhaseFailed, pod.ReasonError, false, true},
+		{"OOM killed under Never", pod.RestartNever, nil, []pod.RuntimeContainer{oom}, nil, pod.PhaseFailed, pod.ReasonOOMKilled, false, true},
+		{"crash loop", pod.RestartAlways, nil, []pod.RuntimeContainer{rec("app", 3, pod.RunExited, 1, false)},
+			map[string]pod.StateWaiting{"app": {Reason: pod.ReasonCrashLoopBackOff}}, pod.PhaseRunning, pod.ReasonCrashLoopBackOff, false, true},
+		{"image pull failing", pod.RestartAlways, nil, nil,
+			map[string]pod.StateWaiting{"app": {Reason: pod.ReasonImagePullBackOff, Message: "pull image"}}, pod.PhasePending, pod.ReasonImagePullBackOff, false, true},
+		{"init running", pod.RestartAlways, []string{"init"}, []pod.RuntimeContainer{rec("init", 0, pod.RunRunning, 0, true)}, nil, pod.PhasePending, pod.ReasonPodInitializing, false, false},
+		{"init done, app running", pod.RestartAlways, []string{"init"},
+			[]pod.RuntimeContainer{rec("init", 0, pod.RunExited, 0, true), rec("app", 0, pod.RunRunning, 0, false)}, nil, pod.PhaseRunning, "running", true, true},
+		{"init failed under Never", pod.RestartNever, []string{"init"}, []pod.RuntimeContainer{rec("init", 0, pod.RunExited, 2, true)}, nil, pod.PhaseFailed, pod.ReasonPodInitializing, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod(tt.policy, tt.inits, []string{"app"})
+			n := podNotes{waiting: tt.waiting, conditions: map[string]pod.Condition{}, firstSeen: t0}
+			if n.waiting == nil {
+				n.waiting = map[string]pod.StateWaiting{}
+			}
+			st := computeStatus(p, tt.recs, n, t0.Add(time.Minute))
+			if st.Phase != tt.wantPhase {
+				t.Errorf("phase = %s, want %s", st.Phase, tt.wantPhase)
+			}
+			cs := st.ContainerStatuses[0]
+			got := "running"
+			switch {
+			case cs.State.Waiting != nil:
+				got = cs.State.Waiting.Reason
+			case cs.State.Terminated != nil:
+				got = cs.State.Terminated.Reason
+			case cs.State.Running == nil:
+				got = "none"
+			}
+			if got != tt.wantReason {
+				t.Errorf("app state = %s, want %s", got, tt.wantReason)
+			}
+			if cs.Ready != tt.wantReady {
+				t.Errorf("ready = %v, want %v", cs.Ready, tt.wantReady)
+			}
+			if init := st.Conditions[0]; init.Type != pod.ConditionInitialized || (init.Status == "True") != tt.wantInit {
+				t.Errorf("Initialized = %+v, want %v", init, tt.wantInit)
+			}
+			if ready := st.Conditions[2]; (ready.Status == "True") != tt.wantReady {
+				t.Errorf("Ready condition = %+v, want %v", ready, tt.wantReady)
+			}
+		})
+	}
+}
+
+func TestConditionTransitionTime(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	prev := map[string]pod.Condition{}
+	c1 := condition(prev, pod.ConditionReady, false, t0, "x")
+	c2 := condition(prev, pod.ConditionReady, false, t0.Add(time.Minute), "x")
+	c3 := condition(prev, pod.ConditionReady, true, t0.Add(2*time.Minute), "x")
+	if !c1.LastTransitionTime.Equal(t0) || !c2.LastTransitionTime.Equal(t0) || !c3.LastTransitionTime.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("transition times %v %v %v", c1.LastTransitionTime, c2.LastTransitionTime, c3.LastTransitionTime)
+	}
+}
