@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"tug/internal/pod"
 	"tug/internal/pleg"
+	"tug/internal/pod"
 	"tug/internal/podconfig"
 )
 
