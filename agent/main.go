@@ -4,6 +4,8 @@
 //
 //	tug run [flags]          run the agent
 //	tug validate PATH...     check manifests, print file:line:col errors
+//	tug pods                 list pods and broken manifests (from the agent)
+//	tug inspect POD          print one pod and its status as YAML
 //	tug version              print the version
 package main
 
@@ -38,6 +40,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runAgent(ctx, args[1:], stderr)
 	case "validate":
 		return validate(args[1:], stdout, stderr)
+	case "pods":
+		return listPods(context.Background(), args[1:], stdout, stderr)
+	case "inspect":
+		return inspectPod(context.Background(), args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tug", version)
 		return 0
@@ -66,5 +72,7 @@ var errUsage = errors.New("usage")
 const usage = `usage:
   tug run [flags]        run the agent (tug run -h lists the flags)
   tug validate PATH...   check manifest files or directories
+  tug pods               list the pods and broken manifests of the running agent
+  tug inspect POD        print one pod and its status as YAML
   tug version            print the version
 `

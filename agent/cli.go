@@ -1,0 +1,312 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"tug/internal/api"
+	"tug/internal/pod"
+)
+
+// The client subcommands: "tug pods" and "tug inspect" read the agent's API
+// over its unix socket (api.Client) and print what it says.
+
+const podsUsage = `usage: tug pods [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]
+
+Lists the pods tug runs like "kubectl get pods" (NAME, READY, STATUS,
+RESTARTS, AGE; -o wide adds IP and FILE), every namespace unless -n is given
+(with a NAMESPACE column when some pod is outside "default"), then each
+manifest file tug cannot use, as a ManifestError row and, below the table,
+its errors as file:line:col lines.
+
+`
+
+const inspectUsage = `usage: tug inspect [-n NAMESPACE] [-o yaml|json] [--socket PATH] POD
+
+Prints one pod, its spec and its status, as YAML (or JSON). POD is the name
+"tug pods" shows, or the name written in the manifest.
+
+`
+
+// listPods is "tug pods". It returns the exit code: 1 when tug cannot be
+// asked, 2 for a usage error.
+func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug pods", flag.ContinueOnError)
+	socket := fs.String("socket", api.DefaultSocketPath, "`path` of tug's API socket")
+	var ns string
+	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
+	fs.StringVar(&ns, "namespace", "", "same as -n")
+	output := fs.String("o", "", "output `format`: wide, json or yaml (default: a table)")
+	pos, code, ok := parseFlags(fs, args, podsUsage, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(stderr, podsUsage, "tug pods takes no arguments (use tug inspect POD for one pod)")
+	}
+	switch *output {
+	case "", "wide", "json", "yaml":
+	default:
+		return usageError(stderr, podsUsage, fmt.Sprintf("unknown output format %q", *output))
+	}
+
+	c := &api.Client{SocketPath: *socket}
+	list, err := c.Pods(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	all := slices.Clone(list.Items)
+	if ns != "" {
+		list.Items = slices.DeleteFunc(list.Items, func(v pod.View) bool { return v.Metadata.Namespace != ns })
+	}
+	switch *output {
+	case "json":
+		err = writeJSON(stdout, list)
+	case "yaml":
+		err = writeYAML(stdout, list)
+	default:
+		var manifests []pod.ManifestStatus
+		if manifests, err = c.Manifests(ctx); err != nil {
+			fmt.Fprintln(stderr, "tug:", err)
+			return 1
+		}
+		opts := tableOptions{wide: *output == "wide", namespace: ns}
+		if writePodTable(stdout, all, manifests, opts, time.Now()) == 0 {
+			if ns != "" {
+				fmt.Fprintf(stderr, "No pods in namespace %q.\n", ns)
+			} else {
+				fmt.Fprintln(stderr, "No pods.")
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	return 0
+}
+
+// inspectPod is "tug inspect POD". It returns the exit code: 1 when tug
+// cannot be asked or has no such pod, 2 for a usage error.
+func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
+	socket := fs.String("socket", api.DefaultSocketPath, "`path` of tug's API socket")
+	var ns string
+	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
+	fs.StringVar(&ns, "namespace", "default", "same as -n")
+	output := fs.String("o", "yaml", "output `format`: yaml or json")
+	pos, code, ok := parseFlags(fs, args, inspectUsage, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, inspectUsage, "tug inspect takes one pod name")
+	}
+	if *output != "yaml" && *output != "json" {
+		return usageError(stderr, inspectUsage, fmt.Sprintf("unknown output format %q", *output))
+	}
+	v, err := (&api.Client{SocketPath: *socket}).Pod(ctx, ns, pos[0])
+	if err == nil {
+		if *output == "json" {
+			err = writeJSON(stdout, v)
+		} else {
+			err = writeYAML(stdout, v)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseFlags parses args with flags and positional arguments in any order
+// ("tug inspect web -n kube-system"), as kubectl accepts them. ok is false
+// when the command must stop, with code its exit code (0 after -h).
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (pos []string, code int, ok bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0, true
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+func usageError(stderr io.Writer, usage, msg string) int {
+	fmt.Fprintf(stderr, "tug: %s\n%s", msg, usage)
+	return 2
+}
+
+// tableOptions chooses the rows and columns of the pod table.
+type tableOptions struct {
+	wide      bool   // add IP and FILE
+	namespace string // only this namespace's pods; "" for all, with a NAMESPACE column unless all are in "default"
+}
+
+// manifestErrorStatus is the STATUS of a manifest file tug cannot use.
+const manifestErrorStatus = "ManifestError"
+
+// printPods prints pods and broken manifests as "tug pods" does by default
+// (writePodTable, every namespace), and returns the number of rows. "tug
+// run --runonce" uses it too.
+func printPods(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, now time.Time) int {
+	return writePodTable(w, pods, manifests, tableOptions{}, now)
+}
+
+// writePodTable prints pods (those of opts.namespace, when set) as "kubectl
+// get pods" does, sorted by namespace and name, with READY, STATUS, RESTARTS and AGE from api.Summarize at now;
+// then a ManifestError row for each manifest file with an error and, after
+// the table, every error line of those files. It prints nothing when there
+// is no row, and returns the number of rows. It does not modify its
+// arguments.
+func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, opts tableOptions, now time.Time) int {
+	nameOf := make(map[string]string) // pod UID -> its name, in any namespace
+	for _, v := range pods {
+		nameOf[v.Metadata.UID] = v.Metadata.Name
+	}
+	pods = slices.DeleteFunc(slices.Clone(pods), func(v pod.View) bool {
+		return opts.namespace != "" && v.Metadata.Namespace != opts.namespace
+	})
+	namespaceColumn := opts.namespace == "" && !allDefault(pods)
+	slices.SortFunc(pods, func(a, b pod.View) int {
+		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name))
+	})
+	var broken []pod.ManifestStatus
+	for _, m := range manifests {
+		if m.Error != "" {
+			broken = append(broken, m)
+		}
+	}
+	slices.SortFunc(broken, func(a, b pod.ManifestStatus) int { return cmp.Compare(a.File, b.File) })
+	if len(pods)+len(broken) == 0 {
+		return 0
+	}
+
+	fileOf := make(map[string]string) // pod UID -> its manifest file
+	for _, m := range manifests {
+		for _, uid := range m.UIDs {
+			fileOf[uid] = m.File
+		}
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	row := func(ns string, cells []string, ip, file string) {
+		if namespaceColumn {
+			cells = append([]string{ns}, cells...)
+		}
+		if opts.wide {
+			cells = append(cells, ip, file)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
+	for i := range pods {
+		v := &pods[i]
+		s := api.Summarize(v, false, now) // pod.View has no deletionTimestamp yet
+		row(v.Metadata.Namespace, []string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age},
+			podIP(&v.Status), orNone(fileOf[v.Metadata.UID]))
+	}
+	for _, m := range broken {
+		age := "<unknown>"
+		if !m.LastChange.IsZero() {
+			age = api.HumanDuration(now.Sub(m.LastChange))
+		}
+		row("-", []string{filepath.Base(m.File), "-", manifestErrorStatus, "-", age}, "<none>", m.File)
+	}
+	tw.Flush()
+
+	for i, m := range broken {
+		if i == 0 {
+			fmt.Fprintln(w)
+		}
+		for line := range strings.Lines(m.Error) {
+			line = strings.TrimRight(line, "\n")
+			if line == "" {
+				continue
+			}
+			if !strings.HasPrefix(line, m.File) {
+				line = m.File + ": " + line
+			}
+			fmt.Fprintln(w, line)
+		}
+		if len(m.UIDs) > 0 {
+			var names []string
+			for _, uid := range m.UIDs {
+				names = append(names, cmp.Or(nameOf[uid], uid))
+			}
+			fmt.Fprintf(w, "%s: keeping its last good version running (%s)\n", m.File, strings.Join(names, ", "))
+		}
+	}
+	return len(pods) + len(broken)
+}
+
+// podIP is the pod's first IP, or "<none>".
+func podIP(st *pod.Status) string {
+	if len(st.PodIPs) > 0 && st.PodIPs[0].IP != "" {
+		return st.PodIPs[0].IP
+	}
+	return orNone(st.PodIP)
+}
+
+func orNone(s string) string { return cmp.Or(s, "<none>") }
+
+// allDefault reports whether every pod is in namespace "default".
+func allDefault(pods []pod.View) bool {
+	for _, v := range pods {
+		if v.Metadata.Namespace != "default" {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeYAML prints v as YAML with its JSON (Kubernetes) field names: it goes
+// through JSON into generic maps first, so keys are sorted as kubectl sorts
+// them and omitempty fields stay out.
+func writeYAML(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	var generic any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(generic); err != nil {
+		return fmt.Errorf("encode YAML: %w", err)
+	}
+	return enc.Close()
+}

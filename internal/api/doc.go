@@ -1,0 +1,17 @@
+// Package api is tug's read-only status API: the HTTP server the agent runs
+// and the client the CLI (tug pods, tug inspect) uses.
+//
+// The full API (pods, manifests, health, metrics) is served on a unix socket
+// that only root may open (DefaultSocketPath, mode 0600); /healthz, /readyz
+// and /metrics are also served on a loopback TCP address (DefaultHealthAddr)
+// for probes and scrapers. Nothing listens beyond loopback: tug has no
+// authentication yet. The server reads everything through StatusSource and
+// HealthChecker, which the agent implements, and never changes state.
+//
+// Summarize computes the columns of "kubectl get pods" (READY, STATUS,
+// RESTARTS, AGE) with kubectl's own rules, for the CLI and anything else
+// that prints a pod on one line.
+//
+// It imports only the standard library and tug/internal/pod; only agent/
+// imports it.
+package api

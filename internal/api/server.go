@@ -1,0 +1,228 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// StatusSource is what the API reads; the agent implements it. Both methods
+// must be safe for concurrent use and return slices the caller may keep and
+// modify.
+type StatusSource interface {
+	// Pods returns every pod tug manages, with its status.
+	Pods() []pod.View
+	// Manifests returns the state of every manifest file of every source,
+	// broken ones included.
+	Manifests() []pod.ManifestStatus
+}
+
+// HealthChecker says whether tug works: its PLEG relists and containerd
+// answers. It must be safe for concurrent use and honour ctx.
+type HealthChecker interface {
+	Healthy(ctx context.Context) error
+}
+
+// healthTimeout bounds one health check, so that a hung containerd makes
+// /healthz fail instead of hang.
+const healthTimeout = 5 * time.Second
+
+// Server serves the status API. Its zero value serves an empty, healthy
+// node; set the fields before the first call and do not change them after.
+// It is safe for concurrent use when its StatusSource and HealthChecker are.
+type Server struct {
+	// Status supplies pods and manifests; nil means none.
+	Status StatusSource
+	// Health is asked by /healthz and /readyz; nil means always healthy.
+	Health HealthChecker
+	// Log receives listener events and failed writes; nil discards them.
+	Log *slog.Logger
+}
+
+// Handler returns the full API, meant for the root-only unix socket:
+//
+//	GET /healthz                   200 "ok", or 500 with the reason
+//	GET /readyz                    the same, for now
+//	GET /metrics                   Prometheus text format
+//	GET /pods                      a PodList, sorted by namespace and name
+//	GET /pods/{namespace}/{name}   one pod, by static name or manifest name
+//	GET /manifests                 {"items": [ManifestStatus...]}
+//
+// Errors are JSON objects {"error": "..."}.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.healthRoutes(mux)
+	mux.HandleFunc("GET /pods", s.listPods)
+	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
+	mux.HandleFunc("GET /manifests", s.listManifests)
+	return mux
+}
+
+// HealthHandler returns only /healthz, /readyz and /metrics, meant for the
+// loopback TCP listener.
+func (s *Server) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.healthRoutes(mux)
+	return mux
+}
+
+func (s *Server) healthRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.healthz)
+	mux.HandleFunc("GET /metrics", s.metrics)
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+func (s *Server) pods() []pod.View {
+	if s.Status == nil {
+		return nil
+	}
+	return s.Status.Pods()
+}
+
+func (s *Server) manifests() []pod.ManifestStatus {
+	if s.Status == nil {
+		return nil
+	}
+	return s.Status.Manifests()
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.Health != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+		defer cancel()
+		if err := s.Health.Healthy(ctx); err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintln(w, err)
+			return
+		}
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
+	items := s.pods()
+	if items == nil {
+		items = []pod.View{}
+	}
+	slices.SortFunc(items, func(a, b pod.View) int {
+		return cmp.Or(
+			strings.Compare(a.Metadata.Namespace, b.Metadata.Namespace),
+			strings.Compare(a.Metadata.Name, b.Metadata.Name),
+			strings.Compare(a.Metadata.UID, b.Metadata.UID),
+		)
+	})
+	s.writeJSON(w, http.StatusOK, pod.List{APIVersion: "v1", Kind: "PodList", Items: items})
+}
+
+func (s *Server) getPod(w http.ResponseWriter, r *http.Request) {
+	v, err := findPod(s.pods(), r.PathValue("namespace"), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, v)
+}
+
+// manifestList is the body of GET /manifests.
+type manifestList struct {
+	Items []pod.ManifestStatus `json:"items"`
+}
+
+func (s *Server) listManifests(w http.ResponseWriter, r *http.Request) {
+	items := s.manifests()
+	if items == nil {
+		items = []pod.ManifestStatus{}
+	}
+	slices.SortFunc(items, func(a, b pod.ManifestStatus) int {
+		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.File, b.File))
+	})
+	s.writeJSON(w, http.StatusOK, manifestList{Items: items})
+}
+
+// findPod returns the pod of namespace ns whose static name is name or,
+// failing that, the one pod whose manifest name (as written) is name.
+func findPod(pods []pod.View, ns, name string) (pod.View, error) {
+	var byName, byManifest []pod.View
+	for _, v := range pods {
+		if v.Metadata.Namespace != ns {
+			continue
+		}
+		if v.Metadata.Name == name {
+			byName = append(byName, v)
+		}
+		if v.Metadata.ManifestName == name {
+			byManifest = append(byManifest, v)
+		}
+	}
+	matches := byName
+	if len(matches) == 0 {
+		matches = byManifest
+	}
+	switch len(matches) {
+	case 0:
+		return pod.View{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, ns, ErrNotFound)
+	case 1:
+		return matches[0], nil
+	}
+	var names []string
+	for _, v := range matches {
+		names = append(names, fmt.Sprintf("%s (uid %s)", v.Metadata.Name, v.Metadata.UID))
+	}
+	return pod.View{}, fmt.Errorf("%q matches %d pods in namespace %q: %s: %w",
+		name, len(matches), ns, strings.Join(names, ", "), ErrAmbiguous)
+}
+
+// errorBody is the body of every error answer.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// writeError answers with the status code err stands for and its text,
+// without the package prefix of the sentinel.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	code, sentinel := http.StatusInternalServerError, error(nil)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code, sentinel = http.StatusNotFound, ErrNotFound
+	case errors.Is(err, ErrAmbiguous):
+		code, sentinel = http.StatusConflict, ErrAmbiguous
+	}
+	msg := err.Error()
+	if sentinel != nil {
+		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
+	}
+	s.writeJSON(w, code, errorBody{Error: msg})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		s.logger().Error("encode API answer", "err", err)
+		code = http.StatusInternalServerError
+		body = []byte(`{"error": "cannot encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if _, err := w.Write(append(body, '\n')); err != nil {
+		s.logger().Debug("write API answer", "err", err)
+	}
+}
