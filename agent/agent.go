@@ -9,25 +9,33 @@ import (
 	"os"
 	"sync"
 
+	"tug/internal/api"
 	"tug/internal/config"
 	"tug/internal/network"
+	"tug/internal/pleg"
+	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
 	"tug/internal/reconcile"
 	"tug/internal/source"
 )
 
-// Compile-time checks that the concrete types fill the roles reconcile and
-// source declare.
+// Compile-time checks that the concrete types fill the roles the consumers
+// declare.
 var (
-	_ reconcile.Runtime = (*podruntime.Runtime)(nil)
-	_ reconcile.Sandbox = (*network.Namespaces)(nil)
-	_ source.Sink       = (*podconfig.Store)(nil)
+	_ reconcile.Runtime        = (*podruntime.Runtime)(nil)
+	_ reconcile.Sandbox        = (*network.Namespaces)(nil)
+	_ reconcile.ContainerCache = (*pleg.PLEG)(nil)
+	_ reconcile.Desired        = (*podconfig.Store)(nil)
+	_ pleg.Lister              = (*podruntime.Runtime)(nil)
+	_ source.Sink              = (*podconfig.Store)(nil)
+	_ api.StatusSource         = statusView{}
+	_ api.HealthChecker        = health{}
 )
 
 // runAgent is "tug run": it builds the components and runs them until ctx
 // ends. Stopping tug leaves the pods running.
-func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Parse("tug run", args)
 	if err != nil {
 		return err
@@ -46,7 +54,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("find tug's own path for the log driver: %w", err)
 	}
 
-	rt, err := podruntime.New(ctx, podruntime.Config{
+	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:         cfg.ContainerdAddress,
 		Namespace:       cfg.ContainerdNamespace,
 		RootDir:         cfg.RootDir,
@@ -72,6 +80,12 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := sandbox.Init(); err != nil {
 		return err
 	}
+	lifecycle := pleg.New(pleg.Config{Lister: rt, Period: cfg.PLEGRelistPeriod, Log: log.With("component", "pleg")})
+	// The first relist fills the cache before anything reads it, so that
+	// housekeeping and status see the containers a previous tug left.
+	if err := lifecycle.Relist(ctx); err != nil {
+		log.Warn("first relist", "err", err)
+	}
 	store := podconfig.New()
 	dir := source.NewDir(source.DirConfig{
 		Path:     cfg.PodManifestPath,
@@ -82,15 +96,89 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
+		Cache:        lifecycle,
+		Desired:      store,
 		Updates:      store.Updates(),
+		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
-		Log:          log.With("component", "reconcile"),
+		Backoff: &reconcile.CrashBackoff{
+			Initial: cfg.CrashLoopBackOffInitial,
+			Max:     cfg.CrashLoopBackOffMax,
+			Reset:   cfg.CrashLoopBackOffReset,
+		},
+		Log: log.With("component", "reconcile"),
 	})
-	return runAll(ctx, log, map[string]func(context.Context) error{
+	view := statusView{store: store, loop: loop}
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
+	healthAddr := ""
+	if cfg.HealthzPort > 0 {
+		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)
+	}
+
+	components := map[string]func(context.Context) error{
 		"sync loop":   loop.Run,
 		"file source": dir.Run,
 		"image dir":   rt.WatchImages,
-	})
+		"pleg":        lifecycle.Run,
+		"containerd events": func(ctx context.Context) error {
+			return rt.WatchEvents(ctx, lifecycle.Wake)
+		},
+		"api": func(ctx context.Context) error {
+			return server.Serve(ctx, cfg.SocketPath(), healthAddr)
+		},
+	}
+	if cfg.RunOnce {
+		components["runonce"] = func(ctx context.Context) error {
+			return runOnce(ctx, cfg, store, dir.Name(), view, stdout)
+		}
+	}
+	err = runAll(ctx, log, components)
+	if errors.Is(err, errRunOnceDone) {
+		return nil
+	}
+	return err
+}
+
+// statusView serves the API from the pod store (what should run, and the
+// manifests' state) and the sync loop (what runs).
+type statusView struct {
+	store *podconfig.Store
+	loop  *reconcile.Loop
+}
+
+// Pods returns every desired pod with its status.
+func (v statusView) Pods() []pod.View {
+	pods := v.store.Pods()
+	out := make([]pod.View, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: v.loop.Status(p)})
+	}
+	return out
+}
+
+// Manifests returns the state of every manifest file.
+func (v statusView) Manifests() []pod.ManifestStatus {
+	files := v.store.Files()
+	out := make([]pod.ManifestStatus, 0, len(files))
+	for _, f := range files {
+		m := pod.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
+			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange}
+		if f.Err != nil {
+			m.Error = f.Err.Error()
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// health is /healthz: the PLEG has relisted lately and containerd answers.
+type health struct {
+	pleg    *pleg.PLEG
+	runtime *podruntime.Runtime
+}
+
+func (h health) Healthy(ctx context.Context) error {
+	return errors.Join(h.pleg.Healthy(), h.runtime.Ping(ctx))
 }
 
 // runAll runs each component until ctx ends or one of them fails; then it
@@ -110,13 +198,15 @@ func runAll(ctx context.Context, log *slog.Logger, components map[string]func(co
 			err := run(ctx)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				once.Do(func() { first = fmt.Errorf("%s: %w", name, err) })
-				log.Error("component failed", "component", name, "err", err)
+				if !errors.Is(err, errRunOnceDone) {
+					log.Error("component failed", "component", name, "err", err)
+				}
 			}
 			cancel()
 		}()
 	}
 	wg.Wait()
-	if first == nil {
+	if first == nil || errors.Is(first, errRunOnceDone) {
 		log.Info("tug stopped; pods keep running")
 	}
 	return first

@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		err = runAgent(ctx, args[1:], stderr)
+		err = runAgent(ctx, args[1:], stdout, stderr)
 	case "validate":
 		return validate(args[1:], stdout, stderr)
 	case "pods":

@@ -21,6 +21,8 @@ func TestImportRules(t *testing.T) {
 		{"tug/internal/source", []string{"tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/network", "tug/internal/config", "github.com/"}},
 		{"tug/internal/reconcile", []string{"tug/internal/podruntime", "tug/internal/network", "tug/internal/source", "tug/internal/config", "github.com/containerd/", "github.com/vishvananda/"}},
 		{"tug/internal/podruntime", []string{"tug/internal/reconcile", "tug/internal/network", "tug/internal/qos", "tug/internal/source", "tug/internal/podconfig", "tug/internal/config", "tug/internal/testutil"}},
+		{"tug/internal/api", []string{"tug/", "github.com/", "golang.org/x/"}},
+		{"tug/internal/pleg", []string{"tug/", "github.com/", "golang.org/x/"}},
 		{"tug/internal/network", []string{"tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/qos", "tug/internal/config", "github.com/containerd/", "tug/internal/testutil"}},
 	}
 	for _, tt := range tests {

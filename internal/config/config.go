@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -58,7 +59,33 @@ type Config struct {
 	ContainerLogMaxFiles int `yaml:"container-log-max-files"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log-level"`
+	// PLEGRelistPeriod is how often the container list is read back from
+	// containerd; containerd's events only make a relist come sooner.
+	// Default 1s.
+	PLEGRelistPeriod time.Duration `yaml:"pleg-relist-period"`
+	// CrashLoopBackOffInitial is the first delay before an exited container
+	// is restarted again (the first restart is immediate). Default 10s.
+	CrashLoopBackOffInitial time.Duration `yaml:"crash-loop-back-off-initial"`
+	// CrashLoopBackOffMax caps the doubling restart delay. Default 5m.
+	CrashLoopBackOffMax time.Duration `yaml:"crash-loop-back-off-max"`
+	// CrashLoopBackOffReset: a container that ran this long before it
+	// exited restarts at once again. Default 10m.
+	CrashLoopBackOffReset time.Duration `yaml:"crash-loop-back-off-reset"`
+	// HealthzBindAddress is the loopback address of /healthz, /readyz and
+	// /metrics. Default 127.0.0.1.
+	HealthzBindAddress string `yaml:"healthz-bind-address"`
+	// HealthzPort is their TCP port; 0 turns the listener off. Default 10248.
+	HealthzPort int `yaml:"healthz-port"`
+	// RunOnce starts the pods of the manifest directory, waits until each
+	// runs or has failed, prints their status and exits (non-zero if any
+	// failed). Default false.
+	RunOnce bool `yaml:"runonce"`
+	// RunOnceTimeout bounds how long --runonce waits. Default 5m.
+	RunOnceTimeout time.Duration `yaml:"runonce-timeout"`
 }
+
+// SocketPath is the API's unix socket: <run-dir>/tug.sock.
+func (c *Config) SocketPath() string { return filepath.Join(c.RunDir, "tug.sock") }
 
 // Default returns the configuration with every default filled in.
 func Default() Config {
@@ -75,6 +102,14 @@ func Default() Config {
 		ContainerLogMaxSize:  10 << 20,
 		ContainerLogMaxFiles: 5,
 		LogLevel:             "info",
+
+		PLEGRelistPeriod:        time.Second,
+		CrashLoopBackOffInitial: 10 * time.Second,
+		CrashLoopBackOffMax:     5 * time.Minute,
+		CrashLoopBackOffReset:   10 * time.Minute,
+		HealthzBindAddress:      "127.0.0.1",
+		HealthzPort:             10248,
+		RunOnceTimeout:          5 * time.Minute,
 	}
 }
 
@@ -108,6 +143,14 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "rotate a container log at this many bytes")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "log files kept per container")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the container relist (containerd events make it come sooner)")
+	fs.DurationVar(&c.CrashLoopBackOffInitial, "crash-loop-back-off-initial", c.CrashLoopBackOffInitial, "first restart delay of a crashing container (it doubles)")
+	fs.DurationVar(&c.CrashLoopBackOffMax, "crash-loop-back-off-max", c.CrashLoopBackOffMax, "maximum restart delay of a crashing container")
+	fs.DurationVar(&c.CrashLoopBackOffReset, "crash-loop-back-off-reset", c.CrashLoopBackOffReset, "a container that ran this long restarts at once again")
+	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "loopback address of /healthz, /readyz, /metrics")
+	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "TCP port of /healthz, /readyz, /metrics (0: off)")
+	fs.BoolVar(&c.RunOnce, "runonce", c.RunOnce, "start the pods, wait until each runs or failed, print their status and exit")
+	fs.DurationVar(&c.RunOnceTimeout, "runonce-timeout", c.RunOnceTimeout, "how long --runonce waits")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -135,6 +178,24 @@ func (c *Config) Validate() error {
 	}
 	if c.ContainerLogMaxFiles < 1 {
 		errs = append(errs, fmt.Errorf("container-log-max-files: at least 1"))
+	}
+	for name, d := range map[string]time.Duration{
+		"pleg-relist-period": c.PLEGRelistPeriod, "crash-loop-back-off-initial": c.CrashLoopBackOffInitial,
+		"crash-loop-back-off-max": c.CrashLoopBackOffMax, "crash-loop-back-off-reset": c.CrashLoopBackOffReset,
+		"runonce-timeout": c.RunOnceTimeout,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", name))
+		}
+	}
+	if c.CrashLoopBackOffMax < c.CrashLoopBackOffInitial {
+		errs = append(errs, fmt.Errorf("crash-loop-back-off-max: below crash-loop-back-off-initial"))
+	}
+	if c.HealthzPort < 0 || c.HealthzPort > 65535 {
+		errs = append(errs, fmt.Errorf("healthz-port: %d is not a port", c.HealthzPort))
+	}
+	if ip := net.ParseIP(c.HealthzBindAddress); ip == nil || !ip.IsLoopback() {
+		errs = append(errs, fmt.Errorf("healthz-bind-address: %q is not a loopback address (tug has no authentication yet)", c.HealthzBindAddress))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"tug/internal/config"
+	"tug/internal/pod"
+	"tug/internal/podconfig"
+)
+
+// errRunOnceDone ends "tug run --runonce" once every pod has settled and
+// all of them run or succeeded.
+var errRunOnceDone = errors.New("runonce: done")
+
+// errRunOnceFailed ends it when a pod failed, a manifest is broken, or the
+// wait timed out.
+var errRunOnceFailed = errors.New("runonce: a pod failed")
+
+// runOnce waits until the file source has reported and every pod it gave is
+// running (every app container running), has succeeded, or has failed
+// (phase Failed, or a container stuck: crash-looping or unable to start),
+// then prints the pods and returns errRunOnceDone, or errRunOnceFailed if
+// any failed, any manifest is broken, or RunOnceTimeout passed. The pods
+// keep running after tug exits, as with the kubelet's --runonce.
+func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view statusView, out io.Writer) error {
+	deadline := time.Now().Add(cfg.RunOnceTimeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if !store.Ready(source) {
+			continue
+		}
+		pods := view.Pods()
+		settled, failed := true, false
+		for i := range pods {
+			s, f := settledPod(&pods[i].Status)
+			settled, failed = settled && s, failed || f
+		}
+		timedOut := time.Now().After(deadline)
+		if !settled && !timedOut {
+			continue
+		}
+		manifests := view.Manifests()
+		printPods(out, pods, manifests, time.Now())
+		for _, m := range manifests {
+			failed = failed || m.Error != ""
+		}
+		switch {
+		case timedOut && !settled:
+			return fmt.Errorf("%w: not every pod settled within %s", errRunOnceFailed, cfg.RunOnceTimeout)
+		case failed:
+			return errRunOnceFailed
+		}
+		return errRunOnceDone
+	}
+}
+
+// settledPod reports whether a pod has reached a state --runonce reports
+// (running, succeeded or failed), and whether that is a failure.
+func settledPod(st *pod.Status) (settled, failed bool) {
+	switch st.Phase {
+	case pod.PhaseSucceeded:
+		return true, false
+	case pod.PhaseFailed:
+		return true, true
+	}
+	running := len(st.ContainerStatuses) > 0
+	for _, cs := range append(append([]pod.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case pod.ReasonCrashLoopBackOff, pod.ReasonErrImagePull, pod.ReasonImagePullBackOff,
+				pod.ReasonErrImageNeverPull, pod.ReasonCreateContainerError:
+				return true, true
+			}
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		running = running && cs.State.Running != nil
+	}
+	return running, false
+}
