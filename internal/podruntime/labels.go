@@ -12,8 +12,9 @@ import (
 
 // Labels tug puts on each of its containers. The identity labels are set at
 // creation; the state labels are added later (start time after the task
-// starts, exit code and time when tug deletes the task), so that the state
-// outlives the task.
+// starts, exit code and time when tug deletes the task, the OOM flag when
+// containerd reports an OOM kill in the container: see WatchEvents), so that
+// the state outlives the task and tug.
 const (
 	labelPrefix       = "io.tug."
 	LabelPodUID       = labelPrefix + "pod.uid"
@@ -30,6 +31,10 @@ const (
 	LabelStartedAt    = labelPrefix + "started-at"
 	LabelExitCode     = labelPrefix + "exit-code"
 	LabelFinishedAt   = labelPrefix + "finished-at"
+	// LabelOOMKilled is "true" once containerd reported an OOM kill in the
+	// container's cgroup (a /tasks/oom event) during this attempt, as
+	// containerd's CRI records reason OOMKilled.
+	LabelOOMKilled = labelPrefix + "oom-killed"
 )
 
 // maxIDLen is containerd's limit on identifiers.
@@ -72,6 +77,7 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	rc.Attempt, _ = strconv.Atoi(labels[LabelAttempt])
 	rc.ImageID = labels[LabelImageID]
 	rc.StartedAt = parseTime(labels[LabelStartedAt])
+	rc.OOMKilled = labels[LabelOOMKilled] == "true"
 	return true
 }
 
