@@ -181,7 +181,12 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	switch {
 	case err == nil:
 		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("delete task: %w", err)
+			// A concurrent reap (see reapAsync) may have deleted the task
+			// under us, which can surface as a closed ttrpc connection to
+			// its shim: only a task that is still there is a failure.
+			if _, terr := cont.Task(ctx, nil); !errdefs.IsNotFound(terr) {
+				return fmt.Errorf("delete task: %w", err)
+			}
 		}
 	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("load task: %w", err)
