@@ -155,7 +155,9 @@ func terminated(r *pod.RuntimeContainer) *pod.StateTerminated {
 		ContainerID: "containerd://" + r.ID,
 	}
 	switch {
-	case r.OOMKilled:
+	case r.OOMKilled && r.ExitCode != 0:
+		// (The flag is set by any OOM kill in the container's cgroup, a
+		// child's too: a container that still exited 0 completed.)
 		t.Reason = pod.ReasonOOMKilled
 	case r.ExitCode == 0:
 		t.Reason = pod.ReasonCompleted
