@@ -46,14 +46,15 @@ test: lint test-unit build build-arm64 e2e
 
 # e2e: start the test environment, run the e2e suite with its env file and CI
 # passed through, print the daemons' logs on failure, and always bring the
-# environment down, keeping the suite's exit code.
+# environment down, keeping the suite's exit code. Packages run one at a time
+# (-p 1): e2e's TestContainerdRestart kills and restarts the shared containerd.
 e2e:
 	@rc=0; \
 	$(TESTENV) up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
 		( eval "$$($(TESTENV) env)"; \
 		  set -x; \
-		  CI="$${CI:-}" $(GO) test -tags e2e -race -count=1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) ) || rc=$$?; \
+		  CI="$${CI:-}" $(GO) test -tags e2e -race -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) ) || rc=$$?; \
 		if [ $$rc -ne 0 ]; then echo "e2e: FAILED (exit $$rc)"; $(TESTENV) logs || true; fi; \
 	fi; \
 	$(TESTENV) down || true; \
@@ -66,7 +67,8 @@ bench:
 		( eval "$$($(TESTENV) env)"; \
 		  set -x; \
 		  $(GO) test -run='^$$' -bench=. -benchmem ./internal/...; \
-		  if [ -d scripts/benchstart ]; then $(GO) run ./scripts/benchstart; fi ) || rc=$$?; \
+		  if [ -d scripts/benchstart ]; then $(GO) run ./scripts/benchstart; fi; \
+		  $(GO) run ./scripts/benchidle ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,6 +107,17 @@ type tugOpts struct {
 	// beforeStart, if set, runs when the directories are ready and before
 	// tug starts (to write manifests that are there from the start).
 	beforeStart func(tg *tug)
+	// noStart prepares everything but leaves starting tug to the test
+	// (tg.Start, or tg.runOnce).
+	noStart bool
+	// healthzPort is tug's --healthz-port. 0, the default here, turns the
+	// TCP health listener off, so that tests never compete for a port (tug's
+	// own default, 10248, may be taken); a test that probes /healthz picks
+	// a free port with freePort.
+	healthzPort int
+	// args are more flags for tug run, after the harness's own (a later
+	// flag wins), e.g. "--crash-loop-back-off-initial", "1s".
+	args []string
 }
 
 // tug is one tug agent under test, with its directories, its containerd
@@ -121,18 +133,21 @@ type tug struct {
 	imageDir    string
 	scratch     string // for temporary files that are renamed into place
 
-	addr      string // containerd socket
-	ns        string // containerd namespace
-	image     string // the test image, docker.io/library/busybox:1.35
-	archive   string // its OCI archive
-	fileCheck time.Duration
-	client    *containerd.Client
+	addr        string // containerd socket
+	ns          string // containerd namespace
+	image       string // the test image, docker.io/library/busybox:1.35
+	archive     string // its OCI archive
+	fileCheck   time.Duration
+	healthzPort int      // 0: no TCP health listener
+	args        []string // tugOpts.args
+	client      *containerd.Client
 
 	out *syncBuffer // tug's stdout and stderr, all runs
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has exited
-	waitErr error         // cmd.Wait's result, set before exited is closed
+	cmd       *exec.Cmd
+	startedAt time.Time     // just before cmd started
+	exited    chan struct{} // closed when cmd has exited
+	waitErr   error         // cmd.Wait's result, set before exited is closed
 }
 
 // startTug checks the prerequisites (root, the test containerd, the test
@@ -159,6 +174,8 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		image:       image,
 		archive:     archive,
 		fileCheck:   fileCheck,
+		healthzPort: opts.healthzPort,
+		args:        opts.args,
 		out:         &syncBuffer{},
 	}
 	if opts.fileCheck > 0 {
@@ -182,7 +199,9 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 	if opts.beforeStart != nil {
 		opts.beforeStart(tg)
 	}
-	tg.Start()
+	if !opts.noStart {
+		tg.Start()
+	}
 	return tg
 }
 
@@ -193,6 +212,29 @@ func (tg *tug) Start() {
 	if tg.running() {
 		tg.t.Fatal("Start: tug is already running")
 	}
+	args := tg.runArgs()
+	fmt.Fprintf(tg.out, "==== %s %s\n", tugBin, strings.Join(args, " "))
+	cmd := exec.Command(tugBin, args...)
+	cmd.Stdout, cmd.Stderr = tg.out, tg.out
+	// If the test binary dies, tug goes with it (the pods stay, like after
+	// any tug crash; the next run's cleanup does not see them, but the
+	// namespace name is unique).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	tg.startedAt = time.Now()
+	if err := cmd.Start(); err != nil {
+		tg.t.Fatalf("start tug: %v", err)
+	}
+	tg.cmd, tg.exited, tg.waitErr = cmd, make(chan struct{}), nil
+	go func(exited chan struct{}) {
+		err := cmd.Wait()
+		tg.waitErr = err
+		close(exited)
+	}(tg.exited)
+}
+
+// runArgs returns the arguments of "tug run" on the test's directories,
+// then more (later flags win).
+func (tg *tug) runArgs(more ...string) []string {
 	args := []string{"run",
 		"--pod-manifest-path", tg.manifestDir,
 		"--root-dir", tg.rootDir,
@@ -205,23 +247,18 @@ func (tg *tug) Start() {
 		"--file-check-frequency", tg.fileCheck.String(),
 		"--sync-frequency", syncFrequency.String(),
 		"--log-level", "debug",
+		"--healthz-port", strconv.Itoa(tg.healthzPort),
 	}
-	fmt.Fprintf(tg.out, "==== %s %s\n", tugBin, strings.Join(args, " "))
-	cmd := exec.Command(tugBin, args...)
-	cmd.Stdout, cmd.Stderr = tg.out, tg.out
-	// If the test binary dies, tug goes with it (the pods stay, like after
-	// any tug crash; the next run's cleanup does not see them, but the
-	// namespace name is unique).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tg.t.Fatalf("start tug: %v", err)
-	}
-	tg.cmd, tg.exited, tg.waitErr = cmd, make(chan struct{}), nil
-	go func(exited chan struct{}) {
-		err := cmd.Wait()
-		tg.waitErr = err
-		close(exited)
-	}(tg.exited)
+	args = append(args, tg.args...)
+	return append(args, more...)
+}
+
+// forTest returns a copy of tg that reports to t, a subtest: the same tug
+// process, directories and output.
+func (tg *tug) forTest(t *testing.T) *tug {
+	c := *tg
+	c.t = t
+	return &c
 }
 
 // running reports whether a started tug has not exited yet.
@@ -255,6 +292,17 @@ func (tg *tug) Stop() error {
 		}
 	}
 	return tg.waitErr
+}
+
+// Kill sends SIGKILL to tug, as a crash or the OOM killer would, and waits
+// until it has exited. The pods, and what tug left on disk (its stale API
+// socket among it), stay.
+func (tg *tug) Kill() {
+	if !tg.running() {
+		return
+	}
+	_ = tg.cmd.Process.Kill()
+	<-tg.exited
 }
 
 // cleanup stops tug and removes everything it and its pods left: tasks,

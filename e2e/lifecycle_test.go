@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -136,75 +135,18 @@ spec:
 	tg.waitRunning(startTimeout, "gone", "main", 0)
 	tg.waitLog(logTimeout, "gone", "main", 0, "wrote")
 
-	uid := tg.uid("gone")
-	nsDir := filepath.Join(tg.runDir, "ns", uid)
-	podDir := filepath.Join(tg.rootDir, "pods", uid)
-	logGlob := tg.podLogGlob("gone")
-	cs, err := tg.podContainers(uid)
-	if err != nil || len(cs) == 0 {
-		t.Fatalf("containers of the pod: %v, %v", cs, err)
-	}
 	// What must go exists now, so that its absence later means something.
-	if ms, err := mountsUnder(podDir); err != nil || !hasFSType(ms, "tmpfs") {
-		t.Fatalf("no tmpfs mounted under %s for the Memory emptyDir: %v, %v", podDir, ms, err)
-	}
-	if ms, err := mountsUnder(nsDir); err != nil || len(ms) == 0 {
-		t.Fatalf("no pinned namespace mounted under %s: %v", nsDir, err)
-	}
-	if m, _ := filepath.Glob(logGlob); len(m) != 1 {
-		t.Fatalf("log dir %s: %v", logGlob, m)
+	left := tg.podLeftovers("gone")
+	if s := left(); len(missingLeftovers(s)) > 0 || !strings.Contains(strings.Join(s, "\n"), "tmpfs on ") {
+		t.Fatalf("the pod lacks %v of what must go; it has: %s", missingLeftovers(s), strings.Join(s, "; "))
 	}
 
 	if err := os.Remove(tg.manifestPath("gone.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	checks := []struct {
-		name string
-		left func() (string, error) // what is left, "" when it is gone
-	}{
-		{"containers", func() (string, error) {
-			cs, err := tg.podContainers(uid)
-			if len(cs) > 0 {
-				return fmt.Sprint(cs), err
-			}
-			return "", err
-		}},
-		{"snapshots", func() (string, error) {
-			var left []string
-			ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-			defer cancel()
-			for _, c := range cs {
-				_, err := tg.client.SnapshotService(c.Snapshotter).Stat(ctx, c.SnapshotKey)
-				if err == nil {
-					left = append(left, c.SnapshotKey)
-				} else if !isNotFound(err) {
-					return "", err
-				}
-			}
-			return strings.Join(left, " "), nil
-		}},
-		{"namespace dir", func() (string, error) { return exists(nsDir) }},
-		{"namespace mounts", func() (string, error) { return mountsLeft(nsDir) }},
-		{"emptyDir tmpfs", func() (string, error) { return mountsLeft(podDir) }},
-		{"pod dir", func() (string, error) { return exists(podDir) }},
-		{"log dir", func() (string, error) {
-			m, err := filepath.Glob(logGlob)
-			return strings.Join(m, " "), err
-		}},
-	}
 	tg.waitFor(removeTimeout, "the removed pod to be cleaned up", func() (bool, error) {
-		var left []string
-		for _, c := range checks {
-			s, err := c.left()
-			if err != nil {
-				return false, fmt.Errorf("%s: %w", c.name, err)
-			}
-			if s != "" {
-				left = append(left, c.name+": "+s)
-			}
-		}
-		if len(left) > 0 {
-			return false, fmt.Errorf("still there: %s", strings.Join(left, "; "))
+		if s := left(); len(s) > 0 {
+			return false, fmt.Errorf("still there: %s", strings.Join(s, "; "))
 		}
 		return true, nil
 	})
@@ -227,15 +169,6 @@ func mountsLeft(dir string) (string, error) {
 		s = append(s, m.fstype+" on "+m.point)
 	}
 	return strings.Join(s, ", "), err
-}
-
-func hasFSType(ms []mountInfo, fstype string) bool {
-	for _, m := range ms {
-		if m.fstype == fstype {
-			return true
-		}
-	}
-	return false
 }
 
 func TestInitContainersBeforeApps(t *testing.T) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# testenv.sh up|down|env|status|logs
+# testenv.sh up|down|env|status|logs|restart-containerd
 #
 # The test environment of tug's end-to-end tests and benchmarks (used by
 # `make test`, `make bench` and .ci/run). Everything lives in one directory,
@@ -25,6 +25,10 @@
 #   env     print $DIR/env (use: eval "$(scripts/testenv.sh env)")
 #   status  say what is running
 #   logs    print the tail of the containerd and registry logs
+#   restart-containerd
+#           SIGKILL the private containerd (if it runs) and start it again as
+#           `up` does, same configuration; shims and their tasks live on. For
+#           the e2e test of tug surviving a containerd crash.
 #
 # Notes: containerd 1.6's shims and ctr still put their sockets, fifos and runc
 # state under /run/containerd/{s,fifo,runc} (hashed or per-namespace names: no
@@ -388,6 +392,20 @@ down() {
     log "down: done (image cache kept in $DIR)"
 }
 
+restart_containerd() {
+    [ "$(id -u)" = 0 ] || die "restart-containerd needs root"
+    [ -s "$DIR/containerd.toml" ] || die "$DIR/containerd.toml missing: run $0 up"
+    local pid
+    if pid_alive "$DIR/containerd.pid" "$(command -v containerd)"; then
+        pid=$(cat "$DIR/containerd.pid")
+        log "containerd: killing pid $pid (SIGKILL)"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_for 10 "containerd to exit" bash -c "[ ! -d /proc/$pid ] || grep -q '^State:.*Z' /proc/$pid/status" ||
+            die "containerd (pid $pid) did not exit"
+    fi
+    start_containerd
+}
+
 status() {
     if containerd_answers; then log "containerd: up on $SOCK"; else log "containerd: down"; fi
     local port
@@ -406,5 +424,6 @@ case ${1:-} in
         ;;
     status) status ;;
     logs) show_logs ;;
-    *) die "usage: $0 up|down|env|status|logs" ;;
+    restart-containerd) restart_containerd ;;
+    *) die "usage: $0 up|down|env|status|logs|restart-containerd" ;;
 esac
