@@ -87,12 +87,20 @@ func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Con
 			// The task looks gone unseen: make sure (a task list skips a
 			// task whose shim did not answer) and that the container is
 			// still there, then record the unknown exit once.
-			if _, err := r.client.ContainerService().Get(ctx, rec.ID); errdefs.IsNotFound(err) {
+			// The task first, then the record: a reap writes the exit
+			// labels before it deletes the task, so a record read after
+			// the task is seen gone holds the exit if a reap recorded it
+			// since the list.
+			p := r.getTask(ctx, rec.ID)
+			cur, err := r.client.ContainerService().Get(ctx, rec.ID)
+			switch _, recorded := cur.Labels[LabelExitCode]; {
+			case errdefs.IsNotFound(err):
 				continue
-			}
-			if p := r.getTask(ctx, rec.ID); p != nil {
+			case p != nil:
 				rc, _ = runtimeContainer(rec, p)
-			} else {
+			case err == nil && recorded:
+				rc, _ = runtimeContainer(cur, nil)
+			default:
 				rc.FinishedAt = r.recordVanished(ctx, rec.ID)
 			}
 		}
