@@ -26,6 +26,9 @@ const (
 	// cleanupTimeout bounds the removal of what a failed start left, which
 	// runs even when the caller's context is done.
 	cleanupTimeout = 30 * time.Second
+	// startTimeout bounds creating and starting a task once its container
+	// exists; it is not cut short by the caller's context.
+	startTimeout = 2 * time.Minute
 	// unknownExitCode is reported for a task that vanished without tug
 	// seeing its exit (its shim died, or the host rebooted), as
 	// containerd's CRI does.
@@ -115,22 +118,25 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		}
 		return "", err
 	}
-	task, err := cont.NewTask(ctx, r.logCreator(logPath))
+	// From here on the start runs to its end whatever happens to ctx (tug
+	// stopping): a task that containerd started while the call was being
+	// cancelled must not be taken for a failure and killed.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	task, err := cont.NewTask(sctx, r.logCreator(logPath))
 	if err != nil {
-		r.cleanup(ctx, id, cont, log)
+		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("create task: %w", err)
 	}
-	if err := task.Start(ctx); err != nil {
-		r.cleanup(ctx, id, cont, log)
-		return "", fmt.Errorf("start task: %w", err)
-	}
+	// The start time is recorded before the start, so that a relist
+	// woken by the start event sees it and a quick exit never precedes it.
 	started := time.Now()
-	// The task runs now whatever happens to ctx (tug stopping): record when
-	// it started even then, so an adopting tug knows.
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if _, err := cont.SetLabels(lctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
+	if _, err := cont.SetLabels(sctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		log.Warn("record start time", "err", err)
+	}
+	if err := task.Start(sctx); err != nil {
+		r.cleanup(sctx, id, cont, log)
+		return "", fmt.Errorf("start task: %w", err)
 	}
 	log.Info("started container", "id", id, "image", img.Name(), "attempt", attempt, "pid", task.Pid())
 	return id, nil

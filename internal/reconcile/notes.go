@@ -42,13 +42,16 @@ func (n *notes) wait(uid, name, reason, message string) {
 	n.pod(uid, time.Now()).waiting[name] = pod.StateWaiting{Reason: reason, Message: message}
 }
 
-// clear forgets why container name was waiting: it runs.
-func (n *notes) clear(uid, name string) {
+// clear forgets why container name was waiting (it runs, or is being
+// started) and returns the reason it had.
+func (n *notes) clear(uid, name string) (reason string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if p := n.pods[uid]; p != nil {
+		reason = p.waiting[name].Reason
 		delete(p.waiting, name)
 	}
+	return reason
 }
 
 // syncFailed records the pod-level error of the last sync ("" when it
@@ -66,8 +69,8 @@ func (n *notes) forget(uid string) {
 	delete(n.pods, uid)
 }
 
-// snapshot returns a copy of the pod's notes and lets update record
-// condition transitions on the original.
+// with runs f on the pod's notes under the lock (Status reads them and
+// records condition transitions).
 func (n *notes) with(uid string, now time.Time, f func(p *podNotes)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

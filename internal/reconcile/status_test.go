@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,5 +87,26 @@ func TestConditionTransitionTime(t *testing.T) {
 	c3 := condition(prev, pod.ConditionReady, true, t0.Add(2*time.Minute), "x")
 	if !c1.LastTransitionTime.Equal(t0) || !c2.LastTransitionTime.Equal(t0) || !c3.LastTransitionTime.Equal(t0.Add(2*time.Minute)) {
 		t.Errorf("transition times %v %v %v", c1.LastTransitionTime, c2.LastTransitionTime, c3.LastTransitionTime)
+	}
+}
+
+func TestStartErrorReason(t *testing.T) {
+	pull := fmt.Errorf("pull image %q: %w: timeout", "x", pod.ErrImagePull)
+	tests := []struct {
+		err  error
+		prev string
+		want string
+	}{
+		{pull, "", pod.ReasonErrImagePull},
+		{pull, pod.ReasonErrImagePull, pod.ReasonImagePullBackOff},
+		{pull, pod.ReasonImagePullBackOff, pod.ReasonImagePullBackOff},
+		{pull, pod.ReasonCrashLoopBackOff, pod.ReasonErrImagePull},
+		{fmt.Errorf("image: %w", pod.ErrImageNeverPull), "", pod.ReasonErrImageNeverPull},
+		{errors.New("mount: no such file"), "", pod.ReasonCreateContainerError},
+	}
+	for _, tt := range tests {
+		if got := startErrorReason(tt.err, tt.prev); got != tt.want {
+			t.Errorf("startErrorReason(%v, %q) = %s, want %s", tt.err, tt.prev, got, tt.want)
+		}
 	}
 }

@@ -210,35 +210,29 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	if err := s.removeAll(ctx, p, stale); err != nil {
 		return "", err
 	}
+	prev := s.notes.clear(p.Metadata.UID, c.Name) // the back-off it waited for is over
 	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, ns)
 	if err != nil {
-		s.noteStartError(p, c.Name, err)
+		s.notes.wait(p.Metadata.UID, c.Name, startErrorReason(err, prev), err.Error())
 		return "", err
 	}
-	s.notes.clear(p.Metadata.UID, c.Name)
 	return id, nil
 }
 
-// noteStartError records why a container could not start, with the
-// kubelet's reasons: ErrImagePull the first time a pull fails and
-// ImagePullBackOff while it is retried, ErrImageNeverPull, or
-// CreateContainerError.
-func (s *podSyncer) noteStartError(p *pod.Pod, name string, err error) {
-	reason := pod.ReasonCreateContainerError
+// startErrorReason is the kubelet's reason for a container that could not
+// start: ErrImagePull the first time a pull fails and ImagePullBackOff while
+// it is retried (prev is the reason noted before this try),
+// ErrImageNeverPull, or CreateContainerError.
+func startErrorReason(err error, prev string) string {
 	switch {
 	case errors.Is(err, pod.ErrImageNeverPull):
-		reason = pod.ReasonErrImageNeverPull
+		return pod.ReasonErrImageNeverPull
+	case errors.Is(err, pod.ErrImagePull) && (prev == pod.ReasonErrImagePull || prev == pod.ReasonImagePullBackOff):
+		return pod.ReasonImagePullBackOff
 	case errors.Is(err, pod.ErrImagePull):
-		reason = pod.ReasonErrImagePull
-		s.notes.mu.Lock()
-		if pn := s.notes.pods[p.Metadata.UID]; pn != nil {
-			if w := pn.waiting[name]; w.Reason == pod.ReasonErrImagePull || w.Reason == pod.ReasonImagePullBackOff {
-				reason = pod.ReasonImagePullBackOff
-			}
-		}
-		s.notes.mu.Unlock()
+		return pod.ReasonErrImagePull
 	}
-	s.notes.wait(p.Metadata.UID, name, reason, err.Error())
+	return pod.ReasonCreateContainerError
 }
 
 // killPod stops every container of the pod (app containers together, each
