@@ -7,7 +7,9 @@
 #   make test         everything CI runs: lint, test-unit, both builds, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards
-#   make bench        benchmarks (with the test environment up)
+#   make bench        benchmarks against the real containerd (test environment up):
+#                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
+#                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
 #                     (then: eval "$$(scripts/testenv.sh env)"; go test -tags e2e ./...)
@@ -66,8 +68,8 @@ bench:
 	if [ $$rc -eq 0 ]; then \
 		( eval "$$($(TESTENV) env)"; \
 		  set -x; \
-		  $(GO) test -run='^$$' -bench=. -benchmem ./internal/...; \
-		  if [ -d scripts/benchstart ]; then $(GO) run ./scripts/benchstart; fi; \
+		  $(GO) test -tags e2e -p 1 -run='^$$' -bench=. -benchmem ./internal/... && \
+		  $(GO) run ./scripts/benchstart && \
 		  $(GO) run ./scripts/benchidle ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
