@@ -167,8 +167,8 @@ func (tg *tug) logLines(podName, container string, attempt int) ([]criLine, erro
 	return parseCRI(data)
 }
 
-// waitLog waits until the log of a container attempt holds a full stdout
-// line for each of want, and returns the whole parsed log.
+// waitLog waits until the log of a container attempt holds a full line
+// (stdout or stderr) for each of want, and returns the whole parsed log.
 func (tg *tug) waitLog(timeout time.Duration, podName, container string, attempt int, want ...string) []criLine {
 	tg.t.Helper()
 	var lines []criLine
@@ -178,7 +178,7 @@ func (tg *tug) waitLog(timeout time.Duration, podName, container string, attempt
 			return false, err
 		}
 		for _, w := range want {
-			if indexLine(lines, "stdout", w) < 0 {
+			if indexLine(lines, "stdout", w) < 0 && indexLine(lines, "stderr", w) < 0 {
 				return false, fmt.Errorf("log so far: %q", lines)
 			}
 		}

@@ -78,7 +78,9 @@ spec:
 `, tg.image, q(idle), missing))
 
 	tg.waitRunning(startTimeout, "vol", "main", 0)
-	lines := tg.waitLog(logTimeout, "vol", "main", 0, "written-by-host", "ro-write-failed")
+	// stdout and stderr are separate pipes: their lines may reach the log
+	// in either order, so wait for the stderr one too.
+	lines := tg.waitLog(logTimeout, "vol", "main", 0, "written-by-host", "ro-write-failed", "sh: can't create /ro/ro-test.txt: Read-only file system")
 
 	t.Run("container sees the host's file", func(t *testing.T) {
 		if indexLine(lines, "stdout", "written-by-host") < 0 {
