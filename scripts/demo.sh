@@ -187,6 +187,10 @@ start() {
     echo "== curl $URL"
     curl -fsS --max-time 5 "$URL"
     echo
+    echo "== bin/tug pods"
+    "$REPO/bin/tug" pods || true
+    echo
+    echo "pod status:      bin/tug pods, bin/tug inspect web-$(hostname), curl 127.0.0.1:10248/healthz"
     echo "tug's log:       $TUG_LOG (tug runs as pid $(cat "$TUG_PID"))"
     echo "container logs:  ls /var/log/pods   (e.g. tail /var/log/pods/*/*/0.log)"
     echo "stop the demo:   make demo-stop"
