@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -24,6 +26,20 @@ import (
 type Config struct {
 	// PodManifestPath is the drop-in manifest directory. Default /etc/tug/manifests.
 	PodManifestPath string `yaml:"pod-manifest-path"`
+	// ManifestURL is a URL polled for pod manifests ("" = none).
+	ManifestURL string `yaml:"manifest-url"`
+	// ManifestURLHeader holds "Name:Value" headers sent with every request
+	// to ManifestURL (repeatable flag).
+	ManifestURLHeader []string `yaml:"manifest-url-header"`
+	// HTTPCheckFrequency is how often ManifestURL is polled (with ±10%
+	// jitter). Default 20s.
+	HTTPCheckFrequency time.Duration `yaml:"http-check-frequency"`
+	// ManifestURLCA is a PEM file of CA certificates trusted for
+	// ManifestURL besides the system roots ("" = system roots only).
+	ManifestURLCA string `yaml:"manifest-url-ca"`
+	// ManifestVerifyKey is an ed25519 public key (PEM) that must have signed
+	// ManifestURL's content ("" = no check).
+	ManifestVerifyKey string `yaml:"manifest-verify-key"`
 	// FileCheckFrequency is the safety-net rescan period of the manifest
 	// directory (inotify does the fast path). Default 20s.
 	FileCheckFrequency time.Duration `yaml:"file-check-frequency"`
@@ -84,6 +100,28 @@ type Config struct {
 	RunOnceTimeout time.Duration `yaml:"runonce-timeout"`
 }
 
+// headerList is a repeatable string flag. The first use on the command
+// line replaces what the config file gave; later uses add to it.
+type headerList struct {
+	list *[]string
+	set  bool
+}
+
+func (h *headerList) String() string {
+	if h.list == nil {
+		return ""
+	}
+	return strings.Join(*h.list, ", ")
+}
+
+func (h *headerList) Set(v string) error {
+	if !h.set {
+		*h.list, h.set = nil, true
+	}
+	*h.list = append(*h.list, v)
+	return nil
+}
+
 // SocketPath is the API's unix socket: <run-dir>/tug.sock.
 func (c *Config) SocketPath() string { return filepath.Join(c.RunDir, "tug.sock") }
 
@@ -92,6 +130,7 @@ func Default() Config {
 	return Config{
 		PodManifestPath:      "/etc/tug/manifests",
 		FileCheckFrequency:   20 * time.Second,
+		HTTPCheckFrequency:   20 * time.Second,
 		SyncFrequency:        time.Minute,
 		RootDir:              "/var/lib/tug",
 		RunDir:               "/run/tug",
@@ -130,6 +169,11 @@ func (c *Config) Load(path string) error {
 // BindFlags registers one flag per field on fs, writing into c.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "directory of pod manifests (*.yaml, *.yml, *.json)")
+	fs.StringVar(&c.ManifestURL, "manifest-url", c.ManifestURL, "URL polled for pod manifests")
+	fs.Var(&headerList{list: &c.ManifestURLHeader}, "manifest-url-header", "Name:Value header for --manifest-url requests (repeatable)")
+	fs.DurationVar(&c.HTTPCheckFrequency, "http-check-frequency", c.HTTPCheckFrequency, "polling period of --manifest-url")
+	fs.StringVar(&c.ManifestURLCA, "manifest-url-ca", c.ManifestURLCA, "PEM file of CA certificates for --manifest-url")
+	fs.StringVar(&c.ManifestVerifyKey, "manifest-verify-key", c.ManifestVerifyKey, "ed25519 public key (PEM) that must sign --manifest-url's content")
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "rescan period of the manifest directory")
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the full resync of every pod")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "state directory")
@@ -163,6 +207,19 @@ func (c *Config) Validate() error {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("%s: %q must be an absolute path", name, p))
 		}
+	}
+	if c.ManifestURL != "" {
+		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("manifest-url: %q is not an http or https URL", c.ManifestURL))
+		}
+	}
+	for _, h := range c.ManifestURLHeader {
+		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" {
+			errs = append(errs, fmt.Errorf("manifest-url-header: %q is not Name:Value", h))
+		}
+	}
+	if c.HTTPCheckFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("http-check-frequency: must be positive"))
 	}
 	if c.FileCheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("file-check-frequency: must be positive"))

@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,7 @@ import (
 func TestParsePrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tug.yaml")
-	if err := os.WriteFile(file, []byte("pod-manifest-path: /from/file\nsync-frequency: 30s\nroot-dir: /file/root\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("pod-manifest-path: /from/file\nsync-frequency: 30s\nroot-dir: /file/root\nmanifest-url-header: [\"X-Fleet: a\", \"X-Device: b\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
@@ -24,7 +26,15 @@ func TestParsePrecedence(t *testing.T) {
 		check   func(Config) bool
 		wantErr string
 	}{
-		{"defaults", nil, func(c Config) bool { return c == Default() }, ""},
+		{"defaults", nil, func(c Config) bool { return reflect.DeepEqual(c, Default()) }, ""},
+		{"headers from the file", []string{"--config", file}, func(c Config) bool {
+			return slices.Equal(c.ManifestURLHeader, []string{"X-Fleet: a", "X-Device: b"})
+		}, ""},
+		{"header flags replace the file's", []string{"--config", file, "--manifest-url-header", "A:1", "--manifest-url-header", "B:2"}, func(c Config) bool {
+			return slices.Equal(c.ManifestURLHeader, []string{"A:1", "B:2"})
+		}, ""},
+		{"bad header", []string{"--manifest-url-header", "nocolon"}, nil, "manifest-url-header"},
+		{"bad url", []string{"--manifest-url", "ftp://x/pods"}, nil, "manifest-url"},
 		{"file over defaults", []string{"--config", file}, func(c Config) bool {
 			return c.PodManifestPath == "/from/file" && c.SyncFrequency == 30*time.Second && c.RunDir == "/run/tug"
 		}, ""},
