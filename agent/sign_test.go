@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tug/internal/source"
+)
+
+func TestSignCmd(t *testing.T) {
+	dir := t.TempDir()
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
+	pkix, _ := x509.MarshalPKIXPublicKey(pub)
+	keyFile := filepath.Join(dir, "key.pem")
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pkix})
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	os.WriteFile(a, []byte("apiVersion: v1\nkind: Pod\n"), 0o644)
+	os.WriteFile(b, nil, 0o644)
+
+	var out, errb bytes.Buffer
+	if rc := signCmd([]string{"--key", keyFile, a, b}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	vpub, err := source.ParsePublicKey(pubPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{a, b} {
+		body, _ := os.ReadFile(f)
+		text, err := os.ReadFile(f + ".sig")
+		if err != nil || !strings.HasSuffix(string(text), "\n") {
+			t.Fatalf("%s.sig: %q %v", f, text, err)
+		}
+		sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(text)))
+		if err != nil || !ed25519.Verify(vpub, body, sig) {
+			t.Fatalf("%s: signature does not verify (%v)", f, err)
+		}
+	}
+
+	for _, tc := range []struct {
+		args []string
+		rc   int
+		msg  string
+	}{
+		{[]string{a}, 2, "--key is required"},
+		{[]string{"--key", keyFile}, 2, "no file"},
+		{[]string{"--key", filepath.Join(dir, "nope"), a}, 1, "no such file"},
+		{[]string{"--key", a, a}, 1, "private key"},
+		{[]string{"--key", keyFile, filepath.Join(dir, "missing.yaml")}, 1, "missing.yaml"},
+	} {
+		errb.Reset()
+		if rc := signCmd(tc.args, &out, &errb); rc != tc.rc || !strings.Contains(errb.String(), tc.msg) {
+			t.Errorf("sign %v: rc %d, stderr %q; want %d with %q", tc.args, rc, errb.String(), tc.rc, tc.msg)
+		}
+	}
+}
+
+// TestSignMatchesOpenSSL checks the key formats and the signature against
+// openssl, when it is installed: an openssl key signs with tug, and
+// openssl verifies tug's signature with the public key it extracted.
+func TestSignMatchesOpenSSL(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not installed")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(openssl, args...).CombinedOutput(); err != nil {
+			t.Skipf("openssl %v: %v: %s", args, err, out) // old openssl without ed25519 or -rawin
+		}
+	}
+	key, pubFile, file := filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem"), filepath.Join(dir, "pods.yaml")
+	run("genpkey", "-algorithm", "ed25519", "-out", key)
+	run("pkey", "-in", key, "-pubout", "-out", pubFile)
+	os.WriteFile(file, []byte("apiVersion: v1\nkind: PodList\nitems: []\n"), 0o644)
+	var out, errb bytes.Buffer
+	if rc := signCmd([]string{"--key", key, file}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	text, _ := os.ReadFile(file + ".sig")
+	sig, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(string(text)))
+	sigBin := filepath.Join(dir, "sig.bin")
+	os.WriteFile(sigBin, sig, 0o644)
+	if out, err := exec.Command(openssl, "pkeyutl", "-verify", "-pubin", "-inkey", pubFile, "-rawin", "-in", file, "-sigfile", sigBin).CombinedOutput(); err != nil {
+		t.Fatalf("openssl rejects tug's signature: %v: %s", err, out)
+	}
+	pemPub, _ := os.ReadFile(pubFile)
+	pub, err := source.ParsePublicKey(pemPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := os.ReadFile(file)
+	if !ed25519.Verify(pub, body, sig) {
+		t.Fatal("openssl public key does not verify")
+	}
+}

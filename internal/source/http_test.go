@@ -1,0 +1,530 @@
+package source
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/ed25519"
+	"encoding/pem"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// manifestServer serves a settable body with an ETag, counting full
+// responses.
+type manifestServer struct {
+	mu       sync.Mutex
+	body     []byte
+	status   int           // 0: 200 (or 304)
+	delay    time.Duration // before answering
+	gzip     bool
+	etag     string
+	sig      string // X-Tug-Signature header; "" for none
+	sigFile  string // served at <path>.sig; "" for 404
+	noETag   bool
+	gotHdr   http.Header
+	full     atomic.Int64
+	requests atomic.Int64
+}
+
+func (s *manifestServer) set(f func(s *manifestServer)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	body, status, delay, gz, etag, sig, sigFile := s.body, s.status, s.delay, s.gzip, s.etag, s.sig, s.sigFile
+	s.gotHdr = r.Header.Clone()
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if strings.HasSuffix(r.URL.Path, ".sig") {
+		if sigFile == "" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(sigFile))
+		return
+	}
+	s.requests.Add(1)
+	if status != 0 {
+		http.Error(w, "<html><body>oops</body></html>", status)
+		return
+	}
+	if etag == "" && !s.noETag {
+		etag = `"` + sha256Hex(body)[:16] + `"`
+	}
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	if sig != "" {
+		w.Header().Set(SignatureHeader, sig)
+	}
+	s.full.Add(1)
+	if gz {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write(body)
+		zw.Close()
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(b.Bytes())
+		return
+	}
+	w.Write(body)
+}
+
+type httpFixture struct {
+	t    *testing.T
+	srv  *manifestServer
+	ts   *httptest.Server
+	h    *HTTP
+	sink *fakeSink
+	ckpt string
+	logs *bytes.Buffer
+}
+
+func newHTTPFixture(t *testing.T, body string, tweak ...func(*HTTPConfig)) *httpFixture {
+	t.Helper()
+	f := &httpFixture{t: t, srv: &manifestServer{body: []byte(body)}, logs: &bytes.Buffer{}}
+	f.ts = httptest.NewServer(f.srv)
+	t.Cleanup(f.ts.Close)
+	f.ckpt = filepath.Join(t.TempDir(), "checkpoints", "x.json")
+	f.h = f.newSource(tweak...)
+	return f
+}
+
+// syncBuffer is a bytes.Buffer for the slog handler.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (f *httpFixture) newSource(tweak ...func(*HTTPConfig)) *HTTP {
+	f.t.Helper()
+	cfg := HTTPConfig{
+		URL:        f.ts.URL + "/pods.yaml",
+		Timeout:    time.Second,
+		Checkpoint: f.ckpt,
+		Hostname:   "node1",
+		Log:        slog.New(slog.NewTextHandler(&lockedWriter{b: f.logs}, nil)),
+	}
+	for _, tw := range tweak {
+		tw(&cfg)
+	}
+	f.sink = newFakeSink()
+	h, err := NewHTTP(cfg, f.sink)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	h.start(context.Background())
+	return h
+}
+
+func (f *httpFixture) poll() { f.h.poll(context.Background()) }
+
+// lastGood returns the last Set without error.
+func (f *httpFixture) lastGood() (pod.Manifest, bool) {
+	h := f.sink.history()
+	for i := len(h) - 1; i >= 0; i-- {
+		if len(h[i].files) == 1 && h[i].files[0].Err == nil {
+			return h[i].files[0], true
+		}
+	}
+	return pod.Manifest{}, false
+}
+
+func (f *httpFixture) sets() int { return len(f.sink.history()) }
+
+func (f *httpFixture) wantPods(images ...string) {
+	f.t.Helper()
+	m, ok := f.lastGood()
+	if !ok {
+		f.t.Fatalf("no good Set; history %d", f.sets())
+	}
+	var got []string
+	for _, p := range m.Pods {
+		got = append(got, p.Spec.Containers[0].Image)
+	}
+	if strings.Join(got, ",") != strings.Join(images, ",") {
+		f.t.Fatalf("pods %v, want %v", got, images)
+	}
+	if m.Source != f.h.Name() || m.File != f.h.Name() {
+		f.t.Fatalf("origin %+v, want %s", m.Origin, f.h.Name())
+	}
+}
+
+func TestHTTPAcceptsAndCheckpoints(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	if f.sets() != 0 {
+		t.Fatal("Set before any fetch without a checkpoint")
+	}
+	f.poll()
+	f.wantPods("nginx:1")
+	if p := f.h.acc.pods[0]; p.Metadata.Name != "web-node1" {
+		t.Errorf("pod name %q, want web-node1", p.Metadata.Name)
+	}
+	cp, err := readCheckpoint(f.ckpt)
+	if err != nil || string(cp.Body) != manifest("web", "nginx:1") || cp.URL != f.h.Name() || cp.ETag == "" {
+		t.Fatalf("checkpoint %+v, %v", cp, err)
+	}
+	if fi, err := os.Stat(f.ckpt); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("checkpoint mode: %v %v", fi, err)
+	}
+	st := f.h.Status()
+	if st.HTTPStatus != 200 || st.Error != "" || st.FullResponses != 1 || st.ETag == "" || st.FromCheckpoint || st.CheckpointTime.IsZero() || st.LastSuccess.IsZero() {
+		t.Fatalf("status %+v", st)
+	}
+
+	// 304: nothing parsed, nothing reported.
+	parses, sets := f.h.parses.Load(), f.sets()
+	f.poll()
+	f.poll()
+	if st := f.h.Status(); st.NotModified != 2 || st.HTTPStatus != 304 || f.srv.full.Load() != 1 {
+		t.Fatalf("304s: status %+v, full %d", st, f.srv.full.Load())
+	}
+	// Same bytes without ETag: read, not parsed, not reported.
+	f.srv.set(func(s *manifestServer) { s.noETag = true })
+	f.poll()
+	if f.srv.full.Load() != 2 || f.h.parses.Load() != parses || f.sets() != sets {
+		t.Fatalf("unchanged body: full %d parses %d→%d sets %d→%d", f.srv.full.Load(), parses, f.h.parses.Load(), sets, f.sets())
+	}
+	// A change is reported.
+	f.srv.set(func(s *manifestServer) { s.noETag, s.body = false, []byte(manifest("web", "nginx:2")) })
+	f.poll()
+	f.wantPods("nginx:2")
+	if f.sets() != sets+1 {
+		t.Fatalf("sets %d, want %d", f.sets(), sets+1)
+	}
+}
+
+func TestHTTPFailuresKeepLastGood(t *testing.T) {
+	good := manifest("web", "nginx:1")
+	tests := []struct {
+		name    string
+		set     func(s *manifestServer)
+		status  int
+		errText string
+	}{
+		{"500", func(s *manifestServer) { s.status = 500 }, 500, "500 Internal Server Error"},
+		{"404", func(s *manifestServer) { s.status = 404 }, 404, "404 Not Found"},
+		{"timeout", func(s *manifestServer) { s.delay = 3 * time.Second }, 0, "Client.Timeout"},
+		{"truncated yaml", func(s *manifestServer) { s.body = []byte(good[:len(good)-30] + "\n  - name: [") }, 200, "pods.yaml"},
+		{"html", func(s *manifestServer) { s.body = []byte("<html><body><h1>502 Bad Gateway</h1></body></html>") }, 200, "pods.yaml"},
+		{"garbage", func(s *manifestServer) { s.body = []byte("\x00\x01\xff{{{") }, 200, "pods.yaml"},
+		{"too large", func(s *manifestServer) { s.body = bytes.Repeat([]byte("# xxxxxxx\n"), 2<<20) }, 200, "body larger than 10 MiB"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newHTTPFixture(t, good)
+			f.poll()
+			f.wantPods("nginx:1")
+			sets := f.sets()
+			f.srv.set(tc.set)
+			f.poll()
+			f.poll()
+			f.poll()
+			h := f.sink.history()
+			if len(h) != sets+1 {
+				t.Fatalf("%d Sets after 3 failing polls, want 1", len(h)-sets)
+			}
+			m := h[len(h)-1].files[0]
+			if m.Err == nil || !strings.Contains(m.Err.Error(), tc.errText) || m.Hash != f.h.acc.hash || m.Pods != nil {
+				t.Fatalf("error Set %+v, want error with %q and the accepted hash", m, tc.errText)
+			}
+			f.wantPods("nginx:1")
+			st := f.h.Status()
+			if st.HTTPStatus != tc.status || !strings.Contains(st.Error, tc.errText) {
+				t.Fatalf("status %+v, want HTTP %d, error with %q", st, tc.status, tc.errText)
+			}
+			if n := strings.Count(f.logs.String(), "manifest URL failing"); n != 1 {
+				t.Errorf("%d failing logs, want 1:\n%s", n, f.logs)
+			}
+			if _, err := readCheckpoint(f.ckpt); err != nil {
+				t.Fatal(err)
+			}
+			// Back to the good content: the error is cleared, same pods.
+			f.srv.set(func(s *manifestServer) { s.status, s.delay, s.body = 0, 0, []byte(good) })
+			f.poll()
+			h = f.sink.history()
+			if last := h[len(h)-1].files[0]; last.Err != nil || len(last.Pods) != 1 || len(h) != sets+2 {
+				t.Fatalf("after recovery: %d sets, last %+v", len(h)-sets, last)
+			}
+			if st := f.h.Status(); st.Error != "" {
+				t.Fatalf("status after recovery %+v", st)
+			}
+			if !strings.Contains(f.logs.String(), "manifest URL ok again") {
+				t.Error("no recovery log")
+			}
+		})
+	}
+}
+
+func TestHTTPServerGoneAndRestartFromCheckpoint(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f.poll()
+	f.wantPods("nginx:1")
+	f.ts.Close()
+	f.poll()
+	h := f.sink.history()
+	if m := h[len(h)-1].files[0]; m.Err == nil || len(h) != 2 || !strings.Contains(m.Err.Error(), "dial tcp: connect: connection refused") {
+		t.Fatalf("server gone: %d sets, last %+v", len(h), m)
+	}
+	f.wantPods("nginx:1")
+
+	// Restart with the server down: pods from the checkpoint, before any request.
+	f.h = f.newSource()
+	h = f.sink.history()
+	if len(h) != 1 {
+		t.Fatalf("%d Sets at start, want 1 from the checkpoint", len(h))
+	}
+	f.wantPods("nginx:1")
+	st := f.h.Status()
+	if !st.FromCheckpoint || st.ETag == "" || st.CheckpointTime.IsZero() {
+		t.Fatalf("status %+v", st)
+	}
+	f.poll()
+	if h := f.sink.history(); len(h) != 2 || h[1].files[0].Err == nil || h[1].files[0].Hash != h[0].files[0].Hash {
+		t.Fatalf("down after checkpoint: %d sets", len(h))
+	}
+}
+
+func TestHTTPNoCheckpointServerDownNotReady(t *testing.T) {
+	f := newHTTPFixture(t, "")
+	f.ts.Close()
+	f.poll()
+	f.poll()
+	if n := f.sets(); n != 0 {
+		t.Fatalf("%d Sets with nothing ever fetched, want 0 (not ready)", n)
+	}
+	if st := f.h.Status(); st.Error == "" || st.HTTPStatus != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestHTTPGarbageAtFirstBootIsReadyWithError(t *testing.T) {
+	f := newHTTPFixture(t, "<html>nope</html>")
+	f.poll()
+	h := f.sink.history()
+	if len(h) != 1 || h[0].files[0].Err == nil || h[0].files[0].Pods != nil {
+		t.Fatalf("history %v", h)
+	}
+}
+
+func TestHTTPEmptyBodyIsNoPods(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f.poll()
+	f.srv.set(func(s *manifestServer) { s.body = nil })
+	f.poll()
+	h := f.sink.history()
+	if m := h[len(h)-1].files[0]; len(h) != 2 || m.Err != nil || len(m.Pods) != 0 {
+		t.Fatalf("empty body: %d sets, last %+v", len(h), m)
+	}
+}
+
+func TestHTTPCorruptCheckpointIgnored(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f.poll()
+	data, err := os.ReadFile(f.ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(`"sha256":"`)) + 12
+	data[i] ^= 1
+	if err := os.WriteFile(f.ckpt, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.ts.Close()
+	f.logs.Reset()
+	f.h = f.newSource()
+	if n := f.sets(); n != 0 {
+		t.Fatalf("%d Sets from a corrupt checkpoint", n)
+	}
+	if !strings.Contains(f.logs.String(), "corrupt checkpoint") || !strings.Contains(f.logs.String(), "WARN") {
+		t.Fatalf("no warning: %s", f.logs)
+	}
+	// Another URL's checkpoint is ignored as well.
+	if err := writeCheckpoint(f.ckpt, checkpoint{URL: "http://other/", Body: []byte(manifest("a", "b"))}); err != nil {
+		t.Fatal(err)
+	}
+	f.h = f.newSource()
+	if n := f.sets(); n != 0 {
+		t.Fatalf("%d Sets from another URL's checkpoint", n)
+	}
+}
+
+func TestHTTPGzipAndHeaders(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"), func(c *HTTPConfig) {
+		c.Header = http.Header{"Authorization": {"Bearer s3cret"}}
+	})
+	f.srv.set(func(s *manifestServer) { s.gzip = true })
+	f.poll()
+	f.wantPods("nginx:1")
+	f.srv.mu.Lock()
+	defer f.srv.mu.Unlock()
+	if got := f.srv.gotHdr.Get("Authorization"); got != "Bearer s3cret" {
+		t.Fatalf("Authorization %q", got)
+	}
+}
+
+func TestHTTPCAFile(t *testing.T) {
+	srv := &manifestServer{body: []byte(manifest("web", "nginx:1"))}
+	ts := httptest.NewTLSServer(srv)
+	defer ts.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, withCA := range []bool{true, false} {
+		cfg := HTTPConfig{URL: ts.URL + "/pods.yaml", Timeout: time.Second}
+		if withCA {
+			cfg.CAFile = ca
+		}
+		sink := newFakeSink()
+		h, err := NewHTTP(cfg, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.start(context.Background())
+		h.poll(context.Background())
+		st := h.Status()
+		if withCA && (st.Error != "" || len(sink.history()) != 1) {
+			t.Fatalf("with CA: %+v", st)
+		}
+		if !withCA && (!strings.Contains(st.Error, "certificate") || len(sink.history()) != 0) {
+			t.Fatalf("without CA: %+v", st)
+		}
+	}
+}
+
+func TestNewHTTPErrors(t *testing.T) {
+	for _, cfg := range []HTTPConfig{
+		{URL: "ftp://x/y"},
+		{URL: "/just/a/path"},
+		{URL: "http://x/", CAFile: "/nonexistent"},
+		{URL: "http://x/", VerifyKey: ed25519.PublicKey{1, 2}},
+	} {
+		if _, err := NewHTTP(cfg, newFakeSink()); err == nil {
+			t.Errorf("NewHTTP(%+v): no error", cfg)
+		}
+	}
+}
+
+func TestHTTPSignatures(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	_, otherPriv, _ := ed25519.GenerateKey(nil)
+	good := manifest("web", "nginx:1")
+	next := manifest("web", "nginx:2")
+	tests := []struct {
+		name   string
+		set    func(s *manifestServer)
+		accept bool
+		err    error
+	}{
+		{"header ok", func(s *manifestServer) { s.sig = Sign(priv, []byte(next)) }, true, nil},
+		{"sig file ok", func(s *manifestServer) { s.sigFile = Sign(priv, []byte(next)) + "\n" }, true, nil},
+		{"missing", func(s *manifestServer) {}, false, ErrNoSignature},
+		{"wrong key", func(s *manifestServer) { s.sig = Sign(otherPriv, []byte(next)) }, false, ErrBadSignature},
+		{"other body", func(s *manifestServer) { s.sigFile = Sign(priv, []byte(good)) }, false, ErrBadSignature},
+		{"not base64", func(s *manifestServer) { s.sig = "!!!" }, false, ErrBadSignature},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newHTTPFixture(t, good, func(c *HTTPConfig) { c.VerifyKey = pub })
+			f.srv.set(func(s *manifestServer) { s.sig = Sign(priv, []byte(good)) })
+			f.poll()
+			f.wantPods("nginx:1")
+			f.srv.set(func(s *manifestServer) { s.body, s.sig, s.sigFile = []byte(next), "", ""; tc.set(s) })
+			f.poll()
+			h := f.sink.history()
+			last := h[len(h)-1].files[0]
+			if tc.accept {
+				f.wantPods("nginx:2")
+				// The checkpoint holds the signature and verifies at restart.
+				f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKey = pub })
+				f.wantPods("nginx:2")
+				return
+			}
+			if !errors.Is(last.Err, tc.err) {
+				t.Fatalf("last Set err %v, want %v", last.Err, tc.err)
+			}
+			f.wantPods("nginx:1")
+		})
+	}
+}
+
+func TestHTTPCheckpointWithoutSignatureRejectedWithKey(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f.poll()
+	pub, _, _ := ed25519.GenerateKey(nil)
+	f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKey = pub })
+	if n := f.sets(); n != 0 {
+		t.Fatalf("unsigned checkpoint accepted with a verify key: %d sets", n)
+	}
+	if !strings.Contains(f.logs.String(), "no signature") {
+		t.Fatalf("logs: %s", f.logs)
+	}
+}
+
+func TestHTTPRun(t *testing.T) {
+	f := newHTTPFixture(t, manifest("web", "nginx:1"), func(c *HTTPConfig) { c.Period = 10 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.h.Run(ctx) }()
+	f.sink.waitFor(t, 5*time.Second, "nginx:1", func(s snapshot) bool { return s.hasPod("pods.yaml", "nginx:1") })
+	f.srv.set(func(s *manifestServer) { s.body = []byte(manifest("web", "nginx:2")) })
+	f.sink.waitFor(t, 5*time.Second, "nginx:2", func(s snapshot) bool { return s.hasPod("pods.yaml", "nginx:2") })
+	for f.h.Status().NotModified == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if n := f.srv.full.Load(); n != 2 {
+		t.Errorf("%d full responses, want 2", n)
+	}
+}
+
+func TestJitter(t *testing.T) {
+	for range 1000 {
+		if d := jitter(time.Second); d < 900*time.Millisecond || d > 1100*time.Millisecond {
+			t.Fatalf("jitter %v", d)
+		}
+	}
+}

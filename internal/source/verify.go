@@ -1,0 +1,104 @@
+package source
+
+import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Signed manifests: the signature is ed25519 (RFC 8032, pure, no prehash)
+// over the exact bytes of the body, encoded as standard base64 (64 bytes,
+// 88 characters). The server publishes it at "<URL>.sig" (the text,
+// surrounding whitespace ignored) or in the X-Tug-Signature response header
+// of the body itself, which takes precedence.
+
+// SignatureHeader is the response header that may carry the body's
+// signature instead of "<URL>.sig".
+const SignatureHeader = "X-Tug-Signature"
+
+var (
+	// ErrBadSignature: the signature does not verify, or is not base64 of
+	// 64 bytes.
+	ErrBadSignature = errors.New("source: bad signature")
+	// ErrNoSignature: a verify key is configured and the content has no
+	// signature.
+	ErrNoSignature = errors.New("source: no signature")
+)
+
+// ParsePublicKey reads an ed25519 public key: a PEM "PUBLIC KEY" block
+// (PKIX, as `openssl pkey -pubout` writes it), or the standard base64 of the
+// raw 32-byte key.
+func ParsePublicKey(pemOrRaw []byte) (ed25519.PublicKey, error) {
+	if block, _ := pem.Decode(pemOrRaw); block != nil {
+		if block.Type != "PUBLIC KEY" {
+			return nil, fmt.Errorf("source: public key: PEM block %q, want \"PUBLIC KEY\"", block.Type)
+		}
+		k, err := x509.ParsePKIXPublicKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("source: public key: %w", err)
+		}
+		pub, ok := k.(ed25519.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("source: public key: %T, want ed25519", k)
+		}
+		return pub, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(pemOrRaw)))
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		return nil, errors.New("source: public key: neither a PEM \"PUBLIC KEY\" nor base64 of 32 bytes")
+	}
+	return ed25519.PublicKey(raw), nil
+}
+
+// ParsePrivateKey reads an ed25519 private key: a PEM "PRIVATE KEY" block
+// (PKCS #8, as `openssl genpkey -algorithm ed25519` writes it), or the
+// standard base64 of the 32-byte seed or the 64-byte private key.
+func ParsePrivateKey(pemOrRaw []byte) (ed25519.PrivateKey, error) {
+	if block, _ := pem.Decode(pemOrRaw); block != nil {
+		if block.Type != "PRIVATE KEY" {
+			return nil, fmt.Errorf("source: private key: PEM block %q, want \"PRIVATE KEY\" (PKCS #8)", block.Type)
+		}
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("source: private key: %w", err)
+		}
+		priv, ok := k.(ed25519.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("source: private key: %T, want ed25519", k)
+		}
+		return priv, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(pemOrRaw)))
+	switch {
+	case err == nil && len(raw) == ed25519.SeedSize:
+		return ed25519.NewKeyFromSeed(raw), nil
+	case err == nil && len(raw) == ed25519.PrivateKeySize:
+		return ed25519.PrivateKey(raw), nil
+	}
+	return nil, errors.New("source: private key: neither a PEM \"PRIVATE KEY\" nor base64 of a 32-byte seed")
+}
+
+// Sign returns the base64 ed25519 signature of body.
+func Sign(priv ed25519.PrivateKey, body []byte) string {
+	return base64.StdEncoding.EncodeToString(ed25519.Sign(priv, body))
+}
+
+// verify checks sigText (base64, whitespace around it ignored) against body.
+func verify(pub ed25519.PublicKey, body []byte, sigText string) error {
+	t := strings.TrimSpace(sigText)
+	if t == "" {
+		return ErrNoSignature
+	}
+	sig, err := base64.StdEncoding.DecodeString(t)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return fmt.Errorf("%w: not base64 of %d bytes", ErrBadSignature, ed25519.SignatureSize)
+	}
+	if !ed25519.Verify(pub, body, sig) {
+		return ErrBadSignature
+	}
+	return nil
+}
