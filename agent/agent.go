@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"tug/internal/api"
@@ -109,12 +116,6 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Log: log.With("component", "reconcile"),
 	})
 	view := statusView{store: store, loop: loop}
-	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
-	healthAddr := ""
-	if cfg.HealthzPort > 0 {
-		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)
-	}
-
 	components := map[string]func(context.Context) error{
 		"sync loop":   loop.Run,
 		"file source": dir.Run,
@@ -123,9 +124,23 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"containerd events": func(ctx context.Context) error {
 			return rt.WatchEvents(ctx, lifecycle.Wake)
 		},
-		"api": func(ctx context.Context) error {
-			return server.Serve(ctx, cfg.SocketPath(), healthAddr)
-		},
+	}
+	if cfg.ManifestURL != "" {
+		web, err := newHTTPSource(cfg, hostname, store, log)
+		if err != nil {
+			return err
+		}
+		view.fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
+		components["http source"] = web.Run
+	}
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
+	healthAddr := ""
+	if cfg.HealthzPort > 0 {
+		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)
+	}
+
+	components["api"] = func(ctx context.Context) error {
+		return server.Serve(ctx, cfg.SocketPath(), healthAddr)
 	}
 	if cfg.RunOnce {
 		components["runonce"] = func(ctx context.Context) error {
@@ -140,10 +155,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // statusView serves the API from the pod store (what should run, and the
-// manifests' state) and the sync loop (what runs).
+// manifests' state), the sync loop (what runs) and the URL source (what it
+// fetched).
 type statusView struct {
 	store *podconfig.Store
 	loop  *reconcile.Loop
+	fetch map[string]func() pod.FetchStatus // by source name
 }
 
 // Pods returns every desired pod with its status.
@@ -166,9 +183,53 @@ func (v statusView) Manifests() []pod.ManifestStatus {
 		if f.Err != nil {
 			m.Error = f.Err.Error()
 		}
+		if status, ok := v.fetch[f.Origin.Source]; ok {
+			fs := status()
+			m.Fetch = &fs
+		}
 		out = append(out, m)
 	}
+	// A URL that never answered (and has no checkpoint) has reported
+	// nothing to the store, so that it removes nothing; its fetch state
+	// must still show.
+	for src, status := range v.fetch {
+		if !slices.ContainsFunc(out, func(m pod.ManifestStatus) bool { return m.Source == src }) {
+			fs := status()
+			out = append(out, pod.ManifestStatus{Source: src, File: src, Error: fs.Error, Fetch: &fs})
+		}
+	}
 	return out
+}
+
+// newHTTPSource builds the --manifest-url source. Its checkpoint lives
+// under <root-dir>/checkpoints, named by a hash of the URL.
+func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *slog.Logger) (*source.HTTP, error) {
+	header := http.Header{}
+	for _, h := range cfg.ManifestURLHeader {
+		name, value, _ := strings.Cut(h, ":") // validated by config
+		header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	var key ed25519.PublicKey
+	if cfg.ManifestVerifyKey != "" {
+		data, err := os.ReadFile(cfg.ManifestVerifyKey)
+		if err != nil {
+			return nil, fmt.Errorf("manifest verify key: %w", err)
+		}
+		if key, err = source.ParsePublicKey(data); err != nil {
+			return nil, fmt.Errorf("manifest verify key %s: %w", cfg.ManifestVerifyKey, err)
+		}
+	}
+	sum := sha256.Sum256([]byte(cfg.ManifestURL))
+	return source.NewHTTP(source.HTTPConfig{
+		URL:        cfg.ManifestURL,
+		Header:     header,
+		Period:     cfg.HTTPCheckFrequency,
+		CAFile:     cfg.ManifestURLCA,
+		VerifyKey:  key,
+		Checkpoint: filepath.Join(cfg.RootDir, "checkpoints", hex.EncodeToString(sum[:8])+".json"),
+		Hostname:   hostname,
+		Log:        log,
+	}, sink)
 }
 
 // health is /healthz: the PLEG has relisted lately and containerd answers.

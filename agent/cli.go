@@ -10,6 +10,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -203,7 +204,13 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 		}
 	}
 	slices.SortFunc(broken, func(a, b pod.ManifestStatus) int { return cmp.Compare(a.File, b.File) })
-	if len(pods)+len(broken) == 0 {
+	var urls []pod.ManifestStatus
+	for _, m := range manifests {
+		if m.Fetch != nil {
+			urls = append(urls, m)
+		}
+	}
+	if len(pods)+len(broken)+len(urls) == 0 {
 		return 0
 	}
 
@@ -262,7 +269,45 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 			fmt.Fprintf(w, "%s: keeping its last good version running (%s)\n", m.File, strings.Join(names, ", "))
 		}
 	}
+	if len(urls) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, m := range urls {
+		fmt.Fprintln(w, fetchLine(m, now))
+	}
 	return len(pods) + len(broken)
+}
+
+// fetchLine sums up a URL source's state in one line: when it was last
+// fetched and with what answer, the accepted content's ETag and how old
+// the checkpoint is, e.g.
+// "URL https://h/pods.yaml: fetched 3s ago (304), etag "v2", checkpoint 5m old".
+func fetchLine(m pod.ManifestStatus, now time.Time) string {
+	f := m.Fetch
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return api.HumanDuration(now.Sub(t)) + " ago"
+	}
+	answer := "no answer"
+	if f.HTTPStatus != 0 {
+		answer = strconv.Itoa(f.HTTPStatus)
+	}
+	parts := []string{fmt.Sprintf("fetched %s (%s)", ago(f.LastFetch), answer)}
+	if f.ETag != "" {
+		parts = append(parts, "etag "+f.ETag)
+	}
+	if !f.CheckpointTime.IsZero() {
+		parts = append(parts, "checkpoint "+api.HumanDuration(now.Sub(f.CheckpointTime))+" old")
+	}
+	if f.FromCheckpoint {
+		parts = append(parts, "pods from the checkpoint")
+	}
+	if f.Error != "" {
+		parts = append(parts, "error: "+f.Error)
+	}
+	return "URL " + m.Source + ": " + strings.Join(parts, ", ")
 }
 
 // podIP is the pod's first IP, or "<none>".

@@ -1,11 +1,12 @@
 // Command tug is the node agent: it runs Kubernetes-style static pods from a
-// manifest directory on containerd. This package is the only place that
+// manifest directory and a URL on containerd. This package is the only place that
 // builds concrete components and connects them.
 //
 //	tug run [flags]          run the agent
 //	tug validate PATH...     check manifests, print file:line:col errors
 //	tug pods                 list pods and broken manifests (from the agent)
 //	tug inspect POD          print one pod and its status as YAML
+//	tug sign --key KEY FILE  sign a manifest for --manifest-verify-key
 //	tug version              print the version
 package main
 
@@ -44,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return listPods(context.Background(), args[1:], stdout, stderr)
 	case "inspect":
 		return inspectPod(context.Background(), args[1:], stdout, stderr)
+	case "sign":
+		return signCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tug", version)
 		return 0
@@ -74,5 +77,6 @@ const usage = `usage:
   tug validate PATH...   check manifest files or directories
   tug pods               list the pods and broken manifests of the running agent
   tug inspect POD        print one pod and its status as YAML
+  tug sign --key KEY FILE...  write FILE.sig, the ed25519 signature --manifest-verify-key checks
   tug version            print the version
 `
