@@ -280,8 +280,8 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 
 // fetchLine sums up a URL source's state in one line: when it was last
 // fetched and with what answer, the accepted content's ETag and how old
-// the checkpoint is, e.g.
-// "URL https://h/pods.yaml: fetched 3s ago (304), etag "v2", checkpoint 5m old".
+// the checkpoint is, e.g. "URL https://h/pods.yaml: fetched 3s ago (304),
+// etag "v2", applied 462c4323c07e, checkpoint 5m old".
 func fetchLine(m pod.ManifestStatus, now time.Time) string {
 	f := m.Fetch
 	ago := func(t time.Time) string {
@@ -297,6 +297,9 @@ func fetchLine(m pod.ManifestStatus, now time.Time) string {
 	parts := []string{fmt.Sprintf("fetched %s (%s)", ago(f.LastFetch), answer)}
 	if f.ETag != "" {
 		parts = append(parts, "etag "+f.ETag)
+	}
+	if m.AppliedHash != "" {
+		parts = append(parts, "applied "+m.AppliedHash[:min(12, len(m.AppliedHash))])
 	}
 	if !f.CheckpointTime.IsZero() {
 		parts = append(parts, "checkpoint "+api.HumanDuration(now.Sub(f.CheckpointTime))+" old")

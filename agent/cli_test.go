@@ -362,20 +362,21 @@ web-edge1     1/1     Running            0             5h
 func TestFetchLine(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name  string
-		fetch pod.FetchStatus
-		want  string
+		name    string
+		fetch   pod.FetchStatus
+		applied string
+		want    string
 	}{
-		{"ok", pod.FetchStatus{LastFetch: now.Add(-3 * time.Second), HTTPStatus: 304, ETag: `"v2"`, CheckpointTime: now.Add(-5 * time.Minute)},
-			`URL http://h/p.yaml: fetched 3s ago (304), etag "v2", checkpoint 5m old`},
-		{"down since boot", pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "connection refused", CheckpointTime: now.Add(-2 * time.Hour), FromCheckpoint: true},
+		{"ok", pod.FetchStatus{LastFetch: now.Add(-3 * time.Second), HTTPStatus: 304, ETag: `"v2"`, CheckpointTime: now.Add(-5 * time.Minute)}, "462c4323c07e3318fe79",
+			`URL http://h/p.yaml: fetched 3s ago (304), etag "v2", applied 462c4323c07e, checkpoint 5m old`},
+		{"down since boot", pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "connection refused", CheckpointTime: now.Add(-2 * time.Hour), FromCheckpoint: true}, "",
 			`URL http://h/p.yaml: fetched 1s ago (no answer), checkpoint 120m old, pods from the checkpoint, error: connection refused`},
-		{"never fetched", pod.FetchStatus{}, `URL http://h/p.yaml: fetched never (no answer)`},
+		{"never fetched", pod.FetchStatus{}, "", `URL http://h/p.yaml: fetched never (no answer)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.fetch
-			got := fetchLine(pod.ManifestStatus{Source: "http://h/p.yaml", Fetch: &f}, now)
+			got := fetchLine(pod.ManifestStatus{Source: "http://h/p.yaml", AppliedHash: tt.applied, Fetch: &f}, now)
 			if got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
