@@ -59,32 +59,7 @@ const (
 var tugBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-// buildAndRun builds ./agent into a temporary directory, runs the tests and
-// removes the binary.
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "tug-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	repo, err := filepath.Abs("..") // go test runs in the package directory
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	tugBin = filepath.Join(dir, "tug")
-	cmd := exec.Command("go", "build", "-o", tugBin, "./agent")
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./agent: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testutil.RunWithBinary(m, "../agent", &tugBin))
 }
 
 // repoPath returns the path of a file of the repository.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,26 +33,7 @@ import (
 var loggerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pleg-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	loggerBin = filepath.Join(dir, "tug")
-	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	build := exec.Command(gobin, "build", "-o", loggerBin, "../podruntime/testdata/logger")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build the test logger:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithBinary(m, "../podruntime/testdata/logger", &loggerBin))
 }
 
 // env is a podruntime.Runtime on the test containerd, in a namespace of its

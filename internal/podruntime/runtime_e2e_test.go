@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -36,26 +35,7 @@ import (
 var loggerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "podruntime-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	loggerBin = filepath.Join(dir, "tug")
-	gobin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	build := exec.Command(gobin, "build", "-o", loggerBin, "./testdata/logger")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build the test logger:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithBinary(m, "./testdata/logger", &loggerBin))
 }
 
 // env is one test's runtime in a fresh containerd namespace.
