@@ -144,12 +144,19 @@ func (tg *tug) container(uid, name string) (ctr, bool, error) {
 }
 
 // waitRunning waits until attempt attempt of the named container of the pod
-// (manifest name podName) has a running task, and returns it.
+// (manifest name podName, from the manifest directory) has a running task,
+// and returns it.
 func (tg *tug) waitRunning(timeout time.Duration, podName, name string, attempt int) ctr {
 	tg.t.Helper()
-	uid := tg.uid(podName)
+	return tg.waitRunningUID(timeout, tg.uid(podName), name, attempt)
+}
+
+// waitRunningUID waits until attempt attempt of the named container of pod
+// uid has a running task, and returns it.
+func (tg *tug) waitRunningUID(timeout time.Duration, uid, name string, attempt int) ctr {
+	tg.t.Helper()
 	var got ctr
-	tg.waitFor(timeout, fmt.Sprintf("container %q (attempt %d) of pod %s to run", name, attempt, podName), func() (bool, error) {
+	tg.waitFor(timeout, fmt.Sprintf("container %q (attempt %d) of pod %s to run", name, attempt, uid), func() (bool, error) {
 		c, ok, err := tg.container(uid, name)
 		if err != nil || !ok {
 			return false, err

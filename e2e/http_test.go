@@ -190,28 +190,6 @@ func urlTug(t *testing.T, url string, more ...string) *tug {
 	return startTug(t, tugOpts{args: append([]string{"--manifest-url", url, "--http-check-frequency", httpCheck.String()}, more...)})
 }
 
-// waitRunningUID waits until attempt attempt of the named container of pod
-// uid has a running task, and returns it.
-func (tg *tug) waitRunningUID(timeout time.Duration, uid, name string, attempt int) ctr {
-	tg.t.Helper()
-	var got ctr
-	tg.waitFor(timeout, fmt.Sprintf("container %q (attempt %d) of pod %s to run", name, attempt, uid), func() (bool, error) {
-		c, ok, err := tg.container(uid, name)
-		if err != nil || !ok {
-			return false, err
-		}
-		if c.Attempt() > attempt {
-			return false, fmt.Errorf("%w: already at %v", errStop, c)
-		}
-		got = c
-		if c.Attempt() != attempt || c.Status != containerd.Running {
-			return false, fmt.Errorf("latest is %v", c)
-		}
-		return true, nil
-	})
-	return got
-}
-
 // tasksOf returns the containers of the pods uids, by ID, each running its
 // first attempt (for sameTasks).
 func (tg *tug) tasksOf(uids ...string) map[string]ctr {
