@@ -11,7 +11,8 @@ const DefaultTerminationGracePeriodSeconds = 30
 // Always, terminationGracePeriodSeconds 30, imagePullPolicy (Always for a
 // ":latest" or untagged image without digest, else IfNotPresent), port
 // protocol TCP and, with hostNetwork, hostPort = containerPort on app
-// containers. It also normalises capability names to the form without
+// containers, dnsPolicy ClusterFirst, and a request for every resource
+// that has a limit but no request (set to the limit). It also normalises capability names to the form without
 // "CAP_". SetDefaults is idempotent; Parse calls it.
 func SetDefaults(p *Pod) {
 	if p.APIVersion == "" {
@@ -26,6 +27,9 @@ func SetDefaults(p *Pod) {
 	s := &p.Spec
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = RestartAlways
+	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = DNSClusterFirst
 	}
 	if s.TerminationGracePeriodSeconds == nil {
 		grace := int64(DefaultTerminationGracePeriodSeconds)
@@ -52,6 +56,14 @@ func defaultContainer(c *Container, hostPorts bool) {
 		}
 		if hostPorts && port.HostPort == 0 {
 			port.HostPort = port.ContainerPort
+		}
+	}
+	for name, limit := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = ResourceList{}
+			}
+			c.Resources.Requests[name] = limit
 		}
 	}
 	if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {

@@ -234,6 +234,9 @@ spec:
     ports: [{containerPort: 80}, {containerPort: 53, protocol: UDP, hostPort: 53}]
     securityContext:
       capabilities: {add: [CAP_NET_ADMIN, SYS_TIME]}
+    resources:
+      requests: {cpu: 100m}
+      limits: {cpu: 200m, memory: 64Mi}
 `, testOptions("web.yaml"))
 	want := &Pod{
 		APIVersion: "v1",
@@ -243,6 +246,7 @@ spec:
 			RestartPolicy:                 RestartAlways,
 			TerminationGracePeriodSeconds: ptr(int64(30)),
 			HostNetwork:                   true,
+			DNSPolicy:                     DNSClusterFirst,
 			InitContainers: []Container{{
 				Name: "init", Image: "busybox@sha256:abc", ImagePullPolicy: PullIfNotPresent,
 				Ports: []ContainerPort{{ContainerPort: 1, Protocol: ProtocolTCP}},
@@ -254,6 +258,10 @@ spec:
 					{ContainerPort: 53, HostPort: 53, Protocol: ProtocolUDP},
 				},
 				SecurityContext: &SecurityContext{Capabilities: &Capabilities{Add: []string{"NET_ADMIN", "SYS_TIME"}}},
+				Resources: Resources{
+					Requests: ResourceList{ResourceCPU: MustParseQuantity("100m"), ResourceMemory: MustParseQuantity("64Mi")},
+					Limits:   ResourceList{ResourceCPU: MustParseQuantity("200m"), ResourceMemory: MustParseQuantity("64Mi")},
+				},
 			}},
 		},
 	}

@@ -36,7 +36,35 @@ type PodSpec struct {
 	RestartPolicy                 RestartPolicy `yaml:"restartPolicy" json:"restartPolicy"`
 	TerminationGracePeriodSeconds *int64        `yaml:"terminationGracePeriodSeconds" json:"terminationGracePeriodSeconds"`
 	HostNetwork                   bool          `yaml:"hostNetwork" json:"hostNetwork,omitempty"`
+	DNSPolicy                     DNSPolicy     `yaml:"dnsPolicy" json:"dnsPolicy"`
+	DNSConfig                     *DNSConfig    `yaml:"dnsConfig" json:"dnsConfig,omitempty"`
 	Volumes                       []Volume      `yaml:"volumes" json:"volumes,omitempty"`
+}
+
+// DNSPolicy says where a pod's /etc/resolv.conf comes from. tug has no
+// cluster DNS, so ClusterFirst and ClusterFirstWithHostNet act as Default,
+// as on a kubelet started without --cluster-dns.
+type DNSPolicy string
+
+const (
+	DNSClusterFirst            DNSPolicy = "ClusterFirst"
+	DNSClusterFirstWithHostNet DNSPolicy = "ClusterFirstWithHostNet"
+	DNSDefault                 DNSPolicy = "Default"
+	DNSNone                    DNSPolicy = "None"
+)
+
+// DNSConfig adds to (or, with dnsPolicy None, makes up) the pod's
+// resolv.conf.
+type DNSConfig struct {
+	Nameservers []string          `yaml:"nameservers" json:"nameservers,omitempty"`
+	Searches    []string          `yaml:"searches" json:"searches,omitempty"`
+	Options     []DNSConfigOption `yaml:"options" json:"options,omitempty"`
+}
+
+// DNSConfigOption is one resolv.conf option ("ndots", "2").
+type DNSConfigOption struct {
+	Name  string  `yaml:"name" json:"name"`
+	Value *string `yaml:"value" json:"value,omitempty"`
 }
 
 // RestartPolicy is Always, OnFailure or Never.
@@ -69,6 +97,27 @@ type Container struct {
 	Ports           []ContainerPort  `yaml:"ports" json:"ports,omitempty"`
 	VolumeMounts    []VolumeMount    `yaml:"volumeMounts" json:"volumeMounts,omitempty"`
 	SecurityContext *SecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
+	Resources       Resources        `yaml:"resources" json:"resources,omitzero"`
+}
+
+// ResourceName names a compute resource.
+type ResourceName string
+
+const (
+	ResourceCPU              ResourceName = "cpu"
+	ResourceMemory           ResourceName = "memory"
+	ResourceEphemeralStorage ResourceName = "ephemeral-storage"
+)
+
+// ResourceList maps resource names to quantities.
+type ResourceList map[ResourceName]Quantity
+
+// Resources are a container's requests and limits. A limit without a
+// request sets the request (Kubernetes' defaulting), so after Parse a
+// request is present wherever a limit is.
+type Resources struct {
+	Limits   ResourceList `yaml:"limits" json:"limits,omitempty"`
+	Requests ResourceList `yaml:"requests" json:"requests,omitempty"`
 }
 
 // EnvVar is a literal environment variable (valueFrom is not implemented).
@@ -85,8 +134,10 @@ const (
 	ProtocolUDP Protocol = "UDP"
 )
 
-// ContainerPort documents a port; hostPort needs hostNetwork until pod
-// networking exists.
+// ContainerPort documents a port. A hostPort publishes it on the node: with
+// hostNetwork the container listens there itself (hostPort must equal
+// containerPort); otherwise tug forwards hostIP:hostPort (hostIP empty:
+// every node address) to the pod's IP and containerPort.
 type ContainerPort struct {
 	Name          string   `yaml:"name" json:"name,omitempty"`
 	ContainerPort int32    `yaml:"containerPort" json:"containerPort"`

@@ -31,8 +31,6 @@ var notImplemented = map[reflect.Type]map[string]string{
 	reflect.TypeFor[PodSpec](): {
 		"ephemeralContainers":          msgNotYet,
 		"activeDeadlineSeconds":        msgNotYet,
-		"dnsPolicy":                    msgNotYet,
-		"dnsConfig":                    msgNotYet,
 		"nodeSelector":                 msgNotYet,
 		"nodeName":                     msgNotYet,
 		"affinity":                     msgNotYet,
@@ -64,8 +62,10 @@ var notImplemented = map[reflect.Type]map[string]string{
 		"resourceClaims":               msgNotYet,
 		"resources":                    msgNotYet,
 	},
+	reflect.TypeFor[Resources](): {
+		"claims": msgNotYet,
+	},
 	reflect.TypeFor[Container](): {
-		"resources":                msgNotYet,
 		"resizePolicy":             msgNotYet,
 		"restartPolicy":            msgNotYet + " on a container (sidecar containers)",
 		"livenessProbe":            msgNotYet,

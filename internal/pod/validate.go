@@ -147,6 +147,7 @@ func (v *validator) spec(s *PodSpec) {
 		v.fail("spec.terminationGracePeriodSeconds", "must be greater than or equal to 0")
 	}
 
+	v.dns(s)
 	volumes := v.volumes(s.Volumes)
 
 	if len(s.Containers) == 0 {
@@ -256,6 +257,7 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 		}
 	}
 	v.ports(p, c.Ports, init, hostNetwork)
+	v.resources(p+".resources", &c.Resources)
 	v.volumeMounts(p, c.VolumeMounts, volumes)
 	if sc := c.SecurityContext; sc != nil {
 		v.securityContext(p+".securityContext", sc)
@@ -299,9 +301,7 @@ func (v *validator) ports(p string, ports []ContainerPort, init, hostNetwork boo
 				v.fail(pp+".hostPort", "must be between 1 and 65535, inclusive")
 			case init:
 				v.fail(pp+".hostPort", "init containers cannot publish a hostPort")
-			case !hostNetwork:
-				v.fail(pp+".hostPort", "hostPort needs hostNetwork: true (pod networking is not supported by tug yet)")
-			case port.HostPort != port.ContainerPort:
+			case hostNetwork && port.HostPort != port.ContainerPort:
 				v.fail(pp+".hostPort", "must equal containerPort (%d) when hostNetwork is true", port.ContainerPort)
 			}
 		}
@@ -406,4 +406,99 @@ func hasDotDot(p string) bool {
 		}
 	}
 	return false
+}
+
+// resourceNames are the resources a container may request or limit.
+var resourceNames = []ResourceName{ResourceCPU, ResourceMemory, ResourceEphemeralStorage}
+
+// resources checks a container's requests and limits as Kubernetes does:
+// known names, no negative values, and no request above its limit.
+func (v *validator) resources(p string, r *Resources) {
+	for _, list := range []struct {
+		path string
+		rl   ResourceList
+	}{{p + ".limits", r.Limits}, {p + ".requests", r.Requests}} {
+		for _, name := range sortedResourceNames(list.rl) {
+			q := list.rl[name]
+			switch {
+			case !slices.Contains(resourceNames, name):
+				v.failKey(list.path, string(name), "unsupported resource %q: must be \"cpu\", \"memory\" or \"ephemeral-storage\"", name)
+			case q.MilliValue() < 0:
+				v.fail(keyPath(list.path, string(name)), "must be greater than or equal to 0")
+			case name != ResourceCPU && q.MilliValue()%1000 != 0:
+				v.fail(keyPath(list.path, string(name)), "must be a whole number of bytes, not %s", q)
+			}
+		}
+	}
+	for _, name := range sortedResourceNames(r.Requests) {
+		req := r.Requests[name]
+		limit, ok := r.Limits[name]
+		if ok && req.MilliValue() > limit.MilliValue() && limit.MilliValue() >= 0 {
+			v.fail(keyPath(p+".requests", string(name)), "must be less than or equal to %s limit of %s", name, limit)
+		}
+	}
+}
+
+func sortedResourceNames(rl ResourceList) []ResourceName {
+	names := make([]ResourceName, 0, len(rl))
+	for n := range rl {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Limits of a pod's DNS configuration, as in Kubernetes.
+const (
+	maxDNSNameservers  = 3
+	maxDNSSearches     = 32
+	maxDNSSearchLength = 2048
+)
+
+// dns checks dnsPolicy and dnsConfig: policy None needs at least one
+// nameserver, nameservers are IP addresses, searches are domain names.
+func (v *validator) dns(s *PodSpec) {
+	switch s.DNSPolicy {
+	case DNSClusterFirst, DNSClusterFirstWithHostNet, DNSDefault, DNSNone:
+	case "":
+		v.fail("spec.dnsPolicy", "required")
+	default:
+		v.fail("spec.dnsPolicy", "unsupported value %q: must be \"ClusterFirst\", \"ClusterFirstWithHostNet\", \"Default\" or \"None\"", s.DNSPolicy)
+	}
+	c := s.DNSConfig
+	if c == nil {
+		if s.DNSPolicy == DNSNone {
+			v.fail("spec.dnsConfig", "required when dnsPolicy is None")
+		}
+		return
+	}
+	if s.DNSPolicy == DNSNone && len(c.Nameservers) == 0 {
+		v.fail("spec.dnsConfig.nameservers", "must have at least one nameserver when dnsPolicy is None")
+	}
+	if len(c.Nameservers) > maxDNSNameservers {
+		v.fail("spec.dnsConfig.nameservers", "must not have more than %d nameservers", maxDNSNameservers)
+	}
+	for i, ns := range c.Nameservers {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			v.fail(indexPath("spec.dnsConfig.nameservers", i), "invalid IP address %q", ns)
+		}
+	}
+	if len(c.Searches) > maxDNSSearches {
+		v.fail("spec.dnsConfig.searches", "must not have more than %d search paths", maxDNSSearches)
+	}
+	total := 0
+	for i, d := range c.Searches {
+		total += len(d) + 1
+		if !isDNS1123Subdomain(strings.TrimSuffix(d, ".")) {
+			v.fail(indexPath("spec.dnsConfig.searches", i), "invalid search domain %q: %s", d, dns1123SubdomainMsg)
+		}
+	}
+	if total > maxDNSSearchLength {
+		v.fail("spec.dnsConfig.searches", "must not be longer than %d characters in total", maxDNSSearchLength)
+	}
+	for i, o := range c.Options {
+		if o.Name == "" {
+			v.fail(indexPath("spec.dnsConfig.options", i)+".name", "required")
+		}
+	}
 }
