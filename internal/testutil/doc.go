@@ -1,7 +1,8 @@
 // Package testutil holds helpers for tug's tests: prerequisites that skip or
 // fail with a reason (RequireRoot, RequireContainerd, RequireCommand,
-// TestImage, RegistryImage), a per-test containerd namespace (Namespace) and
-// a logger that writes through t.Log (Logger).
+// TestImage, RegistryImage), a per-test containerd namespace (Namespace), a
+// logger that writes through t.Log (Logger) and a TestMain body that builds a
+// program of the repository (RunWithBinary).
 //
 // It is test code only. It imports "testing", so it must never be imported by
 // non-test code: doing so would register the test flags in the tug binary.
@@ -16,6 +17,13 @@
 //	TUG_TEST_IMAGE_ARCHIVE   OCI archive of TUG_TEST_IMAGE, for import or sideloading
 //	TUG_TEST_REGISTRY        127.0.0.1:PORT, a plain-HTTP registry
 //	TUG_TEST_REGISTRY_IMAGE  TUG_TEST_IMAGE pushed to that registry
+//
+// One more, set by hand or by `make test-v2`, never by testenv.sh:
+//
+//	TUG_TEST_BINARY          a prebuilt tug (./agent): RunWithBinary uses it
+//	                         instead of running go build, e.g. in the cgroup v2
+//	                         QEMU guest (scripts/v2guest.sh), where compiling
+//	                         under software emulation would be slow
 //
 // When a prerequisite is missing, the Require helpers skip the test with the
 // reason, except when the environment variable CI is true: then they fail it,

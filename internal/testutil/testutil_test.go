@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -199,3 +200,45 @@ type cleanupRecorder struct {
 }
 
 func (c *cleanupRecorder) Cleanup(f func()) { *c.cleanups = append(*c.cleanups, f) }
+
+func TestPrebuiltBinary(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "tug")
+	plain := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, env, pkg string
+		wantOK         bool
+		wantPath       string
+		wantErr        string
+	}{
+		{name: "unset", env: "", pkg: "../agent"},
+		{name: "agent", env: exe, pkg: "../agent", wantOK: true, wantPath: exe},
+		{name: "agent deeper", env: exe, pkg: "../../agent/", wantOK: true, wantPath: exe},
+		{name: "import path", env: exe, pkg: "tug/agent", wantOK: true, wantPath: exe},
+		{name: "other program is built", env: exe, pkg: "./testdata/logger"},
+		{name: "missing", env: filepath.Join(dir, "nope"), pkg: "../agent", wantOK: true, wantErr: "no such file"},
+		{name: "not executable", env: plain, pkg: "../agent", wantOK: true, wantErr: "not an executable"},
+		{name: "directory", env: dir, pkg: "../agent", wantOK: true, wantErr: "not an executable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvBinary, tt.env)
+			path, ok, err := prebuiltBinary(tt.pkg)
+			if ok != tt.wantOK || path != tt.wantPath {
+				t.Errorf("prebuiltBinary(%q) = %q, %v, want %q, %v", tt.pkg, path, ok, tt.wantPath, tt.wantOK)
+			}
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
