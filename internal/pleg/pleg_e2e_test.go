@@ -132,7 +132,7 @@ func (e *env) newPod(tb testing.TB, name string, containers int) *pod.Pod {
 		})
 	}
 	p.Metadata.UID = pod.UID("e2e", "default", name+e.ns)
-	if err := e.rt.PreparePod(context.Background(), p); err != nil {
+	if err := e.rt.PreparePod(context.Background(), p, pod.Sandbox{}); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
@@ -229,7 +229,7 @@ func waitEvent(tb testing.TB, pl *pleg.PLEG, id string, typ pleg.EventType, d ti
 func deathSample(tb testing.TB, e *env, pl *pleg.PLEG, p *pod.Pod, attempt int, randomPhase bool) time.Duration {
 	tb.Helper()
 	ctx := context.Background()
-	id, err := e.rt.StartContainer(ctx, p, &p.Spec.Containers[0], false, attempt, pod.Namespaces{})
+	id, err := e.rt.StartContainer(ctx, p, &p.Spec.Containers[0], false, attempt, pod.Sandbox{}, pod.LinuxResources{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func BenchmarkRelist100(b *testing.B) {
 	start := time.Now()
 	parallel(pods*perPod, 4, func(i int) {
 		p := ps[i/perPod]
-		if _, err := e.rt.StartContainer(ctx, p, &p.Spec.Containers[i%perPod], false, 0, pod.Namespaces{}); err != nil {
+		if _, err := e.rt.StartContainer(ctx, p, &p.Spec.Containers[i%perPod], false, 0, pod.Sandbox{}, pod.LinuxResources{}); err != nil {
 			b.Error(err)
 		}
 	})

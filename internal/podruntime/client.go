@@ -63,6 +63,9 @@ type Config struct {
 	// LogMaxFiles is how many rotated files (<attempt>.log.1 ...) are kept;
 	// default 5; negative keeps none (the log is truncated on rotation).
 	LogMaxFiles int
+	// ResolvConf is --resolv-conf: the file pods' resolv.conf starts from
+	// (dnsPolicy Default and, with no cluster DNS, ClusterFirst). Empty: none.
+	ResolvConf string
 	// Snapshotter unpacks images and holds container root filesystems;
 	// default "overlayfs".
 	Snapshotter string

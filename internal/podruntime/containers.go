@@ -38,7 +38,7 @@ const (
 // StartContainer runs attempt number attempt of container c of pod p: it
 // makes the image present (honouring imagePullPolicy), creates the
 // container with tug's labels and a new snapshot, its OCI spec built from the
-// manifest with the pod's namespaces ns joined, and starts its task with the
+// manifest joining the pod's sandbox sb with resources res, and starts its task with the
 // output going to the attempt's log file. A leftover container with the same
 // ID (an earlier failed try) is deleted first. Whatever a failed start
 // created is removed again. It returns the container ID (see ContainerID).
@@ -48,16 +48,16 @@ const (
 // keeps running what it has. Never with a missing image is
 // ErrImageNotPresent; a privileged container without AllowPrivileged is
 // ErrPrivilegedNotAllowed.
-func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error) {
+func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
 	ctx = r.ctx(ctx)
-	id, err := r.startContainer(ctx, p, c, init, attempt, ns)
+	id, err := r.startContainer(ctx, p, c, init, attempt, sb, res)
 	if err != nil {
 		return "", fmt.Errorf("start container %q: %w", c.Name, err)
 	}
 	return id, nil
 }
 
-func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error) {
+func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name)
 	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
 		return "", ErrPrivilegedNotAllowed
@@ -94,9 +94,11 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 
 	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, containerSpecOpts(specParams{
+		ID:              id,
 		Container:       c,
 		Image:           imgSpec.Config,
-		Namespaces:      ns,
+		Sandbox:         sb,
+		Resources:       res,
 		Mounts:          mounts,
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,

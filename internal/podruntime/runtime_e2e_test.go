@@ -174,7 +174,7 @@ func (e *env) newPod(t *testing.T, script string) *pod.Pod {
 		},
 	}
 	p.Metadata.UID = pod.UID("e2e", "default", name+e.r.cfg.Namespace)
-	if err := e.r.PreparePod(e.ctx, p); err != nil {
+	if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -187,7 +187,7 @@ func (e *env) newPod(t *testing.T, script string) *pod.Pod {
 
 func (e *env) start(t *testing.T, p *pod.Pod, attempt int, ns pod.Namespaces) string {
 	t.Helper()
-	id, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, attempt, ns)
+	id, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, attempt, pod.Sandbox{Namespaces: ns}, pod.LinuxResources{})
 	if err != nil {
 		t.Fatalf("StartContainer: %v", err)
 	}
@@ -431,7 +431,7 @@ func TestE2EFailedStartLeavesNothing(t *testing.T) {
 	e := newEnv(t, false)
 	p := e.newPod(t, "")
 	p.Spec.Containers[0].Command = []string{"/no/such/binary"}
-	_, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, 0, pod.Namespaces{})
+	_, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{})
 	if err == nil {
 		t.Fatal("StartContainer of a missing binary succeeded")
 	}
@@ -447,7 +447,7 @@ func TestE2EFailedStartLeavesNothing(t *testing.T) {
 
 	priv := true
 	p.Spec.Containers[0].SecurityContext = &pod.SecurityContext{Privileged: &priv}
-	if _, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, 0, pod.Namespaces{}); !errors.Is(err, ErrPrivilegedNotAllowed) {
+	if _, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{}); !errors.Is(err, ErrPrivilegedNotAllowed) {
 		t.Errorf("privileged: %v, want ErrPrivilegedNotAllowed", err)
 	}
 }
@@ -465,7 +465,7 @@ func TestE2EPullPolicies(t *testing.T) {
 	}
 	p := e.newPod(t, "true")
 	p.Spec.Containers[0].Image = "docker.io/library/nosuch:1"
-	if _, err := e.r.StartContainer(ctx, p, &p.Spec.Containers[0], false, 0, pod.Namespaces{}); !errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.r.StartContainer(ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{}); !errors.Is(err, ErrImageNotPresent) {
 		t.Fatalf("StartContainer with Never and a missing image: %v", err)
 	}
 
@@ -559,7 +559,7 @@ test -s /etc/resolv.conf -o ! -e /etc/resolv.conf && echo etc ok`)
 		{Name: "scratch", MountPath: "/sub", SubPath: "a/b"},
 		{Name: "mem", MountPath: "/mem"},
 	}
-	if err := e.r.PreparePod(e.ctx, p); err != nil {
+	if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 	id := e.start(t, p, 0, pod.Namespaces{})
@@ -649,7 +649,7 @@ func TestE2ENamespaces(t *testing.T) {
 	t.Run("hostNetwork", func(t *testing.T) {
 		p := e.newPod(t, `echo "hostname $(hostname)"; echo "etc-hostname $(cat /etc/hostname)"; echo "HOSTNAME=$HOSTNAME"`)
 		p.Spec.HostNetwork = true
-		if err := e.r.PreparePod(e.ctx, p); err != nil {
+		if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
 			t.Fatal(err)
 		}
 		id := e.start(t, p, 0, pod.Namespaces{})

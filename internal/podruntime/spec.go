@@ -3,6 +3,8 @@ package podruntime
 import (
 	"context"
 	"fmt"
+	"maps"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,9 +21,11 @@ import (
 // specParams is what the OCI spec of one container is built from, besides
 // the image (which oci.WithImageConfig applies first).
 type specParams struct {
+	ID              string // the container's ID, its cgroup's name
 	Container       *pod.Container
 	Image           ocispec.ImageConfig // the image's ENTRYPOINT and CMD
-	Namespaces      pod.Namespaces
+	Sandbox         pod.Sandbox
+	Resources       pod.LinuxResources
 	Mounts          []specs.Mount // the pod's volumes and /etc files, see podMounts
 	Hostname        string
 	AllowPrivileged bool
@@ -30,9 +34,8 @@ type specParams struct {
 // containerSpecOpts returns tug's options for a container's spec, to apply
 // after oci.WithImageConfig: Kubernetes command/args/env semantics, working
 // directory, user, capabilities or privileged mode, read-only root, mounts,
-// namespaces and hostname. The order matters (hostname after namespaces).
-// It leaves containerd's default cgroupsPath and sets no oomScoreAdj (root
-// here cannot go below its own).
+// namespaces and hostname, the cgroup below the pod's, resources and OOM
+// score. The order matters (hostname after namespaces).
 func containerSpecOpts(sp specParams) []oci.SpecOpts {
 	c := sp.Container
 	env, vars := expandEnv(c.Env)
@@ -43,9 +46,69 @@ func containerSpecOpts(sp specParams) []oci.SpecOpts {
 		withUser(c.SecurityContext),
 		withSecurity(c.SecurityContext, sp.AllowPrivileged),
 		withReadonlyRootfs(c.SecurityContext),
-		withNamespaces(sp.Namespaces),
+		withNamespaces(sp.Sandbox.Namespaces),
 		withHostname(sp.Hostname),
 		withMounts(sp.Mounts),
+		withCgroup(sp.Sandbox.CgroupParent, sp.ID),
+		withResources(sp.Resources),
+	}
+}
+
+// withCgroup puts the container's cgroup below its pod's (runc's cgroupfs
+// driver takes cgroupsPath as a path from the hierarchy's root). An empty
+// parent keeps containerd's default, /<namespace>/<id>.
+func withCgroup(parent, id string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if parent == "" {
+			return nil
+		}
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		s.Linux.CgroupsPath = path.Join(parent, id)
+		return nil
+	}
+}
+
+// withResources writes the container's cgroup values and OOM score into
+// the spec; zero values leave the runtime's defaults.
+func withResources(res pod.LinuxResources) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		if s.Linux.Resources == nil {
+			s.Linux.Resources = &specs.LinuxResources{}
+		}
+		r := s.Linux.Resources
+		if res.CPUShares > 0 || res.CPUQuota > 0 {
+			if r.CPU == nil {
+				r.CPU = &specs.LinuxCPU{}
+			}
+			if res.CPUShares > 0 {
+				r.CPU.Shares = &res.CPUShares
+			}
+			if res.CPUQuota > 0 {
+				r.CPU.Quota, r.CPU.Period = &res.CPUQuota, &res.CPUPeriod
+			}
+		}
+		if res.MemoryLimit > 0 {
+			if r.Memory == nil {
+				r.Memory = &specs.LinuxMemory{}
+			}
+			r.Memory.Limit = &res.MemoryLimit
+		}
+		if len(res.Unified) > 0 {
+			r.Unified = maps.Clone(res.Unified)
+		}
+		if res.OOMScoreAdj != nil {
+			if s.Process == nil {
+				s.Process = &specs.Process{}
+			}
+			adj := *res.OOMScoreAdj
+			s.Process.OOMScoreAdj = &adj
+		}
+		return nil
 	}
 }
 

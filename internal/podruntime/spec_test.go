@@ -385,10 +385,11 @@ func TestContainerSpecOpts(t *testing.T) {
 	}
 	opts := append([]oci.SpecOpts{fakeImageConfig([]string{"PATH=/bin"}, nil, []string{"sh"}, 0, 0)},
 		containerSpecOpts(specParams{
-			Container:  c,
-			Namespaces: pod.Namespaces{Net: "/n", IPC: "/i", UTS: "/u"},
-			Mounts:     []specs.Mount{bindMount("/h", "/etc/hostname", true)},
-			Hostname:   "web-node1",
+			ID:        "c1",
+			Container: c,
+			Sandbox:   pod.Sandbox{Namespaces: pod.Namespaces{Net: "/n", IPC: "/i", UTS: "/u"}},
+			Mounts:    []specs.Mount{bindMount("/h", "/etc/hostname", true)},
+			Hostname:  "web-node1",
 		})...)
 	s := mustGenerate(t, opts...)
 	if want := []string{"sh", "-c", "echo hello"}; !slices.Equal(s.Process.Args, want) {
@@ -408,5 +409,51 @@ func TestContainerSpecOpts(t *testing.T) {
 	}
 	if s.Linux.CgroupsPath != "/test/c1" {
 		t.Errorf("cgroupsPath = %q, want containerd's default /test/c1", s.Linux.CgroupsPath)
+	}
+}
+
+func TestSpecCgroupAndResources(t *testing.T) {
+	adj := 500
+	tests := []struct {
+		name string
+		sb   pod.Sandbox
+		res  pod.LinuxResources
+		want func(t *testing.T, s *oci.Spec)
+	}{{
+		name: "guaranteed",
+		sb:   pod.Sandbox{CgroupParent: "/tugpods/podu1"},
+		res:  pod.LinuxResources{CPUShares: 512, CPUQuota: 50000, CPUPeriod: 100000, MemoryLimit: 64 << 20, OOMScoreAdj: &adj},
+		want: func(t *testing.T, s *oci.Spec) {
+			r := s.Linux.Resources
+			if s.Linux.CgroupsPath != "/tugpods/podu1/c1" {
+				t.Errorf("cgroupsPath = %q", s.Linux.CgroupsPath)
+			}
+			if *r.CPU.Shares != 512 || *r.CPU.Quota != 50000 || *r.CPU.Period != 100000 || *r.Memory.Limit != 64<<20 {
+				t.Errorf("cpu %+v memory %+v", r.CPU, r.Memory)
+			}
+			if *s.Process.OOMScoreAdj != 500 {
+				t.Errorf("oomScoreAdj = %d", *s.Process.OOMScoreAdj)
+			}
+		},
+	}, {
+		name: "best effort with memory qos",
+		sb:   pod.Sandbox{CgroupParent: "/tugpods/besteffort/podu2"},
+		res:  pod.LinuxResources{CPUShares: 2, Unified: map[string]string{"memory.high": "max"}},
+		want: func(t *testing.T, s *oci.Spec) {
+			r := s.Linux.Resources
+			if *r.CPU.Shares != 2 || r.CPU.Quota != nil || r.Memory != nil || r.Unified["memory.high"] != "max" {
+				t.Errorf("cpu %+v memory %+v unified %v", r.CPU, r.Memory, r.Unified)
+			}
+			if s.Process.OOMScoreAdj != nil {
+				t.Errorf("oomScoreAdj = %d, want unset", *s.Process.OOMScoreAdj)
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := append([]oci.SpecOpts{fakeImageConfig([]string{"PATH=/bin"}, nil, []string{"sh"}, 0, 0)},
+				containerSpecOpts(specParams{ID: "c1", Container: &pod.Container{Name: "app", Command: []string{"sh"}}, Sandbox: tt.sb, Resources: tt.res, Hostname: "h"})...)
+			tt.want(t, mustGenerate(t, opts...))
+		})
 	}
 }

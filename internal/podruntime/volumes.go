@@ -18,19 +18,11 @@ import (
 	"tug/internal/pod"
 )
 
-// Host files every container gets read-only unless it mounts a volume
-// there. Pod networking will later write per-pod hosts and resolv.conf.
-var hostEtcFiles = []string{"/etc/hosts", "/etc/resolv.conf"}
-
 // podDir is RootDir/pods/<uid>: what PreparePod makes for the pod.
 func (r *Runtime) podDir(uid string) string { return filepath.Join(r.cfg.RootDir, "pods", uid) }
 
 func (r *Runtime) emptyDirPath(uid, volume string) string {
 	return filepath.Join(r.podDir(uid), "volumes", "empty-dir", volume)
-}
-
-func (r *Runtime) hostnamePath(uid string) string {
-	return filepath.Join(r.podDir(uid), "etc-hostname")
 }
 
 // podHostname is the pod's hostname as Kubernetes gives it: the pod name cut
@@ -69,10 +61,11 @@ func checkName(kind, name string) error {
 
 // PreparePod creates what the pod's containers mount: the directory of each
 // emptyDir volume (a tmpfs, size-limited by sizeLimit, for medium Memory),
-// each hostPath checked or created as its type says, and the file the pod's
-// /etc/hostname is bound from. It is idempotent; the errors of all volumes
-// are joined.
-func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod) error {
+// each hostPath checked or created as its type says, and the files the
+// pod's /etc/hostname, /etc/hosts (naming the sandbox's IP) and
+// /etc/resolv.conf are bound from. It is idempotent; the errors of all
+// volumes are joined.
+func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) error {
 	uid := p.Metadata.UID
 	if err := checkPod(p); err != nil {
 		return err
@@ -80,7 +73,7 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod) error {
 	if err := os.MkdirAll(r.podDir(uid), 0o750); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
-	if err := r.writeHostname(p); err != nil {
+	if err := r.writeEtcFiles(p, sb); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
 	var errs []error
@@ -101,24 +94,6 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
-	}
-	return nil
-}
-
-// writeHostname writes the pod's hostname file, in place (a running
-// container's bind mount keeps the inode) and only when it changed.
-func (r *Runtime) writeHostname(p *pod.Pod) error {
-	h, err := podHostname(p)
-	if err != nil {
-		return err
-	}
-	path := r.hostnamePath(p.Metadata.UID)
-	want := h + "\n"
-	if b, err := os.ReadFile(path); err == nil && string(b) == want {
-		return nil
-	}
-	if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-		return fmt.Errorf("write hostname file: %w", err)
 	}
 	return nil
 }
@@ -242,8 +217,8 @@ func prepareHostPath(src *pod.HostPathVolumeSource) error {
 // podMounts returns container c's mounts: its volumeMounts (hostPath and
 // emptyDir as recursive private binds, read-only when asked, subPath
 // resolved inside the volume and created as a directory if missing), then
-// /etc/hostname from the pod's hostname file and the host's /etc/hosts and
-// /etc/resolv.conf, read-only, each unless a volume is mounted there.
+// the pod's /etc/hostname, /etc/hosts (the node's for hostNetwork) and
+// /etc/resolv.conf files, read-only, each unless a volume is mounted there.
 func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container) ([]specs.Mount, error) {
 	vols := map[string]*pod.Volume{}
 	for i := range p.Spec.Volumes {
@@ -280,18 +255,24 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container) ([]specs.Mount, error)
 		out = append(out, bindMount(src, vm.MountPath, vm.ReadOnly))
 		taken[filepath.Clean(vm.MountPath)] = true
 	}
-	if !taken["/etc/hostname"] {
-		out = append(out, bindMount(r.hostnamePath(p.Metadata.UID), "/etc/hostname", true))
+	uid := p.Metadata.UID
+	hosts := r.hostsPath(uid)
+	if p.Spec.HostNetwork {
+		hosts = "/etc/hosts"
 	}
-	for _, f := range hostEtcFiles {
-		if taken[f] {
+	for _, m := range []struct{ src, dst string }{
+		{r.hostnamePath(uid), "/etc/hostname"},
+		{hosts, "/etc/hosts"},
+		{r.resolvConfPath(uid), "/etc/resolv.conf"},
+	} {
+		if taken[m.dst] {
 			continue
 		}
-		if _, err := os.Stat(f); err != nil {
-			r.log.Debug("host file not mounted", "file", f, "err", err)
+		if _, err := os.Stat(m.src); err != nil {
+			r.log.Debug("file not mounted", "file", m.src, "err", err)
 			continue
 		}
-		out = append(out, bindMount(f, f, true))
+		out = append(out, bindMount(m.src, m.dst, true))
 	}
 	return out, nil
 }

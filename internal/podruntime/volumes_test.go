@@ -166,7 +166,7 @@ func TestPreparePodAndMounts(t *testing.T) {
 	p := volumePod(t, hostDir)
 	ctx := context.Background()
 	for range 2 { // idempotent
-		if err := r.PreparePod(ctx, p); err != nil {
+		if err := r.PreparePod(ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,13 +199,8 @@ func TestPreparePodAndMounts(t *testing.T) {
 		"/scratch":         scratch + " rw",
 		"/sub":             filepath.Join(scratch, "s", "t") + " rw",
 		"/etc/hostname":    r.hostnamePath(p.Metadata.UID) + " ro",
-		"/etc/hosts":       "/etc/hosts ro",
-		"/etc/resolv.conf": "/etc/resolv.conf ro",
-	}
-	for _, f := range hostEtcFiles {
-		if _, err := os.Stat(f); err != nil {
-			delete(want, f)
-		}
+		"/etc/hosts":       r.hostsPath(p.Metadata.UID) + " ro",
+		"/etc/resolv.conf": r.resolvConfPath(p.Metadata.UID) + " ro",
 	}
 	if !mapsEqual(got, want) {
 		t.Errorf("mounts =\n%v\nwant\n%v", got, want)
@@ -253,7 +248,7 @@ func TestPreparePodHostNetworkHostname(t *testing.T) {
 	r := testRuntime(t)
 	p := testPod("web-node1")
 	p.Spec.HostNetwork = true
-	if err := r.PreparePod(context.Background(), p); err != nil {
+	if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
@@ -265,7 +260,7 @@ func TestPreparePodHostNetworkHostname(t *testing.T) {
 func TestPreparePodLongNameHostname(t *testing.T) {
 	r := testRuntime(t)
 	p := testPod(strings.Repeat("a", 62) + "-node1")
-	if err := r.PreparePod(context.Background(), p); err != nil {
+	if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(r.hostnamePath(p.Metadata.UID)); string(b) != strings.Repeat("a", 62)+"\n" {
@@ -280,7 +275,7 @@ func TestPreparePodErrors(t *testing.T) {
 		{Name: "a", HostPath: &pod.HostPathVolumeSource{Path: "/no/such/dir", Type: pod.HostPathDirectory}},
 		{Name: "b", HostPath: &pod.HostPathVolumeSource{Path: "/dev/null", Type: pod.HostPathFile}},
 	}
-	err := r.PreparePod(context.Background(), p)
+	err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"})
 	if !errors.Is(err, ErrHostPathType) {
 		t.Fatalf("err = %v, want ErrHostPathType", err)
 	}
@@ -303,7 +298,7 @@ func TestMemoryEmptyDir(t *testing.T) {
 	ctx := context.Background()
 	t.Cleanup(func() { r.CleanupPod(ctx, p) })
 	for range 2 {
-		if err := r.PreparePod(ctx, p); err != nil {
+		if err := r.PreparePod(ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,9 +37,9 @@ func (f *fakeRuntime) PodContainers(_ context.Context, uid string) ([]pod.Runtim
 	return out, nil
 }
 
-func (f *fakeRuntime) PreparePod(context.Context, *pod.Pod) error { return nil }
+func (f *fakeRuntime) PreparePod(context.Context, *pod.Pod, pod.Sandbox) error { return nil }
 
-func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, _ pod.Namespaces) (string, error) {
+func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, _ pod.Sandbox, _ pod.LinuxResources) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextPID++
@@ -169,6 +173,79 @@ func (s *fakeSandbox) has(uid string) bool {
 	return s.pods[uid]
 }
 
+// fakeNetwork leases addresses from 10.0.0.2 up to limit pods (0: no
+// limit) and remembers them by UID.
+type fakeNetwork struct {
+	mu     sync.Mutex
+	leases map[string]netip.Addr
+	limit  int
+}
+
+func (n *fakeNetwork) SetUp(_ context.Context, p *pod.Pod, _ string) (netip.Addr, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.leases == nil {
+		n.leases = map[string]netip.Addr{}
+	}
+	if ip, ok := n.leases[p.Metadata.UID]; ok {
+		return ip, nil
+	}
+	if n.limit > 0 && len(n.leases) >= n.limit {
+		return netip.Addr{}, errors.New("no free address")
+	}
+	ip := netip.AddrFrom4([4]byte{10, 0, 0, byte(2 + len(n.leases))})
+	n.leases[p.Metadata.UID] = ip
+	return ip, nil
+}
+
+func (n *fakeNetwork) TearDown(_ context.Context, uid string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.leases, uid)
+	return nil
+}
+
+func (n *fakeNetwork) List() ([]string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Collect(maps.Keys(n.leases)), nil
+}
+
+func (n *fakeNetwork) HostIP() netip.Addr { return netip.MustParseAddr("192.0.2.10") }
+
+// fakeCgroups remembers which pods have a cgroup.
+type fakeCgroups struct {
+	mu   sync.Mutex
+	pods map[string]bool
+}
+
+func (c *fakeCgroups) EnsurePod(_ context.Context, p *pod.Pod) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pods == nil {
+		c.pods = map[string]bool{}
+	}
+	c.pods[p.Metadata.UID] = true
+	return "/tugpods/pod" + p.Metadata.UID, nil
+}
+
+func (c *fakeCgroups) Container(*pod.Pod, *pod.Container) pod.LinuxResources {
+	return pod.LinuxResources{}
+}
+
+func (c *fakeCgroups) RemovePod(_ context.Context, uid string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pods, uid)
+	return nil
+}
+
+func (c *fakeCgroups) List() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.pods)), nil
+}
+
 // testPod builds a pod with the given init and app container names.
 func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
 	p := &pod.Pod{APIVersion: "v1", Kind: "Pod"}
@@ -185,5 +262,5 @@ func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
 
 // newTestSyncer returns a syncer whose back-off never delays (Initial 0).
 func newTestSyncer(rt Runtime, sb Sandbox) *podSyncer {
-	return &podSyncer{rt: rt, sb: sb, notes: &notes{}, backoff: &CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
+	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &notes{}, backoff: &CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
 }

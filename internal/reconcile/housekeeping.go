@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,19 +38,48 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 		l.killed[c.PodUID] = now
 		l.start(ctx, wg, p).kill(p)
 	}
-	uids, err := l.cfg.Sandbox.List()
-	if err != nil {
-		l.cfg.Log.Warn("housekeeping: list namespaces", "err", err)
-		return
-	}
-	for _, uid := range uids {
-		if seen[uid] || l.workers[uid] != nil {
+	for _, uid := range l.sandboxUIDs() {
+		if seen[uid] || l.workers[uid] != nil || !l.unwanted(uid) {
 			continue
 		}
-		if err := l.cfg.Sandbox.RemoveNamespaces(ctx, uid); err != nil {
-			l.cfg.Log.Warn("housekeeping: remove orphaned namespaces", "uid", uid, "err", err)
+		l.cfg.Log.Info("removing sandbox of a pod that is gone", "uid", uid)
+		if err := l.fns.removeSandbox(ctx, uid); err != nil {
+			l.cfg.Log.Warn("housekeeping: remove orphaned sandbox", "uid", uid, "err", err)
 		}
 	}
+}
+
+// sandboxUIDs returns the UIDs that own namespaces, network pieces or a pod
+// cgroup, whatever crash left them.
+func (l *Loop) sandboxUIDs() []string {
+	set := map[string]bool{}
+	for what, list := range map[string]func() ([]string, error){
+		"namespaces": l.cfg.Sandbox.List,
+		"network":    l.cfg.Network.List,
+		"cgroups":    l.cfg.Cgroups.List,
+	} {
+		uids, err := list()
+		if err != nil {
+			l.cfg.Log.Warn("housekeeping: list "+what, "err", err)
+		}
+		for _, uid := range uids {
+			set[uid] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// unwanted reports whether every source has reported and none wants the
+// pod: only then is a sandbox with no container an orphan. (A pod whose
+// containers are all gone, say while its image is pulled again, keeps its
+// address across a tug restart while its URL source is still down.)
+func (l *Loop) unwanted(uid string) bool {
+	for _, src := range l.cfg.Sources {
+		if ready, wanted := l.cfg.Desired.Owns(src, uid); !ready || wanted {
+			return false
+		}
+	}
+	return true
 }
 
 // orphan rebuilds, from a container's labels, as much of its pod as
@@ -68,5 +99,10 @@ func (l *Loop) Status(p *pod.Pod) pod.Status {
 	now := l.now()
 	var st pod.Status
 	l.notes.with(p.Metadata.UID, now, func(n *podNotes) { st = computeStatus(p, recs, *n, now) })
+	if l.cfg.Network != nil {
+		if ip := l.cfg.Network.HostIP(); ip.IsValid() {
+			st.HostIP = ip.String()
+		}
+	}
 	return st
 }

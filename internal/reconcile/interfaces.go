@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"tug/internal/pod"
@@ -16,13 +17,15 @@ type Runtime interface {
 	PodContainers(ctx context.Context, uid string) ([]pod.RuntimeContainer, error)
 	// PreparePod creates what the pod's containers mount: emptyDir volumes
 	// (tmpfs for medium Memory), hostPath checks and creation by type, and the
-	// pod's /etc/hostname file. Idempotent.
-	PreparePod(ctx context.Context, p *pod.Pod) error
+	// pod's /etc/hostname, /etc/hosts (with the sandbox's IP) and
+	// /etc/resolv.conf files. Idempotent.
+	PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) error
 	// StartContainer makes the image present (honouring imagePullPolicy),
 	// creates the container with tug's labels and the OCI spec built from the
-	// pod, joins the given namespaces, sends its output to the pod's log file
-	// for this attempt and starts its task. It returns the container ID.
-	StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, ns pod.Namespaces) (string, error)
+	// pod, joins the sandbox (namespaces, a cgroup below its cgroup parent)
+	// with the given resources, sends its output to the pod's log file for
+	// this attempt and starts its task. It returns the container ID.
+	StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error)
 	// WaitContainer blocks until the container's task has exited and
 	// returns its exit code (at once if it already has).
 	WaitContainer(ctx context.Context, id string) (int, error)
@@ -46,6 +49,36 @@ type Sandbox interface {
 	// pod with none is not an error.
 	RemoveNamespaces(ctx context.Context, uid string) error
 	// List returns the UIDs of the pods that have pinned namespaces.
+	List() ([]string, error)
+}
+
+// Network connects pods that are not hostNetwork to the pod network
+// (implemented by network.Pods).
+type Network interface {
+	// SetUp gives the pod, in its pinned network namespace netns, an
+	// address (the same one again for the same UID), a link to the bridge,
+	// a default route and its hostPort rules, and returns the address.
+	// Idempotent.
+	SetUp(ctx context.Context, p *pod.Pod, netns string) (netip.Addr, error)
+	// TearDown removes the pod's link, rules and address lease. Nothing
+	// left to remove is not an error.
+	TearDown(ctx context.Context, uid string) error
+	// List returns the UIDs that own a lease, link or rule.
+	List() ([]string, error)
+	// HostIP is the node's address, reported as each pod's hostIP.
+	HostIP() netip.Addr
+}
+
+// Cgroups places pods in the QoS cgroup tree (implemented by qos.Manager).
+type Cgroups interface {
+	// EnsurePod creates or updates the pod's cgroup and returns its path,
+	// the parent of its containers' cgroups. Idempotent.
+	EnsurePod(ctx context.Context, p *pod.Pod) (string, error)
+	// Container returns a container's cgroup values and OOM score.
+	Container(p *pod.Pod, c *pod.Container) pod.LinuxResources
+	// RemovePod removes the pod's cgroup. A missing one is not an error.
+	RemovePod(ctx context.Context, uid string) error
+	// List returns the UIDs that have a pod cgroup.
 	List() ([]string, error)
 }
 

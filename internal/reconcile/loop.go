@@ -15,11 +15,16 @@ import (
 type Config struct {
 	Runtime Runtime
 	Sandbox Sandbox
+	Network Network
+	Cgroups Cgroups
 	// Cache is the PLEG's view of the containers, for status and
 	// housekeeping.
 	Cache ContainerCache
 	// Desired says which pods the sources want, for housekeeping.
 	Desired Desired
+	// Sources names every source (as in pod.Origin.Source): a sandbox with
+	// no container is removed only once all of them have reported.
+	Sources []string
 	// Updates delivers the pod store's ordered changes.
 	Updates <-chan []podconfig.Change
 	// Events delivers the PLEG's container events; each wakes its pod's
@@ -67,8 +72,8 @@ func New(cfg Config) *Loop {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
 	n := &notes{}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, notes: n, backoff: cfg.Backoff, now: time.Now}
-	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod})
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, notes: n, backoff: cfg.Backoff, now: time.Now}
+	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
 	l.notes = n
 	return l
 }

@@ -19,6 +19,7 @@ type notes struct {
 type podNotes struct {
 	waiting    map[string]pod.StateWaiting // by container name
 	syncErr    string
+	ip         string // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
 }
@@ -60,6 +61,13 @@ func (n *notes) syncFailed(uid, msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, time.Now()).syncErr = msg
+}
+
+// address records the pod's IP.
+func (n *notes) address(uid, ip string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pod(uid, time.Now()).ip = ip
 }
 
 // forget drops everything about the pod.

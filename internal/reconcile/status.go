@@ -88,6 +88,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	if n.syncErr != "" {
 		st.Reason, st.Message = "SyncError", n.syncErr
 	}
+	if n.ip != "" {
+		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
+	}
 
 	allReady := ready == len(p.Spec.Containers)
 	st.Conditions = []pod.Condition{

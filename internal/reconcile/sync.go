@@ -18,6 +18,8 @@ import (
 type podSyncer struct {
 	rt      Runtime
 	sb      Sandbox
+	net     Network
+	cg      Cgroups
 	notes   *notes
 	backoff *CrashBackoff
 	now     func() time.Time
@@ -36,7 +38,7 @@ func (r *syncResult) after(d time.Duration) {
 	}
 }
 
-// syncPod makes the pod's containers match p: namespaces and volumes, then
+// syncPod makes the pod's containers match p: the sandbox and volumes, then
 // each init container run to success in order, then every app container
 // running with its current spec hash. A container whose hash changed is
 // recreated; the others are left alone. An exited container is restarted
@@ -44,9 +46,9 @@ func (r *syncResult) after(d time.Duration) {
 func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 	var res syncResult
 	uid := p.Metadata.UID
-	ns, err := s.sb.EnsureNamespaces(ctx, p)
+	sb, err := s.sandbox(ctx, p)
 	if err == nil {
-		err = s.rt.PreparePod(ctx, p)
+		err = s.rt.PreparePod(ctx, p, sb)
 	}
 	if err != nil {
 		s.notes.syncFailed(uid, err.Error())
@@ -76,15 +78,44 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		}
 	}
 
-	if ok, err := s.syncInit(ctx, wait, p, ns, byName, &res); !ok || err != nil {
+	if ok, err := s.syncInit(ctx, wait, p, sb, byName, &res); !ok || err != nil {
 		return res, err
 	}
 	var errs []error
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
-		errs = append(errs, s.syncApp(ctx, p, c, ns, byName[c.Name], &res))
+		errs = append(errs, s.syncApp(ctx, p, c, sb, byName[c.Name], &res))
 	}
 	return res, errors.Join(errs...)
+}
+
+// sandbox sets up what the pod's containers share, in the kubelet's order:
+// the pinned namespaces, the pod's cgroup, then (unless hostNetwork) its
+// address on the pod network. Each step is idempotent, so a sync after a
+// crash half-way through finishes the job. The pod's IP is noted for its
+// status.
+func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error) {
+	ns, err := s.sb.EnsureNamespaces(ctx, p)
+	if err != nil {
+		return pod.Sandbox{}, err
+	}
+	sb := pod.Sandbox{Namespaces: ns}
+	if sb.CgroupParent, err = s.cg.EnsurePod(ctx, p); err != nil {
+		return sb, fmt.Errorf("create cgroup of pod %s: %w", p.FullName(), err)
+	}
+	if p.Spec.HostNetwork {
+		if ip := s.net.HostIP(); ip.IsValid() {
+			sb.IP = ip.String()
+		}
+	} else {
+		ip, err := s.net.SetUp(ctx, p, ns.Net)
+		if err != nil {
+			return sb, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+		}
+		sb.IP = ip.String()
+	}
+	s.notes.address(p.Metadata.UID, sb.IP)
+	return sb, nil
 }
 
 // syncInit runs the init containers in order, each to success. Once the app
@@ -94,7 +125,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 // reports whether the app containers may run: false (with no error) while
 // an init container waits for its back-off, or when one failed under
 // restartPolicy Never, which fails the pod.
-func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Namespaces, byName map[string][]pod.RuntimeContainer, res *syncResult) (bool, error) {
+func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, byName map[string][]pod.RuntimeContainer, res *syncResult) (bool, error) {
 	if len(p.Spec.InitContainers) == 0 {
 		return true, nil
 	}
@@ -140,7 +171,7 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Names
 			id = last.ID // still running from before: wait for it
 		default:
 			var err error
-			if id, err = s.start(ctx, p, c, true, recs, ns); err != nil {
+			if id, err = s.start(ctx, p, c, true, recs, sb); err != nil {
 				return false, err
 			}
 		}
@@ -159,7 +190,7 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, ns pod.Names
 
 // syncApp keeps one app container running with the current spec, restarting
 // an exited one as the pod's restart policy says, after its back-off.
-func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, ns pod.Namespaces, recs []pod.RuntimeContainer, res *syncResult) error {
+func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, sb pod.Sandbox, recs []pod.RuntimeContainer, res *syncResult) error {
 	last := latest(recs)
 	switch {
 	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
@@ -173,7 +204,7 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, n
 	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
 		return nil
 	}
-	_, err := s.start(ctx, p, c, false, recs, ns)
+	_, err := s.start(ctx, p, c, false, recs, sb)
 	return err
 }
 
@@ -194,7 +225,7 @@ func (s *podSyncer) backedOff(p *pod.Pod, name string, last *pod.RuntimeContaine
 // container's other records, keeping only the latest if it exited with the
 // current spec (for its exit status), so a pod holds at most two containers
 // per name. A failure is noted as the container's waiting reason.
-func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, recs []pod.RuntimeContainer, ns pod.Namespaces) (string, error) {
+func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, recs []pod.RuntimeContainer, sb pod.Sandbox) (string, error) {
 	attempt := 0
 	last := latest(recs)
 	if last != nil {
@@ -211,7 +242,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 		return "", err
 	}
 	prev := s.notes.clear(p.Metadata.UID, c.Name) // the back-off it waited for is over
-	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, ns)
+	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, sb, s.cg.Container(p, c))
 	if err != nil {
 		s.notes.wait(p.Metadata.UID, c.Name, startErrorReason(err, prev), err.Error())
 		return "", err
@@ -236,8 +267,8 @@ func startErrorReason(err error, prev string) string {
 }
 
 // killPod stops every container of the pod (app containers together, each
-// with the pod's grace period), removes them, then the namespaces and what
-// was prepared for the pod.
+// with the pod's grace period), removes them, then the sandbox and what was
+// prepared for the pod.
 func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
 	if err != nil {
@@ -246,8 +277,8 @@ func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	if err := s.removeAll(ctx, p, all); err != nil {
 		return err
 	}
-	if err := s.sb.RemoveNamespaces(ctx, p.Metadata.UID); err != nil {
-		return fmt.Errorf("remove namespaces of pod %s: %w", p.FullName(), err)
+	if err := s.removeSandbox(ctx, p.Metadata.UID); err != nil {
+		return fmt.Errorf("remove sandbox of pod %s: %w", p.FullName(), err)
 	}
 	if err := s.rt.CleanupPod(ctx, p); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
@@ -255,6 +286,23 @@ func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	s.notes.forget(p.Metadata.UID)
 	s.backoff.Forget(p.Metadata.UID)
 	return nil
+}
+
+// removeSandbox undoes sandbox, in reverse order, once the pod's containers
+// are gone: its network, namespaces and cgroup. Each step runs even when an
+// earlier one failed, so one leftover does not keep the others.
+func (s *podSyncer) removeSandbox(ctx context.Context, uid string) error {
+	var errs []error
+	if err := s.net.TearDown(ctx, uid); err != nil {
+		errs = append(errs, fmt.Errorf("tear down network: %w", err))
+	}
+	if err := s.sb.RemoveNamespaces(ctx, uid); err != nil {
+		errs = append(errs, fmt.Errorf("remove namespaces: %w", err))
+	}
+	if err := s.cg.RemovePod(ctx, uid); err != nil {
+		errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // removeAll stops the given containers concurrently, then removes them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"tug/internal/pod"
@@ -230,5 +231,66 @@ func TestKillPod(t *testing.T) {
 	}
 	if l := f.takeLog(); l[len(l)-1] != "cleanup" {
 		t.Errorf("last call %q, want cleanup", l[len(l)-1])
+	}
+}
+
+func TestSyncSandbox(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name        string
+		hostNetwork bool
+		limit       int // addresses the fake network has
+		wantIP      string
+		wantErr     bool
+	}{
+		{name: "pod network", wantIP: "10.0.0.3"},
+		{name: "host network", hostNetwork: true, limit: 1, wantIP: "192.0.2.10"},
+		{name: "no free address", limit: 1, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeRuntime{}
+			net := &fakeNetwork{limit: tt.limit}
+			s := newTestSyncer(f, &fakeSandbox{})
+			s.net = net
+			// Another pod holds the first address.
+			other := testPod(pod.RestartAlways, nil, []string{"app"})
+			other.Metadata.UID = "uid-other"
+			if _, err := s.syncPod(ctx, ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			p := testPod(pod.RestartAlways, nil, []string{"app"})
+			p.Spec.HostNetwork = tt.hostNetwork
+			_, err := s.syncPod(ctx, ctx, p)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("syncPod: %v, want error %v", err, tt.wantErr)
+			}
+			n := s.notes.pods[p.Metadata.UID]
+			if n.ip != tt.wantIP {
+				t.Errorf("noted IP %q, want %q", n.ip, tt.wantIP)
+			}
+			recs, _ := f.PodContainers(ctx, p.Metadata.UID)
+			if tt.wantErr {
+				if len(recs) != 0 || !strings.Contains(n.syncErr, "set up network of pod") {
+					t.Errorf("after a network error: containers %v, sync error %q", recs, n.syncErr)
+				}
+				if others, _ := f.PodContainers(ctx, other.Metadata.UID); len(others) != 1 {
+					t.Errorf("the other pod has %d containers, want 1", len(others))
+				}
+				return
+			}
+			if len(recs) != 1 {
+				t.Errorf("%d containers, want 1", len(recs))
+			}
+			if err := s.killPod(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := net.leases[p.Metadata.UID]; ok {
+				t.Error("lease left after killPod")
+			}
+			if cg := s.cg.(*fakeCgroups); cg.pods[p.Metadata.UID] {
+				t.Error("cgroup left after killPod")
+			}
+		})
 	}
 }

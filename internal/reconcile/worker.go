@@ -22,6 +22,9 @@ type work struct {
 type syncFuncs struct {
 	sync func(ctx, wait context.Context, p *pod.Pod) (syncResult, error)
 	kill func(ctx context.Context, p *pod.Pod) error
+	// removeSandbox removes what a pod that is gone left of its sandbox
+	// (housekeeping calls it for UIDs without a worker).
+	removeSandbox func(ctx context.Context, uid string) error
 }
 
 // worker owns one pod UID. It holds at most one pending piece of work: a
