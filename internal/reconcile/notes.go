@@ -19,7 +19,7 @@ type notes struct {
 type podNotes struct {
 	waiting    map[string]pod.StateWaiting // by container name
 	syncErr    string
-	ip         string // the pod's address, once its sandbox is set up
+	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
 }
