@@ -247,6 +247,20 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 	}
 	tw.Flush()
 
+	// Why a pod cannot be set up (no free address, a missing hostPath):
+	// what kubectl describe shows as the pod's events.
+	first := true
+	for i := range pods {
+		v := &pods[i]
+		if v.Status.Message == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintf(w, "%s: %s\n", v.Metadata.Name, v.Status.Message)
+	}
 	for i, m := range broken {
 		if i == 0 {
 			fmt.Fprintln(w)

@@ -98,6 +98,33 @@ type Config struct {
 	RunOnce bool `yaml:"runonce"`
 	// RunOnceTimeout bounds how long --runonce waits. Default 5m.
 	RunOnceTimeout time.Duration `yaml:"runonce-timeout"`
+
+	// BridgeName is the Linux bridge pods are connected to. Default tug0.
+	BridgeName string `yaml:"bridge-name"`
+	// PodCIDR is the range pod addresses are leased from; the bridge holds
+	// its first address, the pods' gateway.
+	PodCIDR string `yaml:"pod-cidr"`
+	// NodeIP is the node address reported as each pod's hostIP. Default:
+	// the source address of the default route.
+	NodeIP string `yaml:"node-ip"`
+	// ResolvConf is the file pods' /etc/resolv.conf starts from ("" =
+	// none). Default /etc/resolv.conf.
+	ResolvConf string `yaml:"resolv-conf"`
+	// CgroupRoot is the cgroup every pod goes below. Default tugpods.
+	CgroupRoot string `yaml:"cgroup-root"`
+	// CgroupDriver is how cgroups are managed; only cgroupfs (tug writes
+	// them itself) for now.
+	CgroupDriver string `yaml:"cgroup-driver"`
+	// Reserved is what the pods may not use, kept for the system and tug:
+	// "cpu=500m,memory=256Mi". The root cgroup is capped at capacity minus
+	// this. Default: nothing reserved.
+	Reserved string `yaml:"reserved"`
+	// MemoryQoS sets memory.min and memory.high (cgroup v2) as the
+	// kubelet's MemoryQoS feature does. Default false.
+	MemoryQoS bool `yaml:"memory-qos"`
+	// PodPidsLimit caps the processes of each pod; -1 means no limit.
+	// Default -1.
+	PodPidsLimit int64 `yaml:"pod-pids-limit"`
 }
 
 // headerList is a repeatable string flag. The first use on the command
@@ -125,6 +152,11 @@ func (h *headerList) Set(v string) error {
 // SocketPath is the API's unix socket: <run-dir>/tug.sock.
 func (c *Config) SocketPath() string { return filepath.Join(c.RunDir, "tug.sock") }
 
+// DefaultPodCIDR is the default --pod-cidr: a private range that Docker
+// (172.17.0.0/16), Podman and CNI (10.88.0.0/16), k3s (10.42.0.0/16) and
+// flannel (10.244.0.0/16) do not use, big enough for 253 pods.
+const DefaultPodCIDR = "10.87.0.0/24"
+
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	return Config{
@@ -149,6 +181,13 @@ func Default() Config {
 		HealthzBindAddress:      "127.0.0.1",
 		HealthzPort:             10248,
 		RunOnceTimeout:          5 * time.Minute,
+
+		BridgeName:   "tug0",
+		PodCIDR:      DefaultPodCIDR,
+		ResolvConf:   "/etc/resolv.conf",
+		CgroupRoot:   "tugpods",
+		CgroupDriver: "cgroupfs",
+		PodPidsLimit: -1,
 	}
 }
 
@@ -195,6 +234,15 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "TCP port of /healthz, /readyz, /metrics (0: off)")
 	fs.BoolVar(&c.RunOnce, "runonce", c.RunOnce, "start the pods, wait until each runs or failed, print their status and exit")
 	fs.DurationVar(&c.RunOnceTimeout, "runonce-timeout", c.RunOnceTimeout, "how long --runonce waits")
+	fs.StringVar(&c.BridgeName, "bridge-name", c.BridgeName, "Linux bridge the pods are connected to")
+	fs.StringVar(&c.PodCIDR, "pod-cidr", c.PodCIDR, "IPv4 range of pod addresses (the bridge holds the first)")
+	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "node address reported as hostIP (default: source address of the default route)")
+	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf, "file pods' resolv.conf starts from (\"\": none)")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "cgroup every pod goes below")
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "cgroup driver (cgroupfs)")
+	fs.StringVar(&c.Reserved, "reserved", c.Reserved, "resources kept from the pods, e.g. cpu=500m,memory=256Mi")
+	fs.BoolVar(&c.MemoryQoS, "memory-qos", c.MemoryQoS, "set memory.min and memory.high like the kubelet's MemoryQoS (cgroup v2)")
+	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "maximum processes per pod (-1: no limit)")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -253,6 +301,29 @@ func (c *Config) Validate() error {
 	}
 	if ip := net.ParseIP(c.HealthzBindAddress); ip == nil || !ip.IsLoopback() {
 		errs = append(errs, fmt.Errorf("healthz-bind-address: %q is not a loopback address (tug has no authentication yet)", c.HealthzBindAddress))
+	}
+	if len(c.BridgeName) == 0 || len(c.BridgeName) > 15 || strings.ContainsAny(c.BridgeName, "/ \t") {
+		errs = append(errs, fmt.Errorf("bridge-name: %q is not a network interface name (1-15 characters)", c.BridgeName))
+	}
+	if _, n, err := net.ParseCIDR(c.PodCIDR); err != nil || n.IP.To4() == nil {
+		errs = append(errs, fmt.Errorf("pod-cidr: %q is not an IPv4 CIDR", c.PodCIDR))
+	} else if ones, _ := n.Mask.Size(); ones > 29 {
+		errs = append(errs, fmt.Errorf("pod-cidr: %q is smaller than a /29", c.PodCIDR))
+	}
+	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
+		errs = append(errs, fmt.Errorf("node-ip: %q is not an IP address", c.NodeIP))
+	}
+	if c.ResolvConf != "" && !filepath.IsAbs(c.ResolvConf) {
+		errs = append(errs, fmt.Errorf("resolv-conf: %q must be an absolute path", c.ResolvConf))
+	}
+	if c.CgroupRoot == "" || strings.Contains(c.CgroupRoot, "..") {
+		errs = append(errs, fmt.Errorf("cgroup-root: %q is not a cgroup name", c.CgroupRoot))
+	}
+	if c.CgroupDriver != "cgroupfs" {
+		errs = append(errs, fmt.Errorf("cgroup-driver: %q is not supported (only cgroupfs)", c.CgroupDriver))
+	}
+	if c.PodPidsLimit < -1 || c.PodPidsLimit == 0 {
+		errs = append(errs, fmt.Errorf("pod-pids-limit: %d must be positive, or -1 for no limit", c.PodPidsLimit))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
