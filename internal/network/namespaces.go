@@ -35,19 +35,31 @@ var kinds = []struct {
 type Namespaces struct {
 	dir string
 	log *slog.Logger
+	// nodeNet pins tug's own network namespace when it is not the init
+	// process's ("" otherwise), for hostNetwork pods; see Init.
+	nodeNet string
 }
 
 // NewNamespaces returns a Namespaces rooted at <runDir>/ns.
 func NewNamespaces(runDir string, log *slog.Logger) *Namespaces {
-	return &Namespaces{dir: filepath.Join(runDir, "ns"), log: log}
+	return &Namespaces{dir: filepath.Join(runDir, "ns"), log: log, nodeNet: filepath.Join(runDir, "node-net")}
 }
 
 // Init makes the namespace directory a shared mount (as `ip netns` does for
 // /run/netns), so that when a pin is unmounted the unmount also reaches the
 // copies in containers' mount namespaces and the namespace can really go.
+//
+// The node's network is the one tug runs in. When that is not the init
+// process's (tug started in a network namespace of its own, as the
+// end-to-end tests do), Init pins it at <runDir>/node-net, and hostNetwork
+// pods join it there rather than the init process's, which runc would
+// give them.
 func (n *Namespaces) Init() error {
 	if err := os.MkdirAll(n.dir, 0o700); err != nil {
 		return fmt.Errorf("create namespace dir: %w", err)
+	}
+	if err := n.pinNodeNet(); err != nil {
+		return err
 	}
 	err := unix.Mount("", n.dir, "none", unix.MS_SHARED|unix.MS_REC, "")
 	if errors.Is(err, unix.EINVAL) { // not a mount point yet
@@ -85,11 +97,49 @@ func (n *Namespaces) EnsureNamespaces(_ context.Context, p *pod.Pod) (pod.Namesp
 			return pod.Namespaces{}, fmt.Errorf("create namespaces of pod %s: %w", p.FullName(), err)
 		}
 	}
-	ns := pod.Namespaces{IPC: path("ipc")}
+	ns := pod.Namespaces{IPC: path("ipc"), Net: n.nodeNet}
 	if !p.Spec.HostNetwork {
 		ns.Net, ns.UTS = path("net"), path("uts")
 	}
 	return ns, nil
+}
+
+// pinNodeNet pins tug's network namespace at n.nodeNet if it is not the
+// init process's, and clears n.nodeNet otherwise.
+func (n *Namespaces) pinNodeNet() error {
+	own, init := nsID("/proc/self/ns/net"), nsID("/proc/1/ns/net")
+	if own == init {
+		n.nodeNet = ""
+		return nil
+	}
+	if pinned(n.nodeNet) {
+		if nsID(n.nodeNet) == own {
+			return nil
+		}
+		if err := unix.Unmount(n.nodeNet, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("unpin stale node network namespace: %w", err)
+		}
+	}
+	f, err := os.OpenFile(n.nodeNet, os.O_CREATE|os.O_RDONLY, 0o400)
+	if err != nil {
+		return fmt.Errorf("pin node network namespace: %w", err)
+	}
+	f.Close()
+	if err := unix.Mount("/proc/self/ns/net", n.nodeNet, "none", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("pin node network namespace at %s: %w", n.nodeNet, err)
+	}
+	n.log.Info("tug runs in a network namespace of its own: hostNetwork pods join it", "path", n.nodeNet)
+	return nil
+}
+
+// nsID identifies the namespace a namespace file refers to ("" if it
+// cannot be read).
+func nsID(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
 
 // RemoveNamespaces unpins and deletes every namespace of the pod. A pod with
