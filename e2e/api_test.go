@@ -293,7 +293,7 @@ spec:
 			t.Errorf("tug listens on TCP %q, want only %s", ls, want)
 		}
 		// The TCP port serves health, not the pod API.
-		resp, err := healthClient.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", port))
+		resp, err := tg.healthClient().Get(fmt.Sprintf("http://127.0.0.1:%d/pods", port))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -108,6 +108,7 @@ type tug struct {
 	imageDir    string
 	scratch     string // for temporary files that are renamed into place
 
+	netns       string // the node: the network namespace tug runs in (newNetns)
 	addr        string // containerd socket
 	ns          string // containerd namespace
 	image       string // the test image, docker.io/library/busybox:1.35
@@ -133,6 +134,7 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 	testutil.RequireRoot(t)
 	addr := testutil.RequireContainerd(t)
 	image, archive := testutil.TestImage(t)
+	testutil.RequireCommand(t, "nsenter")
 
 	base := t.TempDir()
 	tg := &tug{
@@ -144,6 +146,7 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		logsDir:     filepath.Join(base, "logs"),
 		imageDir:    filepath.Join(base, "images"),
 		scratch:     filepath.Join(base, "scratch"),
+		netns:       newNetns(t, "tug-e2e"),
 		addr:        addr,
 		ns:          testutil.Namespace(t),
 		image:       image,
@@ -188,8 +191,7 @@ func (tg *tug) Start() {
 		tg.t.Fatal("Start: tug is already running")
 	}
 	args := tg.runArgs()
-	fmt.Fprintf(tg.out, "==== %s %s\n", tugBin, strings.Join(args, " "))
-	cmd := exec.Command(tugBin, args...)
+	cmd := tg.command(context.Background(), args...)
 	cmd.Stdout, cmd.Stderr = tg.out, tg.out
 	// If the test binary dies, tug goes with it (the pods stay, like after
 	// any tug crash; the next run's cleanup does not see them, but the
@@ -205,6 +207,14 @@ func (tg *tug) Start() {
 		tg.waitErr = err
 		close(exited)
 	}(tg.exited)
+}
+
+// command returns the command that runs tug with args in the node's
+// network namespace, and logs it to tug's output. nsenter enters the
+// namespace and execs tug (no fork), so the command's process is tug.
+func (tg *tug) command(ctx context.Context, args ...string) *exec.Cmd {
+	fmt.Fprintf(tg.out, "==== nsenter --net=%s %s %s\n", tg.netns, tugBin, strings.Join(args, " "))
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + tg.netns, tugBin}, args...)...)
 }
 
 // runArgs returns the arguments of "tug run" on the test's directories,

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,8 +187,16 @@ spec:
 func urlUID(url, name string) string { return pod.UID(url, "default", staticName(name)) }
 
 // urlTug starts tug polling url every httpCheck, with more flags.
-func urlTug(t *testing.T, url string, more ...string) *tug {
-	return startTug(t, tugOpts{args: append([]string{"--manifest-url", url, "--http-check-frequency", httpCheck.String()}, more...)})
+// The URL's server, on the test's loopback, is relayed into the node.
+func urlTug(t *testing.T, rawURL string, more ...string) *tug {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startTug(t, tugOpts{
+		args:        append([]string{"--manifest-url", rawURL, "--http-check-frequency", httpCheck.String()}, more...),
+		beforeStart: func(tg *tug) { tg.relay(u.Host) },
+	})
 }
 
 // tasksOf returns the containers of the pods uids, by ID, each running its

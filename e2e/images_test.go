@@ -4,14 +4,16 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"tug/internal/testutil"
 )
 
 func TestPullFromRegistry(t *testing.T) {
-	tg := startTug(t, tugOpts{noImageArchive: true})
 	ref := testutil.RegistryImage(t)
+	registry := os.Getenv(testutil.EnvRegistry)
+	tg := startTug(t, tugOpts{noImageArchive: true, beforeStart: func(tg *tug) { tg.relay(registry) }})
 	tg.writeManifest("pull.yaml", shPod("pull", ref, idle, "      imagePullPolicy: Always\n"))
 	c := tg.waitRunning(startTimeout, "pull", "main", 0)
 

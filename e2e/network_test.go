@@ -6,20 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"tug/internal/testutil"
 )
 
 func TestHostNetworkHTTP(t *testing.T) {
 	tg := startTug(t, tugOpts{})
-	requireFreePort(t, "127.0.0.1:8080")
 	web, err := os.ReadFile(repoPath(t, "manifests/web.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +22,7 @@ func TestHostNetworkHTTP(t *testing.T) {
 	tg.writeManifest("web.yaml", string(web))
 	c := tg.waitRunning(startTimeout, "web", "httpd", 0)
 
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := tg.nodeHTTPClient() // the node is the namespace tug runs in
 	var body string
 	tg.waitFor(logTimeout, "http://127.0.0.1:8080/ to answer", func() (bool, error) {
 		resp, err := client.Get("http://127.0.0.1:8080/")
@@ -53,25 +48,14 @@ func TestHostNetworkHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := hostNS("net")
+	node, err := procNS(uint32(tg.cmd.Process.Pid), "net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != host {
-		t.Errorf("hostNetwork pod's task is in %s, want the host's %s", got, host)
+	if got != node {
+		t.Errorf("hostNetwork pod's task is in %s, want the node's (tug's) %s", got, node)
 	}
 	if _, err := os.Lstat(filepath.Join(tg.runDir, "ns", tg.uid("web"), "net")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a net namespace was pinned for a hostNetwork pod: %v", err)
 	}
-}
-
-// requireFreePort skips (fails in CI) the test when addr is taken.
-func requireFreePort(t *testing.T, addr string) {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		testutil.Missing(t, "%s is taken: %v", addr, err)
-		return
-	}
-	l.Close()
 }

@@ -100,8 +100,7 @@ func (tg *tug) runOnce() (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), runOnceTimeout)
 	defer cancel()
 	args := tg.runArgs("--runonce", "--runonce-timeout", (runOnceTimeout - 10*time.Second).String())
-	tg.out.Write([]byte("==== " + tugBin + " " + strings.Join(args, " ") + "\n"))
-	cmd := exec.CommandContext(ctx, tugBin, args...)
+	cmd := tg.command(ctx, args...)
 	var stdout strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, tg.out
 	start := time.Now()

@@ -166,14 +166,11 @@ func restartsOf(cell string) (int, error) {
 	return strconv.Atoi(n)
 }
 
-// healthClient asks /healthz with no connection reuse, so that each probe
-// is a fresh connection to the port. Its timeout is longer than tug's own
-// bound on a health check (5 s), so that a failing check is seen as tug's
-// answer.
-var healthClient = &http.Client{
-	Timeout:   6 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true},
-}
+// healthClient asks /healthz, inside the node, with no connection reuse, so
+// that each probe is a fresh connection to the port. Its timeout is longer
+// than tug's own bound on a health check (5 s), so that a failing check is
+// seen as tug's answer.
+func (tg *tug) healthClient() *http.Client { return httpClientIn(tg.netns, 6*time.Second) }
 
 // healthz asks tug's TCP health port for /healthz and returns the status
 // code and body.
@@ -181,7 +178,7 @@ func (tg *tug) healthz() (int, string, error) {
 	if tg.healthzPort == 0 {
 		return 0, "", errors.New("tug runs without a health port (set tugOpts.healthzPort)")
 	}
-	resp, err := healthClient.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", tg.healthzPort))
+	resp, err := tg.healthClient().Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", tg.healthzPort))
 	if err != nil {
 		return 0, "", err
 	}

@@ -1,0 +1,198 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tug/internal/testutil"
+)
+
+// Every tug under test runs in a network namespace of its own, the test's
+// "node": its bridge, veths and nftables rules live there, so the host's
+// own links and rules are never touched, and hostNetwork pods join it (tug
+// pins the namespace it runs in). What tug must reach on the host's
+// loopback (the test registry, a test's HTTP server) is relayed into the
+// node by relay; what the test reaches inside the node goes through
+// nodeHTTPClient or inNetns.
+
+// newNetns creates a network namespace with `ip netns add` (loopback up)
+// and deletes it when the test ends. It returns its path.
+func newNetns(t *testing.T, prefix string) string {
+	t.Helper()
+	testutil.RequireCommand(t, "ip")
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := prefix + "-" + hex.EncodeToString(b[:])
+	run(t, "ip", "netns", "add", name)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	return "/run/netns/" + name
+}
+
+// netnsName is the `ip netns` name of a namespace path from newNetns.
+func netnsName(path string) string { return strings.TrimPrefix(path, "/run/netns/") }
+
+// run runs a command and fails the test with its output if it fails.
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// inNetns runs f on an OS thread moved into the network namespace at path.
+// Sockets f creates belong to that namespace for good, whichever thread
+// uses them later. The thread goes back to the test's namespace after f; if
+// it cannot, it stays locked and ends with the goroutine.
+func inNetns(path string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer own.Close()
+		target, err := os.Open(path)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("enter %s: %w", path, err)
+			return
+		}
+		err = f()
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}
+
+// listenIn listens on addr inside the network namespace at path.
+func listenIn(t *testing.T, path, network, addr string) net.Listener {
+	t.Helper()
+	var l net.Listener
+	if err := inNetns(path, func() (err error) {
+		l, err = net.Listen(network, addr)
+		return err
+	}); err != nil {
+		t.Fatalf("listen on %s in %s: %v", addr, path, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// dialIn connects to addr from inside the network namespace at path.
+func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNetns(path, func() (err error) {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// nodeHTTPClient is an HTTP client whose connections start inside the
+// node's network namespace (for hostNetwork pods, hostPorts, /healthz).
+func (tg *tug) nodeHTTPClient() *http.Client {
+	return httpClientIn(tg.netns, 5*time.Second)
+}
+
+// httpClientIn is an HTTP client whose connections start inside the
+// network namespace at path, without connection reuse.
+func httpClientIn(path string, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return dialIn(ctx, path, network, addr)
+			},
+		},
+	}
+}
+
+// relay makes addr (host:port on the test's loopback, e.g. the test
+// registry) reachable at the same address inside the node: a listener
+// there whose connections are copied to and from addr. It stops when the
+// test ends.
+func (tg *tug) relay(addr string) {
+	t := tg.t
+	t.Helper()
+	l := listenIn(t, tg.netns, "tcp", addr)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // after the listener is closed (cleanups run last-in first-out)
+	t.Cleanup(func() { l.Close() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pipe(in, out)
+			}()
+		}
+	}()
+}
+
+// pipe copies both ways between a and b until either side is done, then
+// closes both.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src) // an error ends this connection's relay
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+	a.Close()
+	b.Close()
+}
