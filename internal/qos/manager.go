@@ -153,6 +153,9 @@ func newManager(cfg Config, mounts []mount, h host) (*Manager, error) {
 	}
 	m.allocCPU = h.milliCPU - reserved(cfg.Reserved, pod.ResourceCPU)
 	m.allocMem = h.memory - toBytes(reserved(cfg.Reserved, pod.ResourceMemory))
+	if h.pageSize > 0 {
+		m.allocMem -= m.allocMem % h.pageSize // the kernel would round it down anyway
+	}
 	if m.allocCPU <= 0 || m.allocMem <= 0 {
 		return nil, fmt.Errorf("%w: reserved %v leaves nothing of the node's %dm cpu and %d bytes of memory",
 			ErrInvalidConfig, cfg.Reserved, h.milliCPU, h.memory)
@@ -380,6 +383,10 @@ func (m *Manager) EnsurePod(ctx context.Context, p *pod.Pod) (string, error) {
 	log := m.log.With("pod", p.Metadata.Name, "uid", uid)
 	if deferred != nil && (old == nil || old.applied || old.want != want) {
 		log.Warn("qos: pod cgroup update deferred until its containers are recreated", "cgroup", dir, "err", deferred)
+	} else if deferred != nil {
+		log.Debug("qos: pod cgroup update still deferred", "cgroup", dir, "err", deferred)
+	} else if old != nil && !old.applied {
+		log.Info("qos: deferred pod cgroup update applied", "cgroup", dir)
 	}
 	for _, c := range []PodClass{Guaranteed, Burstable, BestEffort} {
 		if c == class {
