@@ -77,15 +77,15 @@ func TestLeasesAllocate(t *testing.T) {
 		wantList []string
 	}{
 		{
-			name:   "first free after the gateway",
-			prefix: "10.201.0.0/24",
-			ops:    []op{alloc("a", "10.201.0.2"), alloc("b", "10.201.0.3"), alloc("a", "10.201.0.2")},
+			name:     "first free after the gateway",
+			prefix:   "10.201.0.0/24",
+			ops:      []op{alloc("a", "10.201.0.2"), alloc("b", "10.201.0.3"), alloc("a", "10.201.0.2")},
 			wantList: []string{"a", "b"},
 		},
 		{
-			name:   "round robin: a released address is not reused at once",
-			prefix: "10.201.0.0/24",
-			ops:    []op{alloc("a", "10.201.0.2"), alloc("b", "10.201.0.3"), free("a"), alloc("c", "10.201.0.4"), alloc("a", "10.201.0.5")},
+			name:     "round robin: a released address is not reused at once",
+			prefix:   "10.201.0.0/24",
+			ops:      []op{alloc("a", "10.201.0.2"), alloc("b", "10.201.0.3"), free("a"), alloc("c", "10.201.0.4"), alloc("a", "10.201.0.5")},
 			wantList: []string{"a", "b", "c"},
 		},
 		{
@@ -252,6 +252,12 @@ func TestVethName(t *testing.T) {
 		names[n] = true
 		if uid, ok := uidFromAlias(vethAlias(tt.uid)); !ok || uid != tt.uid {
 			t.Errorf("alias round trip of %q = %q, %v", tt.uid, uid, ok)
+		}
+	}
+	for _, tt := range tests {
+		mac := podMAC(tt.uid)
+		if len(mac) != 6 || mac[0]&0x01 != 0 || mac[0]&0x02 == 0 || mac.String() != podMAC(tt.uid).String() {
+			t.Errorf("podMAC(%q) = %s: want a stable, unicast, locally administered MAC", tt.uid, mac)
 		}
 	}
 	if len(names) != len(tests) {

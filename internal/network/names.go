@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -29,6 +30,17 @@ const (
 func vethName(uid string) string {
 	sum := sha256.Sum256([]byte(uid))
 	return vethPrefix + hex.EncodeToString(sum[:])[:vethHashLen]
+}
+
+// podMAC returns the MAC of the pod's eth0: locally administered, unicast,
+// from the UID's hash. A veth made again for the same pod (after a crash,
+// or a new netns for the same UID) keeps its MAC, so the node's and other
+// pods' ARP caches, which still map the pod's address to it, stay right.
+func podMAC(uid string) net.HardwareAddr {
+	sum := sha256.Sum256([]byte("tug pod mac " + uid))
+	mac := net.HardwareAddr(sum[:6])
+	mac[0] = mac[0]&^0x01 | 0x02
+	return mac
 }
 
 // vethAlias returns the alias tug gives the host end veth of a pod.

@@ -41,7 +41,7 @@ func TestNamespacesPinAndRemove(t *testing.T) {
 			if err := n.Init(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { unix.Unmount(n.dir, unix.MNT_DETACH) })
+			t.Cleanup(func() { unpinDirs(n) })
 			p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web-node1", Namespace: "default", UID: "uid-1"}}
 			p.Spec.HostNetwork = tt.hostNetwork
 			ns, err := n.EnsureNamespaces(ctx, p)
@@ -57,8 +57,15 @@ func TestNamespacesPinAndRemove(t *testing.T) {
 					t.Errorf("%s is the host's namespace", k)
 				}
 			}
-			if tt.hostNetwork != (ns.Net == "") || tt.hostNetwork != (ns.UTS == "") || ns.IPC == "" {
-				t.Errorf("namespaces = %+v, hostNetwork %v", ns, tt.hostNetwork)
+			// A hostNetwork pod joins the network tug runs in: the host's
+			// (Net "") or, when that is not init's, as here under
+			// TestMain, the one pinned at node-net.
+			wantNet := ns.Net != ""
+			if tt.hostNetwork {
+				wantNet = ns.Net == n.nodeNet && (ns.Net == "" || inode(t, ns.Net) == inode(t, "/proc/self/ns/net"))
+			}
+			if !wantNet || tt.hostNetwork != (ns.UTS == "") || ns.IPC == "" {
+				t.Errorf("namespaces = %+v, hostNetwork %v, node network %q", ns, tt.hostNetwork, n.nodeNet)
 			}
 			// Idempotent: the same namespaces come back.
 			before := inode(t, ns.IPC)
@@ -97,7 +104,7 @@ func TestPinLeavesNoThreadInPodNamespaces(t *testing.T) {
 	if err := n.Init(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Unmount(n.dir, unix.MNT_DETACH) })
+	t.Cleanup(func() { unpinDirs(n) })
 	for i := range 30 {
 		p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "p", Namespace: "default", UID: fmt.Sprintf("uid-%d", i)}}
 		if _, err := n.EnsureNamespaces(ctx, p); err != nil {
@@ -119,5 +126,14 @@ func TestPinLeavesNoThreadInPodNamespaces(t *testing.T) {
 				t.Errorf("thread %s is in a pod's %s namespace", dir, k)
 			}
 		}
+	}
+}
+
+// unpinDirs undoes Namespaces.Init: the shared mount of the namespace dir
+// and the pin of the node's network namespace, if any.
+func unpinDirs(n *Namespaces) {
+	unix.Unmount(n.dir, unix.MNT_DETACH)
+	if n.nodeNet != "" {
+		unix.Unmount(n.nodeNet, unix.MNT_DETACH)
 	}
 }

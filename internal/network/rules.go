@@ -1,0 +1,254 @@
+package network
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"tug/internal/pod"
+)
+
+// tug's nftables layout: one table of its own, never a shared one, so that
+// nothing tug does touches another program's rules and nothing tug needs
+// is in a chain someone else flushes.
+//
+//	table ip tug {
+//		chain hostports {                # regular chain, the per-pod rules
+//			tcp dport 8080 dnat to 10.201.0.2:80     comment "tug pod <uid> tcp *:8080 dnat 10.201.0.2:80"
+//			ip daddr 192.0.2.1 udp dport 53 dnat to 10.201.0.3:53  comment "tug pod <uid> udp 192.0.2.1:53 dnat 10.201.0.3:53"
+//		}
+//		chain prerouting {               # type nat hook prerouting priority dstnat
+//			fib daddr type local jump hostports                      comment "tug hostports"
+//		}
+//		chain output {                   # type nat hook output priority dstnat
+//			ip daddr != 127.0.0.0/8 fib daddr type local jump hostports  comment "tug hostports from the node"
+//		}
+//		chain postrouting {              # type nat hook postrouting priority srcnat
+//			ip saddr <cidr> ip daddr != <cidr> masquerade            comment "tug masquerade <cidr>"
+//			ct status dnat ip saddr <cidr> ip daddr <cidr> masquerade  comment "tug hairpin <cidr>"
+//		}
+//	}
+//
+// Every rule carries a comment (nftables user data) that states everything
+// the rule does: a rule is checked by its comment, not by decoding its
+// expressions, and a pod's rules are found by the UID in theirs. The three
+// base chains hold only the fixed rules; Init rewrites one of them only
+// when its comments differ from the wanted ones (a changed CIDR), and
+// never touches hostports, so a restart leaves running pods' rules alone.
+//
+// Known gaps: a hostPort is not reachable through 127.0.0.1 (that would
+// need route_localnet), and a host firewall that drops forwarded packets
+// (a filter forward chain with policy drop, as Docker installs) must let
+// the pod CIDR through itself: an accept in tug's table cannot override a
+// drop in another table.
+const (
+	tableName        = "tug"
+	chainHostPorts   = "hostports"
+	chainPrerouting  = "prerouting"
+	chainOutput      = "output"
+	chainPostrouting = "postrouting"
+
+	// podCommentPrefix starts the comment of every per-pod rule; the UID
+	// and a space follow.
+	podCommentPrefix = "tug pod "
+)
+
+// ipsDstNAT is the conntrack status bit IPS_DST_NAT ("ct status dnat").
+const ipsDstNAT = 1 << 5
+
+// natTable returns tug's table.
+func natTable() *nftables.Table {
+	return &nftables.Table{Name: tableName, Family: nftables.TableFamilyIPv4}
+}
+
+// chains returns tug's chains in the order they must be created
+// (hostports first: the base chains jump to it).
+func chains(t *nftables.Table) []*nftables.Chain {
+	nat := func(name string, hook *nftables.ChainHook, prio *nftables.ChainPriority) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeNAT, Hooknum: hook, Priority: prio}
+	}
+	return []*nftables.Chain{
+		{Name: chainHostPorts, Table: t},
+		nat(chainPrerouting, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
+		nat(chainOutput, nftables.ChainHookOutput, nftables.ChainPriorityNATDest),
+		nat(chainPostrouting, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
+	}
+}
+
+// chainByName returns the chain of t named name (one of chains(t)).
+func chainByName(t *nftables.Table, name string) *nftables.Chain {
+	for _, c := range chains(t) {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("network: unknown chain " + name)
+}
+
+// baseRules returns the fixed rules of each base chain for the pod CIDR.
+func baseRules(t *nftables.Table, cidr netip.Prefix) map[string][]*nftables.Rule {
+	cidr = cidr.Masked()
+	local := []expr.Any{ // fib daddr type local
+		&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
+	}
+	jump := &expr.Verdict{Kind: expr.VerdictJump, Chain: chainHostPorts}
+	rule := func(chain, comment string, exprs ...expr.Any) *nftables.Rule {
+		return &nftables.Rule{Table: t, Chain: chainByName(t, chain), Exprs: exprs, UserData: commentData(comment)}
+	}
+	concat := func(parts ...[]expr.Any) []expr.Any {
+		var all []expr.Any
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return all
+	}
+	dnatStatus := []expr.Any{ // ct status dnat
+		&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: make([]byte, 4)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
+	}
+	return map[string][]*nftables.Rule{
+		chainPrerouting: {rule(chainPrerouting, "tug hostports", concat(local, []expr.Any{jump})...)},
+		chainOutput: {rule(chainOutput, "tug hostports from the node",
+			concat(matchPrefix(16, netip.MustParsePrefix("127.0.0.0/8"), false), local, []expr.Any{jump})...)},
+		chainPostrouting: {
+			rule(chainPostrouting, "tug masquerade "+cidr.String(),
+				concat(matchPrefix(12, cidr, true), matchPrefix(16, cidr, false), []expr.Any{&expr.Masq{}})...),
+			rule(chainPostrouting, "tug hairpin "+cidr.String(),
+				concat(dnatStatus, matchPrefix(12, cidr, true), matchPrefix(16, cidr, true), []expr.Any{&expr.Masq{}})...),
+		},
+	}
+}
+
+// matchPrefix matches the IPv4 header field at offset (12: saddr, 16:
+// daddr) against p ("ip saddr p", or with in false "ip saddr != p").
+func matchPrefix(offset uint32, p netip.Prefix, in bool) []expr.Any {
+	p = p.Masked()
+	op := expr.CmpOpEq
+	if !in {
+		op = expr.CmpOpNeq
+	}
+	mask := binary.BigEndian.AppendUint32(nil, ^uint32(0)<<(32-p.Bits()))
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: make([]byte, 4)},
+		&expr.Cmp{Op: op, Register: 1, Data: p.Addr().AsSlice()},
+	}
+}
+
+// hostPort is one port a pod publishes on the node.
+type hostPort struct {
+	proto    pod.Protocol
+	hostIP   netip.Addr // the zero Addr: every local address
+	hostPort uint16
+	podIP    netip.Addr
+	port     uint16
+}
+
+// comment returns the comment of the rule for hp of the pod uid; it
+// states the whole rule.
+func (hp hostPort) comment(uid string) string {
+	host := "*"
+	if hp.hostIP.IsValid() {
+		host = hp.hostIP.String()
+	}
+	return fmt.Sprintf("%s%s %s %s:%d dnat %s", podCommentPrefix, uid, strings.ToLower(string(hp.proto)),
+		host, hp.hostPort, netip.AddrPortFrom(hp.podIP, hp.port))
+}
+
+// hostPorts returns the ports the pod's app containers publish on the node
+// (hostPort != 0), in manifest order. A port with an IPv6 hostIP is
+// returned in skipped instead: the pod network is IPv4 only. An
+// unspecified hostIP ("0.0.0.0") means every address.
+func hostPorts(p *pod.Pod, podIP netip.Addr) (ports []hostPort, skipped []string) {
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.HostPort == 0 {
+				continue
+			}
+			hp := hostPort{proto: cp.Protocol, hostPort: uint16(cp.HostPort), podIP: podIP, port: uint16(cp.ContainerPort)}
+			if hp.proto == "" {
+				hp.proto = pod.ProtocolTCP
+			}
+			if cp.HostIP != "" {
+				ip, err := netip.ParseAddr(cp.HostIP)
+				if err != nil || !ip.Unmap().Is4() {
+					skipped = append(skipped, fmt.Sprintf("%s %s:%d", cp.Protocol, cp.HostIP, cp.HostPort))
+					continue
+				}
+				if ip = ip.Unmap(); !ip.IsUnspecified() {
+					hp.hostIP = ip
+				}
+			}
+			ports = append(ports, hp)
+		}
+	}
+	return ports, skipped
+}
+
+// hostPortRule returns the DNAT rule for hp of the pod uid, for the
+// hostports chain of t.
+func hostPortRule(t *nftables.Table, uid string, hp hostPort) *nftables.Rule {
+	proto := byte(unix.IPPROTO_TCP)
+	if hp.proto == pod.ProtocolUDP {
+		proto = unix.IPPROTO_UDP
+	}
+	var exprs []expr.Any
+	if hp.hostIP.IsValid() {
+		exprs = append(exprs,
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: hp.hostIP.AsSlice()})
+	}
+	exprs = append(exprs,
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(hp.hostPort)},
+		&expr.Immediate{Register: 1, Data: hp.podIP.AsSlice()},
+		&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(hp.port)},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+	)
+	return &nftables.Rule{Table: t, Chain: chainByName(t, chainHostPorts), Exprs: exprs, UserData: commentData(hp.comment(uid))}
+}
+
+// commentData encodes a rule comment as nft(8) does, so that
+// `nft list ruleset` shows it.
+func commentData(s string) []byte {
+	// type NFTNL_UDATA_RULE_COMMENT (0), length, text, NUL
+	return append([]byte{0, byte(len(s) + 1)}, append([]byte(s), 0)...)
+}
+
+// ruleComment returns the comment in a rule's user data, or "". It reads
+// the type-length-value list defensively: a rule someone else put in
+// tug's chains may carry anything.
+func ruleComment(udata []byte) string {
+	for len(udata) >= 2 {
+		typ, n := udata[0], int(udata[1])
+		if len(udata) < 2+n {
+			return ""
+		}
+		if typ == 0 {
+			return strings.TrimSuffix(string(udata[2:2+n]), "\x00")
+		}
+		udata = udata[2+n:]
+	}
+	return ""
+}
+
+// uidFromComment returns the pod UID in a per-pod rule's comment.
+func uidFromComment(comment string) (string, bool) {
+	rest, ok := strings.CutPrefix(comment, podCommentPrefix)
+	if !ok {
+		return "", false
+	}
+	uid, _, _ := strings.Cut(rest, " ")
+	return uid, checkUID(uid) == nil
+}
