@@ -25,18 +25,18 @@ import (
 // DefaultBridge is the name of the pods' bridge (--bridge-name).
 const DefaultBridge = "tug0"
 
-// DefaultCIDR is the pod network (--pod-cidr): 253 pods, far more than an
-// edge device runs. It is chosen to stay clear of the defaults a device
-// is likely to meet: podman's and containerd's CNI (10.88.0.0/16), CRI-O
-// (10.85.0.0/16), Docker (172.17.0.0/16, then 172.18-31 and 192.168/16),
-// k3s (10.42.0.0/16, 10.43.0.0/16), flannel and kubeadm's examples
-// (10.244.0.0/16), Weave (10.32.0.0/12), Kubernetes services
-// (10.96.0.0/12), carrier-grade NAT and Tailscale (100.64.0.0/10), AWS's
-// default VPC (172.31.0.0/16) and the usual home and office LANs
-// (192.168.x.0/24, 10.0.x.0/24, 10.1.x.0/24). A /24 keeps the chance of
-// a clash with a site's own 10/8 plan small; a site that does clash sets
-// --pod-cidr.
-const DefaultCIDR = "10.201.0.0/24"
+// DefaultCIDR is the pod network (--pod-cidr; config.DefaultPodCIDR has
+// the same value): 253 pods, far more than an edge device runs. It stays
+// clear of the ranges a device is likely to meet: podman's and
+// containerd's CNI default (10.88.0.0/16) and podman's further networks
+// (10.89.x.0/24), CRI-O (10.85.0.0/16), Docker (172.17.0.0/16, then
+// 172.18-31 and 192.168/16), k3s (10.42.0.0/16, 10.43.0.0/16), flannel and
+// kubeadm's examples (10.244.0.0/16), Weave (10.32.0.0/12), Kubernetes
+// services (10.96.0.0/12), carrier-grade NAT and Tailscale
+// (100.64.0.0/10) and the usual home and office LANs (192.168.x.0/24,
+// 10.0.x.0/24). A /24 keeps the chance of a clash with a site's own 10/8
+// plan small; a site that does clash sets --pod-cidr.
+const DefaultCIDR = "10.87.0.0/24"
 
 // minBits and maxBits bound the pod CIDR's prefix length: a /30 holds one
 // pod (network, gateway, pod, broadcast); a /16 holds 65533, beyond any

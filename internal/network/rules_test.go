@@ -1,0 +1,235 @@
+package network
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+
+	"tug/internal/pod"
+)
+
+func TestHostPorts(t *testing.T) {
+	ip := netip.MustParseAddr("10.87.0.5")
+	port := func(cp, hp int32, hostIP string, proto pod.Protocol) pod.ContainerPort {
+		return pod.ContainerPort{ContainerPort: cp, HostPort: hp, HostIP: hostIP, Protocol: proto}
+	}
+	tests := []struct {
+		name        string
+		containers  []pod.Container
+		init        []pod.Container
+		want        []string // comments for uid "u"
+		wantSkipped int
+	}{
+		{name: "no ports"},
+		{
+			name:       "container ports without hostPort are not published",
+			containers: []pod.Container{{Ports: []pod.ContainerPort{port(80, 0, "", pod.ProtocolTCP)}}},
+		},
+		{
+			name: "tcp and udp, several containers, manifest order",
+			containers: []pod.Container{
+				{Ports: []pod.ContainerPort{port(80, 8080, "", pod.ProtocolTCP), port(53, 5353, "", pod.ProtocolUDP)}},
+				{Ports: []pod.ContainerPort{port(443, 8443, "", "")}},
+			},
+			want: []string{
+				"tug pod u tcp *:8080 dnat 10.87.0.5:80",
+				"tug pod u udp *:5353 dnat 10.87.0.5:53",
+				"tug pod u tcp *:8443 dnat 10.87.0.5:443",
+			},
+		},
+		{
+			name: "hostIP: a node address, any address, IPv4-mapped, IPv6 skipped",
+			containers: []pod.Container{{Ports: []pod.ContainerPort{
+				port(80, 8080, "192.0.2.1", pod.ProtocolTCP),
+				port(81, 8081, "0.0.0.0", pod.ProtocolTCP),
+				port(82, 8082, "::ffff:192.0.2.1", pod.ProtocolTCP),
+				port(83, 8083, "2001:db8::1", pod.ProtocolTCP),
+				port(84, 8084, "::", pod.ProtocolTCP),
+			}}},
+			want: []string{
+				"tug pod u tcp 192.0.2.1:8080 dnat 10.87.0.5:80",
+				"tug pod u tcp *:8081 dnat 10.87.0.5:81",
+				"tug pod u tcp 192.0.2.1:8082 dnat 10.87.0.5:82",
+			},
+			wantSkipped: 2,
+		},
+		{
+			name: "init containers never publish",
+			init: []pod.Container{{Ports: []pod.ContainerPort{port(80, 8080, "", pod.ProtocolTCP)}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pod.Pod{}
+			p.Spec.Containers, p.Spec.InitContainers = tt.containers, tt.init
+			ports, skipped := hostPorts(p, ip)
+			var got []string
+			for _, hp := range ports {
+				got = append(got, hp.comment("u"))
+			}
+			if !slices.Equal(got, tt.want) || len(skipped) != tt.wantSkipped {
+				t.Errorf("hostPorts = %q, skipped %q; want %q and %d skipped", got, skipped, tt.want, tt.wantSkipped)
+			}
+		})
+	}
+}
+
+func TestHostPortRule(t *testing.T) {
+	tab := natTable()
+	tests := []struct {
+		name     string
+		hp       hostPort
+		wantLen  int
+		wantAddr bool // matches a daddr
+	}{
+		{"any address", hostPort{proto: pod.ProtocolTCP, hostPort: 8080, podIP: netip.MustParseAddr("10.87.0.5"), port: 80}, 7, false},
+		{"one address", hostPort{proto: pod.ProtocolUDP, hostIP: netip.MustParseAddr("192.0.2.1"), hostPort: 53, podIP: netip.MustParseAddr("10.87.0.5"), port: 5353}, 9, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := hostPortRule(tab, "uid-1", tt.hp)
+			if r.Chain.Name != chainHostPorts || r.Table.Name != tableName || len(r.Exprs) != tt.wantLen {
+				t.Fatalf("rule in %s/%s with %d expressions", r.Table.Name, r.Chain.Name, len(r.Exprs))
+			}
+			if c := ruleComment(r.UserData); c != tt.hp.comment("uid-1") {
+				t.Errorf("comment = %q", c)
+			}
+			if uid, ok := uidFromComment(ruleComment(r.UserData)); !ok || uid != "uid-1" {
+				t.Errorf("uid from comment = %q, %v", uid, ok)
+			}
+			nat, ok := r.Exprs[len(r.Exprs)-1].(*expr.NAT)
+			if !ok || nat.Type != expr.NATTypeDestNAT || nat.RegAddrMin != 1 || nat.RegProtoMin != 2 {
+				t.Errorf("last expression = %#v, want a DNAT from registers 1 and 2", r.Exprs[len(r.Exprs)-1])
+			}
+			imm := r.Exprs[len(r.Exprs)-3].(*expr.Immediate)
+			if a, _ := netip.AddrFromSlice(imm.Data); a != tt.hp.podIP {
+				t.Errorf("DNAT address = %v, want %s", imm.Data, tt.hp.podIP)
+			}
+			payload, isPayload := r.Exprs[0].(*expr.Payload)
+			if tt.wantAddr != (isPayload && payload.Offset == 16) {
+				t.Errorf("first expression = %#v; daddr match wanted: %v", r.Exprs[0], tt.wantAddr)
+			}
+		})
+	}
+}
+
+func TestBaseRules(t *testing.T) {
+	rules := baseRules(natTable(), netip.MustParsePrefix("10.87.0.9/24"))
+	want := map[string][]string{
+		chainPrerouting:  {"tug hostports"},
+		chainOutput:      {"tug hostports from the node"},
+		chainPostrouting: {"tug masquerade 10.87.0.0/24", "tug hairpin 10.87.0.0/24"},
+	}
+	for chain, comments := range want {
+		var got []string
+		for _, r := range rules[chain] {
+			if r.Chain.Name != chain {
+				t.Errorf("rule %q in chain %s, want %s", ruleComment(r.UserData), r.Chain.Name, chain)
+			}
+			got = append(got, ruleComment(r.UserData))
+			if _, ok := uidFromComment(ruleComment(r.UserData)); ok {
+				t.Errorf("base rule %q reads as a pod's", ruleComment(r.UserData))
+			}
+		}
+		if !slices.Equal(got, comments) {
+			t.Errorf("%s: %q, want %q", chain, got, comments)
+		}
+	}
+	if len(rules) != len(want) {
+		t.Errorf("rules for %d chains, want %d", len(rules), len(want))
+	}
+	// The masquerade excludes the pod CIDR as destination: its last
+	// comparison before the verdict is a "!=" on the masked daddr.
+	masq := rules[chainPostrouting][0].Exprs
+	if cmp, ok := masq[len(masq)-2].(*expr.Cmp); !ok || cmp.Op != expr.CmpOpNeq || netip.AddrFrom4([4]byte(cmp.Data)).String() != "10.87.0.0" {
+		t.Errorf("masquerade's daddr match = %#v", masq[len(masq)-2])
+	}
+}
+
+func TestRuleComment(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"ours", commentData("tug pod u tcp *:1 dnat 10.0.0.2:1"), "tug pod u tcp *:1 dnat 10.0.0.2:1"},
+		{"empty", nil, ""},
+		{"truncated", []byte{0, 40, 'a'}, ""},
+		{"other type first", append([]byte{7, 1, 9}, commentData("x")...), "x"},
+		{"no NUL", []byte{0, 1, 'x'}, "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ruleComment(tt.data); got != tt.want {
+				t.Errorf("ruleComment = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	for _, c := range []string{"tug hostports", "tug pod ", "tug pod bad/uid x", "other"} {
+		if uid, ok := uidFromComment(c); ok {
+			t.Errorf("uidFromComment(%q) = %q", c, uid)
+		}
+	}
+}
+
+func TestSameComments(t *testing.T) {
+	r := func(c string) *nftables.Rule { return &nftables.Rule{UserData: commentData(c)} }
+	tests := []struct {
+		name       string
+		have, want []*nftables.Rule
+		same       bool
+	}{
+		{"both empty", nil, nil, true},
+		{"any order", []*nftables.Rule{r("a"), r("b")}, []*nftables.Rule{r("b"), r("a")}, true},
+		{"one more", []*nftables.Rule{r("a"), r("a")}, []*nftables.Rule{r("a")}, false},
+		{"changed", []*nftables.Rule{r("a")}, []*nftables.Rule{r("b")}, false},
+	}
+	for _, tt := range tests {
+		if got := sameComments(tt.have, tt.want); got != tt.same {
+			t.Errorf("%s: sameComments = %v", tt.name, got)
+		}
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{name: "defaults", cfg: Config{StateDir: "/x"}},
+		{name: "slash 30", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.1.2.4/30")}},
+		{name: "no state dir", cfg: Config{}, wantErr: "state dir"},
+		{name: "ipv6", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("fd00::/64")}, wantErr: "IPv4"},
+		{name: "too small", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.0.0.0/31")}, wantErr: "/30"},
+		{name: "too big", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.0.0.0/8")}, wantErr: "/16"},
+		{name: "long bridge name", cfg: Config{StateDir: "/x", Bridge: "a-very-long-bridge"}, wantErr: "bridge"},
+		{name: "bridge name with slash", cfg: Config{StateDir: "/x", Bridge: "a/b"}, wantErr: "bridge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(tt.cfg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.cfg.Bridge == "" || !p.cfg.CIDR.IsValid() || p.log == nil || p.gw != p.cfg.CIDR.Addr().Next() {
+					t.Errorf("defaults not filled in: %+v, gateway %s", p.cfg, p.gw)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("New = %v; want ErrInvalidConfig mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+	p, _ := New(Config{StateDir: "/x"})
+	if p.cfg.CIDR.String() != DefaultCIDR || p.cfg.Bridge != DefaultBridge {
+		t.Errorf("defaults = %s %s", p.cfg.CIDR, p.cfg.Bridge)
+	}
+}
