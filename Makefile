@@ -6,7 +6,16 @@
 #   make test-unit    unit tests with the race detector: no root, no tags
 #   make test         everything CI runs: lint, test-unit, both builds, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
-#                     of scripts/testenv.sh, which is brought down afterwards
+#                     of scripts/testenv.sh, which is brought down afterwards,
+#                     then test-v2
+#   make test-v2      the cgroup tests again on a pure cgroup v2 kernel (this host
+#                     is hybrid v1): tug and the test binaries built here, run in a
+#                     QEMU guest (scripts/v2guest.sh; software emulation, a few
+#                     minutes) by scripts/v2tests.sh. Knobs: E2E_V2_RUN (which e2e
+#                     tests, default ^TestQoS), V2_TEST_TIMEOUT (per test binary),
+#                     V2G_TIMEOUT (the whole guest run, s), V2G_DIR (kernel,
+#                     binaries, runs' logs: /var/tmp/tug-v2guest). Alone:
+#                     CI=true make test-v2; check the guest: scripts/v2guest.sh selftest
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle)
@@ -28,7 +37,27 @@ TESTENV := scripts/testenv.sh
 E2E_PKGS := $(if $(wildcard e2e),./e2e/...) ./internal/...
 E2E_TIMEOUT ?= 20m
 
-.PHONY: build build-arm64 lint test-unit test e2e bench demo demo-stop testenv-up testenv-down clean
+# test-v2: where the guest finds what the host built (not under /run: the
+# guest has its own tmpfs there), and its bounds: under TCG the boot takes
+# ~10 s and a container start 1-2 s; V2_TEST_TIMEOUT is per test binary (two
+# of them), V2G_TIMEOUT (seconds) for the whole guest run.
+V2G_DIR ?= /var/tmp/tug-v2guest
+V2G_TIMEOUT ?= 900
+export V2G_DIR V2G_TIMEOUT
+V2_BIN := $(V2G_DIR)/bin
+V2_IMAGE := docker.io/library/busybox:1.35
+V2_ARCHIVE := $(V2G_DIR)/busybox.tar
+V2_TEST_TIMEOUT ?= 6m
+# The e2e tests that are about cgroups, run in the guest; the run fails if it
+# matches none. Until e2e/ has its first TestQoS test (being written), the
+# default matches nothing: test-v2 then runs E2E_V2_STANDIN instead, so that
+# the guest plumbing stays tested, and says so.
+E2E_V2_RUN ?= ^TestQoS
+E2E_V2_STANDIN := ^TestStartFromManifest$$
+# internal/qos is being written: built and run only once it exists.
+QOS_PKG := $(wildcard internal/qos)
+
+.PHONY: build build-arm64 lint test-unit test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -44,7 +73,7 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit build build-arm64 e2e
+test: lint test-unit build build-arm64 e2e test-v2
 
 # e2e: start the test environment, run the e2e suite with its env file and CI
 # passed through, print the daemons' logs on failure, and always bring the
@@ -61,6 +90,34 @@ e2e:
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc
+
+# test-v2: build on the host (no -race: TCG is slow enough), boot the guest
+# once and run scripts/v2tests.sh in it with CI and the tests' environment
+# passed through (the guest's containerd, the image archive, the prebuilt tug).
+# The guest's console, with the tests' output, streams here; on failure
+# v2guest.sh prints the guest's containerd log and where the run's files are.
+test-v2:
+	@scripts/v2guest.sh setup
+	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
+	rm -rf $(V2_BIN) && mkdir -p $(V2_BIN)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug ./agent
+	$(if $(QOS_PKG),CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/qos.test ./internal/qos)
+	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/e2e.test ./e2e
+	@run='$(value E2E_V2_RUN)'; \
+	if [ '$(origin E2E_V2_RUN)' = file ] && ! grep -qs '^func TestQoS' e2e/*_test.go; then \
+		run='$(E2E_V2_STANDIN)'; \
+		echo "test-v2: NOTE: e2e/ has no TestQoS test yet; running $$run in the guest instead"; \
+	fi; \
+	set -x; \
+	scripts/v2guest.sh run -- env \
+		CI="$${CI:-}" \
+		TUG_TEST_CONTAINERD=/run/containerd/containerd.sock \
+		TUG_TEST_IMAGE=$(V2_IMAGE) \
+		TUG_TEST_IMAGE_ARCHIVE=$(V2_ARCHIVE) \
+		TUG_TEST_BINARY=$(V2_BIN)/tug \
+		E2E_V2_RUN="$$run" \
+		V2_TEST_TIMEOUT=$(V2_TEST_TIMEOUT) \
+		scripts/v2tests.sh $(V2_BIN)
 
 bench:
 	@rc=0; \
