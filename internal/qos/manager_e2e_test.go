@@ -398,3 +398,49 @@ func TestE2ELowerQuotaDeferred(t *testing.T) {
 	}
 	checkCgroup(t, m, dir, limitsWant{quota: 50000})
 }
+
+// TestE2EMemoryQoS: on cgroup v2, memory.min of the pod (its memory
+// requests), of burstable (its pods') and of the root (guaranteed and
+// burstable pods'), and memory.min/memory.high for the container; on v1
+// the option is ignored.
+func TestE2EMemoryQoS(t *testing.T) {
+	ctx := context.Background()
+	m := realManager(t, Config{MemoryQoS: true})
+	b, err := m.EnsurePod(ctx, burstablePod("b", "100m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.EnsurePod(ctx, guaranteedPod("g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := burstablePod("b", "100m")
+	r := m.Container(bp, &bp.Spec.Containers[0])
+	if m.Version() == 1 {
+		if r.Unified != nil {
+			t.Errorf("Unified on v1: %v", r.Unified)
+		}
+		return
+	}
+	for _, tt := range []struct{ dir, want string }{
+		{b, "33554432"}, {g, "67108864"}, {m.root + "/burstable", "33554432"}, {m.root, "100663296"},
+	} {
+		if got := readCgroup(t, m, "memory", tt.dir, "memory.min"); got != tt.want {
+			t.Errorf("%s memory.min = %s, want %s", tt.dir, got, tt.want)
+		}
+	}
+	want := strconv.FormatInt(MemoryHigh(32<<20, 128<<20, m.allocMem, m.host.pageSize), 10)
+	if r.Unified["memory.min"] != "33554432" || r.Unified["memory.high"] != want || r.Unified["memory.oom.group"] != "1" {
+		t.Errorf("Unified = %v, want memory.min 33554432, memory.high %s, memory.oom.group 1", r.Unified, want)
+	}
+	// The container values are accepted by the kernel below the pod.
+	c := b + "/ctr"
+	if err := os.Mkdir(filepath.Join(m.ctrl["memory"], c), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range r.Unified {
+		if err := os.WriteFile(filepath.Join(m.ctrl["memory"], c, name), []byte(v), 0o644); err != nil {
+			t.Errorf("write %s: %v", name, err)
+		}
+	}
+}
