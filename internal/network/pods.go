@@ -86,6 +86,10 @@ type Config struct {
 // Pods is safe for concurrent use by different pods (one goroutine per
 // pod); calls for the same pod must not overlap (the pod worker serialises
 // them). IPAM allocation and nftables batches are serialised internally.
+//
+// One Pods per network namespace: the nftables table ("tug") and the veth
+// aliases are not per instance, so a second tug in the same namespace
+// would list, and tear down, the first one's pods.
 type Pods struct {
 	cfg  Config
 	gw   netip.Addr
