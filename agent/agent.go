@@ -23,6 +23,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/qos"
 	"tug/internal/reconcile"
 	"tug/internal/source"
 )
@@ -32,6 +33,8 @@ import (
 var (
 	_ reconcile.Runtime        = (*podruntime.Runtime)(nil)
 	_ reconcile.Sandbox        = (*network.Namespaces)(nil)
+	_ reconcile.Network        = (*network.Pods)(nil)
+	_ reconcile.Cgroups        = (*qos.Manager)(nil)
 	_ reconcile.ContainerCache = (*pleg.PLEG)(nil)
 	_ reconcile.Desired        = (*podconfig.Store)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
@@ -71,6 +74,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LoggerPath:      self,
 		LogMaxSize:      cfg.ContainerLogMaxSize,
 		LogMaxFiles:     cfg.ContainerLogMaxFiles,
+		ResolvConf:      cfg.ResolvConf,
 		Log:             log.With("component", "podruntime"),
 	})
 	if err != nil {
@@ -83,8 +87,23 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Warn("importing image archives", "err", err)
 	}
 
-	sandbox := network.NewNamespaces(cfg.RunDir, log.With("component", "network"))
+	netLog := log.With("component", "network")
+	sandbox := network.NewNamespaces(cfg.RunDir, netLog)
 	if err := sandbox.Init(); err != nil {
+		return err
+	}
+	podNet, err := newPodNetwork(cfg, netLog)
+	if err != nil {
+		return err
+	}
+	if err := podNet.Init(ctx); err != nil {
+		return err
+	}
+	cgroups, err := newCgroups(cfg, log.With("component", "qos"))
+	if err != nil {
+		return err
+	}
+	if err := cgroups.Init(ctx); err != nil {
 		return err
 	}
 	lifecycle := pleg.New(pleg.Config{Lister: rt, Period: cfg.PLEGRelistPeriod, Log: log.With("component", "pleg")})
@@ -100,11 +119,22 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Rescan:   cfg.FileCheckFrequency,
 		Log:      log,
 	}, store)
+	sources := []string{dir.Name()}
+	var web *source.HTTP
+	if cfg.ManifestURL != "" {
+		if web, err = newHTTPSource(cfg, hostname, store, log); err != nil {
+			return err
+		}
+		sources = append(sources, web.Name())
+	}
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
+		Network:      podNet,
+		Cgroups:      cgroups,
 		Cache:        lifecycle,
 		Desired:      store,
+		Sources:      sources,
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
@@ -125,11 +155,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return rt.WatchEvents(ctx, lifecycle.Wake)
 		},
 	}
-	if cfg.ManifestURL != "" {
-		web, err := newHTTPSource(cfg, hostname, store, log)
-		if err != nil {
-			return err
-		}
+	if web != nil {
 		view.fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
