@@ -233,6 +233,9 @@ func (tg *tug) runArgs(more ...string) []string {
 		"--sync-frequency", syncFrequency.String(),
 		"--log-level", "debug",
 		"--healthz-port", strconv.Itoa(tg.healthzPort),
+		// A cgroup root of its own: tug removes pod cgroups under its root
+		// that no pod of its own has.
+		"--cgroup-root", tg.cgroupRoot(),
 	}
 	args = append(args, tg.args...)
 	return append(args, more...)
@@ -308,6 +311,9 @@ func (tg *tug) cleanup() {
 		t.Errorf("cleanup: containerd namespace %s: %v", tg.ns, err)
 	}
 	if err := unmountUnder(tg.base); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	if err := removeCgroupTree(tg.cgroupRoot()); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
 	tg.client.Close()
