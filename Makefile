@@ -18,7 +18,8 @@
 #                     CI=true make test-v2; check the guest: scripts/v2guest.sh selftest
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
-#                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle)
+#                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
+#                     network setup per pod vs the same with ip commands (scripts/benchnet)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
 #                     (then: eval "$$(scripts/testenv.sh env)"; go test -tags e2e ./...)
@@ -127,7 +128,8 @@ bench:
 		  set -x; \
 		  $(GO) test -tags e2e -p 1 -run='^$$' -bench=. -benchmem ./internal/... && \
 		  $(GO) run ./scripts/benchstart && \
-		  $(GO) run ./scripts/benchidle ) || rc=$$?; \
+		  $(GO) run ./scripts/benchidle && \
+		  $(GO) run ./scripts/benchnet ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

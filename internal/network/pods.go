@@ -100,6 +100,9 @@ type Pods struct {
 
 	mu      sync.Mutex
 	hairpin map[string]int // uid -> ifindex of the veth whose hairpin mode is set
+
+	nodeMu    sync.Mutex
+	nodeReady bool // ensureNode has succeeded since Init
 }
 
 // New checks cfg, fills in its defaults and returns a Pods. It changes
@@ -134,15 +137,39 @@ func New(cfg Config) (*Pods, error) {
 	}, nil
 }
 
-// Init prepares the node: IPv4 forwarding on, the bridge up and holding
+// Init prepares the node if pods use it already (leases or the bridge
+// exist, after a restart): IPv4 forwarding on, the bridge up and holding
 // the gateway address (first host address of the CIDR, with the CIDR's
-// prefix length), and tug's nftables table with its base chains. It is
-// idempotent: on a restart it keeps the bridge, the pods' veths, leases
-// and hostPort rules, and recreates only what is missing. Init must run
-// before the first SetUp.
+// prefix length), and tug's nftables table with its base chains; otherwise
+// the first SetUp does. It is idempotent: on a restart it keeps the bridge,
+// the pods' veths, leases and hostPort rules, and recreates only what is
+// missing. Init must run before the first SetUp.
 func (n *Pods) Init(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	leases, err := n.ipam.list() // report a bad state dir now
+	if err != nil {
+		return err
+	}
+	_, brErr := netlink.LinkByName(n.cfg.Bridge)
+	n.nodeMu.Lock()
+	n.nodeReady = false
+	n.nodeMu.Unlock()
+	if len(leases) == 0 && isNotFound(brErr) {
+		return nil // nothing to keep: the first SetUp prepares the node
+	}
+	return n.ensureNode()
+}
+
+// ensureNode prepares the node for pods once: IPv4 forwarding on, the
+// bridge, tug's nftables table. A node that only ever runs hostNetwork
+// pods is left as it was.
+func (n *Pods) ensureNode() error {
+	n.nodeMu.Lock()
+	defer n.nodeMu.Unlock()
+	if n.nodeReady {
+		return nil
 	}
 	if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
 		return fmt.Errorf("enable IPv4 forwarding: %w", err)
@@ -159,9 +186,7 @@ func (n *Pods) Init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := n.ipam.list(); err != nil { // report a bad state dir now
-		return err
-	}
+	n.nodeReady = true
 	return nil
 }
 
@@ -292,6 +317,9 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 	}
 	if p.Spec.HostNetwork {
 		return n.HostIP(), nil
+	}
+	if err := n.ensureNode(); err != nil {
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	log := n.log.With("pod", p.Metadata.Name, "uid", uid)
 	ip, err := n.ipam.allocate(uid)

@@ -473,6 +473,11 @@ func TestExhaustion(t *testing.T) {
 // checks that nothing is left and no two pods ever held one address.
 func TestCycles(t *testing.T) {
 	tn := newTestNet(t, "10.201.0.0/24")
+	// One pod set up and torn down first, so the node (bridge, base rules)
+	// is prepared before the count.
+	first, firstPath := tn.pod("uid-first")
+	tn.setUp(tn.pods, first, firstPath)
+	must(t, tn.pods.TearDown(context.Background(), "uid-first"))
 	before := tn.state()
 	const workers, cycles = 4, 50
 	var wg sync.WaitGroup
@@ -541,4 +546,39 @@ func TestConcurrentSetUpGivesDistinctAddresses(t *testing.T) {
 	if s := tn.state(); len(s.veths) != n || len(s.rules) != n || len(s.leases) != n {
 		t.Errorf("after %d concurrent SetUps: %v", n, s)
 	}
+}
+
+// TestInitLeavesUnusedNodeAlone: a node whose pods are all hostNetwork gets
+// no bridge, no forwarding change and no table until a pod needs them.
+func TestInitLeavesUnusedNodeAlone(t *testing.T) {
+	tn := newTestNet(t, "10.202.0.0/24")
+	if _, err := netlink.LinkByName(tn.cfg.Bridge); err == nil {
+		t.Errorf("Init created bridge %s with no pod to use it", tn.cfg.Bridge)
+	}
+	host, hostPath := tn.pod("uid-host")
+	host.Spec.HostNetwork = true
+	tn.setUp(tn.pods, host, hostPath)
+	if _, err := netlink.LinkByName(tn.cfg.Bridge); err == nil {
+		t.Errorf("a hostNetwork pod made bridge %s", tn.cfg.Bridge)
+	}
+	p, path := tn.pod("uid-1")
+	tn.setUp(tn.pods, p, path)
+	if _, err := netlink.LinkByName(tn.cfg.Bridge); err != nil {
+		t.Errorf("the first pod's SetUp left no bridge: %v", err)
+	}
+	// After a restart with a lease on disk, Init prepares the node at once.
+	must(t, netlink.LinkDel(mustLink(t, tn.cfg.Bridge)))
+	tn.pods = tn.restart()
+	if _, err := netlink.LinkByName(tn.cfg.Bridge); err != nil {
+		t.Errorf("Init with a lease on disk did not recreate the bridge: %v", err)
+	}
+}
+
+func mustLink(t *testing.T, name string) netlink.Link {
+	t.Helper()
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
