@@ -108,7 +108,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(specOpts...),
-		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String())),
+		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
 	if err != nil {

@@ -125,7 +125,7 @@ func TestE2EOOMKilled(t *testing.T) {
 		containerd.WithNewSpec(oci.WithImageConfig(img),
 			oci.WithProcessArgs("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\0' a); echo survived`),
 			oci.WithMemoryLimit(16<<20)),
-		containerd.WithContainerLabels(containerLabels(p, c, false, 0, img.Target().Digest.String())),
+		containerd.WithContainerLabels(containerLabels(p, c, false, 0, img.Target().Digest.String(), "")),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
 	if err != nil {

@@ -28,6 +28,10 @@ const (
 	LabelAttempt      = labelPrefix + "container.attempt"
 	LabelRestartCount = labelPrefix + "container.restart-count"
 	LabelImageID      = labelPrefix + "image.id"
+	// LabelCgroupParent is the pod cgroup the container was created in
+	// (pod.Sandbox.CgroupParent), so that a container left in the cgroup of
+	// the pod's earlier QoS class is seen and recreated.
+	LabelCgroupParent = labelPrefix + "cgroup-parent"
 	LabelStartedAt    = labelPrefix + "started-at"
 	LabelExitCode     = labelPrefix + "exit-code"
 	LabelFinishedAt   = labelPrefix + "finished-at"
@@ -41,8 +45,9 @@ const (
 const maxIDLen = 76
 
 // containerLabels returns the identity labels of container c of pod p.
-func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID string) map[string]string {
+func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID, cgroupParent string) map[string]string {
 	return map[string]string{
+		LabelCgroupParent: cgroupParent,
 		LabelPodUID:       p.Metadata.UID,
 		LabelPodName:      p.Metadata.Name,
 		LabelPodNamespace: p.Metadata.Namespace,
@@ -76,6 +81,7 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	rc.SpecHash = labels[LabelSpecHash]
 	rc.Attempt, _ = strconv.Atoi(labels[LabelAttempt])
 	rc.ImageID = labels[LabelImageID]
+	rc.CgroupParent = labels[LabelCgroupParent]
 	rc.StartedAt = parseTime(labels[LabelStartedAt])
 	rc.OOMKilled = labels[LabelOOMKilled] == "true"
 	return true

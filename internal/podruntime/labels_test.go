@@ -84,7 +84,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 	grace := int64(7)
 	p.Spec.TerminationGracePeriodSeconds = &grace
 	c := &p.Spec.Containers[0]
-	labels := containerLabels(p, c, true, 3, "sha256:abc")
+	labels := containerLabels(p, c, true, 3, "sha256:abc", "/tugpods/podu")
 	for k := range labels {
 		if !strings.HasPrefix(k, "io.tug.") {
 			t.Errorf("label %q lacks the io.tug. prefix", k)
@@ -103,6 +103,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 		PodUID: p.Metadata.UID, PodName: "web-node1", Namespace: "default", Name: "app",
 		PodSource: "file:/etc/tug/manifests", PodGrace: 7 * time.Second,
 		Init: true, SpecHash: pod.ContainerHash(p, c), Attempt: 3, ImageID: "sha256:abc", StartedAt: started,
+		CgroupParent: "/tugpods/podu",
 	}
 	if rc != want {
 		t.Errorf("fromLabels =\n%+v, want\n%+v", rc, want)
@@ -120,7 +121,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 
 func TestRuntimeContainerState(t *testing.T) {
 	p := testPod("web-node1")
-	base := containerLabels(p, &p.Spec.Containers[0], false, 0, "sha256:abc")
+	base := containerLabels(p, &p.Spec.Containers[0], false, 0, "sha256:abc", "")
 	withLabels := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {

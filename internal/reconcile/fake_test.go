@@ -39,14 +39,14 @@ func (f *fakeRuntime) PodContainers(_ context.Context, uid string) ([]pod.Runtim
 
 func (f *fakeRuntime) PreparePod(context.Context, *pod.Pod, pod.Sandbox) error { return nil }
 
-func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, _ pod.Sandbox, _ pod.LinuxResources) (string, error) {
+func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, _ pod.LinuxResources) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextPID++
 	id := fmt.Sprintf("%s_%s_%d", p.Metadata.Name, c.Name, attempt)
 	f.containers = append(f.containers, pod.RuntimeContainer{
 		ID: id, PodUID: p.Metadata.UID, Name: c.Name, Init: init, Attempt: attempt,
-		SpecHash: pod.ContainerHash(p, c), State: pod.RunRunning, PID: f.nextPID,
+		SpecHash: pod.ContainerHash(p, c), State: pod.RunRunning, PID: f.nextPID, CgroupParent: sb.CgroupParent,
 	})
 	f.record(fmt.Sprintf("start %s/%d", c.Name, attempt))
 	return id, nil
@@ -215,8 +215,9 @@ func (n *fakeNetwork) HostIP() netip.Addr { return netip.MustParseAddr("192.0.2.
 
 // fakeCgroups remembers which pods have a cgroup.
 type fakeCgroups struct {
-	mu   sync.Mutex
-	pods map[string]bool
+	mu    sync.Mutex
+	pods  map[string]bool
+	class string // the path element of the pods' QoS class ("" or "burstable/")
 }
 
 func (c *fakeCgroups) EnsurePod(_ context.Context, p *pod.Pod) (string, error) {
@@ -226,7 +227,7 @@ func (c *fakeCgroups) EnsurePod(_ context.Context, p *pod.Pod) (string, error) {
 		c.pods = map[string]bool{}
 	}
 	c.pods[p.Metadata.UID] = true
-	return "/tugpods/pod" + p.Metadata.UID, nil
+	return "/tugpods/" + c.class + "pod" + p.Metadata.UID, nil
 }
 
 func (c *fakeCgroups) Container(*pod.Pod, *pod.Container) pod.LinuxResources {

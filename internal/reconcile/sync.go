@@ -195,6 +195,9 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 	switch {
 	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
 		// new, or changed: start replaces the old container
+	case last.State == pod.RunRunning && last.CgroupParent != "" && last.CgroupParent != sb.CgroupParent:
+		// The pod's QoS class changed with another container's resources:
+		// this one still runs in the old class's cgroup. Start moves it.
 	case last.State == pod.RunRunning:
 		s.notes.clear(p.Metadata.UID, c.Name)
 		return nil

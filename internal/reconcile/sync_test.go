@@ -294,3 +294,31 @@ func TestSyncSandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncClassChangeMovesContainers: when an edit changes the pod's QoS
+// class, the containers whose spec did not change still run in the old
+// class's cgroup; the sync recreates them in the new one.
+func TestSyncClassChangeMovesContainers(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeRuntime{}
+	s := newTestSyncer(f, &fakeSandbox{})
+	p := testPod(pod.RestartAlways, nil, []string{"app", "side"})
+	if _, err := s.syncPod(ctx, ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	before := f.running()
+	if _, err := s.syncPod(ctx, ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if again := f.running(); again["app"] != before["app"] || again["side"] != before["side"] {
+		t.Fatalf("a sync with nothing changed restarted containers: %v, then %v", before, again)
+	}
+	s.cg.(*fakeCgroups).class = "burstable/"
+	if _, err := s.syncPod(ctx, ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	after := f.running()
+	if after["app"] == before["app"] || after["side"] == before["side"] {
+		t.Errorf("PIDs before %v after %v: want both containers moved to the new class", before, after)
+	}
+}
