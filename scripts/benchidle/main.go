@@ -41,6 +41,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/scripts/internal/benchns"
 )
 
 // The containerd namespace of the benchmark, and the host name tug is given.
@@ -145,6 +146,7 @@ type bench struct {
 	dir     string
 	client  *containerd.Client
 	tug     *exec.Cmd
+	netns   *benchns.Netns // tug's network namespace, deleted when it exits
 	exited  chan struct{}
 	logPath string
 }
@@ -257,7 +259,10 @@ func (b *bench) startTug() error {
 		return err
 	}
 	defer logf.Close()
-	b.tug = exec.Command(b.o.tug, "run",
+	if b.netns, err = benchns.New("idle"); err != nil {
+		return err
+	}
+	b.tug = b.netns.Command(b.o.tug, "run",
 		"--pod-manifest-path", b.path("manifests"),
 		"--root-dir", b.path("root"),
 		"--run-dir", b.path("run"),
@@ -271,11 +276,13 @@ func (b *bench) startTug() error {
 	// Own process group: a ^C reaches tug only through teardown.
 	b.tug.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := b.tug.Start(); err != nil {
+		b.netns.Delete()
 		return fmt.Errorf("start tug: %w", err)
 	}
 	b.exited = make(chan struct{})
 	go func() {
 		_ = b.tug.Wait()
+		b.netns.Delete(b.path("run", "node-net"))
 		close(b.exited)
 	}()
 	return nil

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"tug/scripts/internal/benchns"
 )
 
 // tugProc is the tug agent under test, with its own directories.
@@ -26,6 +28,7 @@ type tugProc struct {
 	manifests string
 	staging   string // on the same file system as manifests
 	runDir    string
+	netns     *benchns.Netns // tug's network namespace, deleted when it exits
 }
 
 // buildTug builds ./agent of the module the benchmark runs in into dir.
@@ -68,7 +71,10 @@ func startTug(ctx context.Context, bin, sock, dir string) (*tugProc, error) {
 		return nil, fmt.Errorf("tug log: %w", err)
 	}
 	defer logf.Close()
-	t.cmd = exec.Command(bin, "run",
+	if t.netns, err = benchns.New("tug"); err != nil {
+		return nil, err
+	}
+	t.cmd = t.netns.Command(bin, "run",
 		"--pod-manifest-path", t.manifests,
 		"--root-dir", filepath.Join(dir, "root"),
 		"--run-dir", t.runDir,
@@ -83,10 +89,12 @@ func startTug(ctx context.Context, bin, sock, dir string) (*tugProc, error) {
 	// stop, after the last measurement.
 	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := t.cmd.Start(); err != nil {
+		t.netns.Delete()
 		return nil, fmt.Errorf("start tug: %w", err)
 	}
 	go func() {
 		_ = t.cmd.Wait()
+		t.netns.Delete(filepath.Join(t.runDir, "node-net"))
 		close(t.exited)
 	}()
 	fmt.Fprintf(os.Stderr, "benchstart: tug started (pid %d, log %s)\n", t.cmd.Process.Pid, t.logPath)
