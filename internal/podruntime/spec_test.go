@@ -3,6 +3,7 @@ package podruntime
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -304,7 +305,7 @@ func TestWithNamespacesAndHostname(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustGenerate(t, withNamespaces(tt.ns), withHostname("web"))
-			if got := nsMap(s); !mapsEqual(got, tt.want) {
+			if got := nsMap(s); !maps.Equal(got, tt.want) {
 				t.Errorf("namespaces = %v, want %v", got, tt.want)
 			}
 			if s.Hostname != tt.wantHostname {
@@ -316,18 +317,6 @@ func TestWithNamespacesAndHostname(t *testing.T) {
 	if s := mustGenerate(t, withHostname("web")); s.Hostname != "web" {
 		t.Errorf("hostname with a new UTS namespace = %q, want web", s.Hostname)
 	}
-}
-
-func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestWithMounts(t *testing.T) {

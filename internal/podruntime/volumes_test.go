@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -202,7 +203,7 @@ func TestPreparePodAndMounts(t *testing.T) {
 		"/etc/hosts":       r.hostsPath(p.Metadata.UID) + " ro",
 		"/etc/resolv.conf": r.resolvConfPath(p.Metadata.UID) + " ro",
 	}
-	if !mapsEqual(got, want) {
+	if !maps.Equal(got, want) {
 		t.Errorf("mounts =\n%v\nwant\n%v", got, want)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -339,23 +340,11 @@ func TestContainer(t *testing.T) {
 			}
 			got.OOMScoreAdj = nil
 			if got.CPUShares != tt.want.CPUShares || got.CPUQuota != tt.want.CPUQuota || got.CPUPeriod != tt.want.CPUPeriod ||
-				got.MemoryLimit != tt.want.MemoryLimit || !mapsEqual(got.Unified, tt.want.Unified) {
+				got.MemoryLimit != tt.want.MemoryLimit || !maps.Equal(got.Unified, tt.want.Unified) {
 				t.Errorf("Container =\n %+v, want\n %+v", got, tt.want)
 			}
 		})
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestInvalidUID(t *testing.T) {
