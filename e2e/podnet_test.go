@@ -353,3 +353,39 @@ func TestPodNetworkFullRange(t *testing.T) {
 		return running == 5 && strings.Count(out, "no free address") == 1, fmt.Errorf("%d running:\n%s", running, out)
 	})
 }
+
+// TestPodNetworkOrphansRemovedAtStart: what a crash left of a pod that is
+// gone (its lease, its veth) is removed once tug starts again.
+func TestPodNetworkOrphansRemovedAtStart(t *testing.T) {
+	const ghost = "00000000-0000-4000-8000-0000000000bb"
+	tg, _ := startNetTug(t)
+	tg.Stop()
+	// A crash left a veth (found by its alias) and a lease of a pod that no
+	// manifest has any more.
+	node := netnsName(tg.netns)
+	run(t, "ip", "-n", node, "link", "add", "vethghost0", "type", "veth", "peer", "name", "vethghost1")
+	run(t, "ip", "-n", node, "link", "set", "vethghost0", "alias", "tug-pod:"+ghost)
+	lease := filepath.Join(tg.rootDir, "network", "leases", "10.87.0.77")
+	if err := os.MkdirAll(filepath.Dir(lease), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lease, []byte(ghost+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg.Start()
+	tg.writeManifest("live.yaml", shPod("live", tg.image, idle))
+	tg.waitRunning(startTimeout, "live", "main", 0)
+	tg.waitFor(removeTimeout, "the ghost's lease and veth to be removed", func() (bool, error) {
+		if _, err := os.Stat(lease); err == nil {
+			return false, fmt.Errorf("lease %s is still there", lease)
+		}
+		out := run(t, "ip", "-n", node, "-o", "link", "show")
+		if strings.Contains(out, "vethghost0") {
+			return false, fmt.Errorf("veth vethghost0 is still there")
+		}
+		return true, nil
+	})
+	if s := tg.netState(); s.leases != 1 || s.veths != 1 {
+		t.Errorf("%+v: want the live pod's lease and veth only", s)
+	}
+}
