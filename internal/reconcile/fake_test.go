@@ -191,7 +191,7 @@ func (n *fakeNetwork) SetUp(_ context.Context, p *pod.Pod, _ string) (netip.Addr
 		return ip, nil
 	}
 	if n.limit > 0 && len(n.leases) >= n.limit {
-		return netip.Addr{}, errors.New("no free address")
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), errors.New("no free address"))
 	}
 	ip := netip.AddrFrom4([4]byte{10, 0, 0, byte(2 + len(n.leases))})
 	n.leases[p.Metadata.UID] = ip

@@ -58,7 +58,7 @@ type Network interface {
 	// SetUp gives the pod, in its pinned network namespace netns, an
 	// address (the same one again for the same UID), a link to the bridge,
 	// a default route and its hostPort rules, and returns the address.
-	// Idempotent.
+	// Idempotent. Its errors name the pod.
 	SetUp(ctx context.Context, p *pod.Pod, netns string) (netip.Addr, error)
 	// TearDown removes the pod's link, rules and address lease. Nothing
 	// left to remove is not an error.

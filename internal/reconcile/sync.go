@@ -110,7 +110,7 @@ func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error
 	} else {
 		ip, err := s.net.SetUp(ctx, p, ns.Net)
 		if err != nil {
-			return sb, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+			return sb, err // it names the pod already
 		}
 		sb.IP = ip.String()
 	}
