@@ -153,9 +153,36 @@ func (tg *tug) relay(addr string) {
 	t := tg.t
 	t.Helper()
 	l := listenIn(t, tg.netns, "tcp", addr)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // after the listener is closed (cleanups run last-in first-out)
-	t.Cleanup(func() { l.Close() })
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  = map[net.Conn]bool{}
+		closed bool
+	)
+	// keep registers open connections, so that the end of the test closes
+	// them (tug keeps its HTTP connections alive); false once it has.
+	keep := func(cs ...net.Conn) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range cs {
+			if closed {
+				c.Close()
+			} else {
+				conns[c] = true
+			}
+		}
+		return !closed
+	}
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		closed = true
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -168,6 +195,10 @@ func (tg *tug) relay(addr string) {
 			if err != nil {
 				in.Close()
 				continue
+			}
+			if !keep(in, out) {
+				out.Close()
+				return
 			}
 			wg.Add(1)
 			go func() {
