@@ -542,7 +542,7 @@ echo "HOSTNAME=$HOSTNAME"
 echo "mem $(grep -c ' /mem tmpfs' /proc/mounts)"
 echo "pwd $(pwd)"
 echo "user-env $GREETING"
-test -s /etc/resolv.conf -o ! -e /etc/resolv.conf && echo etc ok`)
+grep -q "10.244.0.7.*web" /etc/hosts && test -e /etc/resolv.conf && echo etc ok`)
 	ro := true
 	c := &p.Spec.Containers[0]
 	c.Env = []pod.EnvVar{{Name: "GREETING", Value: "hi"}}
@@ -559,7 +559,7 @@ test -s /etc/resolv.conf -o ! -e /etc/resolv.conf && echo etc ok`)
 		{Name: "scratch", MountPath: "/sub", SubPath: "a/b"},
 		{Name: "mem", MountPath: "/mem"},
 	}
-	if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
+	if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	id := e.start(t, p, 0, pod.Namespaces{})
