@@ -246,7 +246,14 @@ remove_pod_state() {
         d=$(awk '/^  name:/{print $2; exit}' "$f")
         [ -n "$d" ] && rm -rf /var/log/pods/default_"$d"-*
     done
-    log "removed the demo pods' namespaces, volumes and logs"
+    # What tug set up for the pod network and the pods' cgroups: the leases,
+    # the bridge (veths go with the pods' namespaces), tug's nftables table,
+    # and the cgroup tree (deepest first; runc removed the containers').
+    rm -rf /var/lib/tug/network
+    ip link del tug0 2>/dev/null || true
+    if command -v nft >/dev/null; then nft delete table ip tug 2>/dev/null || true; fi
+    find /sys/fs/cgroup -depth -type d -path '*/tugpods*' -exec rmdir {} + 2>/dev/null || true
+    log "removed the demo pods' namespaces, volumes, logs, network and cgroups"
 }
 
 stop() {
