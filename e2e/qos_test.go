@@ -67,18 +67,18 @@ func TestQoSCgroupTree(t *testing.T) {
 	tg.writeManifest("besteffort.yaml", shPod("besteffort", tg.image, idle))
 
 	tests := []struct {
-		pod, class string
-		v1, v2     map[string]string
+		pod, class, qosClass string
+		v1, v2               map[string]string
 	}{{
-		pod: "guaranteed", class: "",
+		pod: "guaranteed", class: "", qosClass: "Guaranteed",
 		v1: map[string]string{"cpu.cfs_quota_us": "50000", "cpu.cfs_period_us": "100000", "cpu.shares": "512", "memory.limit_in_bytes": "67108864"},
 		v2: map[string]string{"cpu.max": "50000 100000", "cpu.weight": "20", "memory.max": "67108864"},
 	}, {
-		pod: "burstable", class: "burstable",
+		pod: "burstable", class: "burstable", qosClass: "Burstable",
 		v1: map[string]string{"cpu.cfs_quota_us": "-1", "cpu.shares": "256", "memory.limit_in_bytes": "134217728"},
 		v2: map[string]string{"cpu.max": "max 100000", "cpu.weight": "10", "memory.max": "134217728"},
 	}, {
-		pod: "besteffort", class: "besteffort",
+		pod: "besteffort", class: "besteffort", qosClass: "BestEffort",
 		v1: map[string]string{"cpu.cfs_quota_us": "-1", "cpu.shares": "2"},
 		v2: map[string]string{"cpu.max": "max 100000", "cpu.weight": "1", "memory.max": "max"},
 	}}
@@ -101,6 +101,9 @@ func TestQoSCgroupTree(t *testing.T) {
 				t.Errorf("container cgroup %s, want .../%s", dir, wantDir)
 			}
 			cgroupWants(t, c.PID, want)
+			if v, err := tg.podView(tt.pod); err != nil || v.Status.QOSClass != tt.qosClass {
+				t.Errorf("status.qosClass = %q (%v), want %s", v.Status.QOSClass, err, tt.qosClass)
+			}
 		})
 	}
 

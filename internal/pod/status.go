@@ -52,6 +52,7 @@ type Status struct {
 	PodIP                 string            `json:"podIP,omitempty"`
 	PodIPs                []PodIP           `json:"podIPs,omitempty"`
 	StartTime             *time.Time        `json:"startTime,omitempty"`
+	QOSClass              string            `json:"qosClass,omitempty"` // Guaranteed, Burstable or BestEffort
 	InitContainerStatuses []ContainerStatus `json:"initContainerStatuses,omitempty"`
 	ContainerStatuses     []ContainerStatus `json:"containerStatuses,omitempty"`
 }

@@ -255,6 +255,10 @@ func checkUID(uid string) error {
 // hybrid host.
 func (m *Manager) Version() int { return m.lay.version }
 
+// QOSClass returns the pod's QoS class as the status reports it
+// ("Guaranteed", "Burstable" or "BestEffort").
+func (m *Manager) QOSClass(p *pod.Pod) string { return string(Class(p)) }
+
 // classDir returns the cgroup of a QoS class, relative to the hierarchy
 // root: Root itself for Guaranteed pods.
 func (m *Manager) classDir(c PodClass) string {

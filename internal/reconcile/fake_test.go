@@ -234,6 +234,8 @@ func (c *fakeCgroups) Container(*pod.Pod, *pod.Container) pod.LinuxResources {
 	return pod.LinuxResources{}
 }
 
+func (c *fakeCgroups) QOSClass(*pod.Pod) string { return "BestEffort" }
+
 func (c *fakeCgroups) RemovePod(_ context.Context, uid string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

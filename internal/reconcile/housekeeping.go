@@ -104,5 +104,8 @@ func (l *Loop) Status(p *pod.Pod) pod.Status {
 			st.HostIP = ip.String()
 		}
 	}
+	if l.cfg.Cgroups != nil {
+		st.QOSClass = l.cfg.Cgroups.QOSClass(p)
+	}
 	return st
 }

@@ -80,6 +80,8 @@ type Cgroups interface {
 	RemovePod(ctx context.Context, uid string) error
 	// List returns the UIDs that have a pod cgroup.
 	List() ([]string, error)
+	// QOSClass is the pod's QoS class, for its status.
+	QOSClass(p *pod.Pod) string
 }
 
 // ContainerCache is the PLEG's view of tug's containers (implemented by
