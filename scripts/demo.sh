@@ -250,6 +250,8 @@ remove_pod_state() {
     # the bridge (veths go with the pods' namespaces), tug's nftables table,
     # and the cgroup tree (deepest first; runc removed the containers').
     rm -rf /var/lib/tug/network
+    # The pin of the node's network namespace (made when tug's is not init's).
+    if [ -e /run/tug/node-net ]; then umount -l /run/tug/node-net 2>/dev/null || true; rm -f /run/tug/node-net; fi
     ip link del tug0 2>/dev/null || true
     if command -v nft >/dev/null; then nft delete table ip tug 2>/dev/null || true; fi
     find /sys/fs/cgroup -depth -type d -path '*/tugpods*' -exec rmdir {} + 2>/dev/null || true
