@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -213,7 +214,16 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 // died, the host rebooted), 255. A container that was never started is
 // ErrNoTask; a missing one ErrContainerNotFound.
 func (r *Runtime) WaitContainer(ctx context.Context, id string) (int, error) {
-	ctx = r.ctx(ctx)
+	code, err := r.waitContainer(r.ctx(ctx), id)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// containerd reports a deadline that passed during a call as
+		// "Unknown"; the caller's context says what really happened.
+		return 0, fmt.Errorf("wait for container %s: %w", id, ctx.Err())
+	}
+	return code, err
+}
+
+func (r *Runtime) waitContainer(ctx context.Context, id string) (int, error) {
 	cont, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("wait for container %s: %w", id, notFound(err))
