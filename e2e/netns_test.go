@@ -6,19 +6,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"tug/internal/testutil"
 )
@@ -64,47 +59,11 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// inNetns runs f on an OS thread moved into the network namespace at path.
-// Sockets f creates belong to that namespace for good, whichever thread
-// uses them later. The thread goes back to the test's namespace after f; if
-// it cannot, it stays locked and ends with the goroutine.
-func inNetns(path string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer own.Close()
-		target, err := os.Open(path)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("enter %s: %w", path, err)
-			return
-		}
-		err = f()
-		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
-}
-
 // listenIn listens on addr inside the network namespace at path.
 func listenIn(t *testing.T, path, network, addr string) net.Listener {
 	t.Helper()
 	var l net.Listener
-	if err := inNetns(path, func() (err error) {
+	if err := testutil.InNetns(path, func() (err error) {
 		l, err = net.Listen(network, addr)
 		return err
 	}); err != nil {
@@ -117,7 +76,7 @@ func listenIn(t *testing.T, path, network, addr string) net.Listener {
 // dialIn connects to addr from inside the network namespace at path.
 func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := inNetns(path, func() (err error) {
+	err := testutil.InNetns(path, func() (err error) {
 		var d net.Dialer
 		c, err = d.DialContext(ctx, network, addr)
 		return err

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,39 +164,6 @@ func (tn *testNet) setUp(p *Pods, pd *pod.Pod, path string) netip.Addr {
 	return ip
 }
 
-// inNetns runs f on a locked OS thread inside the network namespace at
-// path, then moves the thread back (or lets it die if that fails).
-// Sockets made inside stay in that namespace and can be used afterwards
-// from any goroutine.
-func inNetns(path string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		origin, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer origin.Close()
-		target, err := netns.GetFromPath(path)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- err
-			return
-		}
-		err = f()
-		if netns.Set(origin) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
-}
-
 // serve listens on addr (network "tcp" or "udp") inside the namespace at
 // path ("" for the test's own) and answers every connection or datagram
 // with the remote address it saw.
@@ -244,7 +210,7 @@ func serve(t *testing.T, path, network, addr string) {
 	if path == "" {
 		err = listen()
 	} else {
-		err = inNetns(path, listen)
+		err = testutil.InNetns(path, listen)
 	}
 	if err != nil {
 		t.Fatalf("listen on %s %s in %q: %v", network, addr, path, err)
@@ -264,7 +230,7 @@ func ask(path, network, addr string) (string, error) {
 	if path == "" {
 		err = dial()
 	} else {
-		err = inNetns(path, dial)
+		err = testutil.InNetns(path, dial)
 	}
 	if err != nil {
 		return "", err
