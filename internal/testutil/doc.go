@@ -1,8 +1,9 @@
 // Package testutil holds helpers for tug's tests: prerequisites that skip or
 // fail with a reason (RequireRoot, RequireContainerd, RequireCommand,
 // TestImage, RegistryImage), a per-test containerd namespace (Namespace), a
-// logger that writes through t.Log (Logger) and a TestMain body that builds a
-// program of the repository (RunWithBinary).
+// logger that writes through t.Log (Logger), code run inside a network
+// namespace (InNetns) and a TestMain body that builds a program of the
+// repository (RunWithBinary).
 //
 // It is test code only. It imports "testing", so it must never be imported by
 // non-test code: doing so would register the test flags in the tug binary.
