@@ -4,7 +4,10 @@
 #   make build-arm64  bin/tug-arm64
 #   make lint         gofmt, go vet (with and without the e2e tag)
 #   make test-unit    unit tests with the race detector: no root, no tags
-#   make test         everything CI runs: lint, test-unit, both builds, then the
+#   make fuzz         each fuzz target of FUZZ_TARGETS for FUZZ_TIME (20s) from its
+#                     committed corpus (testdata/fuzz/<Name>/); a crasher is
+#                     written there and fails the run
+#   make test         everything CI runs: lint, test-unit, fuzz, both builds, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
 #                     then test-v2
@@ -55,7 +58,7 @@ E2E_V2_RUN ?= ^TestQoS
 # internal/qos: built and run only where it exists (and has tests).
 QOS_PKG := $(wildcard internal/qos)
 
-.PHONY: build build-arm64 lint test-unit test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
+.PHONY: build build-arm64 lint test-unit fuzz test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -71,7 +74,18 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit build build-arm64 e2e test-v2
+test: lint test-unit fuzz build build-arm64 e2e test-v2
+
+# fuzz: the manifest decoder and the parsers of what a URL server sends, each
+# fuzzed for a bounded time (package:Target; go test -fuzz takes one at a time).
+FUZZ_TIME ?= 20s
+FUZZ_TARGETS ?= ./internal/pod:FuzzParse ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz: $$name ($$pkg) for $(FUZZ_TIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) -parallel 2 $$pkg || exit 1; \
+	done
 
 # e2e: start the test environment, run the e2e suite with its env file and CI
 # passed through, print the daemons' logs on failure, and always bring the
