@@ -47,7 +47,9 @@ func TestEnvelope(t *testing.T) {
 		t.Errorf("Fresh after notAfter: %v", err)
 	}
 
-	head := func(h string) []byte { return []byte(EnvelopeMagic + "\n" + h + "\n" + strings.Repeat("A", 86) + "==\n") }
+	head := func(h string) []byte {
+		return []byte(EnvelopeMagic + "\n" + h + "\n" + strings.Repeat("A", 86) + "==\n")
+	}
 	sum := sha256Hex(nil)
 	tests := []struct {
 		name string

@@ -568,7 +568,9 @@ func TestHTTPValidators(t *testing.T) {
 	pub := priv.Public().(ed25519.PublicKey)
 	f := newHTTPFixture(t, "", func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
 	// A 16 KiB ETag is not kept: the next request is unconditional.
-	f.srv.set(func(s *manifestServer) { s.body, s.etag = seal(t, priv, 1, manifest("web", "nginx:1")), `"`+strings.Repeat("e", 16<<10)+`"` })
+	f.srv.set(func(s *manifestServer) {
+		s.body, s.etag = seal(t, priv, 1, manifest("web", "nginx:1")), `"`+strings.Repeat("e", 16<<10)+`"`
+	})
 	f.poll()
 	f.wantPods("nginx:1")
 	if cp, _ := readCheckpoint(f.ckpt); cp.ETag != "" || f.h.acc.etag != "" {
