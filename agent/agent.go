@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -51,7 +50,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg))
+	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg.Redacted()))
 
 	hostname := cfg.HostnameOverride
 	if hostname == "" {
@@ -228,30 +227,35 @@ func (v statusView) Manifests() []pod.ManifestStatus {
 }
 
 // newHTTPSource builds the --manifest-url source. Its checkpoint lives
-// under <root-dir>/checkpoints, named by a hash of the URL.
+// under <root-dir>/checkpoints, named by a hash of the redacted URL (so a
+// rotated token keeps it).
 func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *slog.Logger) (*source.HTTP, error) {
 	header := http.Header{}
+	if cfg.ManifestURLHeaderFile != "" {
+		h, err := source.ReadHeaderFile(cfg.ManifestURLHeaderFile)
+		if err != nil {
+			return nil, err
+		}
+		header = h
+	}
 	for _, h := range cfg.ManifestURLHeader {
 		name, value, _ := strings.Cut(h, ":") // validated by config
 		header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	var key ed25519.PublicKey
-	if cfg.ManifestVerifyKey != "" {
-		data, err := os.ReadFile(cfg.ManifestVerifyKey)
-		if err != nil {
-			return nil, fmt.Errorf("manifest verify key: %w", err)
-		}
-		if key, err = source.ParsePublicKey(data); err != nil {
-			return nil, fmt.Errorf("manifest verify key %s: %w", cfg.ManifestVerifyKey, err)
-		}
+	keys, err := source.LoadPublicKeys(cfg.ManifestVerifyKey)
+	if err != nil {
+		return nil, err
 	}
-	sum := sha256.Sum256([]byte(cfg.ManifestURL))
+	sum := sha256.Sum256([]byte(source.RedactURL(cfg.ManifestURL)))
 	return source.NewHTTP(source.HTTPConfig{
 		URL:        cfg.ManifestURL,
 		Header:     header,
 		Period:     cfg.HTTPCheckFrequency,
 		CAFile:     cfg.ManifestURLCA,
-		VerifyKey:  key,
+		CAReplace:  cfg.ManifestURLCAMode == "replace",
+		ClientCert: cfg.ManifestURLClientCert,
+		ClientKey:  cfg.ManifestURLClientKey,
+		VerifyKeys: keys,
 		Checkpoint: filepath.Join(cfg.RootDir, "checkpoints", hex.EncodeToString(sum[:8])+".json"),
 		Hostname:   hostname,
 		Log:        log,
