@@ -230,7 +230,8 @@ func clientTLS(cfg HTTPConfig) (*tls.Config, error) {
 
 // checkRedirect is the client's redirect policy: at most MaxRedirects
 // hops, never from https to http, and the configured headers (and any
-// Authorization or Cookie) only to the configured scheme, host and port.
+// Authorization, Cookie or basic auth) only to the configured scheme, host
+// and port.
 func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > h.cfg.MaxRedirects {
 		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, h.cfg.MaxRedirects)
@@ -245,6 +246,7 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 		for _, name := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
 			req.Header.Del(name)
 		}
+		req.URL.User = nil // no basic auth, even one the Location names
 	}
 	return nil
 }
