@@ -58,7 +58,7 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, signUsage, "sign: -o takes one FILE")
 	}
 	now := time.Now()
-	hdr := source.EnvelopeHeader{Version: *version, NotAfter: now.Add(*expires), Nodes: nodes}
+	hdr := source.EnvelopeHeader{Version: *version, NotAfter: now.Add(*expires).Truncate(time.Second), Nodes: nodes}
 	if hdr.Version == 0 {
 		hdr.Version = uint64(now.Unix())
 	}

@@ -47,7 +47,6 @@ type answer struct {
 	// hang blocks every request until it ends (tug's timeout) or the answer
 	// is replaced (then 503).
 	hang bool
-	sig  []byte // served at <path>.sig; nil: 404
 }
 
 // manifestServer is a real HTTP server on 127.0.0.1 whose answer the test
@@ -96,15 +95,6 @@ func (s *manifestServer) counts() (full, notModified int) {
 func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a, release := s.a, s.release
-	if strings.HasSuffix(r.URL.Path, ".sig") {
-		s.mu.Unlock()
-		if a.sig == nil {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(a.sig)
-		return
-	}
 	if a.hang {
 		s.mu.Unlock()
 		select {
