@@ -91,11 +91,6 @@ type fetchError struct {
 func (e *fetchError) Error() string { return e.err.Error() }
 func (e *fetchError) Unwrap() error { return e.err }
 
-func isUnreachable(err error) bool {
-	var fe *fetchError
-	return errors.As(err, &fe) && fe.class == unreachable
-}
-
 // HTTP is the manifest URL source. Each report is one pod.Manifest whose
 // Origin.Source and Origin.File are the URL.
 //
@@ -119,7 +114,6 @@ type HTTP struct {
 	acc         accepted
 	hasAcc      bool
 	minVersion  uint64 // the highest bundle version accepted (or checkpointed)
-	reported    bool   // Set was called
 	reportedErr string // the error of the last Set; "" when it was the accepted content
 	failing     string // the error last logged; "" when ok
 	ckptErr     string // the checkpoint write error last logged
@@ -303,7 +297,7 @@ func jitter(d time.Duration) time.Duration {
 
 // start resets the state and reports the checkpoint if it is usable.
 func (h *HTTP) start(ctx context.Context) {
-	h.acc, h.hasAcc, h.reported, h.reportedErr, h.failing, h.ckptErr = accepted{}, false, false, "", "", ""
+	h.acc, h.hasAcc, h.reportedErr, h.failing, h.ckptErr = accepted{}, false, "", "", ""
 	h.minVersion = 0
 	h.mu.Lock()
 	h.st = pod.FetchStatus{}
@@ -359,17 +353,19 @@ func (h *HTTP) loadCheckpoint() (accepted, error) {
 // open checks a body and returns the manifests in it. With verify keys it
 // must be a signed bundle: verified, for this node, fresh at now (unless
 // now is zero), and not older than what was accepted. Without keys, a bare
-// body is the manifests; a bundle is unwrapped and checked the same way
-// but for its signature.
+// body is the manifests; a bundle is unwrapped and its nodes and expiry
+// checked, but its version is neither enforced nor kept (returned as 0):
+// an unauthenticated header must not set a floor that freezes the device.
 func (h *HTTP) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
-	if len(h.cfg.VerifyKeys) == 0 && !IsEnvelope(body) {
+	keys := len(h.cfg.VerifyKeys) > 0
+	if !keys && !IsEnvelope(body) {
 		return body, EnvelopeHeader{}, nil
 	}
 	env, err := ParseEnvelope(body)
 	if err != nil {
 		return nil, EnvelopeHeader{}, err
 	}
-	if len(h.cfg.VerifyKeys) > 0 {
+	if keys {
 		if err := env.Verify(h.cfg.VerifyKeys); err != nil {
 			return nil, EnvelopeHeader{}, err
 		}
@@ -382,10 +378,14 @@ func (h *HTTP) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) 
 			return nil, EnvelopeHeader{}, err
 		}
 	}
-	if env.Header.Version < h.minVersion {
-		return nil, EnvelopeHeader{}, fmt.Errorf("%w: version %d, applied %d", ErrRollback, env.Header.Version, h.minVersion)
+	hdr := env.Header
+	if !keys {
+		hdr.Version = 0
 	}
-	return env.Body, env.Header, nil
+	if hdr.Version < h.minVersion {
+		return nil, EnvelopeHeader{}, fmt.Errorf("%w: version %d, applied %d", ErrRollback, hdr.Version, h.minVersion)
+	}
+	return env.Body, hdr, nil
 }
 
 // capValidator drops an ETag or Last-Modified longer than maxValidator.
@@ -440,7 +440,6 @@ func (h *HTTP) report(ctx context.Context, err error) {
 	} else {
 		h.reportedErr = err.Error()
 	}
-	h.reported = true
 	h.sink.Set(ctx, h.url, []pod.Manifest{m})
 }
 

@@ -681,3 +681,27 @@ func TestJitter(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPBundleWithoutKeys(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	f := newHTTPFixture(t, "")
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1<<62, manifest("web", "nginx:1")) })
+	f.poll()
+	f.wantPods("nginx:1")
+	// No key: the header is not authenticated, so its version sets no floor.
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1, manifest("web", "nginx:2")) })
+	f.poll()
+	f.wantPods("nginx:2")
+	if cp, err := readCheckpoint(f.ckpt); err != nil || cp.BundleVersion != 0 {
+		t.Fatalf("checkpoint version %d, %v", cp.BundleVersion, err)
+	}
+	// Nodes and expiry still apply.
+	f.srv.set(func(s *manifestServer) {
+		s.body = sealHeader(t, priv, EnvelopeHeader{Version: 3, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"other"}}, manifest("web", "nginx:3"))
+	})
+	f.poll()
+	if st := f.h.Status(); !strings.Contains(st.Error, "other nodes") {
+		t.Fatalf("status %+v", st)
+	}
+	f.wantPods("nginx:2")
+}
