@@ -246,7 +246,17 @@ func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *sl
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(source.RedactURL(cfg.ManifestURL)))
+	checkpoint := checkpointPath(cfg.RootDir, source.RedactURL(cfg.ManifestURL))
+	// Earlier versions named it by the raw URL and wrote the raw URL in it,
+	// secrets included: it cannot be used (its URL is not the source's
+	// name) and must not stay on disk.
+	if old := checkpointPath(cfg.RootDir, cfg.ManifestURL); old != checkpoint {
+		if err := os.Remove(old); err == nil {
+			log.Info("removed the checkpoint of an earlier version, which held the URL's secrets", "path", old)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			log.Warn("cannot remove the checkpoint of an earlier version, which holds the URL's secrets", "path", old, "err", err)
+		}
+	}
 	return source.NewHTTP(source.HTTPConfig{
 		URL:        cfg.ManifestURL,
 		Header:     header,
@@ -256,10 +266,17 @@ func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *sl
 		ClientCert: cfg.ManifestURLClientCert,
 		ClientKey:  cfg.ManifestURLClientKey,
 		VerifyKeys: keys,
-		Checkpoint: filepath.Join(cfg.RootDir, "checkpoints", hex.EncodeToString(sum[:8])+".json"),
+		Checkpoint: checkpoint,
 		Hostname:   hostname,
 		Log:        log,
 	}, sink)
+}
+
+// checkpointPath is the URL source's checkpoint: <root-dir>/checkpoints/
+// <first 8 bytes of sha256(name), hex>.json.
+func checkpointPath(rootDir, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return filepath.Join(rootDir, "checkpoints", hex.EncodeToString(sum[:8])+".json")
 }
 
 // health is /healthz: the PLEG has relisted lately and containerd answers.

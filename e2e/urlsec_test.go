@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -305,7 +306,23 @@ func TestURLSecretsNeverShown(t *testing.T) {
 	if err := os.WriteFile(hdrFile, []byte("# fleet\nX-Fleet-Auth: Bearer "+bearer+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg := urlTug(t, rawURL, "--manifest-url-header", "X-Api-Key: "+apiKey, "--manifest-url-header-file", hdrFile)
+	tg := startTug(t, tugOpts{
+		args: []string{"--manifest-url", rawURL, "--http-check-frequency", httpCheck.String(),
+			"--manifest-url-header", "X-Api-Key: " + apiKey, "--manifest-url-header-file", hdrFile},
+		beforeStart: func(tg *tug) {
+			tg.relay(u.Host)
+			// What an earlier tug left: a checkpoint named by, and holding,
+			// the raw URL. It must go.
+			sum := sha256.Sum256([]byte(rawURL))
+			old := filepath.Join(tg.rootDir, "checkpoints", fmt.Sprintf("%x.json", sum[:8]))
+			if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(old, []byte(`{"version":1,"url":"`+rawURL+`"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
 	uid := urlUID(redacted, "secret")
 	tg.waitRunningUID(startTimeout, uid, "main", 0)
 	tg.checkpointFile()
