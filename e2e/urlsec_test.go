@@ -410,7 +410,7 @@ func TestURLRedirects(t *testing.T) {
 		m := mode
 		mu.Unlock()
 		switch {
-		case r.Header.Get("X-Api-Key") != apiKey:
+		case r.Header.Get("X-Api-Key") != apiKey || (r.URL.Path == "/pods.yaml" && r.URL.Query().Get("token") != apiKey):
 			http.Error(w, "no key", http.StatusUnauthorized)
 		case m == "other":
 			http.Redirect(w, r, other.URL+"/pods.yaml", http.StatusFound)
@@ -433,7 +433,8 @@ func TestURLRedirects(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: origin.Certificate().Raw}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := origin.URL + "/pods.yaml"
+	src := origin.URL + "/pods.yaml?token=" + apiKey
+	name := origin.URL + "/pods.yaml?token=xxxxx" // the source's (redacted) name
 	tg := startTug(t, tugOpts{
 		args: []string{"--manifest-url", src, "--http-check-frequency", httpCheck.String(),
 			"--manifest-url-ca", ca, "--manifest-url-header", "X-Api-Key: " + apiKey},
@@ -444,13 +445,13 @@ func TestURLRedirects(t *testing.T) {
 			}
 		},
 	})
-	uid := urlUID(src, "redir")
+	uid := urlUID(name, "redir")
 	tg.waitRunningUID(startTimeout, uid, "main", 0)
 	mu.Lock()
 	got := otherHd
 	mu.Unlock()
-	if got == nil || got.Get("X-Api-Key") != "" {
-		t.Fatalf("the redirect's other host got the custom header: %v", got)
+	if got == nil || got.Get("X-Api-Key") != "" || strings.Contains(got.Get("Referer"), apiKey) {
+		t.Fatalf("the redirect's other host got the custom header or the token: %v", got)
 	}
 	want := tg.tasksOf(uid)
 	for _, c := range []struct {
@@ -465,7 +466,7 @@ func TestURLRedirects(t *testing.T) {
 			mu.Lock()
 			mode = c.mode
 			mu.Unlock()
-			t.Logf("error shown: %s", tg.wantURLError(src, c.words...))
+			t.Logf("error shown: %s", tg.wantURLError(name, c.words...))
 			time.Sleep(4 * httpCheck)
 			if err := tg.sameTasks(want); err != nil {
 				t.Fatal(err)

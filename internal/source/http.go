@@ -223,9 +223,9 @@ func clientTLS(cfg HTTPConfig) (*tls.Config, error) {
 }
 
 // checkRedirect is the client's redirect policy: at most MaxRedirects
-// hops, never from https to http, and the configured headers (and any
-// Authorization, Cookie or basic auth) only to the configured scheme, host
-// and port.
+// hops, never from https to http, no Referer (it would carry the URL's
+// query), and the configured headers (and any Authorization, Cookie or
+// basic auth) only to the configured scheme, host and port.
 func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > h.cfg.MaxRedirects {
 		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, h.cfg.MaxRedirects)
@@ -233,6 +233,7 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: from https to %s", ErrRedirect, redactURL(req.URL))
 	}
+	req.Header.Del("Referer") // Go sets it to the previous URL, query (token) included
 	if !sameOrigin(req.URL, h.u) {
 		for name := range h.cfg.Header {
 			req.Header.Del(name)

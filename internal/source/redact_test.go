@@ -167,7 +167,7 @@ func TestHTTPRedirects(t *testing.T) {
 		headers bool // the custom headers reach the final server
 	}{
 		{"same host", ts.URL + "/pods.yaml?to=same", false, "redirects", false},
-		{"other host", strings.Replace(ts.URL, "http://", "http://fleet:pw@", 1) + "/away", true, "", false},
+		{"other host", strings.Replace(ts.URL, "http://", "http://fleet:pw@", 1) + "/away?token=" + secret, true, "", false},
 		{"https to http", tlsTS.URL + "/down", false, "https to", false},
 		{"same origin keeps headers", ts.URL + "/short", true, "", true},
 	}
@@ -191,6 +191,9 @@ func TestHTTPRedirects(t *testing.T) {
 			}
 			if tc.ok && (got.Get("X-Fleet-Token") == secret) != tc.headers {
 				t.Fatalf("headers at the final server: %v, want them: %v", got, tc.headers)
+			}
+			if tc.ok && strings.Contains(got.Get("Referer"), secret) {
+				t.Fatalf("the query went on in the Referer: %v", got)
 			}
 			if tc.ok && !tc.headers && (got.Get("Authorization") != "" || got.Get("Cookie") != "") {
 				t.Fatalf("Authorization or Cookie sent to another host: %v", got)
