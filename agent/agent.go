@@ -237,6 +237,9 @@ func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *sl
 			return nil, err
 		}
 		header = h
+		if fi, err := os.Stat(cfg.ManifestURLHeaderFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("the manifest URL header file is readable by other users; make it 0600", "file", cfg.ManifestURLHeaderFile, "mode", fi.Mode().Perm())
+		}
 	}
 	for _, h := range cfg.ManifestURLHeader {
 		name, value, _ := strings.Cut(h, ":") // validated by config
