@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -51,7 +50,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg))
+	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg.Redacted()))
 
 	hostname := cfg.HostnameOverride
 	if hostname == "" {
@@ -228,34 +227,59 @@ func (v statusView) Manifests() []pod.ManifestStatus {
 }
 
 // newHTTPSource builds the --manifest-url source. Its checkpoint lives
-// under <root-dir>/checkpoints, named by a hash of the URL.
+// under <root-dir>/checkpoints, named by a hash of the redacted URL (so a
+// rotated token keeps it).
 func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *slog.Logger) (*source.HTTP, error) {
 	header := http.Header{}
+	if cfg.ManifestURLHeaderFile != "" {
+		h, err := source.ReadHeaderFile(cfg.ManifestURLHeaderFile)
+		if err != nil {
+			return nil, err
+		}
+		header = h
+		if fi, err := os.Stat(cfg.ManifestURLHeaderFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("the manifest URL header file is readable by other users; make it 0600", "file", cfg.ManifestURLHeaderFile, "mode", fi.Mode().Perm())
+		}
+	}
 	for _, h := range cfg.ManifestURLHeader {
 		name, value, _ := strings.Cut(h, ":") // validated by config
 		header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	var key ed25519.PublicKey
-	if cfg.ManifestVerifyKey != "" {
-		data, err := os.ReadFile(cfg.ManifestVerifyKey)
-		if err != nil {
-			return nil, fmt.Errorf("manifest verify key: %w", err)
-		}
-		if key, err = source.ParsePublicKey(data); err != nil {
-			return nil, fmt.Errorf("manifest verify key %s: %w", cfg.ManifestVerifyKey, err)
+	keys, err := source.LoadPublicKeys(cfg.ManifestVerifyKey)
+	if err != nil {
+		return nil, err
+	}
+	checkpoint := checkpointPath(cfg.RootDir, source.RedactURL(cfg.ManifestURL))
+	// Earlier versions named it by the raw URL and wrote the raw URL in it,
+	// secrets included: it cannot be used (its URL is not the source's
+	// name) and must not stay on disk.
+	if old := checkpointPath(cfg.RootDir, cfg.ManifestURL); old != checkpoint {
+		if err := os.Remove(old); err == nil {
+			log.Info("removed the checkpoint of an earlier version, which held the URL's secrets", "path", old)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			log.Warn("cannot remove the checkpoint of an earlier version, which holds the URL's secrets", "path", old, "err", err)
 		}
 	}
-	sum := sha256.Sum256([]byte(cfg.ManifestURL))
 	return source.NewHTTP(source.HTTPConfig{
 		URL:        cfg.ManifestURL,
 		Header:     header,
 		Period:     cfg.HTTPCheckFrequency,
 		CAFile:     cfg.ManifestURLCA,
-		VerifyKey:  key,
-		Checkpoint: filepath.Join(cfg.RootDir, "checkpoints", hex.EncodeToString(sum[:8])+".json"),
+		CAReplace:  cfg.ManifestURLCAMode == "replace",
+		ClientCert: cfg.ManifestURLClientCert,
+		ClientKey:  cfg.ManifestURLClientKey,
+		VerifyKeys: keys,
+		Checkpoint: checkpoint,
 		Hostname:   hostname,
 		Log:        log,
 	}, sink)
+}
+
+// checkpointPath is the URL source's checkpoint: <root-dir>/checkpoints/
+// <first 8 bytes of sha256(name), hex>.json.
+func checkpointPath(rootDir, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return filepath.Join(rootDir, "checkpoints", hex.EncodeToString(sum[:8])+".json")
 }
 
 // health is /healthz: the PLEG has relisted lately and containerd answers.

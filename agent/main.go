@@ -6,7 +6,7 @@
 //	tug validate PATH...     check manifests, print file:line:col errors
 //	tug pods                 list pods and broken manifests (from the agent)
 //	tug inspect POD          print one pod and its status as YAML
-//	tug sign --key KEY FILE  sign a manifest for --manifest-verify-key
+//	tug sign --key KEY FILE  write a signed bundle for --manifest-verify-key
 //	tug version              print the version
 package main
 
@@ -77,6 +77,6 @@ const usage = `usage:
   tug validate PATH...   check manifest files or directories
   tug pods               list the pods and broken manifests of the running agent
   tug inspect POD        print one pod and its status as YAML
-  tug sign --key KEY FILE...  write FILE.sig, the ed25519 signature --manifest-verify-key checks
+  tug sign --key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks
   tug version            print the version
 `

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -49,7 +47,6 @@ type answer struct {
 	// hang blocks every request until it ends (tug's timeout) or the answer
 	// is replaced (then 503).
 	hang bool
-	sig  []byte // served at <path>.sig; nil: 404
 }
 
 // manifestServer is a real HTTP server on 127.0.0.1 whose answer the test
@@ -98,15 +95,6 @@ func (s *manifestServer) counts() (full, notModified int) {
 func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a, release := s.a, s.release
-	if strings.HasSuffix(r.URL.Path, ".sig") {
-		s.mu.Unlock()
-		if a.sig == nil {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(a.sig)
-		return
-	}
 	if a.hang {
 		s.mu.Unlock()
 		select {
@@ -144,20 +132,17 @@ func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(a.body)
 }
 
-// good returns an answer serving body with an ETag derived from it, signed
-// in the X-Tug-Signature header when priv is set.
-func good(body string, priv ed25519.PrivateKey) answer {
+// good returns an answer serving body with an ETag derived from it.
+func good(body string) answer {
 	sum := sha256.Sum256([]byte(body))
-	a := answer{body: []byte(body), etag: fmt.Sprintf(`"%x"`, sum[:8])}
-	if priv != nil {
-		a.header = sigHeader(priv, a.body)
-	}
-	return a
+	return answer{body: []byte(body), etag: fmt.Sprintf(`"%x"`, sum[:8])}
 }
 
-// sigHeader is the X-Tug-Signature header of body signed with priv.
-func sigHeader(priv ed25519.PrivateKey, body []byte) http.Header {
-	return http.Header{"X-Tug-Signature": {base64.StdEncoding.EncodeToString(ed25519.Sign(priv, body))}}
+// signedAnswer returns good's answer for the bundle of body signed by
+// "tug sign --key key more...".
+func signedAnswer(t *testing.T, key, body string, more ...string) answer {
+	t.Helper()
+	return good(string(tugSign(t, key, body, more...)))
 }
 
 // twoPods is a multi-document body: pod urla with containers a and b (b's
@@ -296,7 +281,7 @@ func healthyFetch(etag string) func(m *pod.ManifestStatus) error {
 
 func TestHTTPSourcePods(t *testing.T) {
 	image, _ := testutil.TestImage(t)
-	v1 := good(twoPods(image, "echo b-v1; "+idle), nil)
+	v1 := good(twoPods(image, "echo b-v1; "+idle))
 	srv := newManifestServer(t, v1)
 	tg := urlTug(t, srv.url)
 	uidA, uidB := urlUID(srv.url, "urla"), urlUID(srv.url, "urlb")
@@ -306,7 +291,7 @@ func TestHTTPSourcePods(t *testing.T) {
 	tg.waitAllRunning(logTimeout, []string{"urla", "urlb"})
 
 	// Change b's args only: b is recreated, a and the other pod stay.
-	v2 := good(twoPods(image, "echo b-v2; "+idle), nil)
+	v2 := good(twoPods(image, "echo b-v2; "+idle))
 	srv.set(v2)
 	b1 := tg.waitRunningUID(removeTimeout, uidA, "b", 1)
 	if b1.ID == b0.ID || b1.PID == b0.PID {
@@ -368,10 +353,12 @@ func TestHTTPSourcePods(t *testing.T) {
 
 func TestHTTPSourceBadAnswers(t *testing.T) {
 	image, _ := testutil.TestImage(t)
-	priv, pubPath := keyPair(t, t.TempDir(), "good")
-	wrong, _ := keyPair(t, t.TempDir(), "wrong")
+	keys, wrongKeys := t.TempDir(), t.TempDir()
+	_, pubPath := keyPair(t, keys, "good")
+	keyPair(t, wrongKeys, "wrong")
+	key, wrongKey := filepath.Join(keys, "good.pem"), filepath.Join(wrongKeys, "wrong.pem")
 	body := shPod("bad", image, idle)
-	ok := good(body, priv)
+	ok := signedAnswer(t, key, body, "--version", "1")
 	srv := newManifestServer(t, ok)
 	tg := urlTug(t, srv.url, "--manifest-verify-key", pubPath)
 	uid := urlUID(srv.url, "bad")
@@ -379,13 +366,13 @@ func TestHTTPSourceBadAnswers(t *testing.T) {
 	tg.waitURLManifest(fetchTimeout, srv.url, "the good content accepted", healthyFetch(ok.etag))
 	want := tg.tasksOf(uid)
 
-	signed := func(b []byte) answer { return answer{body: b, header: sigHeader(priv, b)} }
+	signed := func(b []byte) answer { return answer{body: tugSign(t, key, string(b), "--version", "2")} }
 	changed := []byte(shPod("bad", image, "echo changed; "+idle))
 	truncated := []byte(body[:strings.Index(body, `"trap`)+6]) // inside a quoted scalar
 	huge := []byte(body + "\n#" + strings.Repeat("x", 20<<20) + "\n")
 	html := []byte("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>Bad Gateway</h1><p>nginx</p></body></html>\n")
 	htmlAnswer := signed(html)
-	htmlAnswer.header.Set("Content-Type", "text/html; charset=utf-8")
+	htmlAnswer.header = http.Header{"Content-Type": {"text/html; charset=utf-8"}}
 	cases := []struct {
 		name string
 		a    answer
@@ -396,7 +383,7 @@ func TestHTTPSourceBadAnswers(t *testing.T) {
 		{"truncated YAML", signed(truncated), []string{"yaml", "parse", "line", "unexpected", "eof", "found", "decode"}},
 		{"20 MiB body", signed(huge), []string{"limit", "large", "mib", "size", "exceed", "10485760", "bytes"}},
 		{"HTML error page", htmlAnswer, []string{"html", "yaml", "parse", "unmarshal", "content-type", "cannot", "kind", "decode"}},
-		{"wrong signature", answer{body: changed, header: sigHeader(wrong, changed)}, []string{"signature"}},
+		{"wrong signature", answer{body: tugSign(t, wrongKey, string(changed), "--version", "2")}, []string{"signature"}},
 		{"hang past the timeout", answer{hang: true}, []string{"timeout", "deadline", "timed out", "canceled"}},
 	}
 	for _, c := range cases {
@@ -429,7 +416,7 @@ func TestHTTPSourceBadAnswers(t *testing.T) {
 
 func TestHTTPSourceOffline(t *testing.T) {
 	image, _ := testutil.TestImage(t)
-	srv := newManifestServer(t, good(twoPods(image, idle), nil))
+	srv := newManifestServer(t, good(twoPods(image, idle)))
 	tg := urlTug(t, srv.url)
 	uidA, uidB := urlUID(srv.url, "urla"), urlUID(srv.url, "urlb")
 	tg.waitRunningUID(startTimeout, uidA, "a", 0)
@@ -476,7 +463,7 @@ func TestHTTPSourceOffline(t *testing.T) {
 
 func TestHTTPSourceReboot(t *testing.T) {
 	image, _ := testutil.TestImage(t)
-	srv := newManifestServer(t, good(twoPods(image, idle), nil))
+	srv := newManifestServer(t, good(twoPods(image, idle)))
 	tg := urlTug(t, srv.url)
 	uidA, uidB := urlUID(srv.url, "urla"), urlUID(srv.url, "urlb")
 	tg.waitRunningUID(startTimeout, uidA, "a", 0)
@@ -595,60 +582,28 @@ func TestSignedManifests(t *testing.T) {
 	keyPath := filepath.Join(dir, "k.pem")
 	keyPair(t, dir, "other")
 	otherPath := filepath.Join(dir, "other.pem")
-	pubPEM, err := os.ReadFile(pubPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(pubPEM)
-	pubAny, err := x509.ParsePKIXPublicKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := pubAny.(ed25519.PublicKey)
-
-	// sign writes body into a file, signs it with tug sign and returns
-	// the signature file's content.
-	n := 0
-	sign := func(key, body string) []byte {
-		t.Helper()
-		n++
-		f := filepath.Join(dir, fmt.Sprintf("body%d.yaml", n))
-		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(tugBin, "sign", "--key", key, f).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tug sign --key %s %s: %v\n%s", key, f, err, out)
-		}
-		sig, err := os.ReadFile(f + ".sig")
-		if err != nil {
-			t.Fatalf("tug sign wrote no %s.sig: %v", f, err)
-		}
-		return sig
-	}
-	withSig := func(body string, sig []byte) answer { a := good(body, nil); a.sig = sig; return a }
 
 	v1 := shPod("signed", image, "echo v1; "+idle)
-	sig1 := sign(keyPath, v1)
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(sig1)))
-	if err != nil || !ed25519.Verify(pub, []byte(v1), raw) {
-		t.Fatalf("tug sign's %q is not the base64 of an ed25519 signature of the file by the key (%v)", sig1, err)
+	a1 := signedAnswer(t, keyPath, v1, "--version", "1")
+	if !strings.HasPrefix(string(a1.body), "tug-envelope-v1\n") || !strings.HasSuffix(string(a1.body), v1) {
+		t.Fatalf("tug sign wrote no bundle of the file:\n%s", a1.body)
 	}
-	srv := newManifestServer(t, withSig(v1, sig1))
+	srv := newManifestServer(t, a1)
 	tg := urlTug(t, srv.url, "--manifest-verify-key", pubPath)
 	uid := urlUID(srv.url, "signed")
 	tg.waitRunningUID(startTimeout, uid, "main", 0)
-	tg.waitURLManifest(fetchTimeout, srv.url, "the signed content accepted", healthyFetch(withSig(v1, nil).etag))
+	tg.waitURLManifest(fetchTimeout, srv.url, "the signed content accepted", healthyFetch(a1.etag))
 	want := tg.tasksOf(uid)
 
 	v2 := shPod("signed", image, "echo v2; "+idle)
+	swapped := answer{body: append(a1.body[:len(a1.body)-len(v1):len(a1.body)-len(v1)], v2...)}
 	for _, c := range []struct {
 		name string
 		a    answer
 	}{
-		{"unsigned", withSig(v2, nil)},
-		{"signed by another key", withSig(v2, sign(otherPath, v2))},
-		{"signature of other content", withSig(v2, sig1)},
+		{"unsigned", good(v2)},
+		{"signed by another key", signedAnswer(t, otherPath, v2, "--version", "2")},
+		{"signature of other content", swapped},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tg := tg.forTest(t)
@@ -661,7 +616,7 @@ func TestSignedManifests(t *testing.T) {
 			})
 			msg := manifestError(&m)
 			t.Logf("error shown: %s", msg)
-			if !strings.Contains(strings.ToLower(msg), "signature") {
+			if !strings.Contains(strings.ToLower(msg), "sign") {
 				t.Errorf("the error %q does not name the signature", msg)
 			}
 			time.Sleep(4 * httpCheck)
@@ -672,9 +627,10 @@ func TestSignedManifests(t *testing.T) {
 	}
 
 	// Signed properly, the new content is accepted.
-	srv.set(withSig(v2, sign(keyPath, v2)))
+	a2 := signedAnswer(t, keyPath, v2, "--version", "2")
+	srv.set(a2)
 	tg.waitRunningUID(removeTimeout, uid, "main", 1)
-	tg.waitURLManifest(fetchTimeout, srv.url, "the signed v2 accepted", healthyFetch(withSig(v2, nil).etag))
+	tg.waitURLManifest(fetchTimeout, srv.url, "the signed v2 accepted", healthyFetch(a2.etag))
 }
 
 // keyPair writes an ed25519 key pair as openssl writes them: <name>.pem

@@ -29,17 +29,31 @@ type Config struct {
 	// ManifestURL is a URL polled for pod manifests ("" = none).
 	ManifestURL string `yaml:"manifest-url"`
 	// ManifestURLHeader holds "Name:Value" headers sent with every request
-	// to ManifestURL (repeatable flag).
+	// to ManifestURL (repeatable flag). Their values are never logged.
 	ManifestURLHeader []string `yaml:"manifest-url-header"`
+	// ManifestURLHeaderFile is a file (mode 0600) of "Name: Value" lines
+	// sent as headers with every request to ManifestURL, so that secrets
+	// stay off the command line ("" = none).
+	ManifestURLHeaderFile string `yaml:"manifest-url-header-file"`
 	// HTTPCheckFrequency is how often ManifestURL is polled (with ±10%
 	// jitter). Default 20s.
 	HTTPCheckFrequency time.Duration `yaml:"http-check-frequency"`
 	// ManifestURLCA is a PEM file of CA certificates trusted for
 	// ManifestURL besides the system roots ("" = system roots only).
 	ManifestURLCA string `yaml:"manifest-url-ca"`
-	// ManifestVerifyKey is an ed25519 public key (PEM) that must have signed
-	// ManifestURL's content ("" = no check).
-	ManifestVerifyKey string `yaml:"manifest-verify-key"`
+	// ManifestURLCAMode is append (ManifestURLCA is trusted besides the
+	// system roots) or replace (only ManifestURLCA is trusted). Default
+	// append.
+	ManifestURLCAMode string `yaml:"manifest-url-ca-mode"`
+	// ManifestURLClientCert and ManifestURLClientKey are PEM files of the
+	// TLS client certificate presented to ManifestURL (both or neither).
+	ManifestURLClientCert string `yaml:"manifest-url-client-cert"`
+	ManifestURLClientKey  string `yaml:"manifest-url-client-key"`
+	// ManifestVerifyKey lists ed25519 public keys (PEM files, or
+	// directories of *.pem files); when set, ManifestURL must serve a
+	// signed bundle that one of them verifies (repeatable flag; a single
+	// string in the config file works too).
+	ManifestVerifyKey StringList `yaml:"manifest-verify-key"`
 	// FileCheckFrequency is the safety-net rescan period of the manifest
 	// directory (inotify does the fast path). Default 20s.
 	FileCheckFrequency time.Duration `yaml:"file-check-frequency"`
@@ -127,6 +141,24 @@ type Config struct {
 	PodPidsLimit int64 `yaml:"pod-pids-limit"`
 }
 
+// StringList is a list of strings that a YAML config file may also give
+// as a single string.
+type StringList []string
+
+// UnmarshalYAML accepts a scalar or a sequence.
+func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = StringList{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*l = list
+	return nil
+}
+
 // headerList is a repeatable string flag. The first use on the command
 // line replaces what the config file gave; later uses add to it.
 type headerList struct {
@@ -173,6 +205,7 @@ func Default() Config {
 		ContainerLogMaxSize:  10 << 20,
 		ContainerLogMaxFiles: 5,
 		LogLevel:             "info",
+		ManifestURLCAMode:    "append",
 
 		PLEGRelistPeriod:        time.Second,
 		CrashLoopBackOffInitial: 10 * time.Second,
@@ -211,8 +244,12 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ManifestURL, "manifest-url", c.ManifestURL, "URL polled for pod manifests")
 	fs.Var(&headerList{list: &c.ManifestURLHeader}, "manifest-url-header", "Name:Value header for --manifest-url requests (repeatable)")
 	fs.DurationVar(&c.HTTPCheckFrequency, "http-check-frequency", c.HTTPCheckFrequency, "polling period of --manifest-url")
+	fs.StringVar(&c.ManifestURLHeaderFile, "manifest-url-header-file", c.ManifestURLHeaderFile, "file of \"Name: Value\" header lines for --manifest-url requests (keep it 0600)")
 	fs.StringVar(&c.ManifestURLCA, "manifest-url-ca", c.ManifestURLCA, "PEM file of CA certificates for --manifest-url")
-	fs.StringVar(&c.ManifestVerifyKey, "manifest-verify-key", c.ManifestVerifyKey, "ed25519 public key (PEM) that must sign --manifest-url's content")
+	fs.StringVar(&c.ManifestURLCAMode, "manifest-url-ca-mode", c.ManifestURLCAMode, "append: --manifest-url-ca adds to the system roots; replace: only it is trusted")
+	fs.StringVar(&c.ManifestURLClientCert, "manifest-url-client-cert", c.ManifestURLClientCert, "PEM client certificate presented to --manifest-url (mTLS)")
+	fs.StringVar(&c.ManifestURLClientKey, "manifest-url-client-key", c.ManifestURLClientKey, "PEM key of --manifest-url-client-cert")
+	fs.Var(&headerList{list: (*[]string)(&c.ManifestVerifyKey)}, "manifest-verify-key", "ed25519 public key (PEM file, or a directory of *.pem) whose signed bundle --manifest-url must serve (repeatable: any one verifies)")
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "rescan period of the manifest directory")
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the full resync of every pod")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "state directory")
@@ -258,13 +295,26 @@ func (c *Config) Validate() error {
 	}
 	if c.ManifestURL != "" {
 		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("manifest-url: %q is not an http or https URL", c.ManifestURL))
+			errs = append(errs, fmt.Errorf("manifest-url: %q is not an http or https URL", RedactURL(c.ManifestURL)))
 		}
 	}
-	for _, h := range c.ManifestURLHeader {
+	for i, h := range c.ManifestURLHeader {
 		if name, _, ok := strings.Cut(h, ":"); !ok || strings.TrimSpace(name) == "" {
-			errs = append(errs, fmt.Errorf("manifest-url-header: %q is not Name:Value", h))
+			// Not echoed: it may be a secret pasted without its name.
+			errs = append(errs, fmt.Errorf("manifest-url-header: entry %d is not Name:Value", i+1))
 		}
+	}
+	switch c.ManifestURLCAMode {
+	case "append":
+	case "replace":
+		if c.ManifestURLCA == "" {
+			errs = append(errs, fmt.Errorf("manifest-url-ca-mode: replace needs manifest-url-ca"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("manifest-url-ca-mode: %q is not append or replace", c.ManifestURLCAMode))
+	}
+	if (c.ManifestURLClientCert == "") != (c.ManifestURLClientKey == "") {
+		errs = append(errs, fmt.Errorf("manifest-url-client-cert, manifest-url-client-key: give both or neither"))
 	}
 	if c.HTTPCheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("http-check-frequency: must be positive"))
@@ -331,6 +381,49 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
+}
+
+// Redacted returns a copy of c that may be logged: the manifest URL's
+// user information and query values and the headers' values are replaced
+// by "xxxxx".
+func (c Config) Redacted() Config {
+	c.ManifestURL = RedactURL(c.ManifestURL)
+	hdrs := make([]string, len(c.ManifestURLHeader))
+	for i, h := range c.ManifestURLHeader {
+		name, _, _ := strings.Cut(h, ":")
+		hdrs[i] = name + ": xxxxx"
+	}
+	c.ManifestURLHeader = hdrs
+	return c
+}
+
+// RedactURL returns rawURL with its user information and query values
+// replaced by "xxxxx" and its fragment dropped (as the URL source names
+// itself); "" stays "".
+func RedactURL(rawURL string) string {
+	if rawURL == "" {
+		return ""
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			if k, _, ok := strings.Cut(p, "="); ok {
+				parts[i] = k + "=xxxxx"
+			} else if p != "" {
+				parts[i] = "xxxxx"
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
+	u.ForceQuery, u.Fragment, u.RawFragment = false, "", ""
+	return u.String()
 }
 
 // Parse builds the configuration from the command line of "tug run":

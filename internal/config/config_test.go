@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,10 @@ func TestParsePrecedence(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("pod-manifest-pth: /x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	keys1 := filepath.Join(dir, "k1.yaml")
+	keys2 := filepath.Join(dir, "k2.yaml")
+	os.WriteFile(keys1, []byte("manifest-verify-key: /k/a.pem\nmanifest-url-ca: /ca.pem\nmanifest-url-ca-mode: replace\n"), 0o600)
+	os.WriteFile(keys2, []byte("manifest-verify-key: [/k/a.pem, /k/dir]\n"), 0o600)
 	tests := []struct {
 		name    string
 		args    []string
@@ -45,6 +50,19 @@ func TestParsePrecedence(t *testing.T) {
 			return c.RootDir == "/flag/root"
 		}, ""},
 		{"unknown key in file", []string{"--config", bad}, nil, "pod-manifest-pth"},
+		{"one verify key in the file", []string{"--config", keys1}, func(c Config) bool {
+			return slices.Equal(c.ManifestVerifyKey, []string{"/k/a.pem"}) && c.ManifestURLCAMode == "replace"
+		}, ""},
+		{"verify keys in the file", []string{"--config", keys2}, func(c Config) bool {
+			return slices.Equal(c.ManifestVerifyKey, []string{"/k/a.pem", "/k/dir"})
+		}, ""},
+		{"verify key flags", []string{"--config", keys2, "--manifest-verify-key", "/x.pem", "--manifest-verify-key", "/y"}, func(c Config) bool {
+			return slices.Equal(c.ManifestVerifyKey, []string{"/x.pem", "/y"})
+		}, ""},
+		{"bad ca mode", []string{"--manifest-url-ca-mode", "only"}, nil, "manifest-url-ca-mode"},
+		{"replace without a CA", []string{"--manifest-url-ca-mode", "replace"}, nil, "needs manifest-url-ca"},
+		{"client cert without key", []string{"--manifest-url-client-cert", "/c.pem"}, nil, "both or neither"},
+		{"bad header not echoed", []string{"--manifest-url-header", "Bearer s3cret"}, func(Config) bool { return false }, "entry 1"},
 		{"relative path", []string{"--root-dir", "rel"}, nil, "root-dir"},
 		{"bad level", []string{"--log-level", "loud"}, nil, "log-level"},
 		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
@@ -53,7 +71,7 @@ func TestParsePrecedence(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Parse("run", tt.args)
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "s3cret") {
 					t.Fatalf("err = %v, want one mentioning %q", err, tt.wantErr)
 				}
 				return
@@ -65,5 +83,26 @@ func TestParsePrecedence(t *testing.T) {
 				t.Errorf("config = %+v", c)
 			}
 		})
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	c := Default()
+	c.ManifestURL = "https://fleet:s3cret@fleet.example/d/pods.yaml?token=s3cret&x"
+	c.ManifestURLHeader = []string{"Authorization: Bearer s3cret", "X-Device:s3cret"}
+	r := c.Redacted()
+	text := fmt.Sprintf("%+v", r)
+	if strings.Contains(text, "s3cret") {
+		t.Fatalf("redacted config shows the secret: %s", text)
+	}
+	if r.ManifestURL != "https://xxxxx@fleet.example/d/pods.yaml?token=xxxxx&xxxxx" ||
+		!slices.Equal(r.ManifestURLHeader, []string{"Authorization: xxxxx", "X-Device: xxxxx"}) {
+		t.Fatalf("redacted %q %q", r.ManifestURL, r.ManifestURLHeader)
+	}
+	if !strings.Contains(c.ManifestURL, "s3cret") || !strings.Contains(c.ManifestURLHeader[0], "s3cret") {
+		t.Fatal("Redacted changed the original")
+	}
+	if RedactURL("") != "" {
+		t.Fatal(`RedactURL("") is not ""`)
 	}
 }

@@ -23,17 +23,22 @@ const checkpointVersion = 1
 // rest, with room to spare.
 const maxCheckpointSize = 64 << 20
 
-// checkpoint is the last content accepted from a URL, as written to disk.
-// Body is base64 in the JSON (encoding/json's []byte encoding).
+// checkpoint is the last content accepted from a URL, as written to disk
+// (0600). Body is base64 in the JSON (encoding/json's []byte encoding). URL
+// is the redacted URL: the checkpoint holds no secret of the request.
 type checkpoint struct {
 	Version      int       `json:"version"`
 	URL          string    `json:"url"`
 	FetchedAt    time.Time `json:"fetchedAt"`
 	ETag         string    `json:"etag"`
 	LastModified string    `json:"lastModified"`
-	Body         []byte    `json:"body"`
-	Signature    string    `json:"signature"` // base64, "" when not verified
-	SHA256       string    `json:"sha256"`    // hex of Body
+	// Body is what the URL served: the signed bundle when verify keys are
+	// configured, verified again at boot.
+	Body   []byte `json:"body"`
+	SHA256 string `json:"sha256"` // hex of Body
+	// BundleVersion is the version of the signed bundle in Body (0 for a
+	// bare body): no older bundle is accepted after a restart.
+	BundleVersion uint64 `json:"bundleVersion,omitempty"`
 }
 
 func sha256Hex(b []byte) string {

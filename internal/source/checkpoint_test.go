@@ -16,7 +16,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if _, err := readCheckpoint(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing: %v", err)
 	}
-	in := checkpoint{URL: "http://x/p", FetchedAt: time.Unix(100, 0).UTC(), ETag: `"e"`, LastModified: "Mon", Body: []byte("a\x00b"), Signature: "c2ln"}
+	in := checkpoint{URL: "http://x/p", FetchedAt: time.Unix(100, 0).UTC(), ETag: `"e"`, LastModified: "Mon", Body: []byte("a\x00b"), BundleVersion: 7}
 	if err := writeCheckpoint(path, in); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.URL != in.URL || !out.FetchedAt.Equal(in.FetchedAt) || out.ETag != in.ETag || out.LastModified != in.LastModified ||
-		!bytes.Equal(out.Body, in.Body) || out.Signature != in.Signature || out.Version != 1 || out.SHA256 != sha256Hex(in.Body) {
+		!bytes.Equal(out.Body, in.Body) || out.BundleVersion != in.BundleVersion || out.Version != 1 || out.SHA256 != sha256Hex(in.Body) {
 		t.Fatalf("round trip: %+v", out)
 	}
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,9 +26,13 @@ import (
 // HTTPConfig configures an HTTP source. The zero value of each field but
 // URL means its default.
 type HTTPConfig struct {
-	// URL is polled (--manifest-url); http or https.
+	// URL is polled (--manifest-url); http or https. Its user information
+	// and query values are secrets: the source's name, logs, errors and
+	// checkpoint show it redacted (see RedactURL).
 	URL string
-	// Header is sent with every request (--manifest-url-header).
+	// Header is sent with every request (--manifest-url-header and
+	// --manifest-url-header-file) to the URL's host, never to another host
+	// a redirect leads to.
 	Header http.Header
 	// Period is the wait between polls (--http-check-frequency), with ±10%
 	// jitter. Default 20s.
@@ -36,30 +41,41 @@ type HTTPConfig struct {
 	Timeout time.Duration
 	// MaxBody is the largest body accepted. Default 10 MiB.
 	MaxBody int64
-	// CAFile is a PEM bundle added to the system roots (--manifest-url-ca).
-	CAFile string
-	// VerifyKey, when set, makes a valid ed25519 signature of the body
-	// mandatory (see SignatureHeader).
-	VerifyKey ed25519.PublicKey
+	// CAFile is a PEM bundle added to the system roots (--manifest-url-ca),
+	// or that replaces them when CAReplace is set.
+	CAFile    string
+	CAReplace bool
+	// ClientCert and ClientKey are PEM files of the TLS client certificate
+	// (mTLS); both or neither.
+	ClientCert, ClientKey string
+	// MaxRedirects caps the redirects followed. Default 5.
+	MaxRedirects int
+	// VerifyKeys, when set, make the body a signed bundle (see Envelope)
+	// mandatory; any one key verifies it.
+	VerifyKeys []ed25519.PublicKey
 	// Checkpoint is the path of this URL's checkpoint file; "" for none.
 	Checkpoint string
-	// Hostname is appended to each pod name.
+	// Hostname is appended to each pod name, and matched against a signed
+	// bundle's node selector.
 	Hostname string
 	// Log receives the source's logs. Default: discard.
 	Log *slog.Logger
 }
 
 const (
-	defaultPeriod     = 20 * time.Second
-	defaultTimeout    = 10 * time.Second
-	defaultMaxBody    = 10 << 20
-	maxSignatureBytes = 4 << 10
+	defaultPeriod    = 20 * time.Second
+	defaultTimeout   = 10 * time.Second
+	defaultMaxBody   = 10 << 20
+	defaultRedirects = 5
+	// maxValidator bounds an ETag or Last-Modified kept and sent back; a
+	// longer one is not kept (the next request is unconditional).
+	maxValidator = 256
 )
 
 // errClass sorts fetch failures: an unreachable URL (transport error,
-// non-200/304 status, a body cut short) never makes a source that has
-// reported nothing yet ready; bad content (too large, bad or missing
-// signature, a parse error) does, with the error and no pods.
+// non-200/304 status, a body cut short) or bad content (too large, a bad
+// or missing signature, an old, expired or foreign bundle, a parse error).
+// Neither ever makes a source that has accepted nothing yet ready.
 type errClass int
 
 const (
@@ -75,11 +91,6 @@ type fetchError struct {
 func (e *fetchError) Error() string { return e.err.Error() }
 func (e *fetchError) Unwrap() error { return e.err }
 
-func isUnreachable(err error) bool {
-	var fe *fetchError
-	return errors.As(err, &fe) && fe.class == unreachable
-}
-
 // HTTP is the manifest URL source. Each report is one pod.Manifest whose
 // Origin.Source and Origin.File are the URL.
 //
@@ -87,12 +98,13 @@ func isUnreachable(err error) bool {
 // request), then each new, verified, parsed body. A failure keeps the
 // accepted content: the source reports its Hash with the error (the store
 // keeps the last good pods), once per distinct error text. Until something
-// was reported (no checkpoint, nothing fetched), an unreachable URL reports
-// nothing, so the source stays not ready and removes no pods.
+// was accepted (no usable checkpoint, nothing fetched), a failure of any
+// kind reports nothing, so the source stays not ready and removes no pods.
 type HTTP struct {
 	cfg    HTTPConfig
-	url    string
-	sigURL string
+	rawURL string   // requested; holds the secrets
+	u      *url.URL // parsed rawURL
+	url    string   // redacted: the name, in logs, errors and the checkpoint
 	client *http.Client
 	sink   Sink
 	log    *slog.Logger
@@ -101,7 +113,7 @@ type HTTP struct {
 	// State owned by Run.
 	acc         accepted
 	hasAcc      bool
-	reported    bool   // Set was called
+	minVersion  uint64 // the highest bundle version accepted (or checkpointed)
 	reportedErr string // the error of the last Set; "" when it was the accepted content
 	failing     string // the error last logged; "" when ok
 	ckptErr     string // the checkpoint write error last logged
@@ -115,22 +127,23 @@ type HTTP struct {
 // accepted is the content the source last took in.
 type accepted struct {
 	hash         string
-	sig          string
+	version      uint64    // of the signed bundle; 0 for a bare body
+	notAfter     time.Time // of the signed bundle
 	pods         []*pod.Pod
 	etag         string
 	lastModified string
 	fetchedAt    time.Time
 }
 
-// NewHTTP checks the URL, loads the CA file and returns a source that
-// reports to sink. Nothing happens until Run.
+// NewHTTP checks the URL, loads the CA and client certificate files and
+// returns a source that reports to sink. Nothing happens until Run.
 func NewHTTP(cfg HTTPConfig, sink Sink) (*HTTP, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("source: manifest URL: %w", err)
+		return nil, fmt.Errorf("source: manifest URL %s: does not parse", RedactURL(cfg.URL))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("source: manifest URL %q: want http:// or https:// and a host", cfg.URL)
+		return nil, fmt.Errorf("source: manifest URL %q: want http:// or https:// and a host", redactURL(u))
 	}
 	if cfg.Period <= 0 {
 		cfg.Period = defaultPeriod
@@ -144,44 +157,113 @@ func NewHTTP(cfg HTTPConfig, sink Sink) (*HTTP, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.VerifyKey != nil && len(cfg.VerifyKey) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("source: verify key: %d bytes, want %d", len(cfg.VerifyKey), ed25519.PublicKeySize)
+	if cfg.MaxRedirects <= 0 {
+		cfg.MaxRedirects = defaultRedirects
+	}
+	for _, k := range cfg.VerifyKeys {
+		if len(k) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("source: verify key: %d bytes, want %d", len(k), ed25519.PublicKeySize)
+		}
+	}
+	tlsCfg, err := clientTLS(cfg)
+	if err != nil {
+		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	tr.TLSClientConfig = tlsCfg
+	h := &HTTP{
+		cfg:    cfg,
+		rawURL: cfg.URL,
+		u:      u,
+		url:    redactURL(u),
+		sink:   sink,
+	}
+	h.client = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: h.checkRedirect}
+	h.origin = pod.Origin{Source: h.url, File: h.url}
+	h.log = cfg.Log.With("source", h.url)
+	return h, nil
+}
+
+// clientTLS builds the TLS client configuration: TLS 1.2 at least, the CA
+// file added to the system roots or replacing them, and the client
+// certificate.
+func clientTLS(cfg HTTPConfig) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.CAReplace && cfg.CAFile == "" {
+		return nil, errors.New("source: manifest URL CA: replacing the system roots needs a CA file")
+	}
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("source: manifest URL CA: %w", err)
 		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
+		var pool *x509.CertPool
+		if !cfg.CAReplace {
+			pool, _ = x509.SystemCertPool()
+		}
+		if pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("source: manifest URL CA %s: no PEM certificate", cfg.CAFile)
 		}
-		tr.TLSClientConfig.RootCAs = pool
+		c.RootCAs = pool
 	}
-	su := *u
-	su.Path += ".sig"
-	if su.RawPath != "" {
-		su.RawPath += ".sig"
+	if (cfg.ClientCert == "") != (cfg.ClientKey == "") {
+		return nil, errors.New("source: manifest URL client certificate: give both the certificate and the key")
 	}
-	h := &HTTP{
-		cfg:    cfg,
-		url:    cfg.URL,
-		sigURL: su.String(),
-		client: &http.Client{Transport: tr, Timeout: cfg.Timeout},
-		sink:   sink,
-		origin: pod.Origin{Source: cfg.URL, File: cfg.URL},
+	if cfg.ClientCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.ClientCert, cfg.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("source: manifest URL client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
 	}
-	h.log = cfg.Log.With("source", h.url)
-	return h, nil
+	return c, nil
 }
 
-// Name returns the URL. It is also the Origin.Source and Origin.File of the
-// manifests it reports.
+// checkRedirect is the client's redirect policy: at most MaxRedirects
+// hops, never from https to http, no Referer (it would carry the URL's
+// query), and the configured headers (and any Authorization, Cookie or
+// basic auth) only to the configured scheme, host and port.
+func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > h.cfg.MaxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, h.cfg.MaxRedirects)
+	}
+	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("%w: from https to %s", ErrRedirect, redactURL(req.URL))
+	}
+	req.Header.Del("Referer") // Go sets it to the previous URL, query (token) included
+	if !sameOrigin(req.URL, h.u) {
+		for name := range h.cfg.Header {
+			req.Header.Del(name)
+		}
+		for _, name := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+			req.Header.Del(name)
+		}
+		req.URL.User = nil // no basic auth, even one the Location names
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// Name returns the redacted URL (see RedactURL). It is also the
+// Origin.Source and Origin.File of the manifests it reports, so it is what
+// pod UIDs and container labels derive from.
 func (h *HTTP) Name() string { return h.url }
 
 // Status returns what the source last saw of its URL. Safe for concurrent
@@ -216,7 +298,8 @@ func jitter(d time.Duration) time.Duration {
 
 // start resets the state and reports the checkpoint if it is usable.
 func (h *HTTP) start(ctx context.Context) {
-	h.acc, h.hasAcc, h.reported, h.reportedErr, h.failing, h.ckptErr = accepted{}, false, false, "", "", ""
+	h.acc, h.hasAcc, h.reportedErr, h.failing, h.ckptErr = accepted{}, false, "", "", ""
+	h.minVersion = 0
 	h.mu.Lock()
 	h.st = pod.FetchStatus{}
 	h.mu.Unlock()
@@ -228,10 +311,11 @@ func (h *HTTP) start(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		h.log.Warn("ignoring manifest URL checkpoint", "path", h.cfg.Checkpoint, "err", err)
+		h.log.Warn("ignoring manifest URL checkpoint; its pods stay until the URL answers well", "path", h.cfg.Checkpoint, "err", err)
 		return
 	}
 	h.acc, h.hasAcc = acc, true
+	h.minVersion = max(h.minVersion, acc.version)
 	h.mu.Lock()
 	h.st.ETag, h.st.LastModified = acc.etag, acc.lastModified
 	h.st.CheckpointTime, h.st.FromCheckpoint = acc.fetchedAt, true
@@ -240,6 +324,10 @@ func (h *HTTP) start(ctx context.Context) {
 	h.report(ctx, nil)
 }
 
+// loadCheckpoint reads the checkpoint. Its bundle version is the floor
+// below which no bundle is accepted even when the checkpoint itself can no
+// longer be used (say its key was retired). Its expiry is not checked: the
+// device keeps running what it accepted while the server is away.
 func (h *HTTP) loadCheckpoint() (accepted, error) {
 	cp, err := readCheckpoint(h.cfg.Checkpoint)
 	if err != nil {
@@ -248,19 +336,65 @@ func (h *HTTP) loadCheckpoint() (accepted, error) {
 	if cp.URL != h.url {
 		return accepted{}, fmt.Errorf("checkpoint %s is for %q, not this URL", h.cfg.Checkpoint, cp.URL)
 	}
-	if h.cfg.VerifyKey != nil {
-		if err := verify(h.cfg.VerifyKey, cp.Body, cp.Signature); err != nil {
-			return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
-		}
+	h.minVersion = cp.BundleVersion
+	content, b, err := h.open(cp.Body, time.Time{})
+	if err != nil {
+		return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
 	}
-	pods, err := h.parse(cp.Body)
+	pods, err := h.parse(content)
 	if err != nil {
 		return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
 	}
 	return accepted{
-		hash: cp.SHA256, sig: cp.Signature, pods: pods,
-		etag: cp.ETag, lastModified: cp.LastModified, fetchedAt: cp.FetchedAt,
+		hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: pods,
+		etag: capValidator(cp.ETag), lastModified: capValidator(cp.LastModified), fetchedAt: cp.FetchedAt,
 	}, nil
+}
+
+// open checks a body and returns the manifests in it. With verify keys it
+// must be a signed bundle: verified, for this node, fresh at now (unless
+// now is zero), and not older than what was accepted. Without keys, a bare
+// body is the manifests; a bundle is unwrapped and its nodes and expiry
+// checked, but its version is neither enforced nor kept (returned as 0):
+// an unauthenticated header must not set a floor that freezes the device.
+func (h *HTTP) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
+	keys := len(h.cfg.VerifyKeys) > 0
+	if !keys && !IsEnvelope(body) {
+		return body, EnvelopeHeader{}, nil
+	}
+	env, err := ParseEnvelope(body)
+	if err != nil {
+		return nil, EnvelopeHeader{}, err
+	}
+	if keys {
+		if err := env.Verify(h.cfg.VerifyKeys); err != nil {
+			return nil, EnvelopeHeader{}, err
+		}
+	}
+	if err := env.ForNode(h.cfg.Hostname); err != nil {
+		return nil, EnvelopeHeader{}, err
+	}
+	if !now.IsZero() {
+		if err := env.Fresh(now); err != nil {
+			return nil, EnvelopeHeader{}, err
+		}
+	}
+	hdr := env.Header
+	if !keys {
+		hdr.Version = 0
+	}
+	if hdr.Version < h.minVersion {
+		return nil, EnvelopeHeader{}, fmt.Errorf("%w: version %d, applied %d", ErrRollback, hdr.Version, h.minVersion)
+	}
+	return env.Body, hdr, nil
+}
+
+// capValidator drops an ETag or Last-Modified longer than maxValidator.
+func capValidator(v string) string {
+	if len(v) > maxValidator {
+		return ""
+	}
+	return v
 }
 
 func (h *HTTP) parse(body []byte) ([]*pod.Pod, error) {
@@ -290,8 +424,9 @@ func (h *HTTP) poll(ctx context.Context) {
 		if h.reportedErr != "" {
 			h.report(ctx, nil) // ok again with the accepted content: clear the error
 		}
-	case !h.reported && isUnreachable(err):
-		// Nothing ever worked: stay not ready rather than report nothing.
+	case !h.hasAcc:
+		// Nothing accepted: stay not ready rather than report no pods,
+		// whatever the failure. The error shows in Status.
 	case err.Error() != h.reportedErr:
 		h.report(ctx, err)
 	}
@@ -306,7 +441,6 @@ func (h *HTTP) report(ctx context.Context, err error) {
 	} else {
 		h.reportedErr = err.Error()
 	}
-	h.reported = true
 	h.sink.Set(ctx, h.url, []pod.Manifest{m})
 }
 
@@ -328,15 +462,18 @@ func (h *HTTP) logState(err error) {
 // fetch does one conditional GET and takes in a new body. It returns the
 // HTTP status (0 when there was no response) and a *fetchError.
 func (h *HTTP) fetch(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.rawURL, nil)
 	if err != nil {
-		return 0, &fetchError{unreachable, err}
+		return 0, &fetchError{unreachable, h.clean(err)}
 	}
 	req.Header = h.cfg.Header.Clone()
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
-	if h.hasAcc {
+	// Conditional only while the accepted bundle is fresh: once it has
+	// expired, the server must send a new one (a 304 is then an error), so
+	// that answering 304 cannot hold the device on it unnoticed.
+	if h.hasAcc && (h.acc.notAfter.IsZero() || time.Now().Before(h.acc.notAfter)) {
 		if h.acc.etag != "" {
 			req.Header.Set("If-None-Match", h.acc.etag)
 		}
@@ -346,7 +483,7 @@ func (h *HTTP) fetch(ctx context.Context) (int, error) {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return 0, &fetchError{unreachable, h.stable(err)}
+		return 0, &fetchError{unreachable, h.clean(err)}
 	}
 	defer resp.Body.Close()
 	code := resp.StatusCode
@@ -355,7 +492,7 @@ func (h *HTTP) fetch(ctx context.Context) (int, error) {
 		h.mu.Lock()
 		h.st.NotModified++
 		h.mu.Unlock()
-		if !h.hasAcc {
+		if req.Header.Get("If-None-Match") == "" && req.Header.Get("If-Modified-Since") == "" {
 			return code, &fetchError{unreachable, fmt.Errorf("GET %s: 304 Not Modified to an unconditional request", h.url)}
 		}
 		return code, nil
@@ -368,7 +505,7 @@ func (h *HTTP) fetch(ctx context.Context) (int, error) {
 	h.mu.Unlock()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, h.cfg.MaxBody+1))
 	if err != nil {
-		return code, &fetchError{unreachable, fmt.Errorf("GET %s: reading body: %w", h.url, h.stable(err))}
+		return code, &fetchError{unreachable, fmt.Errorf("GET %s: reading body: %w", h.url, h.clean(err))}
 	}
 	if int64(len(body)) > h.cfg.MaxBody {
 		return code, &fetchError{badContent, fmt.Errorf("%s: body larger than %s: %w", h.url, sizeText(h.cfg.MaxBody), ErrTooLarge)}
@@ -376,15 +513,24 @@ func (h *HTTP) fetch(ctx context.Context) (int, error) {
 	return code, h.accept(ctx, body, resp.Header)
 }
 
-// stable drops the addresses (ephemeral local ports) from a network error,
-// so that the same failure has the same text on every poll and is reported
+// clean rewrites a client error: net/http's *url.Error names the URL it
+// requested, secrets included, so it is replaced by the redacted URL; and
+// the addresses (ephemeral local ports) of a network error are dropped, so
+// that the same failure has the same text on every poll and is reported
 // once.
-func (h *HTTP) stable(err error) error {
-	var op *net.OpError
-	if !errors.As(err, &op) || op.Err == nil {
-		return err
+func (h *HTTP) clean(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return fmt.Errorf("GET %s: %s %s: %w", h.url, op.Op, op.Net, op.Err)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return fmt.Errorf("GET %s: %s %s: %w", h.url, op.Op, op.Net, op.Err)
+	}
+	if ue != nil {
+		return fmt.Errorf("GET %s: %w", h.url, err)
+	}
+	return err
 }
 
 func sizeText(n int64) string {
@@ -395,31 +541,32 @@ func sizeText(n int64) string {
 }
 
 // accept takes in a 200 body: unchanged bytes cost nothing; new ones are
-// verified, parsed, checkpointed and reported.
+// verified, parsed, checkpointed and reported. The validators (ETag,
+// Last-Modified) are kept only with a body that was accepted, and only
+// when short.
 func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
-	etag, lastMod := hdr.Get("ETag"), hdr.Get("Last-Modified")
+	etag, lastMod := capValidator(hdr.Get("ETag")), capValidator(hdr.Get("Last-Modified"))
 	hash := sha256Hex(body)
+	now := time.Now()
 	if h.hasAcc && hash == h.acc.hash {
+		if !h.acc.notAfter.IsZero() && now.After(h.acc.notAfter) {
+			// The applied bundle, served again after its expiry: it keeps
+			// running, but the server (or whoever answers for it) is not
+			// sending anything new, and that shows.
+			return &fetchError{badContent, fmt.Errorf("%s: %w: bundle version %d expired at %s and no newer one is served",
+				h.url, ErrExpired, h.acc.version, h.acc.notAfter.Format(time.RFC3339))}
+		}
 		h.acc.etag, h.acc.lastModified = etag, lastMod
 		h.mu.Lock()
 		h.st.ETag, h.st.LastModified = etag, lastMod
 		h.mu.Unlock()
 		return nil
 	}
-	sig := ""
-	if h.cfg.VerifyKey != nil {
-		sig = hdr.Get(SignatureHeader)
-		if sig == "" {
-			var err error
-			if sig, err = h.fetchSignature(ctx); err != nil {
-				return err
-			}
-		}
-		if err := verify(h.cfg.VerifyKey, body, sig); err != nil {
-			return &fetchError{badContent, fmt.Errorf("%s: %w", h.url, err)}
-		}
+	content, b, err := h.open(body, now)
+	if err != nil {
+		return &fetchError{badContent, fmt.Errorf("%s: %w", h.url, err)}
 	}
-	pods, err := h.parse(body)
+	pods, err := h.parse(content)
 	if err != nil {
 		var fe *pod.FieldError
 		if !errors.As(err, &fe) {
@@ -427,12 +574,12 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 		}
 		return &fetchError{badContent, err}
 	}
-	now := time.Now()
-	h.acc = accepted{hash: hash, sig: sig, pods: pods, etag: etag, lastModified: lastMod, fetchedAt: now}
+	h.acc = accepted{hash: hash, version: b.Version, notAfter: b.NotAfter, pods: pods, etag: etag, lastModified: lastMod, fetchedAt: now}
 	h.hasAcc = true
+	h.minVersion = max(h.minVersion, b.Version)
 	if h.cfg.Checkpoint != "" {
 		err := writeCheckpoint(h.cfg.Checkpoint, checkpoint{
-			URL: h.url, FetchedAt: now, ETag: etag, LastModified: lastMod, Body: body, Signature: sig,
+			URL: h.url, FetchedAt: now, ETag: etag, LastModified: lastMod, Body: body, BundleVersion: b.Version,
 		})
 		if text := errText(err); text != h.ckptErr {
 			if err != nil {
@@ -445,7 +592,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 	h.st.ETag, h.st.LastModified = etag, lastMod
 	h.st.CheckpointTime, h.st.FromCheckpoint = now, false
 	h.mu.Unlock()
-	h.log.Info("manifest URL content accepted", "sha256", hash, "pods", len(pods))
+	h.log.Info("manifest URL content accepted", "sha256", hash, "version", b.Version, "pods", len(pods))
 	h.report(ctx, nil)
 	return nil
 }
@@ -455,35 +602,4 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// fetchSignature gets "<URL>.sig" with the same headers.
-func (h *HTTP) fetchSignature(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.sigURL, nil)
-	if err != nil {
-		return "", &fetchError{unreachable, err}
-	}
-	req.Header = h.cfg.Header.Clone()
-	if req.Header == nil {
-		req.Header = http.Header{}
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return "", &fetchError{unreachable, h.stable(err)}
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
-		return "", &fetchError{badContent, fmt.Errorf("%s: %w (GET %s: %s)", h.url, ErrNoSignature, h.sigURL, resp.Status)}
-	case resp.StatusCode != http.StatusOK:
-		return "", &fetchError{unreachable, fmt.Errorf("GET %s: %s", h.sigURL, resp.Status)}
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSignatureBytes+1))
-	if err != nil {
-		return "", &fetchError{unreachable, fmt.Errorf("GET %s: reading body: %w", h.sigURL, err)}
-	}
-	if len(b) > maxSignatureBytes {
-		return "", &fetchError{badContent, fmt.Errorf("%s: %w: %s larger than %d bytes", h.url, ErrBadSignature, h.sigURL, maxSignatureBytes)}
-	}
-	return string(b), nil
 }

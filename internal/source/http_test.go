@@ -30,8 +30,6 @@ type manifestServer struct {
 	delay    time.Duration // before answering
 	gzip     bool
 	etag     string
-	sig      string // X-Tug-Signature header; "" for none
-	sigFile  string // served at <path>.sig; "" for 404
 	noETag   bool
 	gotHdr   http.Header
 	full     atomic.Int64
@@ -46,7 +44,7 @@ func (s *manifestServer) set(f func(s *manifestServer)) {
 
 func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	body, status, delay, gz, etag, sig, sigFile := s.body, s.status, s.delay, s.gzip, s.etag, s.sig, s.sigFile
+	body, status, delay, gz, etag := s.body, s.status, s.delay, s.gzip, s.etag
 	s.gotHdr = r.Header.Clone()
 	s.mu.Unlock()
 	if delay > 0 {
@@ -55,14 +53,6 @@ func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
-	}
-	if strings.HasSuffix(r.URL.Path, ".sig") {
-		if sigFile == "" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write([]byte(sigFile))
-		return
 	}
 	s.requests.Add(1)
 	if status != 0 {
@@ -78,9 +68,6 @@ func (s *manifestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-	}
-	if sig != "" {
-		w.Header().Set(SignatureHeader, sig)
 	}
 	s.full.Add(1)
 	if gz {
@@ -330,12 +317,68 @@ func TestHTTPNoCheckpointServerDownNotReady(t *testing.T) {
 	}
 }
 
-func TestHTTPGarbageAtFirstBootIsReadyWithError(t *testing.T) {
-	f := newHTTPFixture(t, "<html>nope</html>")
-	f.poll()
-	h := f.sink.history()
-	if len(h) != 1 || h[0].files[0].Err == nil || h[0].files[0].Pods != nil {
-		t.Fatalf("history %v", h)
+func TestHTTPBadAnswerWithoutCheckpointNotReady(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	_, other, _ := ed25519.GenerateKey(nil)
+	good := manifest("web", "nginx:1")
+	tests := []struct {
+		name string
+		body []byte
+		keys bool
+	}{
+		{"html", []byte("<!DOCTYPE html><html><body>502</body></html>"), false},
+		{"garbage", []byte("\x00\x01\xff{{{"), false},
+		{"too large", bytes.Repeat([]byte("# xxxxxxx\n"), 2<<20), false},
+		{"unsigned with a key", []byte(good), true},
+		{"empty body with a key", nil, true},
+		{"wrong key", seal(t, other, 1, good), true},
+		{"expired", sealHeader(t, priv, EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(-time.Hour)}, good), true},
+		{"other node", sealHeader(t, priv, EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"node2"}}, good), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newHTTPFixture(t, "", func(c *HTTPConfig) {
+				if tc.keys {
+					c.VerifyKeys = []ed25519.PublicKey{pub}
+				}
+			})
+			f.srv.set(func(s *manifestServer) { s.body = tc.body })
+			f.poll()
+			f.poll()
+			if n := f.sets(); n != 0 {
+				t.Fatalf("%d Sets after a bad answer with nothing accepted, want 0 (not ready): %+v", n, f.sink.history())
+			}
+			if st := f.h.Status(); st.Error == "" {
+				t.Fatalf("status shows no error: %+v", st)
+			}
+		})
+	}
+}
+
+func TestHTTPValidEmptyAnswersAreReady(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	for name, tc := range map[string]struct {
+		body []byte
+		keys bool
+	}{
+		"empty List":            {[]byte(`{"apiVersion":"v1","kind":"List","items":[]}`), false},
+		"empty body":            {nil, false},
+		"empty signed envelope": {seal(t, priv, 1, ""), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newHTTPFixture(t, "", func(c *HTTPConfig) {
+				if tc.keys {
+					c.VerifyKeys = []ed25519.PublicKey{pub}
+				}
+			})
+			f.srv.set(func(s *manifestServer) { s.body = tc.body })
+			f.poll()
+			h := f.sink.history()
+			if len(h) != 1 || h[0].files[0].Err != nil || len(h[0].files[0].Pods) != 0 {
+				t.Fatalf("history %+v, want one Set with no pods and no error", h)
+			}
+		})
 	}
 }
 
@@ -431,7 +474,10 @@ func TestNewHTTPErrors(t *testing.T) {
 		{URL: "ftp://x/y"},
 		{URL: "/just/a/path"},
 		{URL: "http://x/", CAFile: "/nonexistent"},
-		{URL: "http://x/", VerifyKey: ed25519.PublicKey{1, 2}},
+		{URL: "http://x/", VerifyKeys: []ed25519.PublicKey{{1, 2}}},
+		{URL: "http://x/", ClientCert: "/a.pem"},
+		{URL: "http://x/", CAReplace: true},
+		{URL: "http://u:p@x/\x7f?token=t"},
 	} {
 		if _, err := NewHTTP(cfg, newFakeSink()); err == nil {
 			t.Errorf("NewHTTP(%+v): no error", cfg)
@@ -441,37 +487,45 @@ func TestNewHTTPErrors(t *testing.T) {
 
 func TestHTTPSignatures(t *testing.T) {
 	pub, priv, _ := ed25519.GenerateKey(nil)
+	pub2, priv2, _ := ed25519.GenerateKey(nil)
 	_, otherPriv, _ := ed25519.GenerateKey(nil)
+	keys := []ed25519.PublicKey{pub, pub2}
 	good := manifest("web", "nginx:1")
 	next := manifest("web", "nginx:2")
+	soon := time.Now().Add(time.Hour)
 	tests := []struct {
 		name   string
-		set    func(s *manifestServer)
+		body   []byte
 		accept bool
 		err    error
 	}{
-		{"header ok", func(s *manifestServer) { s.sig = Sign(priv, []byte(next)) }, true, nil},
-		{"sig file ok", func(s *manifestServer) { s.sigFile = Sign(priv, []byte(next)) + "\n" }, true, nil},
-		{"missing", func(s *manifestServer) {}, false, ErrNoSignature},
-		{"wrong key", func(s *manifestServer) { s.sig = Sign(otherPriv, []byte(next)) }, false, ErrBadSignature},
-		{"other body", func(s *manifestServer) { s.sigFile = Sign(priv, []byte(good)) }, false, ErrBadSignature},
-		{"not base64", func(s *manifestServer) { s.sig = "!!!" }, false, ErrBadSignature},
+		{"newer version", seal(t, priv, 6, next), true, nil},
+		{"same version", seal(t, priv, 5, next), true, nil},
+		{"second key", seal(t, priv2, 6, next), true, nil},
+		{"for this node", sealHeader(t, priv, EnvelopeHeader{Version: 6, NotAfter: soon, Nodes: []string{"other", "node*"}}, next), true, nil},
+		{"older version", seal(t, priv, 4, next), false, ErrRollback},
+		{"bare body", []byte(next), false, ErrNotEnvelope},
+		{"wrong key", seal(t, otherPriv, 6, next), false, ErrBadSignature},
+		{"expired", sealHeader(t, priv, EnvelopeHeader{Version: 6, NotAfter: time.Now().Add(-time.Second)}, next), false, ErrExpired},
+		{"other node", sealHeader(t, priv, EnvelopeHeader{Version: 6, NotAfter: soon, Nodes: []string{"node2"}}, next), false, ErrOtherNode},
+		{"body swapped", swapBody(seal(t, priv, 6, good), next), false, ErrBadEnvelope},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newHTTPFixture(t, good, func(c *HTTPConfig) { c.VerifyKey = pub })
-			f.srv.set(func(s *manifestServer) { s.sig = Sign(priv, []byte(good)) })
+			withKeys := func(c *HTTPConfig) { c.VerifyKeys = keys }
+			f := newHTTPFixture(t, "", withKeys)
+			f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 5, good) })
 			f.poll()
 			f.wantPods("nginx:1")
-			f.srv.set(func(s *manifestServer) { s.body, s.sig, s.sigFile = []byte(next), "", ""; tc.set(s) })
+			f.srv.set(func(s *manifestServer) { s.body = tc.body })
 			f.poll()
 			h := f.sink.history()
 			last := h[len(h)-1].files[0]
 			if tc.accept {
 				f.wantPods("nginx:2")
-				// The checkpoint holds the signature and verifies at restart.
-				f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKey = pub })
+				// The checkpoint holds the bundle and verifies at restart.
+				f.h = f.newSource(withKeys)
 				f.wantPods("nginx:2")
 				return
 			}
@@ -479,19 +533,118 @@ func TestHTTPSignatures(t *testing.T) {
 				t.Fatalf("last Set err %v, want %v", last.Err, tc.err)
 			}
 			f.wantPods("nginx:1")
+			if cp, err := readCheckpoint(f.ckpt); err != nil || cp.BundleVersion != 5 {
+				t.Fatalf("checkpoint after a refused bundle: version %d, %v", cp.BundleVersion, err)
+			}
 		})
 	}
+}
+
+func TestHTTPVersionFloorSurvivesUnusableCheckpoint(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	newPub, newPriv, _ := ed25519.GenerateKey(nil)
+	f := newHTTPFixture(t, "", func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 9, manifest("web", "nginx:9")) })
+	f.poll()
+	f.wantPods("nginx:9")
+	// The old key is retired: the checkpoint no longer verifies, is
+	// ignored, but its version stays the floor.
+	f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{newPub} })
+	if n := f.sets(); n != 0 {
+		t.Fatalf("%d Sets from a checkpoint signed by a retired key", n)
+	}
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, newPriv, 3, manifest("web", "nginx:3")) })
+	f.poll()
+	if n := f.sets(); n != 0 || !strings.Contains(f.h.Status().Error, "older") {
+		t.Fatalf("an older bundle after key rotation: %d sets, status %+v", n, f.h.Status())
+	}
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, newPriv, 10, manifest("web", "nginx:10")) })
+	f.poll()
+	f.wantPods("nginx:10")
+}
+
+func TestHTTPValidators(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	pub := priv.Public().(ed25519.PublicKey)
+	f := newHTTPFixture(t, "", func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
+	// A 16 KiB ETag is not kept: the next request is unconditional.
+	f.srv.set(func(s *manifestServer) {
+		s.body, s.etag = seal(t, priv, 1, manifest("web", "nginx:1")), `"`+strings.Repeat("e", 16<<10)+`"`
+	})
+	f.poll()
+	f.wantPods("nginx:1")
+	if cp, _ := readCheckpoint(f.ckpt); cp.ETag != "" || f.h.acc.etag != "" {
+		t.Fatalf("long ETag kept: %d bytes", len(cp.ETag))
+	}
+	f.poll()
+	if f.srv.gotHdr.Get("If-None-Match") != "" {
+		t.Fatal("long ETag sent back")
+	}
+	// A refused bundle's ETag is not kept.
+	f.srv.set(func(s *manifestServer) { s.body, s.etag = []byte(manifest("web", "evil")), `"evil"` })
+	f.poll()
+	if f.h.acc.etag == `"evil"` {
+		t.Fatal("the ETag of a refused body was kept")
+	}
+	// Once the accepted bundle has expired, requests are unconditional and
+	// a 304 is an error.
+	f.srv.set(func(s *manifestServer) {
+		s.body, s.etag = sealHeader(t, priv, EnvelopeHeader{Version: 2, NotAfter: time.Now().Add(300 * time.Millisecond)}, manifest("web", "nginx:2")), `"v2"`
+	})
+	f.poll()
+	f.wantPods("nginx:2")
+	f.poll()
+	if f.h.Status().NotModified == 0 {
+		t.Fatal("no 304 while fresh")
+	}
+	time.Sleep(400 * time.Millisecond)
+	f.poll()
+	f.srv.mu.Lock()
+	inm := f.srv.gotHdr.Get("If-None-Match")
+	f.srv.mu.Unlock()
+	if inm != "" {
+		t.Fatalf("conditional request (%q) for an expired bundle", inm)
+	}
+	if st := f.h.Status(); !strings.Contains(st.Error, "expired") {
+		t.Fatalf("the expired bundle served again: status %+v", st)
+	}
+	f.wantPods("nginx:2")
+}
+
+// seal returns body in a bundle of version, valid for an hour, signed by
+// priv.
+func seal(t *testing.T, priv ed25519.PrivateKey, version uint64, body string) []byte {
+	t.Helper()
+	return sealHeader(t, priv, EnvelopeHeader{Version: version, NotAfter: time.Now().Add(time.Hour)}, body)
+}
+
+func sealHeader(t *testing.T, priv ed25519.PrivateKey, hdr EnvelopeHeader, body string) []byte {
+	t.Helper()
+	b, err := SealEnvelope(priv, hdr, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// swapBody replaces the body of a bundle, keeping its signed header.
+func swapBody(bundle []byte, body string) []byte {
+	env, err := ParseEnvelope(bundle)
+	if err != nil {
+		panic(err)
+	}
+	return append(bundle[:len(bundle)-len(env.Body):len(bundle)-len(env.Body)], body...)
 }
 
 func TestHTTPCheckpointWithoutSignatureRejectedWithKey(t *testing.T) {
 	f := newHTTPFixture(t, manifest("web", "nginx:1"))
 	f.poll()
 	pub, _, _ := ed25519.GenerateKey(nil)
-	f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKey = pub })
+	f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
 	if n := f.sets(); n != 0 {
 		t.Fatalf("unsigned checkpoint accepted with a verify key: %d sets", n)
 	}
-	if !strings.Contains(f.logs.String(), "no signature") {
+	if !strings.Contains(f.logs.String(), "not a signed bundle") {
 		t.Fatalf("logs: %s", f.logs)
 	}
 }
@@ -527,4 +680,28 @@ func TestJitter(t *testing.T) {
 			t.Fatalf("jitter %v", d)
 		}
 	}
+}
+
+func TestHTTPBundleWithoutKeys(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	f := newHTTPFixture(t, "")
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1<<62, manifest("web", "nginx:1")) })
+	f.poll()
+	f.wantPods("nginx:1")
+	// No key: the header is not authenticated, so its version sets no floor.
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1, manifest("web", "nginx:2")) })
+	f.poll()
+	f.wantPods("nginx:2")
+	if cp, err := readCheckpoint(f.ckpt); err != nil || cp.BundleVersion != 0 {
+		t.Fatalf("checkpoint version %d, %v", cp.BundleVersion, err)
+	}
+	// Nodes and expiry still apply.
+	f.srv.set(func(s *manifestServer) {
+		s.body = sealHeader(t, priv, EnvelopeHeader{Version: 3, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"other"}}, manifest("web", "nginx:3"))
+	})
+	f.poll()
+	if st := f.h.Status(); !strings.Contains(st.Error, "other nodes") {
+		t.Fatalf("status %+v", st)
+	}
+	f.wantPods("nginx:2")
 }

@@ -10,24 +10,10 @@ import (
 	"strings"
 )
 
-// Signed manifests: the signature is ed25519 (RFC 8032, pure, no prehash)
-// over the exact bytes of the body, encoded as standard base64 (64 bytes,
-// 88 characters). The server publishes it at "<URL>.sig" (the text,
-// surrounding whitespace ignored) or in the X-Tug-Signature response header
-// of the body itself, which takes precedence.
+// Keys for signed bundles (see Envelope): ed25519 (RFC 8032).
 
-// SignatureHeader is the response header that may carry the body's
-// signature instead of "<URL>.sig".
-const SignatureHeader = "X-Tug-Signature"
-
-var (
-	// ErrBadSignature: the signature does not verify, or is not base64 of
-	// 64 bytes.
-	ErrBadSignature = errors.New("source: bad signature")
-	// ErrNoSignature: a verify key is configured and the content has no
-	// signature.
-	ErrNoSignature = errors.New("source: no signature")
-)
+// ErrBadSignature: no configured key verifies the signature.
+var ErrBadSignature = errors.New("source: bad signature")
 
 // ParsePublicKey reads an ed25519 public key: a PEM "PUBLIC KEY" block
 // (PKIX, as `openssl pkey -pubout` writes it), or the standard base64 of the
@@ -80,25 +66,4 @@ func ParsePrivateKey(pemOrRaw []byte) (ed25519.PrivateKey, error) {
 		return ed25519.PrivateKey(raw), nil
 	}
 	return nil, errors.New("source: private key: neither a PEM \"PRIVATE KEY\" nor base64 of a 32-byte seed")
-}
-
-// Sign returns the base64 ed25519 signature of body.
-func Sign(priv ed25519.PrivateKey, body []byte) string {
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(priv, body))
-}
-
-// verify checks sigText (base64, whitespace around it ignored) against body.
-func verify(pub ed25519.PublicKey, body []byte, sigText string) error {
-	t := strings.TrimSpace(sigText)
-	if t == "" {
-		return ErrNoSignature
-	}
-	sig, err := base64.StdEncoding.DecodeString(t)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return fmt.Errorf("%w: not base64 of %d bytes", ErrBadSignature, ed25519.SignatureSize)
-	}
-	if !ed25519.Verify(pub, body, sig) {
-		return ErrBadSignature
-	}
-	return nil
 }

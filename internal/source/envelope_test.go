@@ -1,0 +1,122 @@
+package source
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEnvelope(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	other, _, _ := ed25519.GenerateKey(nil)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	body := []byte("apiVersion: v1\nkind: Pod\n")
+	b, err := SealEnvelope(priv, EnvelopeHeader{Version: 3, NotAfter: at, Nodes: []string{"kiosk-*", "gw1"}}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead := EnvelopeMagic + "\n" + `{"version":3,"notAfter":"2030-01-02T03:04:05Z","nodes":["kiosk-*","gw1"],"sha256":"` + sha256Hex(body) + `"}` + "\n"
+	if !strings.HasPrefix(string(b), wantHead) || !bytes.HasSuffix(b, body) {
+		t.Fatalf("sealed:\n%s", b)
+	}
+	env, err := ParseEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(env.Body, body) || env.Header.Version != 3 || !env.Header.NotAfter.Equal(at) || string(env.Signed) != wantHead {
+		t.Fatalf("parsed %+v", env)
+	}
+	if err := env.Verify([]ed25519.PublicKey{other, pub}); err != nil {
+		t.Errorf("verify with the second key: %v", err)
+	}
+	if err := env.Verify([]ed25519.PublicKey{other}); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("verify with another key: %v", err)
+	}
+	for node, ok := range map[string]bool{"kiosk-7": true, "gw1": true, "gw2": false, "": false} {
+		if err := env.ForNode(node); (err == nil) != ok || (err != nil && !errors.Is(err, ErrOtherNode)) {
+			t.Errorf("ForNode(%q) = %v", node, err)
+		}
+	}
+	if err := env.Fresh(at); err != nil {
+		t.Errorf("Fresh at notAfter: %v", err)
+	}
+	if err := env.Fresh(at.Add(time.Second)); !errors.Is(err, ErrExpired) {
+		t.Errorf("Fresh after notAfter: %v", err)
+	}
+
+	head := func(h string) []byte {
+		return []byte(EnvelopeMagic + "\n" + h + "\n" + strings.Repeat("A", 86) + "==\n")
+	}
+	sum := sha256Hex(nil)
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"bare manifest", body, ErrNotEnvelope},
+		{"empty", nil, ErrNotEnvelope},
+		{"magic only", []byte(EnvelopeMagic + "\n"), ErrBadEnvelope},
+		{"no signature line", []byte(EnvelopeMagic + "\n{}\n"), ErrBadEnvelope},
+		{"long header", head(`{"version":1,"x":"` + strings.Repeat("a", MaxEnvelopeHeader) + `"}`), ErrBadEnvelope},
+		{"unknown field", head(`{"version":1,"notAfter":"2030-01-01T00:00:00Z","sha256":"` + sum + `","labels":{"a":"b"}}`), ErrBadEnvelope},
+		{"no version", head(`{"notAfter":"2030-01-01T00:00:00Z","sha256":"` + sum + `"}`), ErrBadEnvelope},
+		{"no expiry", head(`{"version":1,"sha256":"` + sum + `"}`), ErrBadEnvelope},
+		{"upper-case sha", head(`{"version":1,"notAfter":"2030-01-01T00:00:00Z","sha256":"` + strings.ToUpper(sum) + `"}`), ErrBadEnvelope},
+		{"bad pattern", head(`{"version":1,"notAfter":"2030-01-01T00:00:00Z","nodes":["["],"sha256":"` + sum + `"}`), ErrBadEnvelope},
+		{"trailing data", head(`{"version":1,"notAfter":"2030-01-01T00:00:00Z","sha256":"` + sum + `"} {}`), ErrBadEnvelope},
+		{"negative version", head(`{"version":-1,"notAfter":"2030-01-01T00:00:00Z","sha256":"` + sum + `"}`), ErrBadEnvelope},
+		{"bad signature line", []byte(EnvelopeMagic + "\n" + `{"version":1,"notAfter":"2030-01-01T00:00:00Z","sha256":"` + sum + `"}` + "\nnope\n"), ErrBadEnvelope},
+		{"body changed", append(bytes.Clone(b), '\n'), ErrBadEnvelope},
+	}
+	for _, tc := range tests {
+		if _, err := ParseEnvelope(tc.data); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if env, err := ParseEnvelope(head(`{"version":1,"notAfter":"2030-01-01T00:00:00Z","sha256":"` + sum + `"}`)); err != nil {
+		t.Errorf("well-formed, empty body: %v", err)
+	} else if env.Verify([]ed25519.PublicKey{pub}) == nil {
+		t.Error("a signature of zeros verifies")
+	}
+	if _, err := SealEnvelope(priv, EnvelopeHeader{NotAfter: at}, body); err == nil {
+		t.Error("sealed version 0")
+	}
+}
+
+// FuzzEnvelope feeds bytes to the bundle parser: it must never panic, an
+// error wraps one of its two sentinels, and what parses is consistent
+// (the body matches the header's sha256, the signed bytes are a prefix)
+// and verifies only with the key that signed it.
+func FuzzEnvelope(f *testing.F) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	for _, body := range []string{"", "apiVersion: v1\nkind: Pod\n", "\x00\xff"} {
+		b, err := SealEnvelope(priv, EnvelopeHeader{Version: 1, NotAfter: time.Unix(2e9, 0), Nodes: []string{"n*"}}, []byte(body))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(EnvelopeMagic + "\n{}\n\n"))
+	f.Add([]byte("apiVersion: v1\n"))
+	pub := priv.Public().(ed25519.PublicKey)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := ParseEnvelope(data)
+		if err != nil {
+			if !errors.Is(err, ErrNotEnvelope) && !errors.Is(err, ErrBadEnvelope) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+			return
+		}
+		if sha256Hex(env.Body) != env.Header.SHA256 || !bytes.HasPrefix(data, env.Signed) || !bytes.HasSuffix(data, env.Body) {
+			t.Fatalf("inconsistent envelope %+v", env.Header)
+		}
+		if env.Header.Version == 0 || env.Header.NotAfter.IsZero() {
+			t.Fatalf("required field missing: %+v", env.Header)
+		}
+		_ = env.Verify([]ed25519.PublicKey{pub})
+		_ = env.ForNode("node1")
+	})
+}

@@ -1,0 +1,316 @@
+package source
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://fleet.example/pods.yaml", "https://fleet.example/pods.yaml"},
+		{"https://user:s3cret@fleet.example/p", "https://xxxxx@fleet.example/p"},
+		{"https://tok3n@fleet.example/p", "https://xxxxx@fleet.example/p"},
+		{"http://h:8080/p?token=s3cret&device=d1", "http://h:8080/p?token=xxxxx&device=xxxxx"},
+		{"http://h/p?s3cret", "http://h/p?xxxxx"},
+		{"http://h/p?a=1&&b", "http://h/p?a=xxxxx&&xxxxx"},
+		{"http://h/p#s3cret", "http://h/p"},
+		{"http://h/p?", "http://h/p"},
+		{"http://[::1]:1/p\x7f?token=s3cret", "<unparsable URL>"},
+	}
+	for _, tc := range tests {
+		if got := RedactURL(tc.in); got != tc.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestReadHeaderFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "h")
+	os.WriteFile(good, []byte("# fleet credentials\nAuthorization: Bearer s3cret:with:colons\n\n  X-Device : d1 \n"), 0o600)
+	h, err := ReadHeaderFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Get("Authorization") != "Bearer s3cret:with:colons" || h.Get("X-Device") != "d1" || len(h) != 2 {
+		t.Fatalf("headers %v", h)
+	}
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("Authorization: ok\nBearer s3cret\n"), 0o600)
+	_, err = ReadHeaderFile(bad)
+	if err == nil || !strings.Contains(err.Error(), ":2:") || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("bad line: %v (want the line number, never the text)", err)
+	}
+	if _, err := ReadHeaderFile(filepath.Join(dir, "none")); err == nil {
+		t.Fatal("missing file: no error")
+	}
+}
+
+func TestLoadPublicKeys(t *testing.T) {
+	dir := t.TempDir()
+	var want []ed25519.PublicKey
+	for _, name := range []string{"a.pem", "b.pem"} {
+		pub, _, _ := ed25519.GenerateKey(nil)
+		pk, _ := x509.MarshalPKIXPublicKey(pub)
+		os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pk}), 0o644)
+		want = append(want, pub)
+	}
+	os.WriteFile(filepath.Join(dir, "README"), []byte("not a key"), 0o644)
+	single := filepath.Join(t.TempDir(), "c.pub")
+	pub, _, _ := ed25519.GenerateKey(nil)
+	os.WriteFile(single, []byte(base64.StdEncoding.EncodeToString(pub)), 0o644)
+	keys, err := LoadPublicKeys([]string{dir, single})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 3 || !keys[0].Equal(want[0]) || !keys[1].Equal(want[1]) || !keys[2].Equal(pub) {
+		t.Fatalf("keys %d", len(keys))
+	}
+	for _, p := range []string{t.TempDir(), filepath.Join(dir, "README"), filepath.Join(dir, "none")} {
+		if _, err := LoadPublicKeys([]string{p}); err == nil {
+			t.Errorf("LoadPublicKeys(%s): no error", p)
+		}
+	}
+}
+
+func TestHTTPSecretsNeverShown(t *testing.T) {
+	const secret = "s3cretZZ"
+	f := newHTTPFixture(t, manifest("web", "nginx:1"), func(c *HTTPConfig) {
+		c.URL = strings.Replace(c.URL, "http://", "http://fleet:"+secret+"@", 1) + "?token=" + secret
+		c.Header = http.Header{"Authorization": {"Bearer " + secret}}
+	})
+	f.poll()
+	f.wantPods("nginx:1")
+	f.srv.mu.Lock()
+	gotAuth := f.srv.gotHdr.Get("Authorization")
+	f.srv.mu.Unlock()
+	if gotAuth != "Bearer "+secret {
+		t.Fatalf("the header was not sent: %q", gotAuth)
+	}
+	m, _ := f.lastGood()
+	if strings.Contains(f.h.Name(), secret) || strings.Contains(m.Pods[0].Metadata.Source, secret) || !strings.Contains(f.h.Name(), "token=xxxxx") {
+		t.Fatalf("name %q, pod source %q", f.h.Name(), m.Pods[0].Metadata.Source)
+	}
+	// Each kind of failure: errors and logs hold no secret.
+	f.srv.set(func(s *manifestServer) { s.delay = 2 * time.Second })
+	f.poll()
+	timeoutErr := f.h.Status().Error
+	f.srv.set(func(s *manifestServer) { s.delay, s.status = 0, 500 })
+	f.poll()
+	f.ts.Close()
+	f.poll()
+	refusedErr := f.h.Status().Error
+	ckpt, _ := os.ReadFile(f.ckpt)
+	for what, text := range map[string]string{
+		"timeout error": timeoutErr, "refused error": refusedErr, "logs": f.logs.String(),
+		"checkpoint": string(ckpt), "sets": setErrors(f.sink),
+	} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s shows the secret: %s", what, text)
+		}
+	}
+	if !strings.Contains(timeoutErr, "Timeout") || !strings.Contains(refusedErr, "refused") {
+		t.Errorf("errors lost their cause: %q, %q", timeoutErr, refusedErr)
+	}
+}
+
+func TestHTTPRedirects(t *testing.T) {
+	const secret = "s3cretZZ"
+	body := manifest("web", "nginx:1")
+	var got http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Write([]byte(body))
+	}))
+	defer other.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/pods.yaml", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/hop/1", http.StatusFound)
+	})
+	mux.HandleFunc("/hop/{n}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/hop/"+r.PathValue("n")+"1", http.StatusFound)
+	})
+	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone(); w.Write([]byte(body)) })
+	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/p", http.StatusFound) })
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+	tlsMux := http.NewServeMux()
+	tlsMux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, ts.URL+"/same", http.StatusFound) })
+	tlsTS := httptest.NewTLSServer(tlsMux)
+	defer tlsTS.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsTS.Certificate().Raw}), 0o600)
+
+	hdr := http.Header{"X-Fleet-Token": {secret}, "Cookie": {"s=" + secret}}
+	tests := []struct {
+		name    string
+		url     string
+		ok      bool
+		err     string
+		headers bool // the custom headers reach the final server
+	}{
+		{"same host", ts.URL + "/pods.yaml?to=same", false, "redirects", false},
+		{"other host", strings.Replace(ts.URL, "http://", "http://fleet:pw@", 1) + "/away?token=" + secret, true, "", false},
+		{"https to http", tlsTS.URL + "/down", false, "https to", false},
+		{"same origin keeps headers", ts.URL + "/short", true, "", true},
+	}
+	mux.HandleFunc("/short", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/same", http.StatusFound) })
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			sink := newFakeSink()
+			h, err := NewHTTP(HTTPConfig{URL: tc.url, Header: hdr, Timeout: 2 * time.Second, CAFile: ca}, sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.start(context.Background())
+			h.poll(context.Background())
+			st := h.Status()
+			if tc.ok != (st.Error == "") || !strings.Contains(st.Error, tc.err) {
+				t.Fatalf("status error %q, want ok=%v containing %q", st.Error, tc.ok, tc.err)
+			}
+			if !tc.ok && len(sink.history()) != 0 {
+				t.Fatal("a refused redirect made the source ready")
+			}
+			if tc.ok && (got.Get("X-Fleet-Token") == secret) != tc.headers {
+				t.Fatalf("headers at the final server: %v, want them: %v", got, tc.headers)
+			}
+			if tc.ok && strings.Contains(got.Get("Referer"), secret) {
+				t.Fatalf("the query went on in the Referer: %v", got)
+			}
+			if tc.ok && !tc.headers && (got.Get("Authorization") != "" || got.Get("Cookie") != "") {
+				t.Fatalf("Authorization or Cookie sent to another host: %v", got)
+			}
+		})
+	}
+}
+
+func TestHTTPClientCertAndCAReplace(t *testing.T) {
+	dir := t.TempDir()
+	ca1 := newTestCA(t, "ca1")
+	ca2 := newTestCA(t, "ca2")
+	ca1File := filepath.Join(dir, "ca1.pem")
+	os.WriteFile(ca1File, ca1.certPEM, 0o600)
+	clientCert, clientKey := ca1.issue(t, dir, "client", false)
+	body := manifest("web", "nginx:1")
+	start := func(ca *testCA) string {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
+		certFile, keyFile := ca.issue(t, t.TempDir(), "127.0.0.1", true)
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(ca1.certPEM)
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.URL + "/pods.yaml"
+	}
+	byCA1, byCA2 := start(ca1), start(ca2)
+	tests := []struct {
+		name string
+		cfg  HTTPConfig
+		ok   bool
+	}{
+		{"client cert, CA replaces", HTTPConfig{URL: byCA1, CAFile: ca1File, CAReplace: true, ClientCert: clientCert, ClientKey: clientKey}, true},
+		{"client cert, CA appended", HTTPConfig{URL: byCA1, CAFile: ca1File, ClientCert: clientCert, ClientKey: clientKey}, true},
+		{"no client cert", HTTPConfig{URL: byCA1, CAFile: ca1File, CAReplace: true}, false},
+		{"server of another CA", HTTPConfig{URL: byCA2, CAFile: ca1File, CAReplace: true, ClientCert: clientCert, ClientKey: clientKey}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Timeout = 2 * time.Second
+			sink := newFakeSink()
+			h, err := NewHTTP(tc.cfg, sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.start(context.Background())
+			h.poll(context.Background())
+			st := h.Status()
+			if tc.ok != (st.Error == "") || tc.ok != (len(sink.history()) == 1) {
+				t.Fatalf("ok %v: status %+v, %d sets", tc.ok, st, len(sink.history()))
+			}
+		})
+	}
+}
+
+// testCA is a certificate authority made for a test.
+type testCA struct {
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+	certPEM []byte
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue writes a certificate for name (an IP address for a server) and its
+// key in dir and returns their paths.
+func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (string, string) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP(name)}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalPKCS8PrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600)
+	return certFile, keyFile
+}
+
+// setErrors returns the errors of every Set sink received.
+func setErrors(s *fakeSink) string {
+	var b strings.Builder
+	for _, snap := range s.history() {
+		for _, m := range snap.files {
+			if m.Err != nil {
+				b.WriteString(m.Err.Error() + "\n")
+			}
+			b.WriteString(m.Source + " " + m.File + "\n")
+		}
+	}
+	return b.String()
+}
