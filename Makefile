@@ -79,7 +79,7 @@ test: lint test-unit fuzz build build-arm64 e2e test-v2
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded time (package:Target; go test -fuzz takes one at a time).
 FUZZ_TIME ?= 20s
-FUZZ_TARGETS ?= ./internal/pod:FuzzParse ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
+FUZZ_TARGETS ?= ./internal/pod:FuzzParse ./internal/source:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
