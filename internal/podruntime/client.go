@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
 	cfg.Log.Info("connected to containerd", "address", cfg.Address, "version", ver.Version, "namespace", cfg.Namespace)
-	return &Runtime{
+	r := &Runtime{
 		cfg:    cfg,
 		client: client,
 		log:    cfg.Log,
@@ -174,7 +174,23 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}),
 		pulls:    map[string]*pullCall{},
 		imported: map[string]archiveKey{},
-	}, nil
+	}
+	r.removeStaleStaging()
+	return r, nil
+}
+
+// removeStaleStaging removes the staging mounts a tug that died while
+// starting a container left (see podMounts): a staging mount is only
+// needed while a task is being created, so any found now is a leftover.
+func (r *Runtime) removeStaleStaging() {
+	dirs, _ := filepath.Glob(filepath.Join(r.cfg.RootDir, "pods", "*", "volume-subpaths", "*"))
+	for _, d := range dirs {
+		if err := unstageDir(d); err != nil {
+			r.log.Warn("remove leftover staging mounts", "file", d, "err", err)
+		} else {
+			r.log.Info("removed leftover staging mounts", "file", d)
+		}
+	}
 }
 
 // Close closes the connection to containerd. Containers and their tasks keep

@@ -78,10 +78,6 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", fmt.Errorf("read image config of %s: %w", img.Name(), err)
 	}
-	mounts, err := r.podMounts(p, c)
-	if err != nil {
-		return "", err
-	}
 	hostname, err := podHostname(p)
 	if err != nil {
 		return "", err
@@ -91,6 +87,18 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", fmt.Errorf("create log directory: %w", err)
 	}
 	if err := r.removeLeftover(ctx, id); err != nil {
+		return "", err
+	}
+	// The volumes are staged last, and unstaged when the start is over:
+	// runc has made its own mounts in the container by then (task create).
+	stageDir := r.stagingDir(p.Metadata.UID, id)
+	defer func() {
+		if err := unstageDir(stageDir); err != nil {
+			log.Warn("remove staging mounts", "err", err)
+		}
+	}()
+	mounts, err := r.podMounts(p, c, stageDir)
+	if err != nil {
 		return "", err
 	}
 
