@@ -23,6 +23,10 @@ var (
 	// ErrVolumeNotFound means a volumeMount names a volume the pod does not
 	// define, or a volume with no source tug implements.
 	ErrVolumeNotFound = errors.New("podruntime: volume not found")
+	// ErrContainerIDTaken means a container already exists under the ID a
+	// new one needs, and its labels say it belongs to another pod or
+	// container (or to no pod of tug's): it is left alone.
+	ErrContainerIDTaken = errors.New("podruntime: container ID taken by another container")
 	// ErrContainerNotFound means there is no container with the given ID.
 	ErrContainerNotFound = errors.New("podruntime: container not found")
 	// ErrNoTask means a container has no task to wait for: it was never
