@@ -60,8 +60,10 @@ type Config struct {
 	// LogMaxSize rotates a container log once it would grow beyond this
 	// many bytes; default 10 MiB; negative disables rotation.
 	LogMaxSize int64
-	// LogMaxFiles is how many rotated files (<attempt>.log.1 ...) are kept;
-	// default 5; negative keeps none (the log is truncated on rotation).
+	// LogMaxFiles is how many files one attempt's log may have, the
+	// current <attempt>.log included (so LogMaxFiles-1 rotated files,
+	// <attempt>.log.1 ...); default 5; 1 or negative keeps the current file
+	// only (it is truncated on rotation).
 	LogMaxFiles int
 	// ResolvConf is --resolv-conf: the file pods' resolv.conf starts from
 	// (dnsPolicy Default and, with no cluster DNS, ClusterFirst). Empty: none.
@@ -111,7 +113,7 @@ func (c *Config) setDefaults() error {
 	case c.LogMaxFiles == 0:
 		c.LogMaxFiles = DefaultLogMaxFiles
 	case c.LogMaxFiles < 0:
-		c.LogMaxFiles = 0
+		c.LogMaxFiles = 1
 	}
 	if c.Snapshotter == "" {
 		c.Snapshotter = DefaultSnapshotter

@@ -86,6 +86,10 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return "", fmt.Errorf("create log directory: %w", err)
 	}
+	// Only this attempt's log and the previous one's are kept.
+	if err := pruneLogs(filepath.Dir(logPath), attempt-1); err != nil {
+		log.Warn("remove logs of earlier attempts", "err", err)
+	}
 	if err := r.removeLeftover(ctx, id, p.Metadata.UID, c.Name); err != nil {
 		return "", err
 	}
