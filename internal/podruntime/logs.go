@@ -104,8 +104,8 @@ func (r *Runtime) ContainerLogPath(p *pod.Pod, container string, attempt int) st
 // logSettings encodes the logger's settings for path.
 func (r *Runtime) logSettings(path string) string {
 	return url.Values{
-		logSettingPath:     {path},
-		logSettingMaxSize:  {strconv.FormatInt(r.cfg.LogMaxSize, 10)},
+		logSettingPath:    {path},
+		logSettingMaxSize: {strconv.FormatInt(r.cfg.LogMaxSize, 10)},
 		// The logger's max-files counts the rotated files only.
 		logSettingMaxFiles: {strconv.Itoa(max(r.cfg.LogMaxFiles-1, 0))},
 	}.Encode()
