@@ -6,6 +6,10 @@ var (
 	// ErrImageNotPresent means the image is not in containerd's image store
 	// (unpacked for the snapshotter) and imagePullPolicy is Never.
 	ErrImageNotPresent = errors.New("podruntime: image not present")
+	// ErrImageDigestMismatch means an image reference pins a digest
+	// ("name@sha256:...") and the image present under that name (from a
+	// sideloaded archive, say) has another one: it is not used.
+	ErrImageDigestMismatch = errors.New("podruntime: image digest does not match the reference")
 	// ErrPrivilegedNotAllowed means a container asks for privileged mode but
 	// the agent runs without --allow-privileged.
 	ErrPrivilegedNotAllowed = errors.New("podruntime: privileged containers are not allowed")
