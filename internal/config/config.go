@@ -261,7 +261,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace")
 	fs.BoolVar(&c.AllowPrivileged, "allow-privileged", c.AllowPrivileged, "allow privileged containers")
 	fs.Int64Var(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "rotate a container log at this many bytes")
-	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "log files kept per container")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "log files kept per container attempt, the current one included")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the container relist (containerd events make it come sooner)")
 	fs.DurationVar(&c.CrashLoopBackOffInitial, "crash-loop-back-off-initial", c.CrashLoopBackOffInitial, "first restart delay of a crashing container (it doubles)")

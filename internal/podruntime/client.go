@@ -60,8 +60,10 @@ type Config struct {
 	// LogMaxSize rotates a container log once it would grow beyond this
 	// many bytes; default 10 MiB; negative disables rotation.
 	LogMaxSize int64
-	// LogMaxFiles is how many rotated files (<attempt>.log.1 ...) are kept;
-	// default 5; negative keeps none (the log is truncated on rotation).
+	// LogMaxFiles is how many files one attempt's log may have, the
+	// current <attempt>.log included (so LogMaxFiles-1 rotated files,
+	// <attempt>.log.1 ...); default 5; 1 or negative keeps the current file
+	// only (it is truncated on rotation).
 	LogMaxFiles int
 	// ResolvConf is --resolv-conf: the file pods' resolv.conf starts from
 	// (dnsPolicy Default and, with no cluster DNS, ClusterFirst). Empty: none.
@@ -111,7 +113,7 @@ func (c *Config) setDefaults() error {
 	case c.LogMaxFiles == 0:
 		c.LogMaxFiles = DefaultLogMaxFiles
 	case c.LogMaxFiles < 0:
-		c.LogMaxFiles = 0
+		c.LogMaxFiles = 1
 	}
 	if c.Snapshotter == "" {
 		c.Snapshotter = DefaultSnapshotter
@@ -165,7 +167,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
 	cfg.Log.Info("connected to containerd", "address", cfg.Address, "version", ver.Version, "namespace", cfg.Namespace)
-	return &Runtime{
+	r := &Runtime{
 		cfg:    cfg,
 		client: client,
 		log:    cfg.Log,
@@ -174,7 +176,23 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}),
 		pulls:    map[string]*pullCall{},
 		imported: map[string]archiveKey{},
-	}, nil
+	}
+	r.removeStaleStaging()
+	return r, nil
+}
+
+// removeStaleStaging removes the staging mounts a tug that died while
+// starting a container left (see podMounts): a staging mount is only
+// needed while a task is being created, so any found now is a leftover.
+func (r *Runtime) removeStaleStaging() {
+	dirs, _ := filepath.Glob(filepath.Join(r.cfg.RootDir, "pods", "*", "volume-subpaths", "*"))
+	for _, d := range dirs {
+		if err := unstageDir(d); err != nil {
+			r.log.Warn("remove leftover staging mounts", "file", d, "err", err)
+		} else {
+			r.log.Info("removed leftover staging mounts", "file", d)
+		}
+	}
 }
 
 // Close closes the connection to containerd. Containers and their tasks keep

@@ -78,10 +78,6 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", fmt.Errorf("read image config of %s: %w", img.Name(), err)
 	}
-	mounts, err := r.podMounts(p, c)
-	if err != nil {
-		return "", err
-	}
 	hostname, err := podHostname(p)
 	if err != nil {
 		return "", err
@@ -90,7 +86,23 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return "", fmt.Errorf("create log directory: %w", err)
 	}
-	if err := r.removeLeftover(ctx, id); err != nil {
+	// Only this attempt's log and the previous one's are kept.
+	if err := pruneLogs(filepath.Dir(logPath), attempt-1); err != nil {
+		log.Warn("remove logs of earlier attempts", "err", err)
+	}
+	if err := r.removeLeftover(ctx, id, p.Metadata.UID, c.Name); err != nil {
+		return "", err
+	}
+	// The volumes are staged last, and unstaged when the start is over:
+	// runc has made its own mounts in the container by then (task create).
+	stageDir := r.stagingDir(p.Metadata.UID, id)
+	defer func() {
+		if err := unstageDir(stageDir); err != nil {
+			log.Warn("remove staging mounts", "err", err)
+		}
+	}()
+	mounts, err := r.podMounts(p, c, stageDir)
+	if err != nil {
 		return "", err
 	}
 
@@ -146,10 +158,19 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 }
 
 // removeLeftover deletes a container (with its task) or a bare snapshot
-// that an earlier failed try of this ID left.
-func (r *Runtime) removeLeftover(ctx context.Context, id string) error {
+// that an earlier failed try of this ID left. A container under this ID
+// whose labels are not those of container name of pod uid is never touched:
+// that is ErrContainerIDTaken.
+func (r *Runtime) removeLeftover(ctx context.Context, id, uid, name string) error {
 	cont, err := r.client.LoadContainer(ctx, id)
 	if err == nil {
+		labels, err := cont.Labels(ctx)
+		if err != nil {
+			return fmt.Errorf("load container %s: %w", id, err)
+		}
+		if !ownedBy(labels, uid, name) {
+			return fmt.Errorf("%w: %s (pod uid %q, container %q)", ErrContainerIDTaken, id, labels[LabelPodUID], labels[LabelContainer])
+		}
 		r.log.Info("removing leftover container", "id", id)
 		if err := r.deleteContainer(ctx, cont); err != nil {
 			return fmt.Errorf("remove leftover container %s: %w", id, err)

@@ -5,7 +5,10 @@
 // runs their tasks with output going to CRI-format log files through a
 // logging binary run by the shim, and reads the labelled containers back as
 // pod.RuntimeContainer values. It also prepares and cleans up what a pod's
-// containers mount (emptyDir and hostPath volumes, /etc/hostname).
+// containers mount (emptyDir and hostPath volumes, /etc/hostname). subPath
+// and hostPath mounts are opened without following symlinks out of their
+// volume and the opened object is what runc mounts (see podMounts), so a
+// container that races symlinks into a shared volume cannot redirect them.
 //
 // containerd is the source of truth: containers are found by their labels
 // (prefix "io.tug."), never by memory alone, so a restarted agent adopts

@@ -6,6 +6,10 @@ var (
 	// ErrImageNotPresent means the image is not in containerd's image store
 	// (unpacked for the snapshotter) and imagePullPolicy is Never.
 	ErrImageNotPresent = errors.New("podruntime: image not present")
+	// ErrImageDigestMismatch means an image reference pins a digest
+	// ("name@sha256:...") and the image present under that name (from a
+	// sideloaded archive, say) has another one: it is not used.
+	ErrImageDigestMismatch = errors.New("podruntime: image digest does not match the reference")
 	// ErrPrivilegedNotAllowed means a container asks for privileged mode but
 	// the agent runs without --allow-privileged.
 	ErrPrivilegedNotAllowed = errors.New("podruntime: privileged containers are not allowed")
@@ -23,6 +27,10 @@ var (
 	// ErrVolumeNotFound means a volumeMount names a volume the pod does not
 	// define, or a volume with no source tug implements.
 	ErrVolumeNotFound = errors.New("podruntime: volume not found")
+	// ErrContainerIDTaken means a container already exists under the ID a
+	// new one needs, and its labels say it belongs to another pod or
+	// container (or to no pod of tug's): it is left alone.
+	ErrContainerIDTaken = errors.New("podruntime: container ID taken by another container")
 	// ErrContainerNotFound means there is no container with the given ID.
 	ErrContainerNotFound = errors.New("podruntime: container not found")
 	// ErrNoTask means a container has no task to wait for: it was never

@@ -106,6 +106,9 @@ func (r *Runtime) localImage(ctx context.Context, ref string) (containerd.Image,
 		}
 		return nil, fmt.Errorf("get image %q: %w", ref, err)
 	}
+	if err := checkPinnedDigest(ref, img.Target().Digest.String()); err != nil {
+		return nil, fmt.Errorf("image %q: %w (%w)", ref, ErrImageNotPresent, err)
+	}
 	ok, err := img.IsUnpacked(ctx, r.cfg.Snapshotter)
 	if err != nil {
 		return nil, fmt.Errorf("image %q: %w (check unpacked: %w)", ref, ErrImageNotPresent, err)
@@ -116,6 +119,22 @@ func (r *Runtime) localImage(ctx context.Context, ref string) (containerd.Image,
 		}
 	}
 	return img, nil
+}
+
+// checkPinnedDigest returns ErrImageDigestMismatch when ref pins a digest
+// ("name@sha256:...") that is not target, the digest of the image present
+// under that name (a sideloaded archive may name an image as it likes).
+// A reference without a digest always matches.
+func checkPinnedDigest(ref, target string) error {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return fmt.Errorf("parse image reference %q: %w", ref, err)
+	}
+	d, ok := named.(reference.Digested)
+	if !ok || d.Digest().String() == target {
+		return nil
+	}
+	return fmt.Errorf("%w: %s pins %s, the image present under that name is %s", ErrImageDigestMismatch, ref, d.Digest(), target)
 }
 
 // pullCall is one registry pull that concurrent callers share.
@@ -334,6 +353,15 @@ func (r *Runtime) importFile(ctx context.Context, path string) ([]images.Image, 
 		name, err := NormalizeRef(img.Name)
 		if err != nil {
 			r.log.Warn("image archive has an invalid image name", "file", path, "image", img.Name, "err", err)
+			continue
+		}
+		if err := checkPinnedDigest(name, img.Target.Digest.String()); err != nil {
+			// The archive names a digest its content does not have: the
+			// name is dropped, never trusted.
+			r.log.Warn("image archive names a digest its image does not have; name ignored", "file", path, "image", img.Name, "err", err)
+			if err := r.client.ImageService().Delete(ctx, img.Name); err != nil && !errdefs.IsNotFound(err) {
+				return nil, fmt.Errorf("drop image name %q: %w", img.Name, err)
+			}
 			continue
 		}
 		if name != img.Name {

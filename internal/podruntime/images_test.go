@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"errors"
 	"testing"
 
 	"tug/internal/pod"
@@ -88,5 +89,31 @@ func TestIsArchive(t *testing.T) {
 		if got := isArchive(name); got != want {
 			t.Errorf("isArchive(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestCheckPinnedDigest(t *testing.T) {
+	const (
+		good = "sha256:bb955ff702b84f0522145fb2f81117730d61d7b71655daac96c9ca676e28230d"
+		bad  = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	)
+	tests := []struct {
+		name, ref, target string
+		wantErr           bool
+	}{
+		{name: "tag only", ref: "docker.io/library/busybox:1.35", target: bad},
+		{name: "digest matches", ref: "docker.io/library/busybox@" + good, target: good},
+		{name: "short name, digest matches", ref: "busybox@" + good, target: good},
+		{name: "tag and matching digest", ref: "busybox:1.35@" + good, target: good},
+		{name: "digest differs", ref: "docker.io/library/busybox@" + good, target: bad, wantErr: true},
+		{name: "tag and other digest", ref: "busybox:1.35@" + bad, target: good, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkPinnedDigest(tt.ref, tt.target)
+			if tt.wantErr != errors.Is(err, ErrImageDigestMismatch) {
+				t.Errorf("checkPinnedDigest(%q, %q) = %v, want mismatch %v", tt.ref, tt.target, err, tt.wantErr)
+			}
+		})
 	}
 }

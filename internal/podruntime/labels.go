@@ -116,23 +116,26 @@ func parseTime(s string) time.Time {
 	return t
 }
 
+// podIDHashLen is how many hex digits of the pod's identity hash an ID
+// carries (96 bits).
+const podIDHashLen = 24
+
 // ContainerID returns the containerd ID of an attempt of a pod's container:
-// "<pod>_<container>_<uid first 8>_<attempt>", readable and deterministic
-// (a retry of a failed start reuses it). Names are reduced to containerd's
-// identifier alphabet (letters, digits, and single '.', '_' or '-' between
-// them) and the pod name is cut so the whole fits in 76 characters. When the
-// container name itself has to change, a short hash of the original keeps
-// two containers of one pod apart.
+// "<pod>_<container>_<hash>_<attempt>", readable and deterministic (a retry
+// of a failed start reuses it). hash is the first 24 hex digits of the
+// SHA-256 of the pod's namespace, name and UID, so that pods that differ in
+// any of them never share an ID, whatever their names are cut to. Names are
+// reduced to containerd's identifier alphabet (letters, digits, and single
+// '.', '_' or '-' between them) and the pod name is cut so the whole fits in
+// 76 characters. When the container name itself has to change, a short
+// hash of the original keeps two containers of one pod apart.
+//
+// Containers created by earlier versions of tug carry IDs of another form
+// ("<pod>_<container>_<uid first 8>_<attempt>"); they are found by their
+// labels like any other, never by ID, so they are adopted unchanged.
 func ContainerID(p *pod.Pod, containerName string, attempt int) string {
-	uid := strings.ReplaceAll(p.Metadata.UID, "-", "")
-	uid = sanitizeID(uid)
-	if len(uid) > 8 {
-		uid = uid[:8]
-	}
-	suffix := "_" + strconv.Itoa(attempt)
-	if uid != "" {
-		suffix = "_" + uid + suffix
-	}
+	h := sha256.Sum256([]byte(p.Metadata.Namespace + "\x00" + p.Metadata.Name + "\x00" + p.Metadata.UID))
+	suffix := "_" + hex.EncodeToString(h[:])[:podIDHashLen] + "_" + strconv.Itoa(attempt)
 	const maxContainer = 40
 	ctr := sanitizeID(containerName)
 	if ctr != containerName || len(ctr) > maxContainer {
@@ -145,6 +148,12 @@ func ContainerID(p *pod.Pod, containerName string, attempt int) string {
 		return ctr + suffix
 	}
 	return podName + "_" + ctr + suffix
+}
+
+// ownedBy reports whether a container's labels say it is container name of
+// the pod with this UID.
+func ownedBy(labels map[string]string, uid, name string) bool {
+	return labels[LabelPodUID] == uid && labels[LabelContainer] == name
 }
 
 // sanitizeID maps s onto containerd's identifier grammar

@@ -1,6 +1,8 @@
 package podruntime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +51,7 @@ func TestContainerID(t *testing.T) {
 				t.Fatalf("ContainerID = %q: %v", id, err)
 			}
 			if tt.want != "" {
-				want := strings.Replace(tt.want, "%s", strings.ReplaceAll(p.Metadata.UID, "-", "")[:8], 1)
+				want := strings.Replace(tt.want, "%s", podHash(p), 1)
 				if id != want {
 					t.Errorf("ContainerID = %q, want %q", id, want)
 				}
@@ -64,6 +66,20 @@ func TestContainerID(t *testing.T) {
 		})
 	}
 
+	// Pods that differ only in namespace (or UID, or in their names past
+	// the cut) never share an ID; the old scheme gave these the same one.
+	a, b := testPod("web"), testPod("web")
+	b.Metadata.Namespace = "other"
+	c := testPod("web")
+	c.Metadata.UID = a.Metadata.UID[:8] + "-ffff-ffff-ffff-ffffffffffff"
+	d, e := testPod(long+"-one"), testPod(long+"-two")
+	e.Metadata.UID = d.Metadata.UID
+	for _, pr := range [][2]*pod.Pod{{a, b}, {a, c}, {d, e}} {
+		if x, y := ContainerID(pr[0], "app", 0), ContainerID(pr[1], "app", 0); x == y {
+			t.Errorf("pods %s/%s and %s/%s share ID %q", pr[0].Metadata.Namespace, pr[0].Metadata.Name, pr[1].Metadata.Namespace, pr[1].Metadata.Name, x)
+		}
+	}
+
 	// Two containers of one pod whose names differ only past the cut, or
 	// only in what sanitising changes, get different IDs.
 	p := testPod("p")
@@ -75,6 +91,32 @@ func TestContainerID(t *testing.T) {
 		if a, b := ContainerID(p, pr[0], 0), ContainerID(p, pr[1], 0); a == b {
 			t.Errorf("containers %q and %q share ID %q", pr[0], pr[1], a)
 		}
+	}
+}
+
+func podHash(p *pod.Pod) string {
+	h := sha256.Sum256([]byte(p.Metadata.Namespace + "\x00" + p.Metadata.Name + "\x00" + p.Metadata.UID))
+	return hex.EncodeToString(h[:])[:podIDHashLen]
+}
+
+func TestOwnedBy(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{name: "ours", labels: map[string]string{LabelPodUID: "u1", LabelContainer: "app"}, want: true},
+		{name: "another pod", labels: map[string]string{LabelPodUID: "u2", LabelContainer: "app"}},
+		{name: "another container", labels: map[string]string{LabelPodUID: "u1", LabelContainer: "side"}},
+		{name: "not tug's", labels: map[string]string{"owner": "someone"}},
+		{name: "no labels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ownedBy(tt.labels, "u1", "app"); got != tt.want {
+				t.Errorf("ownedBy = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

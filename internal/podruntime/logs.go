@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -46,6 +47,49 @@ const (
 	logSettingMaxFiles = "max-files"
 )
 
+// pruneLogs removes the log files (<attempt>.log and its rotated
+// <attempt>.log.N) of the attempts below keepFrom in a container's log
+// directory dir, so that a crash-looping container keeps the logs of its
+// current and previous attempt only (what "tug logs --previous" reads), not
+// one set per restart until the pod is removed. Other files are left alone.
+func pruneLogs(dir string, keepFrom int) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if a, ok := logAttempt(e.Name()); ok && a < keepFrom && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// logAttempt returns the attempt of a log file name: "<attempt>.log" or
+// "<attempt>.log.<n>".
+func logAttempt(name string) (int, bool) {
+	num, rest, ok := strings.Cut(name, ".log")
+	if !ok || (rest != "" && (rest[0] != '.' || !allDigits(rest[1:]))) || !allDigits(num) {
+		return 0, false
+	}
+	a, err := strconv.Atoi(num)
+	return a, err == nil
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // podLogDir is LogsDir/<namespace>_<pod>_<uid>.
 func (r *Runtime) podLogDir(p *pod.Pod) string {
 	return filepath.Join(r.cfg.LogsDir, p.Metadata.Namespace+"_"+p.Metadata.Name+"_"+p.Metadata.UID)
@@ -60,9 +104,10 @@ func (r *Runtime) ContainerLogPath(p *pod.Pod, container string, attempt int) st
 // logSettings encodes the logger's settings for path.
 func (r *Runtime) logSettings(path string) string {
 	return url.Values{
-		logSettingPath:     {path},
-		logSettingMaxSize:  {strconv.FormatInt(r.cfg.LogMaxSize, 10)},
-		logSettingMaxFiles: {strconv.Itoa(r.cfg.LogMaxFiles)},
+		logSettingPath:    {path},
+		logSettingMaxSize: {strconv.FormatInt(r.cfg.LogMaxSize, 10)},
+		// The logger's max-files counts the rotated files only.
+		logSettingMaxFiles: {strconv.Itoa(max(r.cfg.LogMaxFiles-1, 0))},
 	}.Encode()
 }
 
@@ -75,7 +120,7 @@ func (r *Runtime) logCreator(path string) cio.Creator {
 type logConfig struct {
 	path     string
 	maxSize  int64 // 0: never rotate
-	maxFiles int   // rotated files kept
+	maxFiles int   // rotated files kept (the current one not counted)
 }
 
 func parseLogSettings(settings string) (logConfig, error) {

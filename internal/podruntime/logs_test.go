@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -316,7 +317,67 @@ func TestParseLogSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != (logConfig{path: "/var/log/pods/ns_p_u/c/0.log", maxSize: 1234, maxFiles: 7}) {
+	// The logger's max-files counts the rotated files; LogMaxFiles counts
+	// the current one too.
+	if cfg != (logConfig{path: "/var/log/pods/ns_p_u/c/0.log", maxSize: 1234, maxFiles: 6}) {
 		t.Errorf("round trip = %+v", cfg)
+	}
+}
+
+// TestLogMaxFilesCountsCurrent: --container-log-max-files N leaves at most
+// N files for an attempt, the current one included (it kept N+1).
+func TestLogMaxFilesCountsCurrent(t *testing.T) {
+	for _, n := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("max-files=%d", n), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "3.log")
+			r := &Runtime{cfg: Config{Address: "unused", LoggerPath: "/unused", LogMaxSize: 300, LogMaxFiles: n}}
+			if err := r.cfg.setDefaults(); err != nil {
+				t.Fatal(err)
+			}
+			l := startLogger(t, r.logSettings(path))
+			for i := range 200 {
+				fmt.Fprintf(l.stdout, "line %03d\n", i)
+			}
+			if err := l.finish(t); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != n {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("%d files %v, want %d (the current one included)", len(entries), names, n)
+			}
+		})
+	}
+}
+
+func TestPruneLogs(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"0.log", "0.log.1", "1.log", "2.log", "2.log.1", "2.log.2", "3.log", "10.log", "notes.txt", "1.logx", "x.log", "1.log.a"}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pruneLogs(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{"1.log.a", "1.logx", "10.log", "2.log", "2.log.1", "2.log.2", "3.log", "notes.txt", "x.log"}
+	if !slices.Equal(got, want) {
+		t.Errorf("left %v, want %v", got, want)
+	}
+	if err := pruneLogs(filepath.Join(dir, "missing"), 5); err != nil {
+		t.Errorf("missing dir: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -143,7 +142,9 @@ func isMountPoint(dir string) (bool, error) {
 
 // prepareHostPath checks a hostPath volume against its type as Kubernetes
 // does, creating it for DirectoryOrCreate (0755, with parents) and
-// FileOrCreate (0644; the parent must exist). Symlinks are followed.
+// FileOrCreate (0644; the parent must exist). Symlinks are followed. It is
+// the early check of PreparePod; the check that counts is made again on
+// the opened path when a container mounts it (openHostPath).
 func prepareHostPath(src *pod.HostPathVolumeSource) error {
 	path := src.Path
 	if !filepath.IsAbs(path) {
@@ -154,87 +155,105 @@ func prepareHostPath(src *pod.HostPathVolumeSource) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("hostPath %s: %w", path, err)
 	}
-	bad := func(want string) error {
-		if !exists {
-			return fmt.Errorf("%w: %s does not exist (type %s)", ErrHostPathType, path, src.Type)
+	switch {
+	case exists:
+		return checkHostPathType(src, fi.Mode(), true)
+	case src.Type == pod.HostPathDirectoryOrCreate:
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return fmt.Errorf("create hostPath directory %s: %w", path, err)
 		}
-		return fmt.Errorf("%w: %s is not a %s (type %s)", ErrHostPathType, path, want, src.Type)
+		return nil
+	case src.Type == pod.HostPathFileOrCreate:
+		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("create hostPath file %s: %w", path, err)
+		}
+		return f.Close()
 	}
-	mode := os.FileMode(0)
-	if exists {
-		mode = fi.Mode()
-	}
+	return checkHostPathType(src, 0, exists)
+}
+
+// checkHostPathType checks the file type mode of a hostPath (exists false:
+// missing) against its volume's type.
+func checkHostPathType(src *pod.HostPathVolumeSource, mode fs.FileMode, exists bool) error {
+	var ok bool
 	switch src.Type {
 	case pod.HostPathUnset:
 		return nil
-	case pod.HostPathDirectoryOrCreate:
-		if !exists {
-			if err := os.MkdirAll(path, 0o755); err != nil {
-				return fmt.Errorf("create hostPath directory %s: %w", path, err)
-			}
-			return nil
-		}
-		if !mode.IsDir() {
-			return bad("directory")
-		}
-	case pod.HostPathDirectory:
-		if !exists || !mode.IsDir() {
-			return bad("directory")
-		}
-	case pod.HostPathFileOrCreate:
-		if !exists {
-			f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
-			if err != nil {
-				return fmt.Errorf("create hostPath file %s: %w", path, err)
-			}
-			return f.Close()
-		}
-		if !mode.IsRegular() {
-			return bad("file")
-		}
-	case pod.HostPathFile:
-		if !exists || !mode.IsRegular() {
-			return bad("file")
-		}
+	case pod.HostPathDirectoryOrCreate, pod.HostPathDirectory:
+		ok = mode.IsDir()
+	case pod.HostPathFileOrCreate, pod.HostPathFile:
+		ok = mode.IsRegular()
 	case pod.HostPathSocket:
-		if !exists || mode&fs.ModeSocket == 0 {
-			return bad("socket")
-		}
+		ok = mode&fs.ModeSocket != 0
 	case pod.HostPathCharDev:
-		if !exists || mode&fs.ModeDevice == 0 || mode&fs.ModeCharDevice == 0 {
-			return bad("character device")
-		}
+		ok = mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice != 0
 	case pod.HostPathBlockDev:
-		if !exists || mode&fs.ModeDevice == 0 || mode&fs.ModeCharDevice != 0 {
-			return bad("block device")
-		}
+		ok = mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0
 	default:
 		return fmt.Errorf("%w: unknown type %q", ErrHostPathType, src.Type)
 	}
-	return nil
+	if exists && ok {
+		return nil
+	}
+	return hostPathTypeError(src, exists)
+}
+
+func hostPathTypeError(src *pod.HostPathVolumeSource, exists bool) error {
+	if !exists {
+		return fmt.Errorf("%w: %s does not exist (type %s)", ErrHostPathType, src.Path, src.Type)
+	}
+	want := map[pod.HostPathType]string{
+		pod.HostPathDirectoryOrCreate: "directory", pod.HostPathDirectory: "directory",
+		pod.HostPathFileOrCreate: "file", pod.HostPathFile: "file",
+		pod.HostPathSocket: "socket", pod.HostPathCharDev: "character device", pod.HostPathBlockDev: "block device",
+	}[src.Type]
+	return fmt.Errorf("%w: %s is not a %s (type %s)", ErrHostPathType, src.Path, want, src.Type)
+}
+
+// stagingDir is where the volumes of container id are staged for runc:
+// RootDir/pods/<uid>/volume-subpaths/<id>/<n>, inside the pod's state
+// directory (0750, root's), which no container mounts.
+func (r *Runtime) stagingDir(uid, id string) string {
+	return filepath.Join(r.podDir(uid), "volume-subpaths", id)
 }
 
 // podMounts returns container c's mounts: its volumeMounts (hostPath and
-// emptyDir as recursive private binds, read-only when asked, subPath
-// resolved inside the volume and created as a directory if missing), then
-// the pod's /etc/hostname, /etc/hosts (the node's for hostNetwork) and
+// emptyDir as recursive private binds, read-only when asked), then the
+// pod's /etc/hostname, /etc/hosts (the node's for hostNetwork) and
 // /etc/resolv.conf files, read-only, each unless a volume is mounted there.
-func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container) ([]specs.Mount, error) {
+//
+// A mount with a subPath, and every hostPath mount, is staged: the path is
+// opened (the subPath below the opened volume, never following a symlink,
+// missing directories created; the hostPath checked against its type on
+// the opened descriptor) and the opened object is bind-mounted at
+// stageDir/<n>, which the returned mount names as its source. A plain
+// emptyDir mount is not staged: its path is tug's own, below the pod's
+// state directory, and no container can change any of its components. The
+// caller removes the staging mounts with unstageDir(stageDir) once runc has
+// made its own (after the task is created), also when podMounts fails.
+func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]specs.Mount, error) {
 	vols := map[string]*pod.Volume{}
 	for i := range p.Spec.Volumes {
 		vols[p.Spec.Volumes[i].Name] = &p.Spec.Volumes[i]
 	}
 	var out []specs.Mount
 	taken := map[string]bool{}
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		v, ok := vols[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
 		}
+		if !filepath.IsAbs(vm.MountPath) {
+			return nil, fmt.Errorf("volumeMount %q: mountPath %q is not absolute", vm.Name, vm.MountPath)
+		}
 		var src string
 		switch {
-		case v.HostPath != nil:
-			src = v.HostPath.Path
+		case v.HostPath != nil || vm.SubPath != "":
+			var err error
+			if src, err = r.stageVolume(p, v, vm.SubPath, filepath.Join(stageDir, strconv.Itoa(i))); err != nil {
+				return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, err)
+			}
 		case v.EmptyDir != nil:
 			if err := checkName("volume name", v.Name); err != nil {
 				return nil, err
@@ -242,15 +261,6 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container) ([]specs.Mount, error)
 			src = r.emptyDirPath(p.Metadata.UID, v.Name)
 		default:
 			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
-		}
-		if vm.SubPath != "" {
-			var err error
-			if src, err = subPath(src, vm.SubPath); err != nil {
-				return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, err)
-			}
-		}
-		if !filepath.IsAbs(vm.MountPath) {
-			return nil, fmt.Errorf("volumeMount %q: mountPath %q is not absolute", vm.Name, vm.MountPath)
 		}
 		out = append(out, bindMount(src, vm.MountPath, vm.ReadOnly))
 		taken[filepath.Clean(vm.MountPath)] = true
@@ -277,47 +287,43 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container) ([]specs.Mount, error)
 	return out, nil
 }
 
-// subPath returns root/sub, refusing an absolute sub, a ".." component and
-// a symlink that leads outside root. Missing components are created as
-// directories (0755), as the kubelet does, one at a time after the checks of
-// the ones before, so nothing is ever created outside root.
-func subPath(root, sub string) (string, error) {
-	if filepath.IsAbs(sub) {
-		return "", fmt.Errorf("%w: %q is absolute", ErrInvalidSubPath, sub)
+// stageVolume opens volume v (and sub below it, if not empty) and
+// bind-mounts the opened object at target; it returns target.
+func (r *Runtime) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (string, error) {
+	var root int
+	var err error
+	switch {
+	case v.HostPath != nil:
+		root, err = openHostPath(v.HostPath)
+	case v.EmptyDir != nil:
+		if err := checkName("volume name", v.Name); err != nil {
+			return "", err
+		}
+		root, err = openRoot(r.emptyDirPath(p.Metadata.UID, v.Name))
+	default:
+		return "", ErrVolumeNotFound
 	}
-	parts := strings.Split(filepath.ToSlash(sub), "/")
-	if slices.Contains(parts, "..") {
-		return "", fmt.Errorf("%w: %q contains \"..\"", ErrInvalidSubPath, sub)
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
+		return "", err
 	}
-	cur := realRoot
-	for _, part := range parts {
-		if part == "" || part == "." {
-			continue
+	defer unix.Close(root)
+	fd := root
+	if sub != "" {
+		if fd, err = openBeneath(root, sub, false); err != nil {
+			return "", err
 		}
-		next := filepath.Join(cur, part)
-		fi, err := os.Lstat(next)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := os.Mkdir(next, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", fmt.Errorf("create subPath %s: %w", next, err)
-			}
-		case err != nil:
-			return "", fmt.Errorf("subPath %q: %w", sub, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if next, err = filepath.EvalSymlinks(next); err != nil {
-				return "", fmt.Errorf("%w: %q: %w", ErrInvalidSubPath, sub, err)
-			}
-			if next != realRoot && !strings.HasPrefix(next, realRoot+string(filepath.Separator)) {
-				return "", fmt.Errorf("%w: %q resolves outside its volume", ErrInvalidSubPath, sub)
-			}
-		}
-		cur = next
+		defer unix.Close(fd)
 	}
-	return cur, nil
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		return "", fmt.Errorf("staging directory: %w", err)
+	}
+	if err := stage(fd, target); err != nil {
+		return "", err
+	}
+	if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+		r.log.Debug("staged volume", "pod", p.FullName(), "file", real, "staged", target)
+	}
+	return target, nil
 }
 
 // CleanupPod unmounts the pod's tmpfs volumes and removes RootDir/pods/<uid>

@@ -3,12 +3,14 @@ package podruntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,51 +100,82 @@ func TestPrepareHostPath(t *testing.T) {
 	}
 }
 
-func TestSubPath(t *testing.T) {
-	root := t.TempDir()
-	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(root, "in"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("in", filepath.Join(root, "link-in")); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		sub     string
-		want    string
-		wantErr bool
-	}{
-		{sub: "a/b", want: filepath.Join(root, "a", "b")},
-		{sub: "in", want: filepath.Join(root, "in")},
-		{sub: "link-in", want: filepath.Join(root, "in")},
-		{sub: "/etc", wantErr: true},
-		{sub: "../x", wantErr: true},
-		{sub: "a/../../x", wantErr: true},
-		{sub: "escape", wantErr: true},
-		{sub: "escape/deeper", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.sub, func(t *testing.T) {
-			got, err := subPath(root, tt.sub)
-			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidSubPath) {
-					t.Fatalf("subPath = %q, %v; want ErrInvalidSubPath", got, err)
-				}
-				return
+func TestOpenBeneath(t *testing.T) {
+	for _, noOpenat2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noOpenat2=%v", noOpenat2), func(t *testing.T) {
+			root := t.TempDir()
+			outside := t.TempDir()
+			mustDo(t, os.Symlink(outside, filepath.Join(root, "escape")))
+			mustDo(t, os.Symlink("/", filepath.Join(root, "slash")))
+			mustDo(t, os.Mkdir(filepath.Join(root, "in"), 0o755))
+			mustDo(t, os.Symlink("in", filepath.Join(root, "link-in")))
+			mustDo(t, os.Symlink("in", filepath.Join(root, "in", "loop")))
+			mustDo(t, os.WriteFile(filepath.Join(root, "in", "file"), []byte("x"), 0o644))
+			tests := []struct {
+				name    string
+				sub     string
+				want    string // below root
+				wantDir bool
+				wantErr string // in the error text; ErrInvalidSubPath unless "!"
+			}{
+				{name: "missing components are created", sub: "a/b", want: "a/b", wantDir: true},
+				{name: "existing dir", sub: "in", want: "in", wantDir: true},
+				{name: "dot components", sub: "./in/.", want: "in", wantDir: true},
+				{name: "file", sub: "in/file", want: "in/file"},
+				{name: "empty is the root", sub: "", want: "", wantDir: true},
+				{name: "absolute", sub: "/etc", wantErr: "absolute"},
+				{name: "dotdot", sub: "../x", wantErr: `".."`},
+				{name: "dotdot inside", sub: "a/../../x", wantErr: `".."`},
+				{name: "dotdot that stays inside", sub: "in/../in", wantErr: `".."`},
+				{name: "symlink out", sub: "escape", wantErr: "symlink"},
+				{name: "symlink to root", sub: "slash", wantErr: "symlink"},
+				{name: "symlink out then deeper", sub: "escape/deeper", wantErr: "symlink"},
+				{name: "symlink inside the volume", sub: "link-in", wantErr: "symlink"},
+				{name: "symlink as the last component", sub: "in/loop", wantErr: "symlink"},
+				{name: "file as a directory", sub: "in/file/x", wantErr: "not a directory"},
 			}
-			if err != nil || got != tt.want {
-				t.Fatalf("subPath = %q, %v; want %q", got, err, tt.want)
+			rootFd, err := openRoot(root)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if fi, err := os.Stat(got); err != nil || !fi.IsDir() {
-				t.Errorf("subPath not created: %v", err)
+			defer unix.Close(rootFd)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					fd, err := openBeneath(rootFd, tt.sub, noOpenat2)
+					if tt.wantErr != "" {
+						if err == nil {
+							unix.Close(fd)
+						}
+						if !errors.Is(err, ErrInvalidSubPath) || !strings.Contains(err.Error(), tt.wantErr) {
+							t.Fatalf("openBeneath(%q) = %v; want ErrInvalidSubPath with %q", tt.sub, err, tt.wantErr)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatalf("openBeneath(%q): %v", tt.sub, err)
+					}
+					defer unix.Close(fd)
+					got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+					if want := filepath.Join(root, tt.want); err != nil || got != want {
+						t.Errorf("opened %q, %v; want %q", got, err, want)
+					}
+					mode, err := fdMode(fd)
+					if err != nil || mode.IsDir() != tt.wantDir {
+						t.Errorf("opened a %v, %v; want dir %v", mode, err, tt.wantDir)
+					}
+				})
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Errorf("something was created outside the volume: %v", entries)
 			}
 		})
 	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Errorf("something was created outside the volume: %v", entries)
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -183,7 +216,10 @@ func TestPreparePodAndMounts(t *testing.T) {
 		t.Fatalf("hostname file = %q, %v", b, err)
 	}
 
-	mounts, err := r.podMounts(p, &p.Spec.Containers[0])
+	testutil.RequireRoot(t) // staging is a bind mount
+	stageDir := r.stagingDir(p.Metadata.UID, "web_app_0")
+	t.Cleanup(func() { unstageDir(stageDir) })
+	mounts, err := r.podMounts(p, &p.Spec.Containers[0], stageDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +232,9 @@ func TestPreparePodAndMounts(t *testing.T) {
 		got[m.Destination] = m.Source + " " + mode
 	}
 	want := map[string]string{
-		"/host":            hostDir + " ro",
+		"/host":            filepath.Join(stageDir, "0") + " ro",
 		"/scratch":         scratch + " rw",
-		"/sub":             filepath.Join(scratch, "s", "t") + " rw",
+		"/sub":             filepath.Join(stageDir, "2") + " rw",
 		"/etc/hostname":    r.hostnamePath(p.Metadata.UID) + " ro",
 		"/etc/hosts":       r.hostsPath(p.Metadata.UID) + " ro",
 		"/etc/resolv.conf": r.resolvConfPath(p.Metadata.UID) + " ro",
@@ -206,22 +242,55 @@ func TestPreparePodAndMounts(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("mounts =\n%v\nwant\n%v", got, want)
 	}
+	// The staged paths are the volumes' objects, bound.
+	for staged, orig := range map[string]string{
+		filepath.Join(stageDir, "0"): hostDir,
+		filepath.Join(stageDir, "2"): filepath.Join(scratch, "s", "t"),
+	} {
+		a, err1 := os.Stat(staged)
+		b, err2 := os.Stat(orig)
+		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+			t.Errorf("%s is not %s: %v %v", staged, orig, err1, err2)
+		}
+	}
+	if err := unstageDir(stageDir); err != nil {
+		t.Fatal(err)
+	}
+	if n := countMountsUnder(t, r.podDir(p.Metadata.UID)); n != 0 {
+		t.Errorf("%d staging mounts left after unstageDir", n)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "s", "t")); err != nil {
+		t.Errorf("unstaging removed the volume's content: %v", err)
+	}
+
+	// A symlinked subPath is refused, and leaves no mount.
+	if err := os.Symlink("/", filepath.Join(scratch, "evil")); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Spec.Containers[0]
+	c.VolumeMounts = []pod.VolumeMount{{Name: "scratch", MountPath: "/x", SubPath: "evil"}}
+	if _, err := r.podMounts(p, &c, stageDir); !errors.Is(err, ErrInvalidSubPath) {
+		t.Errorf("symlinked subPath: err = %v", err)
+	}
+	unstageDir(stageDir)
+	if n := countMountsUnder(t, r.podDir(p.Metadata.UID)); n != 0 {
+		t.Errorf("%d staging mounts left after a refused subPath", n)
+	}
 
 	// A volume mounted on /etc/hosts replaces the host's file.
-	c := p.Spec.Containers[0]
-	c.VolumeMounts = []pod.VolumeMount{{Name: "host", MountPath: "/etc/hosts"}}
-	mounts, err = r.podMounts(p, &c)
+	c.VolumeMounts = []pod.VolumeMount{{Name: "scratch", MountPath: "/etc/hosts"}}
+	mounts, err = r.podMounts(p, &c, stageDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range mounts {
-		if m.Destination == "/etc/hosts" && m.Source != hostDir {
+		if m.Destination == "/etc/hosts" && m.Source != scratch {
 			t.Errorf("/etc/hosts still from %s", m.Source)
 		}
 	}
 	// An unknown volume is an error.
 	c.VolumeMounts = []pod.VolumeMount{{Name: "nope", MountPath: "/x"}}
-	if _, err := r.podMounts(p, &c); !errors.Is(err, ErrVolumeNotFound) {
+	if _, err := r.podMounts(p, &c, stageDir); !errors.Is(err, ErrVolumeNotFound) {
 		t.Errorf("unknown volume: err = %v", err)
 	}
 
@@ -326,6 +395,22 @@ func TestMemoryEmptyDir(t *testing.T) {
 	if _, err := os.Stat(r.podDir(p.Metadata.UID)); !os.IsNotExist(err) {
 		t.Errorf("pod dir still there: %v", err)
 	}
+}
+
+// countMountsUnder counts the mounts at or below dir.
+func countMountsUnder(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			n++
+		}
+	}
+	return n
 }
 
 func countMounts(t *testing.T, dir string) int {

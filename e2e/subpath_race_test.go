@@ -1,0 +1,151 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// raceDuration is how long TestSubPathSymlinkRace races.
+const raceDuration = 60 * time.Second
+
+// TestSubPathSymlinkRace is the kubelet's CVE-2017-1002101 against tug: one
+// container of a pod swaps a directory of a shared emptyDir for a symlink
+// (to the host's / and to a host directory holding a marker) and back as
+// fast as it can, while the other container mounts that directory as its
+// subPath and is restarted about every second (it exits, restartPolicy
+// Always with a short back-off). However the race falls, the subPath mount
+// must never show anything but the (empty) directory of the volume, a
+// start that meets the symlink must fail with a clear error, and no staging
+// mount may be left behind.
+func TestSubPathSymlinkRace(t *testing.T) {
+	tg := startTug(t, tugOpts{args: []string{
+		"--crash-loop-back-off-initial", "100ms", "--crash-loop-back-off-max", "200ms",
+	}})
+	secret := filepath.Join(tg.base, "host-secret")
+	if err := os.Mkdir(secret, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := "marker-only-on-the-host"
+	if err := os.WriteFile(filepath.Join(secret, marker), []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The racer swaps d for a symlink as fast as it can for a few
+	// second, then leaves it a directory for two, so that the
+	// victim's starts do not all fail (tug retries a failing sync with a
+	// growing delay) and the race is tried many times. rm -rf: tug may
+	// have made d a directory while it was gone (mkdirat of a missing
+	// subPath), and ln then puts its symlink inside d.
+	racer := fmt.Sprintf(`cd /vol
+while true; do
+  i=0
+  while [ $i -lt 100 ]; do
+    mkdir d; rm -rf d; ln -s / d; rm -f d; mkdir d; rm -rf d; ln -s %s d; rm -f d
+    i=$((i+1))
+  done
+  mkdir d; sleep 2; rm -rf d
+done`, secret)
+	// The victim records every run in the report volume (its own log
+	// files do not outlive two attempts), and what it saw if its subPath
+	// mount held anything from outside the volume: the host's marker, or
+	// anything but the symlinks the racer may have put inside d (the
+	// volume's d is only ever empty or holds the racer's symlinks).
+	victim := fmt.Sprintf(`if [ -e /sub/%s ] || [ -n "$(find /sub -mindepth 1 -maxdepth 1 ! -type l)" ]; then
+  { date; ls -la /sub/ | head -20; grep ' /sub ' /proc/self/mountinfo; } >> /report/escaped
+fi
+echo run >> /report/runs
+sleep 0.5`, marker)
+	tg.writeManifest("race.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: race
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Always
+  containers:
+    - name: racer
+      image: %s
+      command: ["sh", "-c", %s]
+      volumeMounts:
+        - name: vol
+          mountPath: /vol
+    - name: victim
+      image: %s
+      command: ["sh", "-c", %s]
+      volumeMounts:
+        - name: vol
+          mountPath: /sub
+          subPath: d
+        - name: report
+          mountPath: /report
+  volumes:
+    - name: vol
+      emptyDir: {}
+    - name: report
+      emptyDir: {}
+`, tg.image, q(racer), tg.image, q(victim)))
+	tg.waitRunning(startTimeout, "race", "racer", 0)
+
+	report := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volumes", "empty-dir", "report")
+	staging := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volume-subpaths")
+	maxStaged := 0
+	for end := time.Now().Add(raceDuration); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(report, "escaped")); err == nil {
+			t.Fatalf("the subPath mount showed what is outside its volume:\n%s", b)
+		}
+		ms, err := mountsUnder(staging)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxStaged = max(maxStaged, len(ms))
+	}
+	runs := 0
+	if b, err := os.ReadFile(filepath.Join(report, "runs")); err == nil {
+		runs = strings.Count(string(b), "run\n")
+	}
+	refused := strings.Count(tg.output(), "is a symlink")
+	t.Logf("in %v: %d runs of the subPath container, %d starts refused on a symlink, at most %d staging mounts at once",
+		raceDuration, runs, refused, maxStaged)
+	if runs < 10 {
+		t.Errorf("only %d runs of the subPath container in %v: the race was hardly tried", runs, raceDuration)
+	}
+	t.Run("a start that meets the symlink fails clearly", func(t *testing.T) {
+		line := tg.waitForOutput(logTimeout, "invalid subPath", `\"d\" is a symlink`)
+		if !strings.Contains(line, "victim") {
+			t.Errorf("the error does not name the container: %s", line)
+		}
+	})
+	if b, err := os.ReadFile(filepath.Join(report, "escaped")); err == nil {
+		t.Fatalf("the subPath mount showed what is outside its volume:\n%s", b)
+	}
+	if maxStaged > 1 {
+		t.Errorf("%d staging mounts at once for one container starting", maxStaged)
+	}
+
+	t.Run("no staging mount is left", func(t *testing.T) {
+		if err := os.Remove(tg.manifestPath("race.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		podDir := filepath.Join(tg.rootDir, "pods", tg.uid("race"))
+		tg.waitFor(removeTimeout, "the race pod to be removed", func() (bool, error) {
+			cs, err := tg.podContainers(tg.uid("race"))
+			if err != nil || len(cs) > 0 {
+				return false, err
+			}
+			_, err = os.Stat(podDir)
+			return os.IsNotExist(err), nil
+		})
+		ms, err := mountsUnder(tg.rootDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 0 {
+			t.Errorf("mounts left under the root dir: %v", ms)
+		}
+	})
+}
