@@ -99,6 +99,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := podNet.Init(ctx); err != nil {
 		return err
 	}
+	defer podNet.Close() // the sockets holding hostPorts
 	cgroups, err := newCgroups(cfg, log.With("component", "qos"))
 	if err != nil {
 		return err
@@ -138,6 +139,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
+		MaxPods:      cfg.MaxPods,
 		Backoff: &reconcile.CrashBackoff{
 			Initial: cfg.CrashLoopBackOffInitial,
 			Max:     cfg.CrashLoopBackOffMax,
@@ -196,7 +198,8 @@ func (v statusView) Pods() []pod.View {
 	for _, p := range pods {
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: v.loop.Status(p)})
 	}
-	return out
+	// Pods of a source that is no longer configured, until they are removed.
+	return append(out, v.loop.Orphans()...)
 }
 
 // Manifests returns the state of every manifest file.

@@ -114,6 +114,9 @@ func newTestNet(t *testing.T, cidr string) *testNet {
 // restart makes.
 func (tn *testNet) restart() *Pods {
 	tn.t.Helper()
+	if tn.pods != nil {
+		tn.pods.Close() // tug exits: its hostPort sockets close
+	}
 	p, err := New(tn.cfg)
 	if err != nil {
 		tn.t.Fatal(err)
@@ -121,6 +124,7 @@ func (tn *testNet) restart() *Pods {
 	if err := p.Init(context.Background()); err != nil {
 		tn.t.Fatal(err)
 	}
+	tn.pods = p
 	return p
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -103,6 +104,8 @@ type Pods struct {
 
 	nodeMu    sync.Mutex
 	nodeReady bool // ensureNode has succeeded since Init
+
+	ports ports // the sockets that hold the pods' hostPorts
 }
 
 // New checks cfg, fills in its defaults and returns a Pods. It changes
@@ -159,7 +162,46 @@ func (n *Pods) Init(ctx context.Context) error {
 	if len(leases) == 0 && isNotFound(brErr) {
 		return nil // nothing to keep: the first SetUp prepares the node
 	}
-	return n.ensureNode()
+	if err := n.ensureNode(); err != nil {
+		return err
+	}
+	return n.holdPublishedPorts()
+}
+
+// holdPublishedPorts binds again, after a restart, the sockets of the
+// hostPorts that running pods publish (found by their rules), before any
+// pod is synced: a pod that had a port keeps it, whatever order the pods
+// are synced in. A port that a program took while tug was down stays that
+// program's: the pod's rule for it is deleted (so the program gets its
+// traffic) and the pod's next SetUp reports the port in use.
+func (n *Pods) holdPublishedPorts() error {
+	rules, err := n.allPodRules()
+	if err != nil {
+		return err
+	}
+	want := map[string][]portKey{}
+	for _, r := range rules {
+		if uid, k, ok := keyFromComment(ruleComment(r.UserData)); ok && !slices.Contains(want[uid], k) {
+			want[uid] = append(want[uid], k)
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(want)) {
+		if err := n.ports.acquire(uid, want[uid]); err != nil {
+			n.log.Warn("a hostPort of a running pod was taken while tug was down; no longer forwarding the pod's hostPorts", "uid", uid, "err", err)
+			if err := n.deleteRules(uid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Close closes the sockets that hold the pods' hostPorts (tug stops; they
+// close anyway when the process exits). The rules stay; the next Init
+// holds their ports again.
+func (n *Pods) Close() error {
+	n.ports.closeAll()
+	return nil
 }
 
 // ensureNode prepares the node for pods once: IPv4 forwarding on, the
@@ -322,6 +364,15 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	log := n.log.With("pod", p.Metadata.Name, "uid", uid)
+	published, _ := hostPorts(p, netip.IPv4Unspecified())
+	if err := n.ports.acquire(uid, portsOf(published)); err != nil {
+		// Never forward a port the pod does not hold (after a restart, a
+		// program may have taken it).
+		if derr := n.deleteRules(uid); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+	}
 	ip, err := n.ipam.allocate(uid)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s (uid %s): %w", p.FullName(), uid, err)
@@ -605,6 +656,7 @@ func (n *Pods) TearDown(ctx context.Context, uid string) error {
 	if err := n.ipam.release(uid); err != nil {
 		errs = append(errs, err)
 	}
+	n.ports.release(uid)
 	n.mu.Lock()
 	delete(n.hairpin, uid)
 	n.mu.Unlock()
