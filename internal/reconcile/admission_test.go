@@ -81,8 +81,8 @@ func TestHousekeepingRemovesPodsOfUnconfiguredSources(t *testing.T) {
 	desired := &fakeDesired{ready: map[string]bool{}, wanted: map[string]bool{"uid-file": true}}
 	killed := make(chan string, 10)
 	fns := syncFuncs{
-		sync: func(context.Context, context.Context, *pod.Pod) (syncResult, error) { return syncResult{}, nil },
-		kill: func(_ context.Context, p *pod.Pod) error { killed <- p.Metadata.UID; return nil },
+		sync:          func(context.Context, context.Context, *pod.Pod) (syncResult, error) { return syncResult{}, nil },
+		kill:          func(_ context.Context, p *pod.Pod) error { killed <- p.Metadata.UID; return nil },
 		removeSandbox: func(context.Context, string) error { return nil },
 	}
 	l := newLoop(Config{Cache: cache, Desired: desired, Log: discard(), RetryMin: time.Hour, RetryMax: time.Hour,
