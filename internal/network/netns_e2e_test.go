@@ -92,6 +92,7 @@ func newTestNet(t *testing.T, cidr string) *testNet {
 	tn := &testNet{t: t, cfg: cfg, ns: NewNamespaces(t.TempDir(), testutil.Logger(t)), paths: map[string]string{}}
 	tn.pods = tn.restart()
 	t.Cleanup(func() {
+		tn.pods.Close()
 		for uid := range tn.paths {
 			tn.ns.RemoveNamespaces(context.Background(), uid)
 		}

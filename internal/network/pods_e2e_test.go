@@ -17,6 +17,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"tug/internal/pod"
 )
 
 // podEnd returns the pod's eth0 addresses and default gateway.
@@ -581,4 +583,73 @@ func mustLink(t *testing.T, name string) netlink.Link {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestHostPortIsHeld: a published hostPort is held by a socket, so a
+// second pod or a program on the node cannot have it too, and a port a
+// program listens on already is refused instead of taken over.
+func TestHostPortIsHeld(t *testing.T) {
+	tn := newTestNet(t, "10.201.0.0/24")
+	ctx := context.Background()
+	pa, patha := tn.pod("uid-a", "8088:80/TCP", "8053:53/UDP")
+	tn.setUp(tn.pods, pa, patha)
+	inUse := func(err error) bool {
+		var e *pod.HostPortInUseError
+		return errors.As(err, &e)
+	}
+
+	// The ports are held: a program cannot bind them.
+	if l, err := net.Listen("tcp4", ":8088"); err == nil {
+		l.Close()
+		t.Error("a program could listen on the pod's hostPort 8088/TCP")
+	}
+	if c, err := net.ListenPacket("udp4", ":8053"); err == nil {
+		c.Close()
+		t.Error("a program could bind the pod's hostPort 8053/UDP")
+	}
+
+	// A second pod with the same hostPort is refused, and has no rule.
+	pb, pathb := tn.pod("uid-b", "8088:80/TCP")
+	if _, err := tn.pods.SetUp(ctx, pb, pathb); !inUse(err) || !strings.Contains(err.Error(), "hostPort 8088/TCP is in use") {
+		t.Fatalf("second pod with hostPort 8088: %v, want hostPort 8088/TCP is in use", err)
+	}
+	for _, r := range tn.state().rules {
+		if strings.Contains(r, "uid-b") {
+			t.Errorf("refused pod has a rule: %s", r)
+		}
+	}
+	// It gets the port once the first pod is gone.
+	must(t, tn.pods.TearDown(ctx, "uid-a"))
+	tn.setUp(tn.pods, pb, pathb)
+
+	// A port a program on the node listens on is refused.
+	l, err := net.Listen("tcp4", ":2222")
+	must(t, err)
+	defer l.Close()
+	pc, pathc := tn.pod("uid-c", "2222:22/TCP")
+	if _, err := tn.pods.SetUp(ctx, pc, pathc); !inUse(err) {
+		t.Fatalf("pod with hostPort 2222 a program listens on: %v, want in use", err)
+	}
+
+	// After a restart the running pod's port is held again before any sync.
+	tn.restart()
+	if l, err := net.Listen("tcp4", ":8088"); err == nil {
+		l.Close()
+		t.Error("after a restart, a program could listen on the pod's hostPort 8088/TCP")
+	}
+	// A program that takes the port while tug is down keeps it: the pod's
+	// rule goes, and its next SetUp says the port is in use.
+	tn.pods.Close()
+	taken, err := net.Listen("tcp4", ":8088")
+	must(t, err)
+	defer taken.Close()
+	tn.restart()
+	for _, r := range tn.state().rules {
+		if strings.Contains(r, "uid-b") {
+			t.Errorf("a port a program took while tug was down is still forwarded: %s", r)
+		}
+	}
+	if _, err := tn.pods.SetUp(ctx, pb, pathb); !inUse(err) {
+		t.Errorf("SetUp of the pod whose port was taken: %v, want in use", err)
+	}
 }
