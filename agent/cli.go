@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -229,6 +230,9 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 		if opts.wide {
 			cells = append(cells, ip, file)
 		}
+		for i := range cells {
+			cells[i] = escape(cells[i])
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
@@ -259,7 +263,7 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 			fmt.Fprintln(w)
 			first = false
 		}
-		fmt.Fprintf(w, "%s: %s\n", v.Metadata.Name, v.Status.Message)
+		fmt.Fprintln(w, escape(v.Metadata.Name+": "+v.Status.Message))
 	}
 	for i, m := range broken {
 		if i == 0 {
@@ -273,21 +277,21 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 			if !strings.HasPrefix(line, m.File) {
 				line = m.File + ": " + line
 			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, escape(line))
 		}
 		if len(m.UIDs) > 0 {
 			var names []string
 			for _, uid := range m.UIDs {
 				names = append(names, cmp.Or(nameOf[uid], uid))
 			}
-			fmt.Fprintf(w, "%s: keeping its last good version running (%s)\n", m.File, strings.Join(names, ", "))
+			fmt.Fprintln(w, escape(fmt.Sprintf("%s: keeping its last good version running (%s)", m.File, strings.Join(names, ", "))))
 		}
 	}
 	if len(urls) > 0 {
 		fmt.Fprintln(w)
 	}
 	for _, m := range urls {
-		fmt.Fprintln(w, fetchLine(m, now))
+		fmt.Fprintln(w, escape(fetchLine(m, now)))
 	}
 	return len(pods) + len(broken)
 }
@@ -325,6 +329,40 @@ func fetchLine(m pod.ManifestStatus, now time.Time) string {
 		parts = append(parts, "error: "+f.Error)
 	}
 	return "URL " + m.Source + ": " + strings.Join(parts, ", ")
+}
+
+// escape is the one place where what tug pods prints from manifests and
+// status (names, paths, messages, errors) is made safe for a terminal:
+// every non-printable rune (control characters such as ESC, which would
+// start a terminal escape sequence, a tab that would shift the table's
+// columns, invisible format characters) and every byte that is not UTF-8
+// is written as a Go escape (\x1b, \t, \u200b); the rest is left as is.
+func escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // podIP is the pod's first IP, or "<none>".
