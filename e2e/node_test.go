@@ -162,13 +162,21 @@ func TestHostPortConflicts(t *testing.T) {
 	tg.waitPod(removeTimeout+startTimeout, "b", "running once a is gone", phaseIs(pod.PhaseRunning))
 }
 
-// TestMaxPods (issue 10, point 13): pods beyond --max-pods are not
-// started and say why; the one left out starts when another is removed.
-func TestMaxPods(t *testing.T) {
-	tg := startTug(t, tugOpts{args: []string{"--max-pods", "2"}, beforeStart: func(tg *tug) {
+// TestLimits (issue 10, point 13): pods beyond --max-pods are not
+// started and say why, and the one left out starts when another is
+// removed; a pod over the container cap is refused with a clear error;
+// tug pods prints a hostPath with terminal escapes escaped.
+func TestLimits(t *testing.T) {
+	tg := startTug(t, tugOpts{args: []string{"--max-pods", "3"}, beforeStart: func(tg *tug) {
+		// By name: esc, pa and pb are admitted, pc is held back.
 		for _, n := range []string{"pa", "pb", "pc"} {
 			tg.writeManifest(n+".yaml", shPod(n, tg.image, idle))
 		}
+		tg.writeManifest("esc.yaml", shPod("esc", tg.image, idle, `      volumeMounts: [{name: v, mountPath: /v}]
+  volumes:
+    - name: v
+      hostPath: {path: "/nonexistent\e]0;owned\a\e[2J", type: Directory}
+`))
 	}})
 	tg.waitPod(startTimeout, "pa", "running", phaseIs(pod.PhaseRunning))
 	tg.waitPod(startTimeout, "pb", "running", phaseIs(pod.PhaseRunning))
@@ -176,6 +184,37 @@ func TestMaxPods(t *testing.T) {
 	if cs, err := tg.podContainers(tg.uid("pc")); err != nil || len(cs) != 0 {
 		t.Errorf("pod pc beyond --max-pods has containers: %v, %v", cs, err)
 	}
+	rows, _, err := tg.podTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[staticName("pc")]; r["STATUS"] != pod.ReasonOutOfPods {
+		t.Errorf("tug pods row of pc: %v, want STATUS OutOfpods", r)
+	}
+
+	// The hostPath's escapes reach tug pods escaped, never raw.
+	tg.waitPod(startTimeout, "esc", "failing on its hostPath", func(v *pod.View) error {
+		if !strings.Contains(v.Status.Message, "\x1b") {
+			return fmt.Errorf("message %q", v.Status.Message)
+		}
+		return nil
+	})
+	out, _, code := tg.runCLI("pods", "-o", "wide")
+	if code != 0 || strings.ContainsAny(out, "\x1b\a") || !strings.Contains(out, `/nonexistent\x1b]0;owned\a\x1b[2J`) {
+		t.Errorf("tug pods (exit %d) does not escape the hostPath:\n%q", code, out)
+	}
+
+	// Over the container cap: refused, and the error says the cap.
+	var many strings.Builder
+	for i := range pod.MaxContainers + 1 {
+		fmt.Fprintf(&many, "    - {name: c%d, image: %s}\n", i, tg.image)
+	}
+	tg.writeManifest("many.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  containers:\n"+many.String())
+	tg.waitFor(startTimeout, "many.yaml refused for its containers", func() (bool, error) {
+		out, _, _ := tg.runCLI("pods")
+		return strings.Contains(out, "65 containers (init containers included): tug runs at most 64 per pod"), fmt.Errorf("tug pods: %q", out)
+	})
+
 	tg.removeManifest("pa.yaml")
 	tg.waitPod(removeTimeout+startTimeout, "pc", "running once pa is gone", phaseIs(pod.PhaseRunning))
 }
