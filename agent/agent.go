@@ -128,6 +128,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sources = append(sources, web.Name())
 	}
+	// A pod defined by both runs from the file: the device owner's word.
+	store.SetSourceOrder(sources...)
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,

@@ -218,3 +218,53 @@ func TestLimits(t *testing.T) {
 	tg.removeManifest("pa.yaml")
 	tg.waitPod(removeTimeout+startTimeout, "pc", "running once pa is gone", phaseIs(pod.PhaseRunning))
 }
+
+// TestDuplicateAcrossSourcesFileWins (issue 10, point 14): a pod that the
+// URL and a file both define runs from the file, even when the URL's copy
+// ran first, and the URL's manifest says why; a restart changes nothing.
+func TestDuplicateAcrossSourcesFileWins(t *testing.T) {
+	image, _ := testutil.TestImage(t)
+	srv := newManifestServer(t, good(shPod("dup", image, idle), nil))
+	tg := urlTug(t, srv.url)
+	urlCopy := urlUID(srv.url, "dup")
+	tg.waitRunningUID(startTimeout, urlCopy, "main", 0)
+
+	tg.writeManifest("dup.yaml", shPod("dup", tg.image, idle))
+	tg.waitRunning(startTimeout, "dup", "main", 0)
+	tg.waitGone(removeTimeout, urlCopy, "the URL's copy to be removed")
+	tg.waitURLManifest(fetchTimeout, srv.url, "the duplicate reported on the URL's manifest", func(m *pod.ManifestStatus) error {
+		if !strings.Contains(m.Error, "is already defined in "+tg.manifestPath("dup.yaml")) {
+			return fmt.Errorf("error %q", m.Error)
+		}
+		return nil
+	})
+	running := tg.tasksOf(tg.uid("dup"))
+
+	if err := tg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	tg.Start()
+	tg.waitURLManifest(fetchTimeout, srv.url, "the URL polled again", healthyFetchOr(func(m *pod.ManifestStatus) error {
+		if !strings.Contains(m.Error, "is already defined in") {
+			return fmt.Errorf("error %q", m.Error)
+		}
+		return nil
+	}))
+	time.Sleep(2 * time.Second)
+	if err := tg.sameTasks(running); err != nil {
+		t.Errorf("after a restart, the file's copy: %v", err)
+	}
+	if cs, err := tg.podContainers(urlCopy); err != nil || len(cs) != 0 {
+		t.Errorf("after a restart, the URL's copy has containers: %v, %v", cs, err)
+	}
+}
+
+// healthyFetchOr checks that the URL item has been fetched and passes check.
+func healthyFetchOr(check func(m *pod.ManifestStatus) error) func(m *pod.ManifestStatus) error {
+	return func(m *pod.ManifestStatus) error {
+		if m.Fetch == nil || m.Fetch.LastFetch.IsZero() {
+			return fmt.Errorf("not fetched yet")
+		}
+		return check(m)
+	}
+}
