@@ -373,6 +373,9 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 		}
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
+	if err := n.rebuildLease(uid, netnsPath, log); err != nil {
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+	}
 	ip, err := n.ipam.allocate(uid)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s (uid %s): %w", p.FullName(), uid, err)
@@ -384,6 +387,57 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	return ip, nil
+}
+
+// rebuildLease gives a pod that has no lease (its file was lost, or is
+// unreadable or corrupt) but already has an address on its eth0 (it runs)
+// that address back as its lease, so that SetUp never re-addresses a
+// running pod. An address another pod's lease holds is not taken.
+func (n *Pods) rebuildLease(uid, netnsPath string, log *slog.Logger) error {
+	if _, ok, err := n.ipam.lookup(uid); err != nil || ok {
+		return err
+	}
+	a, ok := podAddress(netnsPath, n.cfg.CIDR)
+	if !ok {
+		return nil // a new pod (or one whose eth0 is gone): allocate
+	}
+	adopted, err := n.ipam.adopt(uid, a)
+	if err != nil {
+		return err
+	}
+	if adopted {
+		log.Warn("the pod's lease was missing or unreadable; rebuilt it from the address the pod has", "ip", a.String())
+	}
+	return nil
+}
+
+// podAddress returns the address in cidr of eth0 in the network namespace
+// at netnsPath, if it has one.
+func podAddress(netnsPath string, cidr netip.Prefix) (netip.Addr, bool) {
+	ns, err := netns.GetFromPath(netnsPath)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer h.Close()
+	eth0, err := h.LinkByName(podIfName)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addrs, err := h.AddrList(eth0, netlink.FAMILY_V4)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, a := range addrs {
+		if p := ipNetPrefix(a.IPNet); p.IsValid() && p.Bits() == cidr.Bits() && cidr.Contains(p.Addr()) {
+			return p.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // ensureVeth makes the pod's veth pair and configures both ends, repairing

@@ -653,3 +653,47 @@ func TestHostPortIsHeld(t *testing.T) {
 		t.Errorf("SetUp of the pod whose port was taken: %v, want in use", err)
 	}
 }
+
+// TestLostLeaseKeepsTheAddress: a running pod whose lease file was lost or
+// is corrupt keeps its address after a restart; its lease is rebuilt from
+// the address its eth0 has.
+func TestLostLeaseKeepsTheAddress(t *testing.T) {
+	tests := []struct {
+		name  string
+		spoil func(path string) error
+	}{
+		{"corrupt", func(path string) error { return os.WriteFile(path, []byte("\x00\xffnot a uid\n"), 0o600) }},
+		{"empty", func(path string) error { return os.WriteFile(path, nil, 0o600) }},
+		{"lost", os.Remove},
+		{"unreadable", func(path string) error { os.Remove(path); return os.Mkdir(path, 0o700) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTestNet(t, "10.201.0.0/24")
+			// Another pod first, so that a new allocation would not give the
+			// same address by chance.
+			po, patho := tn.pod("uid-o")
+			tn.setUp(tn.pods, po, patho)
+			p, path := tn.pod("uid-a")
+			ip := tn.setUp(tn.pods, p, path)
+			must(t, tt.spoil(filepath.Join(tn.cfg.StateDir, "leases", ip.String())))
+
+			restarted := tn.restart()
+			if got := tn.setUp(restarted, p, path); got != ip {
+				t.Fatalf("after the lease was %s: %s, want the pod's address %s kept", tt.name, got, ip)
+			}
+			if addrs, _, _ := podEnd(t, path); !slices.Equal(addrs, []string{ip.String() + "/24"}) {
+				t.Errorf("the pod's eth0 has %v, want only %s/24", addrs, ip)
+			}
+			b, err := os.ReadFile(filepath.Join(tn.cfg.StateDir, "leases", ip.String()))
+			if err != nil || strings.TrimSpace(string(b)) != "uid-a" {
+				t.Errorf("rebuilt lease: %q, %v; want uid-a", b, err)
+			}
+			// A new pod does not get that address.
+			pn, pathn := tn.pod("uid-n")
+			if got := tn.setUp(restarted, pn, pathn); got == ip {
+				t.Errorf("a new pod got the running pod's address %s", got)
+			}
+		})
+	}
+}
