@@ -213,8 +213,9 @@ func (n *Pods) ensureNode() error {
 	if n.nodeReady {
 		return nil
 	}
-	if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
-		return fmt.Errorf("enable IPv4 forwarding: %w", err)
+	enabled, err := n.enableForwarding()
+	if err != nil {
+		return err
 	}
 	if err := n.ensureBridge(); err != nil {
 		return err
@@ -223,12 +224,78 @@ func (n *Pods) ensureNode() error {
 		return fmt.Errorf("enable forwarding on %s: %w", n.cfg.Bridge, err)
 	}
 	n.nftMu.Lock()
-	err := n.ensureTable()
+	err = n.ensureTable()
+	if err == nil && enabled {
+		err = n.ensureForwardFilter()
+	}
 	n.nftMu.Unlock()
 	if err != nil {
 		return err
 	}
 	n.nodeReady = true
+	return nil
+}
+
+// forwardingMarker is the file, in the state dir, that says tug turned
+// IPv4 forwarding on (it was off): tug then routes nothing but pod traffic.
+const forwardingMarker = "ip_forward-enabled-by-tug"
+
+// enableForwarding turns IPv4 forwarding on and reports whether it was tug
+// that did (now, or before a restart: the marker file says so).
+func (n *Pods) enableForwarding() (bool, error) {
+	marker := filepath.Join(n.cfg.StateDir, forwardingMarker)
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		return false, fmt.Errorf("read IPv4 forwarding: %w", err)
+	}
+	if strings.TrimSpace(string(b)) != "1" {
+		if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
+			return false, fmt.Errorf("create state dir: %w", err)
+		}
+		if err := os.WriteFile(marker, []byte("tug turned net.ipv4.ip_forward on; it forwards only pod traffic\n"), 0o600); err != nil {
+			return false, fmt.Errorf("record that tug enables IPv4 forwarding: %w", err)
+		}
+		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return false, fmt.Errorf("enable IPv4 forwarding: %w", err)
+		}
+		n.log.Info("turned IPv4 forwarding on; only pod traffic is forwarded", "table", tableName, "chain", chainForward)
+		return true, nil
+	}
+	_, err = os.Stat(marker)
+	return err == nil, nil
+}
+
+// ensureForwardFilter makes tug's forward chain hold exactly its rules:
+// forwarding was off before tug, so nothing but the pods' traffic may be
+// routed through the node now. (When forwarding was on already, whoever
+// turned it on decides what is routed, and tug adds no chain.) The caller
+// holds n.nftMu.
+func (n *Pods) ensureForwardFilter() error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	t := natTable()
+	ch := forwardChain(t)
+	c.AddChain(ch)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("create chain %s of table ip %s: %w", chainForward, tableName, err)
+	}
+	want := forwardRules(t, n.cfg.Bridge, n.cfg.CIDR)
+	have, err := c.GetRules(t, ch)
+	if err != nil {
+		return fmt.Errorf("list rules of chain %s: %w", chainForward, err)
+	}
+	if sameComments(have, want) {
+		return nil
+	}
+	c.FlushChain(ch)
+	for _, r := range want {
+		c.AddRule(r)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("write the forward rules of table ip %s: %w", tableName, err)
+	}
 	return nil
 }
 

@@ -15,10 +15,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // podEnd returns the pod's eth0 addresses and default gateway.
@@ -696,4 +698,91 @@ func TestLostLeaseKeepsTheAddress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestForwardFilter: when tug turns IPv4 forwarding on, the node routes
+// the pods' traffic and nothing else; when forwarding was on already, tug
+// leaves what is routed alone.
+func TestForwardFilter(t *testing.T) {
+	for _, wasOn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forwarding on before: %v", wasOn), func(t *testing.T) {
+			requireTestNetns(t)
+			old := map[bool]string{false: "0", true: "1"}[wasOn]
+			must(t, os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte(old), 0o644))
+			tn := newTestNet(t, "10.201.0.0/24")
+			out := tn.outside()
+			// A second network beyond the node, 198.51.100.0/24, that the
+			// outside namespace reaches through the node (routing).
+			far := tn.network("tugfar0", "198.51.100.1/24", "198.51.100.2/24")
+			must(t, testutil.InNetns(out, func() error {
+				return netlink.RouteReplace(&netlink.Route{Dst: prefixIPNet(netip.MustParsePrefix("198.51.100.0/24")), Gw: net.IPv4(192, 0, 2, 1)})
+			}))
+			serve(t, far, "tcp", ":9000")
+			serve(t, out, "tcp", ":9000")
+			p, path := tn.pod("uid-a", "8080:9000/TCP")
+			tn.setUp(tn.pods, p, path)
+			serve(t, path, "tcp", ":9000")
+
+			if b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(b)) != "1" {
+				t.Fatalf("ip_forward = %q after SetUp, want 1", b)
+			}
+			// Pod traffic is routed either way: out (masquerade), in (hostPort).
+			if _, err := ask(path, "tcp", "192.0.2.2:9000"); err != nil {
+				t.Errorf("pod to the outside: %v", err)
+			}
+			if _, err := ask(out, "tcp", "192.0.2.1:8080"); err != nil {
+				t.Errorf("outside to the pod's hostPort: %v", err)
+			}
+			// Traffic between two other networks through the node.
+			_, err := ask(out, "tcp", "198.51.100.2:9000")
+			if wasOn && err != nil {
+				t.Errorf("forwarding was on before tug: routing between other networks broke: %v", err)
+			}
+			if !wasOn && err == nil {
+				t.Error("tug turned forwarding on, yet it routes traffic that is not the pods'")
+			}
+			chains, err := nftConn(t).ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+			must(t, err)
+			hasForward := slices.ContainsFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name == tableName && c.Name == chainForward })
+			if hasForward == wasOn {
+				t.Errorf("forward chain in tug's table: %v, want %v", hasForward, !wasOn)
+			}
+			// After a restart (ip_forward is 1 now), tug still knows it was
+			// the one that turned it on.
+			tn.restart()
+			if _, err := ask(out, "tcp", "198.51.100.2:9000"); !wasOn && err == nil {
+				t.Error("after a restart, traffic that is not the pods' is routed")
+			}
+		})
+	}
+}
+
+// network makes a namespace behind a veth pair: nodeName (node end, with
+// nodeAddr) and eth0 in the new namespace (peerAddr), whose default route
+// goes through the node. It returns the namespace's path.
+func (tn *testNet) network(nodeName, nodeAddr, peerAddr string) string {
+	tn.t.Helper()
+	_, path := tn.pod("net-" + nodeName)
+	ns, err := netns.GetFromPath(path)
+	must(tn.t, err)
+	defer ns.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = nodeName
+	must(tn.t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}))
+	node, err := netlink.LinkByName(nodeName)
+	must(tn.t, err)
+	must(tn.t, netlink.AddrAdd(node, &netlink.Addr{IPNet: prefixIPNet(netip.MustParsePrefix(nodeAddr))}))
+	must(tn.t, netlink.LinkSetUp(node))
+	h, err := netlink.NewHandleAt(ns)
+	must(tn.t, err)
+	defer h.Close()
+	peer, err := h.LinkByName("eth0")
+	must(tn.t, err)
+	lo, _ := h.LinkByName("lo")
+	must(tn.t, h.AddrAdd(peer, &netlink.Addr{IPNet: prefixIPNet(netip.MustParsePrefix(peerAddr))}))
+	must(tn.t, h.LinkSetUp(peer))
+	must(tn.t, h.LinkSetUp(lo))
+	gw := netip.MustParsePrefix(nodeAddr).Addr()
+	must(tn.t, h.RouteReplace(&netlink.Route{LinkIndex: peer.Attrs().Index, Gw: gw.AsSlice(), Dst: prefixIPNet(netip.MustParsePrefix("0.0.0.0/0"))}))
+	return path
 }
