@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -386,9 +387,28 @@ func allDefault(pods []pod.View) bool {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return writeEscaped(w, buf.String())
+}
+
+// writeEscaped writes text line by line through escape, so that -o json
+// and -o yaml show no control or invisible character raw either (JSON and
+// YAML put them inside strings, where the escape reads the same).
+func writeEscaped(w io.Writer, text string) error {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		b.WriteString(escape(strings.TrimSuffix(line, "\n")))
+		if strings.HasSuffix(line, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // writeYAML prints v as YAML with its JSON (Kubernetes) field names: it goes
@@ -403,10 +423,14 @@ func writeYAML(w io.Writer, v any) error {
 	if err := json.Unmarshal(data, &generic); err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	enc := yaml.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(generic); err != nil {
 		return fmt.Errorf("encode YAML: %w", err)
 	}
-	return enc.Close()
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	return writeEscaped(w, buf.String())
 }

@@ -424,3 +424,24 @@ func TestEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestStructuredOutputEscaped: -o json and -o yaml carry no control or
+// invisible character raw either, and the JSON still decodes to the value.
+func TestStructuredOutputEscaped(t *testing.T) {
+	v := pod.View{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"a": "x\u202ey\u009b31m"}}}
+	for name, write := range map[string]func(io.Writer, any) error{"json": writeJSON, "yaml": writeYAML} {
+		var out bytes.Buffer
+		if err := write(&out, v); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(out.String(), "\u202e\u009b") {
+			t.Errorf("%s output holds a raw control character:\n%s", name, out.String())
+		}
+		if name == "json" {
+			var back pod.View
+			if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Metadata.Labels["a"] != "x\u202ey\u009b31m" {
+				t.Errorf("json output decodes to %q, %v", back.Metadata.Labels["a"], err)
+			}
+		}
+	}
+}
