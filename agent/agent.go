@@ -98,6 +98,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := podNet.Init(ctx); err != nil {
 		return err
 	}
+	defer podNet.Close() // the sockets holding hostPorts
 	cgroups, err := newCgroups(cfg, log.With("component", "qos"))
 	if err != nil {
 		return err
@@ -126,6 +127,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sources = append(sources, web.Name())
 	}
+	// A pod defined by both runs from the file: the device owner's word.
+	store.SetSourceOrder(sources...)
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -137,6 +140,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
+		MaxPods:      cfg.MaxPods,
 		Backoff: &reconcile.CrashBackoff{
 			Initial: cfg.CrashLoopBackOffInitial,
 			Max:     cfg.CrashLoopBackOffMax,
@@ -195,7 +199,8 @@ func (v statusView) Pods() []pod.View {
 	for _, p := range pods {
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: v.loop.Status(p)})
 	}
-	return out
+	// Pods of a source that is no longer configured, until they are removed.
+	return append(out, v.loop.Orphans()...)
 }
 
 // Manifests returns the state of every manifest file.

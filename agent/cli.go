@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -229,6 +231,9 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 		if opts.wide {
 			cells = append(cells, ip, file)
 		}
+		for i := range cells {
+			cells[i] = escape(cells[i])
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
@@ -259,7 +264,7 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 			fmt.Fprintln(w)
 			first = false
 		}
-		fmt.Fprintf(w, "%s: %s\n", v.Metadata.Name, v.Status.Message)
+		fmt.Fprintln(w, escape(v.Metadata.Name+": "+v.Status.Message))
 	}
 	for i, m := range broken {
 		if i == 0 {
@@ -273,21 +278,21 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 			if !strings.HasPrefix(line, m.File) {
 				line = m.File + ": " + line
 			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, escape(line))
 		}
 		if len(m.UIDs) > 0 {
 			var names []string
 			for _, uid := range m.UIDs {
 				names = append(names, cmp.Or(nameOf[uid], uid))
 			}
-			fmt.Fprintf(w, "%s: keeping its last good version running (%s)\n", m.File, strings.Join(names, ", "))
+			fmt.Fprintln(w, escape(fmt.Sprintf("%s: keeping its last good version running (%s)", m.File, strings.Join(names, ", "))))
 		}
 	}
 	if len(urls) > 0 {
 		fmt.Fprintln(w)
 	}
 	for _, m := range urls {
-		fmt.Fprintln(w, fetchLine(m, now))
+		fmt.Fprintln(w, escape(fetchLine(m, now)))
 	}
 	return len(pods) + len(broken)
 }
@@ -327,6 +332,40 @@ func fetchLine(m pod.ManifestStatus, now time.Time) string {
 	return "URL " + m.Source + ": " + strings.Join(parts, ", ")
 }
 
+// escape is the one place where what tug pods prints from manifests and
+// status (names, paths, messages, errors) is made safe for a terminal:
+// every non-printable rune (control characters such as ESC, which would
+// start a terminal escape sequence, a tab that would shift the table's
+// columns, invisible format characters) and every byte that is not UTF-8
+// is written as a Go escape (\x1b, \t, \u200b); the rest is left as is.
+func escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 // podIP is the pod's first IP, or "<none>".
 func podIP(st *pod.Status) string {
 	if len(st.PodIPs) > 0 && st.PodIPs[0].IP != "" {
@@ -348,9 +387,28 @@ func allDefault(pods []pod.View) bool {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return writeEscaped(w, buf.String())
+}
+
+// writeEscaped writes text line by line through escape, so that -o json
+// and -o yaml show no control or invisible character raw either (JSON and
+// YAML put them inside strings, where the escape reads the same).
+func writeEscaped(w io.Writer, text string) error {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		b.WriteString(escape(strings.TrimSuffix(line, "\n")))
+		if strings.HasSuffix(line, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // writeYAML prints v as YAML with its JSON (Kubernetes) field names: it goes
@@ -365,10 +423,14 @@ func writeYAML(w io.Writer, v any) error {
 	if err := json.Unmarshal(data, &generic); err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	enc := yaml.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(generic); err != nil {
 		return fmt.Errorf("encode YAML: %w", err)
 	}
-	return enc.Close()
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	return writeEscaped(w, buf.String())
 }

@@ -383,3 +383,65 @@ func TestFetchLine(t *testing.T) {
 		})
 	}
 }
+
+// TestPodsEscapesControlCharacters: nothing tug pods prints from a
+// manifest or a status reaches the terminal raw: an ESC (terminal escape
+// sequences), a tab or a byte that is not UTF-8 is printed escaped.
+func TestPodsEscapesControlCharacters(t *testing.T) {
+	now := time.Now()
+	v := pod.View{Metadata: pod.ObjectMeta{Name: "web\x1b[2J", Namespace: "default", UID: "u1"}}
+	v.Status.Phase = pod.PhasePending
+	v.Status.Reason = "Bad\tReason"
+	v.Status.Message = "hostPath /data\x1b]0;owned\x07 is missing\xff"
+	ms := []pod.ManifestStatus{{Source: "file:/m", File: "/m/x\x1b[31m.yaml", Error: "/m/x.yaml:3:5: spec.volumes[0].hostPath.path: \x1b[1mbad\u202e"}}
+	var out bytes.Buffer
+	writePodTable(&out, []pod.View{v}, ms, tableOptions{wide: true}, now)
+	got := out.String()
+	for _, raw := range []string{"\x1b", "\x07", "\xff", "\u202e", "Bad\tReason"} {
+		if strings.Contains(got, raw) {
+			t.Errorf("output holds %q raw:\n%s", raw, got)
+		}
+	}
+	for _, want := range []string{`web\x1b[2J`, `Bad\tReason`, `/data\x1b]0;owned\a is missing\xff`, `x\x1b[31m.yaml`, `\x1b[1mbad\u202e`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %s:\n%s", want, got)
+		}
+	}
+}
+
+func TestEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"web-node", "web-node"},
+		{"ünïcödé ok", "ünïcödé ok"},
+		{"a\x1bb", `a\x1bb`},
+		{"a\nb", `a\nb`},
+		{"\xfe", `\xfe`},
+		{"zero\u200bwidth", `zero\u200bwidth`},
+	}
+	for _, tt := range tests {
+		if got := escape(tt.in); got != tt.want {
+			t.Errorf("escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestStructuredOutputEscaped: -o json and -o yaml carry no control or
+// invisible character raw either, and the JSON still decodes to the value.
+func TestStructuredOutputEscaped(t *testing.T) {
+	v := pod.View{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"a": "x\u202ey\u009b31m"}}}
+	for name, write := range map[string]func(io.Writer, any) error{"json": writeJSON, "yaml": writeYAML} {
+		var out bytes.Buffer
+		if err := write(&out, v); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(out.String(), "\u202e\u009b") {
+			t.Errorf("%s output holds a raw control character:\n%s", name, out.String())
+		}
+		if name == "json" {
+			var back pod.View
+			if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Metadata.Labels["a"] != "x\u202ey\u009b31m" {
+				t.Errorf("json output decodes to %q, %v", back.Metadata.Labels["a"], err)
+			}
+		}
+	}
+}

@@ -23,7 +23,7 @@ func validate(paths []string, stdout, stderr io.Writer) int {
 	bad := false
 	for _, path := range expand(paths, stderr, &bad) {
 		abs, _ := filepath.Abs(filepath.Dir(path))
-		data, err := os.ReadFile(path)
+		data, err := readManifest(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			bad = true
@@ -50,6 +50,26 @@ func validate(paths []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// readManifest reads a manifest file with the agent's file limit
+// (source.DefaultMaxFileSize): a larger file is an error, as it is for the
+// agent's file source.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const limit = source.DefaultMaxFileSize
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes: %w", path, limit, source.ErrTooLarge)
+	}
+	return data, nil
 }
 
 // expand replaces each directory by the manifest files in it, chosen as the

@@ -122,3 +122,34 @@ spec:
 		})
 	}
 }
+
+// TestValidateFileLimit: tug validate refuses a file over the agent's
+// 10 MiB manifest limit, as the agent does, instead of saying ok.
+func TestValidateFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n  containers: [{name: c, image: busybox}]\n"
+	tests := []struct {
+		name string
+		size int
+		want int
+	}{
+		{"at the limit", 10 << 20, 0},
+		{"11 MiB", 11 << 20, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			body := pod + "#" + strings.Repeat("x", tt.size-len(pod)-2) + "\n"
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := validate([]string{path}, &stdout, &stderr); code != tt.want {
+				t.Fatalf("validate = %d, want %d; stdout %q stderr %q", code, tt.want, stdout.String(), stderr.String())
+			}
+			if tt.want != 0 && (!strings.Contains(stderr.String(), "over 10485760 bytes") || strings.Contains(stdout.String(), "ok")) {
+				t.Errorf("stdout %q stderr %q, want the size error", stdout.String(), stderr.String())
+			}
+		})
+	}
+}

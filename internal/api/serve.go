@@ -22,6 +22,14 @@ const (
 	DefaultHealthAddr = "127.0.0.1:10248"
 )
 
+// requestTimeout bounds reading a request's header (both listeners) and,
+// on the TCP health listener, reading a whole request and writing its
+// answer.
+const requestTimeout = 10 * time.Second
+
+// maxHeaderBytes caps a request's header: the API's requests are tiny.
+const maxHeaderBytes = 64 << 10
+
 // shutdownTimeout bounds a graceful stop: requests in flight get this long
 // to finish.
 const shutdownTimeout = 5 * time.Second
@@ -54,7 +62,15 @@ func (s *Server) Serve(ctx context.Context, socketPath, healthAddr string) error
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}}
+	idle := s.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	// No server keeps an idle connection forever. The socket's has no read
+	// or write timeout: GET .../logs?follow streams for as long as the
+	// client wants (a read deadline would cancel the request's context).
+	servers := []*http.Server{{Handler: s.Handler(), ReadHeaderTimeout: requestTimeout, IdleTimeout: idle,
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: errLog}}
 	listeners := []net.Listener{unixL}
 	if healthAddr != "" {
 		tcpL, err := net.Listen("tcp", healthAddr)
@@ -62,7 +78,8 @@ func (s *Server) Serve(ctx context.Context, socketPath, healthAddr string) error
 			unixL.Close()
 			return fmt.Errorf("listen on %s: %w", healthAddr, err)
 		}
-		servers = append(servers, &http.Server{Handler: s.HealthHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog})
+		servers = append(servers, &http.Server{Handler: s.HealthHandler(), ReadHeaderTimeout: requestTimeout,
+			ReadTimeout: requestTimeout, WriteTimeout: requestTimeout, IdleTimeout: idle, MaxHeaderBytes: maxHeaderBytes, ErrorLog: errLog})
 		listeners = append(listeners, tcpL)
 		log.Info("API listening", "socket", socketPath, "health", tcpL.Addr().String())
 	} else {

@@ -219,3 +219,52 @@ func TestClientUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// TestServeClosesIdleConnections: a keep-alive connection that sends no
+// new request is closed after IdleTimeout, on the TCP health listener and
+// on the socket, instead of being held open forever.
+func TestServeClosesIdleConnections(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	sock := startServer(t, &Server{Status: testStatus(), Health: fakeHealth{}, Log: testLogger(t), IdleTimeout: 300 * time.Millisecond}, addr)
+	tests := []struct{ name, network, addr string }{
+		{"tcp", "tcp", addr},
+		{"socket", "unix", sock},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial(tt.network, tt.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: tug\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			start := time.Now()
+			buf := make([]byte, 4096)
+			var got strings.Builder
+			for {
+				n, err := c.Read(buf)
+				got.Write(buf[:n])
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatalf("read: %v after %v, want the server to close the idle connection (EOF); got %q", err, time.Since(start), got.String())
+					}
+					break
+				}
+			}
+			if !strings.HasPrefix(got.String(), "HTTP/1.1 200") {
+				t.Errorf("answer %q", got.String())
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("closed after %v, want about the idle timeout", d)
+			}
+		})
+	}
+}

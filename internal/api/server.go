@@ -46,7 +46,13 @@ type Server struct {
 	Health HealthChecker
 	// Log receives listener events and failed writes; nil discards them.
 	Log *slog.Logger
+	// IdleTimeout closes a keep-alive connection that sends no new request
+	// for this long, on both listeners. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is the default Server.IdleTimeout.
+const DefaultIdleTimeout = 60 * time.Second
 
 // Handler returns the full API, meant for the root-only unix socket:
 //

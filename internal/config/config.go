@@ -139,6 +139,9 @@ type Config struct {
 	// PodPidsLimit caps the processes of each pod; -1 means no limit.
 	// Default -1.
 	PodPidsLimit int64 `yaml:"pod-pids-limit"`
+	// MaxPods is how many pods tug runs at most; pods beyond it wait with
+	// status OutOfpods (0: no limit). Default 110, the kubelet's.
+	MaxPods int `yaml:"max-pods"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -221,6 +224,7 @@ func Default() Config {
 		CgroupRoot:   "tugpods",
 		CgroupDriver: "cgroupfs",
 		PodPidsLimit: -1,
+		MaxPods:      110,
 	}
 }
 
@@ -280,6 +284,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Reserved, "reserved", c.Reserved, "resources kept from the pods, e.g. cpu=500m,memory=256Mi")
 	fs.BoolVar(&c.MemoryQoS, "memory-qos", c.MemoryQoS, "set memory.min and memory.high like the kubelet's MemoryQoS (cgroup v2)")
 	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "maximum processes per pod (-1: no limit)")
+	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "maximum pods run at once; others wait (0: no limit)")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -330,6 +335,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ContainerLogMaxSize < 1024 {
 		errs = append(errs, fmt.Errorf("container-log-max-size: at least 1024 bytes"))
+	}
+	if c.MaxPods < 0 {
+		errs = append(errs, fmt.Errorf("max-pods: must not be negative"))
 	}
 	if c.ContainerLogMaxFiles < 1 {
 		errs = append(errs, fmt.Errorf("container-log-max-files: at least 1"))

@@ -187,6 +187,41 @@ func (l *leases) allocate(uid string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%w in %s", ErrNoAddress, l.prefix)
 }
 
+// adopt makes a, the address a running pod already has, uid's lease when
+// uid has none: its lease file was lost or is unreadable, and the pod must
+// keep its address rather than be given another. It reports whether uid's
+// lease is now a; it is not when a is outside the prefix or another UID's
+// readable lease holds it.
+func (l *leases) adopt(uid string, a netip.Addr) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.load(); err != nil {
+		return false, err
+	}
+	if have, ok := l.byUID[uid]; ok {
+		return have == a, nil
+	}
+	if !leasable(l.prefix, a) {
+		return false, nil
+	}
+	owner, taken := l.owner[a]
+	switch {
+	case taken && owner != "":
+		return false, nil // another pod's
+	case taken:
+		// The unreadable lease of this very address: replace it.
+		if err := os.Remove(filepath.Join(l.dir, a.String())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("replace unreadable lease %s: %w", a, err)
+		}
+		delete(l.owner, a)
+	}
+	if err := l.write(a, uid); err != nil {
+		return false, err
+	}
+	l.note(a, uid)
+	return true, nil
+}
+
 // dropOthers removes uid's leases other than keep (left outside the
 // prefix by an earlier --pod-cidr). The caller holds l.mu.
 func (l *leases) dropOthers(uid string, keep netip.Addr) {

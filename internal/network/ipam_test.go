@@ -289,3 +289,44 @@ func TestCheckUID(t *testing.T) {
 		}
 	}
 }
+
+func TestLeasesAdopt(t *testing.T) {
+	prefix := netip.MustParsePrefix("10.201.0.0/24")
+	tests := []struct {
+		name    string
+		files   map[string]string // lease file -> content
+		addr    string
+		adopted bool
+	}{
+		{"no lease at all", nil, "10.201.0.7", true},
+		{"corrupt lease of that address", map[string]string{"10.201.0.7": "\x00junk"}, "10.201.0.7", true},
+		{"another pod's lease", map[string]string{"10.201.0.7": "uid-b\n"}, "10.201.0.7", false},
+		{"outside the range", nil, "10.202.0.7", false},
+		{"the gateway", nil, "10.201.0.1", false},
+		{"the pod has a lease already", map[string]string{"10.201.0.9": "uid-a\n"}, "10.201.0.7", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for f, c := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(c), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := newLeases(dir, prefix, discard())
+			got, err := l.adopt("uid-a", netip.MustParseAddr(tt.addr))
+			if err != nil || got != tt.adopted {
+				t.Fatalf("adopt = %v, %v; want %v", got, err, tt.adopted)
+			}
+			if !tt.adopted {
+				return
+			}
+			if a, err := l.allocate("uid-a"); err != nil || a.String() != tt.addr {
+				t.Errorf("allocate after adopt = %s, %v; want %s", a, err, tt.addr)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, tt.addr)); string(b) != "uid-a\n" {
+				t.Errorf("lease file %q, want uid-a", b)
+			}
+		})
+	}
+}

@@ -92,6 +92,7 @@ func newTestNet(t *testing.T, cidr string) *testNet {
 	tn := &testNet{t: t, cfg: cfg, ns: NewNamespaces(t.TempDir(), testutil.Logger(t)), paths: map[string]string{}}
 	tn.pods = tn.restart()
 	t.Cleanup(func() {
+		tn.pods.Close()
 		for uid := range tn.paths {
 			tn.ns.RemoveNamespaces(context.Background(), uid)
 		}
@@ -114,6 +115,9 @@ func newTestNet(t *testing.T, cidr string) *testNet {
 // restart makes.
 func (tn *testNet) restart() *Pods {
 	tn.t.Helper()
+	if tn.pods != nil {
+		tn.pods.Close() // tug exits: its hostPort sockets close
+	}
 	p, err := New(tn.cfg)
 	if err != nil {
 		tn.t.Fatal(err)
@@ -121,6 +125,7 @@ func (tn *testNet) restart() *Pods {
 	if err := p.Init(context.Background()); err != nil {
 		tn.t.Fatal(err)
 	}
+	tn.pods = p
 	return p
 }
 

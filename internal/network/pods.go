@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -103,6 +104,8 @@ type Pods struct {
 
 	nodeMu    sync.Mutex
 	nodeReady bool // ensureNode has succeeded since Init
+
+	ports ports // the sockets that hold the pods' hostPorts
 }
 
 // New checks cfg, fills in its defaults and returns a Pods. It changes
@@ -159,7 +162,46 @@ func (n *Pods) Init(ctx context.Context) error {
 	if len(leases) == 0 && isNotFound(brErr) {
 		return nil // nothing to keep: the first SetUp prepares the node
 	}
-	return n.ensureNode()
+	if err := n.ensureNode(); err != nil {
+		return err
+	}
+	return n.holdPublishedPorts()
+}
+
+// holdPublishedPorts binds again, after a restart, the sockets of the
+// hostPorts that running pods publish (found by their rules), before any
+// pod is synced: a pod that had a port keeps it, whatever order the pods
+// are synced in. A port that a program took while tug was down stays that
+// program's: the pod's rule for it is deleted (so the program gets its
+// traffic) and the pod's next SetUp reports the port in use.
+func (n *Pods) holdPublishedPorts() error {
+	rules, err := n.allPodRules()
+	if err != nil {
+		return err
+	}
+	want := map[string][]portKey{}
+	for _, r := range rules {
+		if uid, k, ok := keyFromComment(ruleComment(r.UserData)); ok && !slices.Contains(want[uid], k) {
+			want[uid] = append(want[uid], k)
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(want)) {
+		if err := n.ports.acquire(uid, want[uid]); err != nil {
+			n.log.Warn("a hostPort of a running pod was taken while tug was down; no longer forwarding the pod's hostPorts", "uid", uid, "err", err)
+			if err := n.deleteRules(uid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Close closes the sockets that hold the pods' hostPorts (tug stops; they
+// close anyway when the process exits). The rules stay; the next Init
+// holds their ports again.
+func (n *Pods) Close() error {
+	n.ports.closeAll()
+	return nil
 }
 
 // ensureNode prepares the node for pods once: IPv4 forwarding on, the
@@ -171,8 +213,9 @@ func (n *Pods) ensureNode() error {
 	if n.nodeReady {
 		return nil
 	}
-	if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
-		return fmt.Errorf("enable IPv4 forwarding: %w", err)
+	enabled, err := n.enableForwarding()
+	if err != nil {
+		return err
 	}
 	if err := n.ensureBridge(); err != nil {
 		return err
@@ -181,12 +224,78 @@ func (n *Pods) ensureNode() error {
 		return fmt.Errorf("enable forwarding on %s: %w", n.cfg.Bridge, err)
 	}
 	n.nftMu.Lock()
-	err := n.ensureTable()
+	err = n.ensureTable()
+	if err == nil && enabled {
+		err = n.ensureForwardFilter()
+	}
 	n.nftMu.Unlock()
 	if err != nil {
 		return err
 	}
 	n.nodeReady = true
+	return nil
+}
+
+// forwardingMarker is the file, in the state dir, that says tug turned
+// IPv4 forwarding on (it was off): tug then routes nothing but pod traffic.
+const forwardingMarker = "ip_forward-enabled-by-tug"
+
+// enableForwarding turns IPv4 forwarding on and reports whether it was tug
+// that did (now, or before a restart: the marker file says so).
+func (n *Pods) enableForwarding() (bool, error) {
+	marker := filepath.Join(n.cfg.StateDir, forwardingMarker)
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		return false, fmt.Errorf("read IPv4 forwarding: %w", err)
+	}
+	if strings.TrimSpace(string(b)) != "1" {
+		if err := os.MkdirAll(n.cfg.StateDir, 0o700); err != nil {
+			return false, fmt.Errorf("create state dir: %w", err)
+		}
+		if err := os.WriteFile(marker, []byte("tug turned net.ipv4.ip_forward on; it forwards only pod traffic\n"), 0o600); err != nil {
+			return false, fmt.Errorf("record that tug enables IPv4 forwarding: %w", err)
+		}
+		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return false, fmt.Errorf("enable IPv4 forwarding: %w", err)
+		}
+		n.log.Info("turned IPv4 forwarding on; only pod traffic is forwarded", "table", tableName, "chain", chainForward)
+		return true, nil
+	}
+	_, err = os.Stat(marker)
+	return err == nil, nil
+}
+
+// ensureForwardFilter makes tug's forward chain hold exactly its rules:
+// forwarding was off before tug, so nothing but the pods' traffic may be
+// routed through the node now. (When forwarding was on already, whoever
+// turned it on decides what is routed, and tug adds no chain.) The caller
+// holds n.nftMu.
+func (n *Pods) ensureForwardFilter() error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	t := natTable()
+	ch := forwardChain(t)
+	c.AddChain(ch)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("create chain %s of table ip %s: %w", chainForward, tableName, err)
+	}
+	want := forwardRules(t, n.cfg.Bridge, n.cfg.CIDR)
+	have, err := c.GetRules(t, ch)
+	if err != nil {
+		return fmt.Errorf("list rules of chain %s: %w", chainForward, err)
+	}
+	if sameComments(have, want) {
+		return nil
+	}
+	c.FlushChain(ch)
+	for _, r := range want {
+		c.AddRule(r)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("write the forward rules of table ip %s: %w", tableName, err)
+	}
 	return nil
 }
 
@@ -322,6 +431,18 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	log := n.log.With("pod", p.Metadata.Name, "uid", uid)
+	published, _ := hostPorts(p, netip.IPv4Unspecified())
+	if err := n.ports.acquire(uid, portsOf(published)); err != nil {
+		// Never forward a port the pod does not hold (after a restart, a
+		// program may have taken it).
+		if derr := n.deleteRules(uid); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+	}
+	if err := n.rebuildLease(uid, netnsPath, log); err != nil {
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+	}
 	ip, err := n.ipam.allocate(uid)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s (uid %s): %w", p.FullName(), uid, err)
@@ -333,6 +454,57 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	return ip, nil
+}
+
+// rebuildLease gives a pod that has no lease (its file was lost, or is
+// unreadable or corrupt) but already has an address on its eth0 (it runs)
+// that address back as its lease, so that SetUp never re-addresses a
+// running pod. An address another pod's lease holds is not taken.
+func (n *Pods) rebuildLease(uid, netnsPath string, log *slog.Logger) error {
+	if _, ok, err := n.ipam.lookup(uid); err != nil || ok {
+		return err
+	}
+	a, ok := podAddress(netnsPath, n.cfg.CIDR)
+	if !ok {
+		return nil // a new pod (or one whose eth0 is gone): allocate
+	}
+	adopted, err := n.ipam.adopt(uid, a)
+	if err != nil {
+		return err
+	}
+	if adopted {
+		log.Warn("the pod's lease was missing or unreadable; rebuilt it from the address the pod has", "ip", a.String())
+	}
+	return nil
+}
+
+// podAddress returns the address in cidr of eth0 in the network namespace
+// at netnsPath, if it has one.
+func podAddress(netnsPath string, cidr netip.Prefix) (netip.Addr, bool) {
+	ns, err := netns.GetFromPath(netnsPath)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer h.Close()
+	eth0, err := h.LinkByName(podIfName)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addrs, err := h.AddrList(eth0, netlink.FAMILY_V4)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, a := range addrs {
+		if p := ipNetPrefix(a.IPNet); p.IsValid() && p.Bits() == cidr.Bits() && cidr.Contains(p.Addr()) {
+			return p.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // ensureVeth makes the pod's veth pair and configures both ends, repairing
@@ -605,6 +777,7 @@ func (n *Pods) TearDown(ctx context.Context, uid string) error {
 	if err := n.ipam.release(uid); err != nil {
 		errs = append(errs, err)
 	}
+	n.ports.release(uid)
 	n.mu.Lock()
 	delete(n.hairpin, uid)
 	n.mu.Unlock()

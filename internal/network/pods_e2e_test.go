@@ -15,8 +15,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // podEnd returns the pod's eth0 addresses and default gateway.
@@ -581,4 +585,204 @@ func mustLink(t *testing.T, name string) netlink.Link {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestHostPortIsHeld: a published hostPort is held by a socket, so a
+// second pod or a program on the node cannot have it too, and a port a
+// program listens on already is refused instead of taken over.
+func TestHostPortIsHeld(t *testing.T) {
+	tn := newTestNet(t, "10.201.0.0/24")
+	ctx := context.Background()
+	pa, patha := tn.pod("uid-a", "8088:80/TCP", "8053:53/UDP")
+	tn.setUp(tn.pods, pa, patha)
+	inUse := func(err error) bool {
+		var e *pod.HostPortInUseError
+		return errors.As(err, &e)
+	}
+
+	// The ports are held: a program cannot bind them.
+	if l, err := net.Listen("tcp4", ":8088"); err == nil {
+		l.Close()
+		t.Error("a program could listen on the pod's hostPort 8088/TCP")
+	}
+	if c, err := net.ListenPacket("udp4", ":8053"); err == nil {
+		c.Close()
+		t.Error("a program could bind the pod's hostPort 8053/UDP")
+	}
+
+	// A second pod with the same hostPort is refused, and has no rule.
+	pb, pathb := tn.pod("uid-b", "8088:80/TCP")
+	if _, err := tn.pods.SetUp(ctx, pb, pathb); !inUse(err) || !strings.Contains(err.Error(), "hostPort 8088/TCP is in use") {
+		t.Fatalf("second pod with hostPort 8088: %v, want hostPort 8088/TCP is in use", err)
+	}
+	for _, r := range tn.state().rules {
+		if strings.Contains(r, "uid-b") {
+			t.Errorf("refused pod has a rule: %s", r)
+		}
+	}
+	// It gets the port once the first pod is gone.
+	must(t, tn.pods.TearDown(ctx, "uid-a"))
+	tn.setUp(tn.pods, pb, pathb)
+
+	// A port a program on the node listens on is refused.
+	l, err := net.Listen("tcp4", ":2222")
+	must(t, err)
+	defer l.Close()
+	pc, pathc := tn.pod("uid-c", "2222:22/TCP")
+	if _, err := tn.pods.SetUp(ctx, pc, pathc); !inUse(err) {
+		t.Fatalf("pod with hostPort 2222 a program listens on: %v, want in use", err)
+	}
+
+	// After a restart the running pod's port is held again before any sync.
+	tn.restart()
+	if l, err := net.Listen("tcp4", ":8088"); err == nil {
+		l.Close()
+		t.Error("after a restart, a program could listen on the pod's hostPort 8088/TCP")
+	}
+	// A program that takes the port while tug is down keeps it: the pod's
+	// rule goes, and its next SetUp says the port is in use.
+	tn.pods.Close()
+	taken, err := net.Listen("tcp4", ":8088")
+	must(t, err)
+	defer taken.Close()
+	tn.restart()
+	for _, r := range tn.state().rules {
+		if strings.Contains(r, "uid-b") {
+			t.Errorf("a port a program took while tug was down is still forwarded: %s", r)
+		}
+	}
+	if _, err := tn.pods.SetUp(ctx, pb, pathb); !inUse(err) {
+		t.Errorf("SetUp of the pod whose port was taken: %v, want in use", err)
+	}
+}
+
+// TestLostLeaseKeepsTheAddress: a running pod whose lease file was lost or
+// is corrupt keeps its address after a restart; its lease is rebuilt from
+// the address its eth0 has.
+func TestLostLeaseKeepsTheAddress(t *testing.T) {
+	tests := []struct {
+		name  string
+		spoil func(path string) error
+	}{
+		{"corrupt", func(path string) error { return os.WriteFile(path, []byte("\x00\xffnot a uid\n"), 0o600) }},
+		{"empty", func(path string) error { return os.WriteFile(path, nil, 0o600) }},
+		{"lost", os.Remove},
+		{"unreadable", func(path string) error { os.Remove(path); return os.Mkdir(path, 0o700) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := newTestNet(t, "10.201.0.0/24")
+			// Another pod first, so that a new allocation would not give the
+			// same address by chance.
+			po, patho := tn.pod("uid-o")
+			tn.setUp(tn.pods, po, patho)
+			p, path := tn.pod("uid-a")
+			ip := tn.setUp(tn.pods, p, path)
+			must(t, tt.spoil(filepath.Join(tn.cfg.StateDir, "leases", ip.String())))
+
+			restarted := tn.restart()
+			if got := tn.setUp(restarted, p, path); got != ip {
+				t.Fatalf("after the lease was %s: %s, want the pod's address %s kept", tt.name, got, ip)
+			}
+			if addrs, _, _ := podEnd(t, path); !slices.Equal(addrs, []string{ip.String() + "/24"}) {
+				t.Errorf("the pod's eth0 has %v, want only %s/24", addrs, ip)
+			}
+			b, err := os.ReadFile(filepath.Join(tn.cfg.StateDir, "leases", ip.String()))
+			if err != nil || strings.TrimSpace(string(b)) != "uid-a" {
+				t.Errorf("rebuilt lease: %q, %v; want uid-a", b, err)
+			}
+			// A new pod does not get that address.
+			pn, pathn := tn.pod("uid-n")
+			if got := tn.setUp(restarted, pn, pathn); got == ip {
+				t.Errorf("a new pod got the running pod's address %s", got)
+			}
+		})
+	}
+}
+
+// TestForwardFilter: when tug turns IPv4 forwarding on, the node routes
+// the pods' traffic and nothing else; when forwarding was on already, tug
+// leaves what is routed alone.
+func TestForwardFilter(t *testing.T) {
+	for _, wasOn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forwarding on before: %v", wasOn), func(t *testing.T) {
+			requireTestNetns(t)
+			old := map[bool]string{false: "0", true: "1"}[wasOn]
+			must(t, os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte(old), 0o644))
+			tn := newTestNet(t, "10.201.0.0/24")
+			out := tn.outside()
+			// A second network beyond the node, 198.51.100.0/24, that the
+			// outside namespace reaches through the node (routing).
+			far := tn.network("tugfar0", "198.51.100.1/24", "198.51.100.2/24")
+			must(t, testutil.InNetns(out, func() error {
+				return netlink.RouteReplace(&netlink.Route{Dst: prefixIPNet(netip.MustParsePrefix("198.51.100.0/24")), Gw: net.IPv4(192, 0, 2, 1)})
+			}))
+			serve(t, far, "tcp", ":9000")
+			serve(t, out, "tcp", ":9000")
+			p, path := tn.pod("uid-a", "8080:9000/TCP")
+			tn.setUp(tn.pods, p, path)
+			serve(t, path, "tcp", ":9000")
+
+			if b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(b)) != "1" {
+				t.Fatalf("ip_forward = %q after SetUp, want 1", b)
+			}
+			// Pod traffic is routed either way: out (masquerade), in (hostPort).
+			if _, err := ask(path, "tcp", "192.0.2.2:9000"); err != nil {
+				t.Errorf("pod to the outside: %v", err)
+			}
+			if _, err := ask(out, "tcp", "192.0.2.1:8080"); err != nil {
+				t.Errorf("outside to the pod's hostPort: %v", err)
+			}
+			// Traffic between two other networks through the node.
+			_, err := ask(out, "tcp", "198.51.100.2:9000")
+			if wasOn && err != nil {
+				t.Errorf("forwarding was on before tug: routing between other networks broke: %v", err)
+			}
+			if !wasOn && err == nil {
+				t.Error("tug turned forwarding on, yet it routes traffic that is not the pods'")
+			}
+			chains, err := nftConn(t).ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+			must(t, err)
+			hasForward := slices.ContainsFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name == tableName && c.Name == chainForward })
+			if hasForward == wasOn {
+				t.Errorf("forward chain in tug's table: %v, want %v", hasForward, !wasOn)
+			}
+			// After a restart (ip_forward is 1 now), tug still knows it was
+			// the one that turned it on.
+			tn.restart()
+			if _, err := ask(out, "tcp", "198.51.100.2:9000"); !wasOn && err == nil {
+				t.Error("after a restart, traffic that is not the pods' is routed")
+			}
+		})
+	}
+}
+
+// network makes a namespace behind a veth pair: nodeName (node end, with
+// nodeAddr) and eth0 in the new namespace (peerAddr), whose default route
+// goes through the node. It returns the namespace's path.
+func (tn *testNet) network(nodeName, nodeAddr, peerAddr string) string {
+	tn.t.Helper()
+	_, path := tn.pod("net-" + nodeName)
+	ns, err := netns.GetFromPath(path)
+	must(tn.t, err)
+	defer ns.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = nodeName
+	must(tn.t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}))
+	node, err := netlink.LinkByName(nodeName)
+	must(tn.t, err)
+	must(tn.t, netlink.AddrAdd(node, &netlink.Addr{IPNet: prefixIPNet(netip.MustParsePrefix(nodeAddr))}))
+	must(tn.t, netlink.LinkSetUp(node))
+	h, err := netlink.NewHandleAt(ns)
+	must(tn.t, err)
+	defer h.Close()
+	peer, err := h.LinkByName("eth0")
+	must(tn.t, err)
+	lo, _ := h.LinkByName("lo")
+	must(tn.t, h.AddrAdd(peer, &netlink.Addr{IPNet: prefixIPNet(netip.MustParsePrefix(peerAddr))}))
+	must(tn.t, h.LinkSetUp(peer))
+	must(tn.t, h.LinkSetUp(lo))
+	gw := netip.MustParsePrefix(nodeAddr).Addr()
+	must(tn.t, h.RouteReplace(&netlink.Route{LinkIndex: peer.Attrs().Index, Gw: gw.AsSlice(), Dst: prefixIPNet(netip.MustParsePrefix("0.0.0.0/0"))}))
+	return path
 }

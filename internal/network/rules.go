@@ -53,6 +53,7 @@ const (
 	chainPrerouting  = "prerouting"
 	chainOutput      = "output"
 	chainPostrouting = "postrouting"
+	chainForward     = "forward"
 
 	// podCommentPrefix starts the comment of every per-pod rule; the UID
 	// and a space follow.
@@ -61,6 +62,46 @@ const (
 
 // ipsDstNAT is the conntrack status bit IPS_DST_NAT ("ct status dnat").
 const ipsDstNAT = 1 << 5
+
+// forwardChain is the filter chain tug adds to its table when it was tug
+// that turned IPv4 forwarding on (see Pods.ensureForwardFilter):
+//
+//	chain forward {                  # type filter hook forward priority filter; policy accept
+//		iifname <bridge> ip saddr <cidr> accept   comment "tug forward from pods <cidr> via <bridge>"
+//		oifname <bridge> ip daddr <cidr> accept   comment "tug forward to pods <cidr> via <bridge>"
+//		drop                                      comment "tug forward nothing else (tug enabled ip_forward)"
+//	}
+func forwardChain(t *nftables.Table) *nftables.Chain {
+	return &nftables.Chain{Name: chainForward, Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter}
+}
+
+// forwardRules returns the rules of the forward chain: only traffic of the
+// pod network, through the bridge, is routed.
+func forwardRules(t *nftables.Table, bridge string, cidr netip.Prefix) []*nftables.Rule {
+	cidr = cidr.Masked()
+	ifname := func(key expr.MetaKey) []expr.Any {
+		name := make([]byte, unix.IFNAMSIZ)
+		copy(name, bridge)
+		return []expr.Any{
+			&expr.Meta{Key: key, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name},
+		}
+	}
+	accept := &expr.Verdict{Kind: expr.VerdictAccept}
+	rule := func(comment string, parts ...[]expr.Any) *nftables.Rule {
+		var exprs []expr.Any
+		for _, p := range parts {
+			exprs = append(exprs, p...)
+		}
+		return &nftables.Rule{Table: t, Chain: forwardChain(t), Exprs: exprs, UserData: commentData(comment)}
+	}
+	return []*nftables.Rule{
+		rule("tug forward from pods "+cidr.String()+" via "+bridge, ifname(expr.MetaKeyIIFNAME), matchPrefix(12, cidr, true), []expr.Any{accept}),
+		rule("tug forward to pods "+cidr.String()+" via "+bridge, ifname(expr.MetaKeyOIFNAME), matchPrefix(16, cidr, true), []expr.Any{accept}),
+		rule("tug forward nothing else (tug enabled ip_forward)", []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}),
+	}
+}
 
 // natTable returns tug's table.
 func natTable() *nftables.Table {

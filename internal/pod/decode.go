@@ -152,7 +152,7 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 // report records a problem at node n that leaves the value at path intact
 // (an unknown or duplicate key in the mapping at path).
 func (d *decoder) report(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
 }
 
 // exhausted reports whether the node budget ran out: the document was cut

@@ -17,3 +17,23 @@ var (
 	// Never (ErrImageNeverPull).
 	ErrImageNeverPull = errors.New("pod: image not present and pull policy is Never")
 )
+
+// HostPortInUseError is returned (wrapped) by a pod network that cannot
+// hold one of the pod's hostPorts because another pod or a program on the
+// node has it. The pod is not started (or, after a tug restart, its
+// hostPort is not forwarded) until the port is free. Find it with
+// errors.As.
+type HostPortInUseError struct {
+	Port string // "hostPort 8088/TCP", with " on <hostIP>" when it has one
+	By   string // who holds it, when known ("another pod")
+	Err  error  // the bind error, if any
+}
+
+func (e *HostPortInUseError) Error() string {
+	if e.By != "" {
+		return e.Port + " is in use by " + e.By
+	}
+	return e.Port + " is in use"
+}
+
+func (e *HostPortInUseError) Unwrap() error { return e.Err }

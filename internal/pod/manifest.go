@@ -38,7 +38,7 @@ func (e *FieldError) Error() string {
 		b.WriteString(": ")
 	}
 	if e.Path != "" {
-		b.WriteString(e.Path)
+		b.WriteString(truncateTo(e.Path, 2*MaxEcho)) // map keys come from the manifest
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)

@@ -222,7 +222,7 @@ func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
 		key := m.Namespace + "/" + m.Name
 		namePath := joinPath(prefix, "metadata.name")
 		if line, dup := p.seen[key]; dup {
-			d.errs = append(d.errs, d.errorAt(namePath, fmt.Sprintf("pod %q is already defined at line %d", m.Namespace+"/"+m.ManifestName, line)))
+			d.errs = append(d.errs, d.errorAt(namePath, fmt.Sprintf("pod %q is already defined at line %d", Truncate(m.Namespace+"/"+m.ManifestName), line)))
 		} else {
 			p.seen[key] = d.index.find(namePath).line
 		}
@@ -238,7 +238,7 @@ func (p *parser) checkAPIVersion(d *decoder, prefix, apiVersion string) {
 	case apiVersion == "":
 		d.errs = append(d.errs, d.errorAt(path, "required"))
 	case apiVersion != "v1":
-		d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf("unsupported apiVersion %q: must be \"v1\"", apiVersion)))
+		d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf("unsupported apiVersion %q: must be \"v1\"", Truncate(apiVersion))))
 	}
 }
 

@@ -347,7 +347,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown anchor", "a: *b\n", `t.yaml: invalid YAML: unknown anchor 'b' referenced`},
 		{"unknown top-level field", head + "sepc: {}\n", `t.yaml:8:1: sepc: unknown field "sepc" (did you mean "spec"?)`},
 		{"name too long with hostname", strings.Replace(head, "name: web", "name: "+longName, 1),
-			`t.yaml:3:18: metadata.name: the name with the hostname appended ("` + longName + `-node1") is 257 characters, more than 253`},
+			`t.yaml:3:18: metadata.name: the name with the hostname appended ("` + Truncate(longName+"-node1") + `") is 257 characters, more than 253`},
 		{"tabs in JSON", "{\n\t\"apiVersion\": \"v1\",\n\t\"kind\": \"Pod\",\n\t\"metadata\": {\"name\": \"web\"},\n\t\"spec\": {\"containers\": [{\"name\": \"app\"}]}\n}\n",
 			`t.yaml:5:26: spec.containers[0].image: required`},
 	}

@@ -35,6 +35,20 @@ const (
 	ReasonCreateContainerError = "CreateContainerError"
 )
 
+// Reasons of a pod that tug does not run, or no longer wants (status.reason;
+// the waiting reason of its containers that have not started).
+const (
+	// ReasonHostPortInUse: another pod or a program on the node has one of
+	// the pod's hostPorts.
+	ReasonHostPortInUse = "HostPortInUse"
+	// ReasonOutOfPods: the node runs --max-pods pods already (the kubelet's
+	// admission reason).
+	ReasonOutOfPods = "OutOfpods"
+	// ReasonOrphaned: the pod's source is no longer configured; tug removes
+	// the pod once the configured sources have reported.
+	ReasonOrphaned = "Orphaned"
+)
+
 // Terminated reasons.
 const (
 	ReasonCompleted = "Completed"

@@ -48,7 +48,7 @@ func (v *validator) fail(p, format string, args ...any) {
 		}
 		pos = v.index.find(full)
 	}
-	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
 }
 
 // failKey reports a problem with key of the map at p, positioned at the key.
@@ -65,7 +65,7 @@ func (v *validator) failKey(p, key, format string, args ...any) {
 			pos = v.index.find(full)
 		}
 	}
-	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
 }
 
 // written reports whether the manifest set the field at p (false without an
@@ -152,6 +152,9 @@ func (v *validator) spec(s *PodSpec) {
 
 	if len(s.Containers) == 0 {
 		v.fail("spec.containers", "at least one container is required")
+	}
+	if n := len(s.InitContainers) + len(s.Containers); n > MaxContainers {
+		v.fail("spec.containers", "%d containers (init containers included): tug runs at most %d per pod", n, MaxContainers)
 	}
 	names := make(map[string]string) // container name -> path of its first use
 	for i := range s.InitContainers {
@@ -246,6 +249,9 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 	}
 	if c.WorkingDir != "" && !path.IsAbs(c.WorkingDir) {
 		v.fail(p+".workingDir", "must be an absolute path")
+	}
+	if len(c.Env) > MaxEnv {
+		v.fail(p+".env", "%d entries: tug takes at most %d per container", len(c.Env), MaxEnv)
 	}
 	for i, e := range c.Env {
 		ep := indexPath(p+".env", i)

@@ -76,16 +76,19 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // Rules: a file whose manifest has an error keeps its last good pods; a file
 // missing from its source's snapshot loses its pods; a source only ever
 // removes its own pods, and a source that has not reported yet holds back
-// nothing. When two files define the same namespace/name, the pod already
-// applied keeps running (among new ones the lexically first file wins,
-// ordered by file, then source) and the other file records a
-// *DuplicateError; its other pods are applied.
+// nothing. When two files define the same namespace/name, one copy is
+// applied, chosen by the files alone (never by which ran first, so a
+// restart or the order of reports changes nothing): the file of the source
+// first in SetSourceOrder (tug lists its file source first, so the device
+// owner's files win over the URL), then the file first by name. Every
+// other file records a *DuplicateError; its other pods are applied.
 type Store struct {
 	now     func() time.Time
 	updates chan []Change
 	sendMu  sync.Mutex // serialises Set, so lists are sent in the order they were computed
 
 	mu      sync.Mutex
+	order   []string // SetSourceOrder
 	ready   map[string]bool
 	files   map[fileKey]*file
 	applied map[string]entry // by pod UID
@@ -136,6 +139,23 @@ func New(opts ...Option) *Store {
 		o(s)
 	}
 	return s
+}
+
+// SetSourceOrder ranks the sources for pods defined in more than one: the
+// first source listed wins, then the next; unlisted sources come after,
+// by name. Call it before the first Apply.
+func (s *Store) SetSourceOrder(sources ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.order = slices.Clone(sources)
+}
+
+// rank is the source's place in SetSourceOrder (unlisted: after all).
+func (s *Store) rank(source string) int {
+	if i := slices.Index(s.order, source); i >= 0 {
+		return i
+	}
+	return len(s.order)
 }
 
 // Apply takes a full snapshot of one source (every file it saw, broken ones
@@ -200,15 +220,12 @@ func (s *Store) resolve() map[string]entry {
 		}
 	}
 	slices.SortFunc(files, func(a, b *file) int {
-		return cmp.Or(cmp.Compare(a.key.file, b.key.file), cmp.Compare(a.key.source, b.key.source))
+		return cmp.Or(cmp.Compare(s.rank(a.key.source), s.rank(b.key.source)),
+			cmp.Compare(a.key.source, b.key.source), cmp.Compare(a.key.file, b.key.file))
 	})
-	owner := make(map[string]fileKey, len(s.applied))
-	for _, e := range s.applied {
-		owner[e.name] = e.from
-	}
 
-	// The candidates for each name, in file order; the winner is the file
-	// that owns the name now, or else the first.
+	// The winner for each name is the first candidate in that order,
+	// whatever ran before: the same files always give the same pods.
 	type cand struct {
 		f *file
 		i int
@@ -217,16 +234,10 @@ func (s *Store) resolve() map[string]entry {
 	var losers []cand
 	for _, f := range files {
 		for i, n := range f.names {
-			c := cand{f, i}
-			w, taken := win[n]
-			switch {
-			case !taken:
-				win[n] = c
-			case w.f.key != owner[n] && f.key == owner[n]:
-				win[n] = c
-				losers = append(losers, w)
-			default:
-				losers = append(losers, c)
+			if _, taken := win[n]; taken {
+				losers = append(losers, cand{f, i})
+			} else {
+				win[n] = cand{f, i}
 			}
 		}
 	}
@@ -238,7 +249,8 @@ func (s *Store) resolve() map[string]entry {
 	}
 	for _, c := range losers {
 		n := c.f.names[c.i]
-		c.f.dups = append(c.f.dups, &DuplicateError{Pod: n, File: win[n].f.key.file})
+		w := win[n].f.key
+		c.f.dups = append(c.f.dups, &DuplicateError{Pod: n, File: w.file, Source: w.source})
 	}
 	return next
 }

@@ -141,28 +141,31 @@ func TestApply(t *testing.T) {
 			pods: []string{"x:v2", "y:v1"},
 		},
 		{
-			name: "duplicate: the applied pod keeps running",
+			name: "duplicate: the first file by name wins, even over the running pod",
 			steps: []step{
 				{source: A, files: []pod.Manifest{good(A, "b.yaml", "x:v2")}, want: []string{"ADD default/x v2"}},
 				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1", "w:v1"), good(A, "b.yaml", "x:v2")},
-					want: []string{"ADD default/w v1"},
-					errs: map[string]string{"a.yaml": "pod default/x is already defined in b.yaml", "b.yaml": ""}},
-				// b.yaml broken: its last good x keeps running.
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1", "w:v1"), bad(A, "b.yaml")},
-					errs: map[string]string{"a.yaml": "already defined in b.yaml", "b.yaml": "broken"}},
+					want: []string{"UPDATE default/x v1", "ADD default/w v1"},
+					errs: map[string]string{"a.yaml": "", "b.yaml": "pod default/x is already defined in a.yaml (source file:/a), whose copy runs"}},
+				// a.yaml broken: its last good x keeps running.
+				{source: A, files: []pod.Manifest{bad(A, "a.yaml"), good(A, "b.yaml", "x:v2")},
+					errs: map[string]string{"a.yaml": "broken", "b.yaml": "already defined in a.yaml"}},
 			},
-			pods: []string{"w:v1", "x:v2"},
+			pods: []string{"w:v1", "x:v1"},
 		},
 		{
-			name: "duplicate across sources",
+			name: "duplicate across sources: the file source wins",
 			steps: []step{
 				{source: B, files: []pod.Manifest{good(B, "b", "x:vB")}, want: []string{"ADD default/x vB"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:vA", "y:vA")}, want: []string{"ADD default/y vA"},
-					errs: map[string]string{"a.yaml": "pod default/x is already defined in b", "b": ""}},
-				{source: B, files: nil, want: []string{"REMOVE default/x vB", "ADD default/x vA"},
-					errs: map[string]string{"a.yaml": ""}},
+				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:vA", "y:vA")},
+					want: []string{"REMOVE default/x vB", "ADD default/x vA", "ADD default/y vA"},
+					errs: map[string]string{"a.yaml": "", "b": "pod default/x is already defined in a.yaml (source file:/a)"}},
+				{source: B, files: []pod.Manifest{good(B, "b", "x:vB2")}, errs: map[string]string{"a.yaml": "", "b": "already defined in a.yaml"}},
+				// The file drops x: the URL's copy runs.
+				{source: A, files: []pod.Manifest{good(A, "a.yaml", "y:vA")}, want: []string{"REMOVE default/x vA", "ADD default/x vB2"},
+					errs: map[string]string{"b": ""}},
 			},
-			pods: []string{"x:vA", "y:vA"},
+			pods: []string{"x:vB2", "y:vA"},
 		},
 		{
 			name: "duplicate within one file",
@@ -176,6 +179,7 @@ func TestApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New()
+			s.SetSourceOrder(A, B)
 			for i, st := range tt.steps {
 				got := show(s.Apply(st.source, st.files))
 				if !slices.Equal(got, st.want) {
@@ -361,5 +365,32 @@ func TestOwns(t *testing.T) {
 		if ready, wanted := s.Owns(tt.source, tt.uid); ready != tt.wantReady || wanted != tt.wantWant {
 			t.Errorf("Owns(%s, %s) = %v, %v; want %v, %v", tt.source, tt.uid, ready, wanted, tt.wantReady, tt.wantWant)
 		}
+	}
+}
+
+// TestSourceOrderDecidesDuplicates: the source listed first by
+// SetSourceOrder wins a duplicate, whatever the names sort as and
+// whichever reported first.
+func TestSourceOrderDecidesDuplicates(t *testing.T) {
+	const file, url = "z-file", "a-url"
+	for _, first := range []string{file, url} {
+		t.Run(first+" reports first", func(t *testing.T) {
+			s := New()
+			s.SetSourceOrder(file, url)
+			snaps := map[string][]pod.Manifest{file: {good(file, "web.yaml", "x:file")}, url: {good(url, "u", "x:url")}}
+			second := map[string]string{file: url, url: file}[first]
+			s.Apply(first, snaps[first])
+			s.Apply(second, snaps[second])
+			pods := s.Pods()
+			if len(pods) != 1 || pods[0].Spec.Containers[0].Image != "file" {
+				t.Fatalf("pods %v, want only the file source's x", pods)
+			}
+			for _, f := range s.Files() {
+				var de *DuplicateError
+				if f.Origin.Source == url && (!errors.As(f.Err, &de) || de.Source != file || de.File != "web.yaml") {
+					t.Errorf("the URL's manifest: err %v, want a *DuplicateError naming web.yaml of %s", f.Err, file)
+				}
+			}
+		})
 	}
 }

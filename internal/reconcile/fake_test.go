@@ -179,6 +179,7 @@ type fakeNetwork struct {
 	mu     sync.Mutex
 	leases map[string]netip.Addr
 	limit  int
+	refuse map[string]error // SetUp's error for a pod UID
 }
 
 func (n *fakeNetwork) SetUp(_ context.Context, p *pod.Pod, _ string) (netip.Addr, error) {
@@ -186,6 +187,9 @@ func (n *fakeNetwork) SetUp(_ context.Context, p *pod.Pod, _ string) (netip.Addr
 	defer n.mu.Unlock()
 	if n.leases == nil {
 		n.leases = map[string]netip.Addr{}
+	}
+	if err := n.refuse[p.Metadata.UID]; err != nil {
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	if ip, ok := n.leases[p.Metadata.UID]; ok {
 		return ip, nil

@@ -1,7 +1,9 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -15,7 +17,9 @@ import (
 // deleted while tug was down) and namespaces left by a crash half-way
 // through setting a pod up. A pod is only removed once its source has
 // reported, so a source that is slow at start (a URL that is down) never
-// loses its pods. It runs in Run's goroutine.
+// loses its pods. The pods of a source that is no longer configured (a
+// removed or changed --manifest-url) are removed once every configured
+// source has reported. It runs in Run's goroutine.
 func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	now := l.now()
 	for uid, at := range l.killed {
@@ -30,11 +34,19 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		ready, wanted := l.cfg.Desired.Owns(c.PodSource, c.PodUID)
+		gone := !l.configured(c.PodSource)
+		if gone {
+			ready = l.allReported()
+		}
 		if !ready || wanted {
 			continue
 		}
 		p := orphan(c)
-		l.cfg.Log.Info("removing pod that no source has", "pod", p.FullName(), "uid", c.PodUID, "source", c.PodSource)
+		if gone {
+			l.cfg.Log.Info("removing pod of a source that is no longer configured", "pod", p.FullName(), "uid", c.PodUID, "source", c.PodSource)
+		} else {
+			l.cfg.Log.Info("removing pod that no source has", "pod", p.FullName(), "uid", c.PodUID, "source", c.PodSource)
+		}
 		l.killed[c.PodUID] = now
 		l.start(ctx, wg, p).kill(p)
 	}
@@ -80,6 +92,59 @@ func (l *Loop) unwanted(uid string) bool {
 		}
 	}
 	return true
+}
+
+// configured reports whether source is one of the configured sources. With
+// no list (tests), every source counts as configured.
+func (l *Loop) configured(source string) bool {
+	return len(l.cfg.Sources) == 0 || slices.Contains(l.cfg.Sources, source)
+}
+
+// allReported reports whether every configured source has reported.
+func (l *Loop) allReported() bool {
+	for _, src := range l.cfg.Sources {
+		if ready, _ := l.cfg.Desired.Owns(src, ""); !ready {
+			return false
+		}
+	}
+	return true
+}
+
+// Orphans returns the pods that still have containers but whose source is
+// no longer configured, with a status saying so (reason Orphaned), sorted
+// by namespace/name: no source lists them any more, yet they run until
+// housekeeping has removed them. Safe for concurrent use.
+func (l *Loop) Orphans() []pod.View {
+	if l.cfg.Cache == nil || l.cfg.Desired == nil {
+		return nil
+	}
+	byUID := map[string][]pod.RuntimeContainer{}
+	for _, c := range l.cfg.Cache.All() {
+		if l.configured(c.PodSource) {
+			continue
+		}
+		if _, wanted := l.cfg.Desired.Owns(c.PodSource, c.PodUID); !wanted {
+			byUID[c.PodUID] = append(byUID[c.PodUID], c)
+		}
+	}
+	now := l.now()
+	out := make([]pod.View, 0, len(byUID))
+	for _, recs := range byUID {
+		p := orphan(recs[0])
+		for _, r := range recs {
+			if !r.Init && !slices.ContainsFunc(p.Spec.Containers, func(c pod.Container) bool { return c.Name == r.Name }) {
+				p.Spec.Containers = append(p.Spec.Containers, pod.Container{Name: r.Name, Image: r.Image})
+			}
+		}
+		st := computeStatus(p, recs, podNotes{}, now)
+		st.Reason = pod.ReasonOrphaned
+		st.Message = fmt.Sprintf("source %s is no longer configured: the pod is removed once the configured sources have reported", p.Metadata.Source)
+		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
+	}
+	slices.SortFunc(out, func(a, b pod.View) int {
+		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name), cmp.Compare(a.Metadata.UID, b.Metadata.UID))
+	})
+	return out
 }
 
 // orphan rebuilds, from a container's labels, as much of its pod as

@@ -1,8 +1,11 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +40,11 @@ type Config struct {
 	HousekeepingPeriod time.Duration
 	// Backoff times the restarts of exited containers.
 	Backoff *CrashBackoff
+	// MaxPods is how many pods tug runs at most (--max-pods; 0: no limit).
+	// Pods beyond it are not started and report OutOfpods until others are
+	// removed. Which pods run is deterministic: pods that already have
+	// containers (adopted after a restart) first, then by namespace/name.
+	MaxPods int
 	// RetryMin and RetryMax bound the delay before a failed sync is retried
 	// (defaults 1 s and 1 min).
 	RetryMin, RetryMax time.Duration
@@ -53,6 +61,7 @@ type Loop struct {
 	workers   map[string]*worker   // by pod UID; only touched by Run
 	afterKill map[string]*pod.Pod  // pods re-added while their old worker is killing
 	killed    map[string]time.Time // orphans housekeeping removed lately
+	held      map[string]*pod.Pod  // pods beyond MaxPods, by UID; only touched by Run
 	done      chan string          // UIDs of workers that ended
 }
 
@@ -87,6 +96,7 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 		workers:   map[string]*worker{},
 		afterKill: map[string]*pod.Pod{},
 		killed:    map[string]time.Time{},
+		held:      map[string]*pod.Pod{},
 		done:      make(chan string),
 	}
 }
@@ -115,9 +125,10 @@ func (l *Loop) Run(ctx context.Context) error {
 				updates = nil
 				continue
 			}
-			for _, c := range changes {
+			for _, c := range l.admitOrder(changes) {
 				l.apply(ctx, &wg, c)
 			}
+			l.admitHeld(ctx, &wg)
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -138,6 +149,7 @@ func (l *Loop) Run(ctx context.Context) error {
 				delete(l.afterKill, uid)
 				l.start(ctx, &wg, p).update(p)
 			}
+			l.admitHeld(ctx, &wg)
 		}
 	}
 }
@@ -148,12 +160,19 @@ func (l *Loop) apply(ctx context.Context, wg *sync.WaitGroup, c podconfig.Change
 	switch c.Op {
 	case podconfig.Remove:
 		delete(l.afterKill, uid)
+		if _, ok := l.held[uid]; ok && w == nil {
+			delete(l.held, uid)
+			l.notes.forget(uid)
+			return
+		}
 		if w == nil {
 			w = l.start(ctx, wg, c.Pod)
 		}
 		w.kill(c.Pod)
 	default: // Add, Update
-		if w == nil {
+		if _, ok := l.held[uid]; ok || (w == nil && l.full()) {
+			l.hold(c.Pod)
+		} else if w == nil {
 			l.start(ctx, wg, c.Pod).update(c.Pod)
 		} else if !w.update(c.Pod) {
 			l.afterKill[uid] = c.Pod
@@ -177,4 +196,71 @@ func (l *Loop) start(ctx context.Context, wg *sync.WaitGroup, p *pod.Pod) *worke
 		}
 	}()
 	return w
+}
+
+// full reports whether MaxPods pods have a worker (a pod being removed
+// still counts, until its containers are gone).
+func (l *Loop) full() bool {
+	return l.cfg.MaxPods > 0 && len(l.workers) >= l.cfg.MaxPods
+}
+
+// hold keeps p out of the node until there is room for it.
+func (l *Loop) hold(p *pod.Pod) {
+	uid := p.Metadata.UID
+	if _, ok := l.held[uid]; !ok {
+		l.cfg.Log.Warn("not starting pod: the node runs --max-pods pods already", "pod", p.FullName(), "uid", uid, "max_pods", l.cfg.MaxPods)
+	}
+	l.held[uid] = p
+	l.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonOutOfPods,
+		Message: fmt.Sprintf("the node runs its maximum of %d pods (--max-pods); the pod starts when another is removed", l.cfg.MaxPods)})
+}
+
+// admitHeld starts held pods while there is room, in admission order.
+func (l *Loop) admitHeld(ctx context.Context, wg *sync.WaitGroup) {
+	if len(l.held) == 0 {
+		return
+	}
+	pending := make([]podconfig.Change, 0, len(l.held))
+	for _, p := range l.held {
+		pending = append(pending, podconfig.Change{Op: podconfig.Add, Pod: p})
+	}
+	for _, c := range l.admitOrder(pending) {
+		if l.full() {
+			return
+		}
+		uid := c.Pod.Metadata.UID
+		delete(l.held, uid)
+		l.notes.refuse(uid, pod.StateWaiting{})
+		l.cfg.Log.Info("starting pod that waited for room (--max-pods)", "pod", c.Pod.FullName(), "uid", uid)
+		l.start(ctx, wg, c.Pod).update(c.Pod)
+	}
+}
+
+// admitOrder returns changes with the Adds in the order pods are admitted
+// under MaxPods: pods that have containers already (a restart adopts them)
+// first, then by namespace/name. Removes and Updates keep their place
+// before the Adds.
+func (l *Loop) admitOrder(changes []podconfig.Change) []podconfig.Change {
+	if l.cfg.MaxPods <= 0 {
+		return changes
+	}
+	var out, adds []podconfig.Change
+	for _, c := range changes {
+		if c.Op == podconfig.Add {
+			adds = append(adds, c)
+		} else {
+			out = append(out, c)
+		}
+	}
+	running := func(p *pod.Pod) int {
+		if l.cfg.Cache != nil && len(l.cfg.Cache.PodContainers(p.Metadata.UID)) > 0 {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(adds, func(a, b podconfig.Change) int {
+		return cmp.Or(cmp.Compare(running(a.Pod), running(b.Pod)),
+			cmp.Compare(a.Pod.FullName(), b.Pod.FullName()), cmp.Compare(a.Pod.Metadata.UID, b.Pod.Metadata.UID))
+	})
+	return append(out, adds...)
 }

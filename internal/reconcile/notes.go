@@ -19,6 +19,7 @@ type notes struct {
 type podNotes struct {
 	waiting    map[string]pod.StateWaiting // by container name
 	syncErr    string
+	refused    pod.StateWaiting         // why the pod is not run (HostPortInUse, OutOfpods)
 	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
@@ -61,6 +62,13 @@ func (n *notes) syncFailed(uid, msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, time.Now()).syncErr = msg
+}
+
+// refuse records why the pod is not run (a zero w: it may run).
+func (n *notes) refuse(uid string, w pod.StateWaiting) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pod(uid, time.Now()).refused = w
 }
 
 // address records the pod's IP.

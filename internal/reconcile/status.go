@@ -41,6 +41,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
 		w := n.waiting[c.Name]
+		if w.Reason == "" && n.refused.Reason != "" && len(byName[c.Name]) == 0 {
+			w = n.refused
+		}
 		if !initDone && w.Reason == "" {
 			w.Reason = pod.ReasonPodInitializing
 		}
@@ -87,6 +90,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	}
 	if n.syncErr != "" {
 		st.Reason, st.Message = "SyncError", n.syncErr
+	}
+	if n.refused.Reason != "" {
+		st.Reason, st.Message = n.refused.Reason, n.refused.Message
 	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}

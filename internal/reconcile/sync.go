@@ -25,6 +25,9 @@ type podSyncer struct {
 	now     func() time.Time
 }
 
+// portRetry is how often a pod whose hostPort is in use tries again.
+const portRetry = 2 * time.Second
+
 // syncResult says when the pod wants to be synced again (0: only when
 // something happens), e.g. when a crashed container's back-off ends.
 type syncResult struct {
@@ -47,6 +50,16 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	var res syncResult
 	uid := p.Metadata.UID
 	sb, err := s.sandbox(ctx, p)
+	var inUse *pod.HostPortInUseError
+	if errors.As(err, &inUse) {
+		// Not a failure to retry with back-off: the pod waits for the port,
+		// and looks again soon (the pod holding it may be removed).
+		s.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonHostPortInUse, Message: inUse.Error()})
+		s.notes.syncFailed(uid, "")
+		res.after(portRetry)
+		return res, nil
+	}
+	s.notes.refuse(uid, pod.StateWaiting{})
 	if err == nil {
 		err = s.rt.PreparePod(ctx, p, sb)
 	}

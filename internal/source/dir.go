@@ -33,15 +33,28 @@ type DirConfig struct {
 	// missed (--file-check-frequency). Default 20s.
 	Rescan time.Duration
 	// MaxFileSize is the largest manifest file read; a larger one is
-	// reported with ErrTooLarge. Default 10 MiB.
+	// reported with ErrTooLarge. Default DefaultMaxFileSize (10 MiB).
 	MaxFileSize int64
+	// MaxTotalSize bounds the bytes of all the directory's manifest files
+	// together. Files are counted in name order; those past the bound are
+	// reported with ErrTooLarge (their last good pods, if any, stay).
+	// Default DefaultMaxTotalSize (32 MiB).
+	MaxTotalSize int64
 	// Log receives the source's logs. Default: discard.
 	Log *slog.Logger
 }
 
+// The directory source's size limits (tug validate applies the same file
+// limit).
 const (
-	defaultRescan      = 20 * time.Second
-	defaultMaxFileSize = 10 << 20
+	// DefaultMaxFileSize is the default DirConfig.MaxFileSize.
+	DefaultMaxFileSize = 10 << 20
+	// DefaultMaxTotalSize is the default DirConfig.MaxTotalSize.
+	DefaultMaxTotalSize = 32 << 20
+)
+
+const (
+	defaultRescan = 20 * time.Second
 	// coalesce is how long a scan waits after the first event of a burst.
 	coalesce = 5 * time.Millisecond
 	// quietPeriod is how long a file inotify cannot vouch for must keep the
@@ -131,7 +144,10 @@ func NewDir(cfg DirConfig, sink Sink) *Dir {
 		cfg.Rescan = defaultRescan
 	}
 	if cfg.MaxFileSize <= 0 {
-		cfg.MaxFileSize = defaultMaxFileSize
+		cfg.MaxFileSize = DefaultMaxFileSize
+	}
+	if cfg.MaxTotalSize <= 0 {
+		cfg.MaxTotalSize = DefaultMaxTotalSize
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -408,6 +424,7 @@ func (d *Dir) scan(now time.Time) (snap []pod.Manifest, wait bool, err error) {
 		delete(d.seen, name)
 	}
 	d.recheckAll = false
+	d.capTotal(snap)
 	for _, m := range []map[string]bool{d.writing, d.unsure, d.dirty} {
 		for name := range m {
 			if !present[name] {
@@ -427,6 +444,24 @@ func (d *Dir) scan(now time.Time) (snap []pod.Manifest, wait bool, err error) {
 		}
 	}
 	return snap, wait, nil
+}
+
+// capTotal turns the files of snap (in name order) that take the
+// directory past MaxTotalSize into errors: their pods are not applied.
+func (d *Dir) capTotal(snap []pod.Manifest) {
+	var total int64
+	for i := range snap {
+		e := d.files[filepath.Base(snap[i].File)]
+		if e == nil {
+			continue
+		}
+		total += e.key.size
+		if total > d.cfg.MaxTotalSize {
+			snap[i].Pods = nil
+			snap[i].Err = fmt.Errorf("%s: the manifest files of %s take %d bytes up to this one, limit %d in all: %w",
+				snap[i].File, d.path, total, d.cfg.MaxTotalSize, ErrTooLarge)
+		}
+	}
 }
 
 // isQuiet reports whether a file inotify cannot vouch for looks complete:

@@ -638,3 +638,30 @@ func TestFileErrorLoggedOnChangeOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalSizeCap: the manifest files of the directory, counted in name
+// order, may not take more than MaxTotalSize bytes together; the files
+// past it are reported with ErrTooLarge and no pods.
+func TestTotalSizeCap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := manifest("a", "busybox:1"), manifest("b", "busybox:1")
+	writeAtomic(t, filepath.Join(dir, "a.yaml"), a)
+	writeAtomic(t, filepath.Join(dir, "b.yaml"), b)
+	_, sink := start(t, DirConfig{Path: dir, Rescan: time.Hour, MaxTotalSize: int64(len(a) + len(b) - 1)})
+	snap := sink.waitFor(t, 5*time.Second, "the first report", func(snapshot) bool { return true })
+	ma, _ := snap.file("a.yaml")
+	mb, _ := snap.file("b.yaml")
+	if ma.Err != nil || len(ma.Pods) != 1 {
+		t.Errorf("a.yaml: %v, %d pods; want its pod (within the cap)", ma.Err, len(ma.Pods))
+	}
+	if !errors.Is(mb.Err, ErrTooLarge) || len(mb.Pods) != 0 || !strings.Contains(mb.Err.Error(), "limit") {
+		t.Errorf("b.yaml: %v, %d pods; want ErrTooLarge past the directory's cap", mb.Err, len(mb.Pods))
+	}
+	// Room again: b is read.
+	writeAtomic(t, filepath.Join(dir, "a.yaml"), "# empty\n")
+	sink.waitFor(t, 5*time.Second, "b.yaml within the cap", func(s snapshot) bool {
+		m, ok := s.file("b.yaml")
+		return ok && m.Err == nil && len(m.Pods) == 1
+	})
+}
