@@ -71,7 +71,7 @@ func (tg *tug) waitGone(timeout time.Duration, uid, what string) {
 // source's pods are not touched.
 func TestOrphansOfRemovedSource(t *testing.T) {
 	image, _ := testutil.TestImage(t)
-	srv := newManifestServer(t, good(shPod("urlpod", image, idle), nil))
+	srv := newManifestServer(t, good(shPod("urlpod", image, idle)))
 	tg := urlTug(t, srv.url)
 	tg.writeManifest("local.yaml", shPod("local", tg.image, idle))
 	urlPod := urlUID(srv.url, "urlpod")
@@ -224,7 +224,7 @@ func TestLimits(t *testing.T) {
 // ran first, and the URL's manifest says why; a restart changes nothing.
 func TestDuplicateAcrossSourcesFileWins(t *testing.T) {
 	image, _ := testutil.TestImage(t)
-	srv := newManifestServer(t, good(shPod("dup", image, idle), nil))
+	srv := newManifestServer(t, good(shPod("dup", image, idle)))
 	tg := urlTug(t, srv.url)
 	urlCopy := urlUID(srv.url, "dup")
 	tg.waitRunningUID(startTimeout, urlCopy, "main", 0)
