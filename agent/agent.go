@@ -24,6 +24,7 @@ import (
 	"tug/internal/podruntime"
 	"tug/internal/qos"
 	"tug/internal/reconcile"
+	"tug/internal/redact"
 	"tug/internal/source"
 )
 
@@ -254,7 +255,7 @@ func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *sl
 	if err != nil {
 		return nil, err
 	}
-	checkpoint := checkpointPath(cfg.RootDir, source.RedactURL(cfg.ManifestURL))
+	checkpoint := checkpointPath(cfg.RootDir, redact.URL(cfg.ManifestURL))
 	// Earlier versions named it by the raw URL and wrote the raw URL in it,
 	// secrets included: it cannot be used (its URL is not the source's
 	// name) and must not stay on disk.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"tug/internal/redact"
 )
 
 // Config is the agent's configuration. Flag names keep the kubelet's where
@@ -300,7 +302,7 @@ func (c *Config) Validate() error {
 	}
 	if c.ManifestURL != "" {
 		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("manifest-url: %q is not an http or https URL", RedactURL(c.ManifestURL)))
+			errs = append(errs, fmt.Errorf("manifest-url: %q is not an http or https URL", redact.URL(c.ManifestURL)))
 		}
 	}
 	for i, h := range c.ManifestURLHeader {
@@ -395,43 +397,14 @@ func (c *Config) Validate() error {
 // user information and query values and the headers' values are replaced
 // by "xxxxx".
 func (c Config) Redacted() Config {
-	c.ManifestURL = RedactURL(c.ManifestURL)
+	c.ManifestURL = redact.URL(c.ManifestURL)
 	hdrs := make([]string, len(c.ManifestURLHeader))
 	for i, h := range c.ManifestURLHeader {
 		name, _, _ := strings.Cut(h, ":")
-		hdrs[i] = name + ": xxxxx"
+		hdrs[i] = name + ": " + redact.Mask
 	}
 	c.ManifestURLHeader = hdrs
 	return c
-}
-
-// RedactURL returns rawURL with its user information and query values
-// replaced by "xxxxx" and its fragment dropped (as the URL source names
-// itself); "" stays "".
-func RedactURL(rawURL string) string {
-	if rawURL == "" {
-		return ""
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User("xxxxx")
-	}
-	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, p := range parts {
-			if k, _, ok := strings.Cut(p, "="); ok {
-				parts[i] = k + "=xxxxx"
-			} else if p != "" {
-				parts[i] = "xxxxx"
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	u.ForceQuery, u.Fragment, u.RawFragment = false, "", ""
-	return u.String()
 }
 
 // Parse builds the configuration from the command line of "tug run":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/redact"
 )
 
 // housekeeping removes what belongs to pods that no source has any more:
@@ -43,9 +44,9 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		p := orphan(c)
 		if gone {
-			l.cfg.Log.Info("removing pod of a source that is no longer configured", "pod", p.FullName(), "uid", c.PodUID, "source", c.PodSource)
+			l.cfg.Log.Info("removing pod of a source that is no longer configured", "pod", p.FullName(), "uid", c.PodUID, "source", p.Metadata.Source)
 		} else {
-			l.cfg.Log.Info("removing pod that no source has", "pod", p.FullName(), "uid", c.PodUID, "source", c.PodSource)
+			l.cfg.Log.Info("removing pod that no source has", "pod", p.FullName(), "uid", c.PodUID, "source", p.Metadata.Source)
 		}
 		l.killed[c.PodUID] = now
 		l.start(ctx, wg, p).kill(p)
@@ -151,7 +152,7 @@ func (l *Loop) Orphans() []pod.View {
 // removing it needs.
 func orphan(c pod.RuntimeContainer) *pod.Pod {
 	p := &pod.Pod{APIVersion: "v1", Kind: "Pod"}
-	p.Metadata = pod.ObjectMeta{Name: c.PodName, Namespace: c.Namespace, UID: c.PodUID, Source: c.PodSource}
+	p.Metadata = pod.ObjectMeta{Name: c.PodName, Namespace: c.Namespace, UID: c.PodUID, Source: redact.URL(c.PodSource)}
 	grace := int64(c.PodGrace / time.Second)
 	p.Spec.TerminationGracePeriodSeconds = &grace
 	return p

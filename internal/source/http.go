@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/redact"
 )
 
 // HTTPConfig configures an HTTP source. The zero value of each field but
@@ -28,7 +29,7 @@ import (
 type HTTPConfig struct {
 	// URL is polled (--manifest-url); http or https. Its user information
 	// and query values are secrets: the source's name, logs, errors and
-	// checkpoint show it redacted (see RedactURL).
+	// checkpoint show it redacted (see redact.URL).
 	URL string
 	// Header is sent with every request (--manifest-url-header and
 	// --manifest-url-header-file) to the URL's host, never to another host
@@ -140,10 +141,10 @@ type accepted struct {
 func NewHTTP(cfg HTTPConfig, sink Sink) (*HTTP, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("source: manifest URL %s: does not parse", RedactURL(cfg.URL))
+		return nil, fmt.Errorf("source: manifest URL %s: does not parse", redact.URL(cfg.URL))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("source: manifest URL %q: want http:// or https:// and a host", redactURL(u))
+		return nil, fmt.Errorf("source: manifest URL %q: want http:// or https:// and a host", redact.Parsed(u))
 	}
 	if cfg.Period <= 0 {
 		cfg.Period = defaultPeriod
@@ -175,7 +176,7 @@ func NewHTTP(cfg HTTPConfig, sink Sink) (*HTTP, error) {
 		cfg:    cfg,
 		rawURL: cfg.URL,
 		u:      u,
-		url:    redactURL(u),
+		url:    redact.Parsed(u),
 		sink:   sink,
 	}
 	h.client = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: h.checkRedirect}
@@ -231,7 +232,7 @@ func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: more than %d redirects", ErrRedirect, h.cfg.MaxRedirects)
 	}
 	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
-		return fmt.Errorf("%w: from https to %s", ErrRedirect, redactURL(req.URL))
+		return fmt.Errorf("%w: from https to %s", ErrRedirect, redact.Parsed(req.URL))
 	}
 	req.Header.Del("Referer") // Go sets it to the previous URL, query (token) included
 	if !sameOrigin(req.URL, h.u) {
@@ -261,7 +262,7 @@ func port(u *url.URL) string {
 	return "80"
 }
 
-// Name returns the redacted URL (see RedactURL). It is also the
+// Name returns the redacted URL (see redact.URL). It is also the
 // Origin.Source and Origin.File of the manifests it reports, so it is what
 // pod UIDs and container labels derive from.
 func (h *HTTP) Name() string { return h.url }

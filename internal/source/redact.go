@@ -6,47 +6,10 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 )
-
-// redacted replaces a secret in a URL.
-const redacted = "xxxxx"
-
-// RedactURL returns rawURL with its user information and every query value
-// replaced by "xxxxx" (a query item without "=" is replaced whole) and
-// its fragment dropped: what may be logged, shown and used as the source's
-// name. A URL that does not parse is replaced whole.
-func RedactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	return redactURL(u)
-}
-
-func redactURL(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		c.User = url.User(redacted)
-	}
-	if c.RawQuery != "" {
-		parts := strings.Split(c.RawQuery, "&")
-		for i, p := range parts {
-			if k, _, ok := strings.Cut(p, "="); ok {
-				parts[i] = k + "=" + redacted
-			} else if p != "" {
-				parts[i] = redacted
-			}
-		}
-		c.RawQuery = strings.Join(parts, "&")
-	}
-	c.ForceQuery = false
-	c.Fragment, c.RawFragment = "", ""
-	return c.String()
-}
 
 // ReadHeaderFile reads the headers of --manifest-url-header-file: one
 // "Name: Value" per line; blank lines and lines starting with "#" are
