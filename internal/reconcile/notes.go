@@ -19,6 +19,8 @@ type notes struct {
 type podNotes struct {
 	waiting    map[string]pod.StateWaiting // by container name
 	syncErr    string
+	blocked    string                   // why admission refused the pod's current version ("" if admitted)
+	admitted   *pod.Pod                 // the last version admission admitted, nil if none since tug started
 	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
@@ -61,6 +63,25 @@ func (n *notes) syncFailed(uid, msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, time.Now()).syncErr = msg
+}
+
+// admission records admission's answer (err) for p and returns the version
+// of the pod to run: p when admitted, else the last admitted version (nil if
+// there is none). changed reports a change of the Blocked state or message.
+func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	pn := n.pod(p.Metadata.UID, time.Now())
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	changed = msg != pn.blocked
+	pn.blocked = msg
+	if err == nil {
+		pn.admitted = p
+	}
+	return pn.admitted, changed
 }
 
 // address records the pod's IP.

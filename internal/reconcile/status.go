@@ -20,7 +20,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	initDone, initFailed := true, false
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		cs := containerStatus(c, byName[c.Name], n.waiting[c.Name], true)
+		cs := containerStatus(c, byName[c.Name], blockedOr(n, byName[c.Name], n.waiting[c.Name]), true)
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch t := cs.State.Terminated; {
 		case t != nil && t.ExitCode == 0:
@@ -40,7 +40,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	var running, waiting, stopped, succeeded, ready int
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
-		w := n.waiting[c.Name]
+		w := blockedOr(n, byName[c.Name], n.waiting[c.Name])
 		if !initDone && w.Reason == "" {
 			w.Reason = pod.ReasonPodInitializing
 		}
@@ -88,6 +88,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	if n.syncErr != "" {
 		st.Reason, st.Message = "SyncError", n.syncErr
 	}
+	if n.blocked != "" {
+		st.Reason, st.Message = pod.ReasonBlocked, n.blocked
+	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
 	}
@@ -99,6 +102,15 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"),
 	}
 	return st
+}
+
+// blockedOr is the waiting state of a container that was never created
+// because admission refused its pod (Blocked), else w.
+func blockedOr(n podNotes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod.StateWaiting {
+	if n.blocked != "" && len(recs) == 0 && w.Reason == "" {
+		return pod.StateWaiting{Reason: pod.ReasonBlocked, Message: "the pod is blocked by the admission policy"}
+	}
+	return w
 }
 
 // containerStatus is one container's status: its latest record's state
