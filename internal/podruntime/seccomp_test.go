@@ -51,7 +51,7 @@ func TestWithSeccomp(t *testing.T) {
 		name       string
 		profile    *pod.SeccompProfile
 		privileged bool
-		unconfined bool // --default-seccomp=unconfined
+		unconfined bool   // --default-seccomp=unconfined
 		want       string // "default", "none", "test", or "error"
 	}{
 		{name: "tug's default is RuntimeDefault", want: "default"},
