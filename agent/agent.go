@@ -22,6 +22,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/policy"
 	"tug/internal/qos"
 	"tug/internal/reconcile"
 	"tug/internal/redact"
@@ -37,6 +38,7 @@ var (
 	_ reconcile.Cgroups        = (*qos.Manager)(nil)
 	_ reconcile.ContainerCache = (*pleg.PLEG)(nil)
 	_ reconcile.Desired        = (*podconfig.Store)(nil)
+	_ reconcile.Admission      = (*policy.Policy)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
 	_ source.Sink              = (*podconfig.Store)(nil)
 	_ api.StatusSource         = statusView{}
@@ -76,6 +78,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LogMaxFiles:     cfg.ContainerLogMaxFiles,
 		ResolvConf:      cfg.ResolvConf,
 		Log:             log.With("component", "podruntime"),
+
+		SeccompProfileRoot:       cfg.SeccompProfileRoot,
+		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 	})
 	if err != nil {
 		return err
@@ -121,12 +126,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Log:      log,
 	}, store)
 	sources := []string{dir.Name()}
+	levels := map[string]string{dir.Name(): cfg.FilePolicy}
 	var web *source.HTTP
 	if cfg.ManifestURL != "" {
 		if web, err = newHTTPSource(cfg, hostname, store, log); err != nil {
 			return err
 		}
 		sources = append(sources, web.Name())
+		levels[web.Name()] = cfg.URLPolicy
 	}
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
@@ -138,6 +145,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Cache:        lifecycle,
 		Desired:      store,
 		Sources:      sources,
+		Admission:    newPolicy(cfg, levels),
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,

@@ -3,7 +3,7 @@
 // builds concrete components and connects them.
 //
 //	tug run [flags]          run the agent
-//	tug validate PATH...     check manifests, print file:line:col errors
+//	tug validate [--policy LEVEL] PATH...  check manifests, print file:line:col errors
 //	tug pods                 list pods and broken manifests (from the agent)
 //	tug inspect POD          print one pod and its status as YAML
 //	tug sign --key KEY FILE  write a signed bundle for --manifest-verify-key
@@ -74,7 +74,8 @@ var errUsage = errors.New("usage")
 
 const usage = `usage:
   tug run [flags]        run the agent (tug run -h lists the flags)
-  tug validate PATH...   check manifest files or directories
+  tug validate [--policy LEVEL] PATH...  check manifest files or directories
+                         (and the admission policy of LEVEL: privileged, baseline, restricted)
   tug pods               list the pods and broken manifests of the running agent
   tug inspect POD        print one pod and its status as YAML
   tug sign --key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks

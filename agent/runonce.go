@@ -73,12 +73,15 @@ func settledPod(st *pod.Status) (settled, failed bool) {
 	case pod.PhaseFailed:
 		return true, true
 	}
+	if st.Reason == pod.ReasonBlocked {
+		return true, true
+	}
 	running := len(st.ContainerStatuses) > 0
 	for _, cs := range append(append([]pod.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil {
 			switch w.Reason {
 			case pod.ReasonCrashLoopBackOff, pod.ReasonErrImagePull, pod.ReasonImagePullBackOff,
-				pod.ReasonErrImageNeverPull, pod.ReasonCreateContainerError:
+				pod.ReasonErrImageNeverPull, pod.ReasonCreateContainerError, pod.ReasonCreateContainerConfigError:
 				return true, true
 			}
 		}

@@ -1,23 +1,54 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"tug/internal/config"
 	"tug/internal/pod"
+	"tug/internal/policy"
 	"tug/internal/source"
 )
 
 // validate checks each manifest file (or every manifest in a directory)
 // exactly as the agent would, prints every problem as
 // "file:line:col: field.path: message", and returns 1 if there was any.
-func validate(paths []string, stdout, stderr io.Writer) int {
+// With --policy LEVEL it also applies the admission policy, as an agent
+// with that level for the file's source and otherwise default settings
+// (--allow-privileged and --allow-host-state-mounts may be given too)
+// would, and prints each violation as "file: field.path: message".
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
+	cfg := config.Default()
+	fs.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
+	fs.BoolVar(&cfg.AllowHostStateMounts, "allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
+	var paths []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		paths = append(paths, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 	if len(paths) == 0 {
-		fmt.Fprintln(stderr, "usage: tug validate PATH...")
+		fmt.Fprintln(stderr, "usage: tug validate [--policy LEVEL] PATH...")
 		return 2
+	}
+	if *level != "" {
+		if _, err := policy.ParseLevel(*level); err != nil {
+			fmt.Fprintln(stderr, "tug validate: --policy:", err)
+			return 2
+		}
 	}
 	hostname, _ := os.Hostname()
 	bad := false
@@ -29,8 +60,9 @@ func validate(paths []string, stdout, stderr io.Writer) int {
 			bad = true
 			continue
 		}
+		src := "file:" + abs
 		pods, err := pod.Parse(data, pod.ParseOptions{
-			Origin:   pod.Origin{Source: "file:" + abs, File: path},
+			Origin:   pod.Origin{Source: src, File: path},
 			Hostname: hostname,
 		})
 		if err != nil {
@@ -39,6 +71,23 @@ func validate(paths []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, e)
 			}
 			continue
+		}
+		if *level != "" {
+			pl := newPolicy(cfg, map[string]string{src: *level})
+			blocked := false
+			for _, p := range pods {
+				var perr *policy.Error
+				if err := pl.Admit(p); errors.As(err, &perr) {
+					blocked = true
+					for _, line := range perr.Lines() {
+						fmt.Fprintf(stderr, "%s: %s\n", path, line)
+					}
+				}
+			}
+			if blocked {
+				bad = true
+				continue
+			}
 		}
 		names := make([]string, len(pods))
 		for i, p := range pods {

@@ -24,6 +24,7 @@ func TestImportRules(t *testing.T) {
 		{"tug/internal/podruntime", []string{"tug/internal/reconcile", "tug/internal/network", "tug/internal/qos", "tug/internal/source", "tug/internal/podconfig", "tug/internal/config", "tug/internal/testutil"}},
 		{"tug/internal/api", []string{"tug/", "github.com/", "golang.org/x/"}},
 		{"tug/internal/pleg", []string{"tug/", "github.com/", "golang.org/x/"}},
+		{"tug/internal/policy", []string{"tug/", "github.com/", "golang.org/x/", "gopkg.in/"}},
 		{"tug/internal/qos", []string{"tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/network", "tug/internal/source", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/probe", "tug/internal/api", "tug/internal/config", "tug/internal/testutil", "github.com/containerd/containerd", "github.com/vishvananda/"}},
 		{"tug/internal/network", []string{"tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/qos", "tug/internal/config", "github.com/containerd/", "tug/internal/testutil"}},
 	}

@@ -32,6 +32,8 @@ type Summary struct {
 // pod is not Ready) while another container still runs. RESTARTS counts the
 // init containers' restarts while initializing and the app containers'
 // afterwards, with the age of the latest lastState.terminated.finishedAt.
+// A pod whose status.reason is Blocked (tug's admission policy refused it or
+// its latest update) shows "Blocked" whatever its containers do.
 func Summarize(v *pod.View, deleting bool, now time.Time) Summary {
 	st := &v.Status
 	status := string(st.Phase)
@@ -87,6 +89,11 @@ func Summarize(v *pod.View, deleting bool, now time.Time) Summary {
 		}
 	}
 
+	if st.Reason == pod.ReasonBlocked {
+		// tug's own: admission refused the pod, or its update (while the
+		// last admitted version runs); it outranks what the containers say.
+		status = pod.ReasonBlocked
+	}
 	if deleting && st.Phase != pod.PhaseSucceeded && st.Phase != pod.PhaseFailed {
 		status = "Terminating"
 	}

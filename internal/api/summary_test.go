@@ -83,6 +83,20 @@ func TestSummarize(t *testing.T) {
 			want: Summary{Ready: "0/1", Status: "Pending", Restarts: "0", Age: "<unknown>"},
 		},
 		{
+			name: "blocked, never created",
+			view: view(1, 1, pod.Status{Phase: pod.PhasePending, Reason: pod.ReasonBlocked, Message: "spec.hostNetwork: true is not allowed",
+				InitContainerStatuses: []pod.ContainerStatus{waiting("i", pod.ReasonBlocked, 0)},
+				ContainerStatuses:     []pod.ContainerStatus{waiting("a", pod.ReasonBlocked, 0)}}),
+			want: Summary{Ready: "0/1", Status: "Blocked", Restarts: "0", Age: "<unknown>"},
+		},
+		{
+			name: "blocked update while the admitted version runs",
+			view: view(0, 1, pod.Status{Phase: pod.PhaseRunning, Reason: pod.ReasonBlocked, StartTime: agoPtr(5 * time.Second),
+				Conditions:        []pod.Condition{cond(pod.ConditionReady, true)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0)}}),
+			want: Summary{Ready: "1/1", Status: "Blocked", Restarts: "0", Age: "5s"},
+		},
+		{
 			name: "creating",
 			view: view(0, 1, pod.Status{Phase: pod.PhasePending, StartTime: agoPtr(time.Second),
 				ContainerStatuses: []pod.ContainerStatus{waiting("a", pod.ReasonContainerCreating, 0)}}),

@@ -144,6 +144,22 @@ type Config struct {
 	// MaxPods is how many pods tug runs at most; pods beyond it wait with
 	// status OutOfpods (0: no limit). Default 110, the kubelet's.
 	MaxPods int `yaml:"max-pods"`
+
+	// FilePolicy is the Pod Security Standards level (privileged, baseline
+	// or restricted) of the manifest directory's pods. Default privileged.
+	FilePolicy string `yaml:"file-policy"`
+	// URLPolicy is the level of --manifest-url's pods. Default baseline.
+	URLPolicy string `yaml:"url-policy"`
+	// AllowHostStateMounts lets pods mount hostPaths that expose tug's own
+	// dirs or containerd's socket (and "/"). Default false.
+	AllowHostStateMounts bool `yaml:"allow-host-state-mounts"`
+	// SeccompProfileRoot is the directory of Localhost seccomp profiles.
+	// Default <root-dir>/seccomp.
+	SeccompProfileRoot string `yaml:"seccomp-profile-root"`
+	// DefaultSeccomp is the seccomp profile of containers whose manifest
+	// names none: runtime-default (containerd's default profile) or
+	// unconfined (Kubernetes' default). Default runtime-default.
+	DefaultSeccomp string `yaml:"default-seccomp"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -227,6 +243,10 @@ func Default() Config {
 		CgroupDriver: "cgroupfs",
 		PodPidsLimit: -1,
 		MaxPods:      110,
+
+		FilePolicy:     "privileged",
+		URLPolicy:      "baseline",
+		DefaultSeccomp: "runtime-default",
 	}
 }
 
@@ -287,6 +307,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.MemoryQoS, "memory-qos", c.MemoryQoS, "set memory.min and memory.high like the kubelet's MemoryQoS (cgroup v2)")
 	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "maximum processes per pod (-1: no limit)")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "maximum pods run at once; others wait (0: no limit)")
+	fs.StringVar(&c.FilePolicy, "file-policy", c.FilePolicy, "Pod Security Standards level of the manifest directory's pods: privileged, baseline or restricted")
+	fs.StringVar(&c.URLPolicy, "url-policy", c.URLPolicy, "Pod Security Standards level of --manifest-url's pods: privileged, baseline or restricted")
+	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
+	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
+	fs.StringVar(&c.DefaultSeccomp, "default-seccomp", c.DefaultSeccomp, "seccomp profile of containers that name none: runtime-default or unconfined")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -384,6 +409,19 @@ func (c *Config) Validate() error {
 	}
 	if c.PodPidsLimit < -1 || c.PodPidsLimit == 0 {
 		errs = append(errs, fmt.Errorf("pod-pids-limit: %d must be positive, or -1 for no limit", c.PodPidsLimit))
+	}
+	for name, level := range map[string]string{"file-policy": c.FilePolicy, "url-policy": c.URLPolicy} {
+		switch level {
+		case "privileged", "baseline", "restricted":
+		default:
+			errs = append(errs, fmt.Errorf("%s: %q is not privileged, baseline or restricted", name, level))
+		}
+	}
+	if c.SeccompProfileRoot != "" && !filepath.IsAbs(c.SeccompProfileRoot) {
+		errs = append(errs, fmt.Errorf("seccomp-profile-root: %q must be an absolute path", c.SeccompProfileRoot))
+	}
+	if c.DefaultSeccomp != "runtime-default" && c.DefaultSeccomp != "unconfined" {
+		errs = append(errs, fmt.Errorf("default-seccomp: %q is not runtime-default or unconfined", c.DefaultSeccomp))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -66,6 +66,15 @@ func TestParsePrecedence(t *testing.T) {
 		{"relative path", []string{"--root-dir", "rel"}, nil, "root-dir"},
 		{"bad level", []string{"--log-level", "loud"}, nil, "log-level"},
 		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
+		{"policy defaults", nil, func(c Config) bool {
+			return c.FilePolicy == "privileged" && c.URLPolicy == "baseline" && c.DefaultSeccomp == "runtime-default" && !c.AllowHostStateMounts
+		}, ""},
+		{"policy flags", []string{"--file-policy", "baseline", "--url-policy", "restricted", "--default-seccomp", "unconfined", "--allow-host-state-mounts", "--seccomp-profile-root", "/etc/tug/seccomp"}, func(c Config) bool {
+			return c.FilePolicy == "baseline" && c.URLPolicy == "restricted" && c.DefaultSeccomp == "unconfined" && c.AllowHostStateMounts && c.SeccompProfileRoot == "/etc/tug/seccomp"
+		}, ""},
+		{"bad policy", []string{"--url-policy", "Baseline"}, nil, "url-policy"},
+		{"bad default seccomp", []string{"--default-seccomp", "none"}, nil, "default-seccomp"},
+		{"relative seccomp root", []string{"--seccomp-profile-root", "seccomp"}, nil, "seccomp-profile-root"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

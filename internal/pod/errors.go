@@ -16,6 +16,10 @@ var (
 	// ErrImageNeverPull: the image is not present and imagePullPolicy is
 	// Never (ErrImageNeverPull).
 	ErrImageNeverPull = errors.New("pod: image not present and pull policy is Never")
+	// ErrCreateContainerConfig: the container's configuration cannot be
+	// honoured, e.g. runAsNonRoot with an image that runs as root
+	// (CreateContainerConfigError).
+	ErrCreateContainerConfig = errors.New("pod: invalid container configuration")
 )
 
 // HostPortInUseError is returned (wrapped) by a pod network that cannot

@@ -53,12 +53,15 @@ type containerHashInput struct {
 	HostNetwork bool       `json:"hostNetwork,omitempty"`
 	Container   *Container `json:"container"`
 	Volumes     []Volume   `json:"volumes,omitempty"` // the volumes c mounts, sorted by name
+	// SecurityContext is the pod's: its runAsUser, runAsGroup, runAsNonRoot
+	// and seccompProfile are defaults of every container's.
+	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
 }
 
 // ContainerHash returns the spec hash of container c in pod p, 16 hex
 // characters: it covers the container and every pod-level field that goes
-// into its OCI spec (namespace and name, hostNetwork, and the volumes it
-// mounts), so a change in it means the container must be recreated, and a
+// into its OCI spec (namespace and name, hostNetwork, the volumes it
+// mounts, the pod's securityContext), so a change in it means the container must be recreated, and a
 // change elsewhere in the pod (labels, another container, a volume it does
 // not mount, restartPolicy) does not. The pod should be defaulted (Parse
 // does this), so that writing a default out does not change the hash. The
@@ -70,6 +73,8 @@ func ContainerHash(p *Pod, c *Container) string {
 		Pod:         p.Metadata.Name,
 		HostNetwork: p.Spec.HostNetwork,
 		Container:   c,
+
+		SecurityContext: p.Spec.SecurityContext,
 	}
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(p.Spec.Volumes, func(v Volume) bool { return v.Name == m.Name })

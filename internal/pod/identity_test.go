@@ -49,6 +49,12 @@ func TestContainerHash(t *testing.T) {
 		{"env", func(p *Pod) { p.Spec.Containers[0].Env = []EnvVar{{Name: "A", Value: "1"}} }, true},
 		{"run as user", func(p *Pod) { p.Spec.Containers[0].SecurityContext = &SecurityContext{RunAsUser: ptr(int64(1))} }, true},
 		{"hostNetwork", func(p *Pod) { p.Spec.HostNetwork = true }, true},
+		{"pod securityContext", func(p *Pod) {
+			p.Spec.SecurityContext = &PodSecurityContext{SeccompProfile: &SeccompProfile{Type: SeccompUnconfined}}
+		}, true},
+		{"seccompProfile", func(p *Pod) {
+			p.Spec.Containers[0].SecurityContext = &SecurityContext{SeccompProfile: &SeccompProfile{Type: SeccompRuntimeDefault}}
+		}, true},
 		{"mounted volume source", func(p *Pod) { p.Spec.Volumes[0].HostPath.Path = "/srv/other" }, true},
 		{"pod name (hostname)", func(p *Pod) { p.Metadata.Name = "web-node2" }, true},
 		{"namespace", func(p *Pod) { p.Metadata.Namespace = "edge" }, true},

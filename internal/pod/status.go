@@ -33,6 +33,15 @@ const (
 	ReasonImagePullBackOff     = "ImagePullBackOff"
 	ReasonErrImageNeverPull    = "ErrImageNeverPull"
 	ReasonCreateContainerError = "CreateContainerError"
+	// ReasonCreateContainerConfigError: the container's configuration
+	// cannot be honoured (runAsNonRoot with an image running as root, a
+	// Localhost seccomp profile that cannot be loaded); see
+	// ErrCreateContainerConfig.
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	// ReasonBlocked: the admission policy refused the pod (or the pod's
+	// update); it is also the pod's status.reason, with the violations as
+	// its message.
+	ReasonBlocked = "Blocked"
 )
 
 // Reasons of a pod that tug does not run, or no longer wants (status.reason;

@@ -39,6 +39,41 @@ type PodSpec struct {
 	DNSPolicy                     DNSPolicy     `yaml:"dnsPolicy" json:"dnsPolicy"`
 	DNSConfig                     *DNSConfig    `yaml:"dnsConfig" json:"dnsConfig,omitempty"`
 	Volumes                       []Volume      `yaml:"volumes" json:"volumes,omitempty"`
+	// SecurityContext holds the pod-level defaults of its containers'
+	// security settings; a container's own securityContext overrides them.
+	SecurityContext *PodSecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
+}
+
+// PodSecurityContext is the subset of the Kubernetes pod-level security
+// context tug implements: each field is the default of the same field of
+// every container's securityContext.
+type PodSecurityContext struct {
+	RunAsUser      *int64          `yaml:"runAsUser" json:"runAsUser,omitempty"`
+	RunAsGroup     *int64          `yaml:"runAsGroup" json:"runAsGroup,omitempty"`
+	RunAsNonRoot   *bool           `yaml:"runAsNonRoot" json:"runAsNonRoot,omitempty"`
+	SeccompProfile *SeccompProfile `yaml:"seccompProfile" json:"seccompProfile,omitempty"`
+}
+
+// SeccompProfileType is RuntimeDefault, Unconfined or Localhost.
+type SeccompProfileType string
+
+const (
+	// SeccompRuntimeDefault is containerd's default profile (tug's default
+	// for every container that is not privileged).
+	SeccompRuntimeDefault SeccompProfileType = "RuntimeDefault"
+	// SeccompUnconfined runs the container without a seccomp filter.
+	SeccompUnconfined SeccompProfileType = "Unconfined"
+	// SeccompLocalhost loads LocalhostProfile from the node's profile
+	// directory (--seccomp-profile-root).
+	SeccompLocalhost SeccompProfileType = "Localhost"
+)
+
+// SeccompProfile selects a container's seccomp filter. LocalhostProfile is
+// set exactly when Type is Localhost: a path relative to the node's profile
+// directory, with no ".." element.
+type SeccompProfile struct {
+	Type             SeccompProfileType `yaml:"type" json:"type"`
+	LocalhostProfile *string            `yaml:"localhostProfile" json:"localhostProfile,omitempty"`
 }
 
 // DNSPolicy says where a pod's /etc/resolv.conf comes from. tug has no
@@ -155,12 +190,43 @@ type VolumeMount struct {
 }
 
 // SecurityContext is the container-level security context tug implements.
+// RunAsUser, RunAsGroup, RunAsNonRoot and SeccompProfile default to the
+// pod's (see Pod.ContainerSecurity).
 type SecurityContext struct {
-	Privileged             *bool         `yaml:"privileged" json:"privileged,omitempty"`
-	RunAsUser              *int64        `yaml:"runAsUser" json:"runAsUser,omitempty"`
-	RunAsGroup             *int64        `yaml:"runAsGroup" json:"runAsGroup,omitempty"`
-	ReadOnlyRootFilesystem *bool         `yaml:"readOnlyRootFilesystem" json:"readOnlyRootFilesystem,omitempty"`
-	Capabilities           *Capabilities `yaml:"capabilities" json:"capabilities,omitempty"`
+	Privileged               *bool           `yaml:"privileged" json:"privileged,omitempty"`
+	RunAsUser                *int64          `yaml:"runAsUser" json:"runAsUser,omitempty"`
+	RunAsGroup               *int64          `yaml:"runAsGroup" json:"runAsGroup,omitempty"`
+	ReadOnlyRootFilesystem   *bool           `yaml:"readOnlyRootFilesystem" json:"readOnlyRootFilesystem,omitempty"`
+	Capabilities             *Capabilities   `yaml:"capabilities" json:"capabilities,omitempty"`
+	RunAsNonRoot             *bool           `yaml:"runAsNonRoot" json:"runAsNonRoot,omitempty"`
+	AllowPrivilegeEscalation *bool           `yaml:"allowPrivilegeEscalation" json:"allowPrivilegeEscalation,omitempty"`
+	SeccompProfile           *SeccompProfile `yaml:"seccompProfile" json:"seccompProfile,omitempty"`
+}
+
+// ContainerSecurity returns c's security context with the pod-level
+// defaults filled in where the container sets nothing (runAsUser,
+// runAsGroup, runAsNonRoot, seccompProfile), as the kubelet merges them. The
+// result shares no pointer with the pod that the caller could change.
+func (p *Pod) ContainerSecurity(c *Container) SecurityContext {
+	var sc SecurityContext
+	if c.SecurityContext != nil {
+		sc = *c.SecurityContext
+	}
+	if ps := p.Spec.SecurityContext; ps != nil {
+		if sc.RunAsUser == nil {
+			sc.RunAsUser = ps.RunAsUser
+		}
+		if sc.RunAsGroup == nil {
+			sc.RunAsGroup = ps.RunAsGroup
+		}
+		if sc.RunAsNonRoot == nil {
+			sc.RunAsNonRoot = ps.RunAsNonRoot
+		}
+		if sc.SeccompProfile == nil {
+			sc.SeccompProfile = ps.SeccompProfile
+		}
+	}
+	return sc
 }
 
 // Capabilities adds to or drops from the default capability set. Names are

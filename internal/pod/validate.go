@@ -149,6 +149,10 @@ func (v *validator) spec(s *PodSpec) {
 
 	v.dns(s)
 	volumes := v.volumes(s.Volumes)
+	if sc := s.SecurityContext; sc != nil {
+		v.runAs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup)
+		v.seccompProfile("spec.securityContext.seccompProfile", sc.SeccompProfile)
+	}
 
 	if len(s.Containers) == 0 {
 		v.fail("spec.containers", "at least one container is required")
@@ -384,11 +388,10 @@ func (v *validator) volumeMounts(p string, mounts []VolumeMount, volumes map[str
 }
 
 func (v *validator) securityContext(p string, sc *SecurityContext) {
-	if u := sc.RunAsUser; u != nil && (*u < 0 || *u > math.MaxInt32) {
-		v.fail(p+".runAsUser", "must be between 0 and 2147483647, inclusive")
-	}
-	if g := sc.RunAsGroup; g != nil && (*g < 0 || *g > math.MaxInt32) {
-		v.fail(p+".runAsGroup", "must be between 0 and 2147483647, inclusive")
+	v.runAs(p, sc.RunAsUser, sc.RunAsGroup)
+	v.seccompProfile(p+".seccompProfile", sc.SeccompProfile)
+	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		v.fail(p+".allowPrivilegeEscalation", "cannot set allowPrivilegeEscalation to false and privileged to true")
 	}
 	if c := sc.Capabilities; c != nil {
 		for i, name := range c.Add {
@@ -401,6 +404,46 @@ func (v *validator) securityContext(p string, sc *SecurityContext) {
 				v.fail(indexPath(p+".capabilities.drop", i), "invalid capability %q: %s", name, msg)
 			}
 		}
+	}
+}
+
+// runAs checks runAsUser and runAsGroup of the security context at p.
+func (v *validator) runAs(p string, user, group *int64) {
+	if u := user; u != nil && (*u < 0 || *u > math.MaxInt32) {
+		v.fail(p+".runAsUser", "must be between 0 and 2147483647, inclusive")
+	}
+	if g := group; g != nil && (*g < 0 || *g > math.MaxInt32) {
+		v.fail(p+".runAsGroup", "must be between 0 and 2147483647, inclusive")
+	}
+}
+
+// seccompProfile checks a seccomp profile as Kubernetes does: a known type,
+// and a localhostProfile exactly when the type is Localhost, relative and
+// without "..". (The runtime still opens it without leaving its directory.)
+func (v *validator) seccompProfile(p string, sp *SeccompProfile) {
+	if sp == nil {
+		return
+	}
+	switch sp.Type {
+	case SeccompRuntimeDefault, SeccompUnconfined:
+		if sp.LocalhostProfile != nil {
+			v.fail(p+".localhostProfile", "can only be set when seccomp type is Localhost")
+		}
+	case SeccompLocalhost:
+		switch lp := sp.LocalhostProfile; {
+		case lp == nil || *lp == "":
+			v.fail(p+".localhostProfile", "must be set when seccomp type is Localhost")
+		case path.IsAbs(*lp):
+			v.fail(p+".localhostProfile", "must be a relative path")
+		case hasDotDot(*lp):
+			v.fail(p+".localhostProfile", "must not contain '..'")
+		case strings.ContainsRune(*lp, 0):
+			v.fail(p+".localhostProfile", "must not contain a NUL byte")
+		}
+	case "":
+		v.fail(p+".type", "required")
+	default:
+		v.fail(p+".type", "unsupported value %q: must be \"RuntimeDefault\", \"Unconfined\" or \"Localhost\"", sp.Type)
 	}
 }
 

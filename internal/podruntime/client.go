@@ -53,6 +53,13 @@ type Config struct {
 	// AllowPrivileged is --allow-privileged; without it a privileged
 	// container fails to start with ErrPrivilegedNotAllowed.
 	AllowPrivileged bool
+	// SeccompProfileRoot is --seccomp-profile-root, the directory of
+	// Localhost seccomp profiles. Default RootDir/seccomp.
+	SeccompProfileRoot string
+	// DefaultSeccompUnconfined is --default-seccomp=unconfined: containers
+	// that name no seccomp profile run without one. Default false: they get
+	// containerd's default profile (RuntimeDefault).
+	DefaultSeccompUnconfined bool
 	// LoggerPath is the absolute path of the binary the shim runs as
 	// "<LoggerPath> logger <settings>" to write a container's log (see
 	// RunLogger). Default: this process's executable (os.Executable).
@@ -86,6 +93,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RootDir == "" {
 		c.RootDir = DefaultRootDir
+	}
+	if c.SeccompProfileRoot == "" {
+		c.SeccompProfileRoot = filepath.Join(c.RootDir, "seccomp")
 	}
 	if c.LogsDir == "" {
 		c.LogsDir = DefaultLogsDir

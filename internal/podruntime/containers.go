@@ -48,7 +48,9 @@ const (
 // is logged (Warn) and the present image is used: a device that is offline
 // keeps running what it has. Never with a missing image is
 // ErrImageNotPresent; a privileged container without AllowPrivileged is
-// ErrPrivilegedNotAllowed.
+// ErrPrivilegedNotAllowed; runAsNonRoot with an image that runs as root, or
+// a Localhost seccomp profile that cannot be loaded, is
+// pod.ErrCreateContainerConfig, and no container is created.
 func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
 	ctx = r.ctx(ctx)
 	id, err := r.startContainer(ctx, p, c, init, attempt, sb, res)
@@ -108,6 +110,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 
 	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, containerSpecOpts(specParams{
 		ID:              id,
+		Pod:             p,
 		Container:       c,
 		Image:           imgSpec.Config,
 		Sandbox:         sb,
@@ -115,6 +118,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		Mounts:          mounts,
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
+		Seccomp:         seccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
 	})...)
 	cont, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),

@@ -21,7 +21,8 @@ import (
 // specParams is what the OCI spec of one container is built from, besides
 // the image (which oci.WithImageConfig applies first).
 type specParams struct {
-	ID              string // the container's ID, its cgroup's name
+	ID              string   // the container's ID, its cgroup's name
+	Pod             *pod.Pod // nil: no pod-level securityContext
 	Container       *pod.Container
 	Image           ocispec.ImageConfig // the image's ENTRYPOINT and CMD
 	Sandbox         pod.Sandbox
@@ -29,23 +30,39 @@ type specParams struct {
 	Mounts          []specs.Mount // the pod's volumes and /etc files, see podMounts
 	Hostname        string
 	AllowPrivileged bool
+	Seccomp         seccompConfig
 }
 
 // containerSpecOpts returns tug's options for a container's spec, to apply
 // after oci.WithImageConfig: Kubernetes command/args/env semantics, working
-// directory, user, capabilities or privileged mode, read-only root, mounts,
-// namespaces and hostname, the cgroup below the pod's, resources and OOM
-// score. The order matters (hostname after namespaces).
+// directory, user, capabilities or privileged mode, no_new_privs, seccomp,
+// read-only root, mounts, namespaces and hostname, the cgroup below the
+// pod's, resources and OOM score, and last the runAsNonRoot check of the
+// resulting user. The security settings are the container's with the pod's
+// as defaults. The order matters (hostname after namespaces, seccomp after
+// the capabilities, the user check after the user).
 func containerSpecOpts(sp specParams) []oci.SpecOpts {
 	c := sp.Container
 	env, vars := expandEnv(c.Env)
+	sec := c.SecurityContext
+	if sp.Pod != nil {
+		merged := sp.Pod.ContainerSecurity(c)
+		sec = &merged
+	}
+	privileged := sec != nil && sec.Privileged != nil && *sec.Privileged
+	var seccompProfile *pod.SeccompProfile
+	if sec != nil {
+		seccompProfile = sec.SeccompProfile
+	}
 	return []oci.SpecOpts{
 		withProcessArgs(sp.Image, c.Command, c.Args, vars),
 		withEnv(sp.Hostname, env),
 		withWorkingDir(c.WorkingDir),
-		withUser(c.SecurityContext),
-		withSecurity(c.SecurityContext, sp.AllowPrivileged),
-		withReadonlyRootfs(c.SecurityContext),
+		withUser(sec),
+		withSecurity(sec, sp.AllowPrivileged),
+		withSeccomp(seccompProfile, privileged, sp.Seccomp),
+		withRunAsNonRoot(sec, podName(sp.Pod), c.Name),
+		withReadonlyRootfs(sec),
 		withNamespaces(sp.Sandbox.Namespaces),
 		withHostname(sp.Hostname),
 		withMounts(sp.Mounts),
@@ -226,7 +243,8 @@ func withUser(sc *pod.SecurityContext) oci.SpecOpts {
 // containerd's default set; "ALL" in add grants every capability this
 // process has, "ALL" in drop removes all before the additions, and names get
 // the "CAP_" prefix the runtime spec uses. As in Kubernetes,
-// allowPrivilegeEscalation is on (no_new_privs is not set).
+// allowPrivilegeEscalation is on unless set to false, which sets the
+// process's no_new_privs.
 func withSecurity(sc *pod.SecurityContext, allowPrivileged bool) oci.SpecOpts {
 	if sc != nil && sc.Privileged != nil && *sc.Privileged {
 		if !allowPrivileged {
@@ -237,6 +255,9 @@ func withSecurity(sc *pod.SecurityContext, allowPrivileged bool) oci.SpecOpts {
 		return oci.Compose(oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices, oci.WithNewPrivileges)
 	}
 	opts := []oci.SpecOpts{oci.WithNewPrivileges}
+	if sc != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		opts = []oci.SpecOpts{oci.WithNoNewPrivileges}
+	}
 	if sc != nil && sc.Capabilities != nil {
 		add, addAll := capNames(sc.Capabilities.Add)
 		drop, dropAll := capNames(sc.Capabilities.Drop)
@@ -249,6 +270,35 @@ func withSecurity(sc *pod.SecurityContext, allowPrivileged bool) oci.SpecOpts {
 		opts = append(opts, oci.WithAddedCapabilities(add), oci.WithDroppedCapabilities(drop))
 	}
 	return oci.Compose(opts...)
+}
+
+// withRunAsNonRoot refuses, with ErrCreateContainerConfig and the kubelet's
+// messages, a container whose runAsNonRoot is true but whose process would
+// run as uid 0: its runAsUser, else the image's USER as oci.WithImageConfig
+// and withUser resolved it (a name through the image's /etc/passwd). It
+// runs while the spec is generated, inside NewContainer, so a refused
+// container is never created. Apply after withUser.
+func withRunAsNonRoot(sc *pod.SecurityContext, podName, name string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+			return nil
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			return fmt.Errorf("%w: container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod.ErrCreateContainerConfig, podName, name)
+		}
+		if s.Process == nil || s.Process.User.UID == 0 {
+			return fmt.Errorf("%w: container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod.ErrCreateContainerConfig, podName, name)
+		}
+		return nil
+	}
+}
+
+// podName is "namespace/name", or "" without a pod.
+func podName(p *pod.Pod) string {
+	if p == nil {
+		return ""
+	}
+	return p.FullName()
 }
 
 // capNames returns names as runtime-spec capability names ("NET_ADMIN" ->

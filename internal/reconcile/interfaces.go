@@ -98,3 +98,11 @@ type ContainerCache interface {
 type Desired interface {
 	Owns(source, uid string) (ready, wanted bool)
 }
+
+// Admission decides whether a pod may run on this node (implemented by
+// policy.Policy). It is pure: the same pod gets the same answer.
+type Admission interface {
+	// Admit returns nil, or why the pod is refused: the error's text (one
+	// violation per line) becomes the pod's Blocked status message.
+	Admit(p *pod.Pod) error
+}

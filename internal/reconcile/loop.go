@@ -38,6 +38,10 @@ type Config struct {
 	// HousekeepingPeriod is how often containers and namespaces of pods no
 	// source has are looked for (default 2 s).
 	HousekeepingPeriod time.Duration
+	// Admission, when set, is asked before anything of a pod (or of an
+	// update of it) is created: a refused pod is Blocked and never started,
+	// and a refused update leaves the last admitted version running.
+	Admission Admission
 	// Backoff times the restarts of exited containers.
 	Backoff *CrashBackoff
 	// MaxPods is how many pods tug runs at most (--max-pods; 0: no limit).
@@ -81,7 +85,7 @@ func New(cfg Config) *Loop {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
 	n := &notes{}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, notes: n, backoff: cfg.Backoff, now: time.Now}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: time.Now, log: cfg.Log}
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
 	l.notes = n
 	return l

@@ -20,6 +20,8 @@ type podNotes struct {
 	waiting    map[string]pod.StateWaiting // by container name
 	syncErr    string
 	refused    pod.StateWaiting         // why the pod is not run (HostPortInUse, OutOfpods)
+	blocked    string                   // why admission refused the pod's current version ("" if admitted)
+	admitted   *pod.Pod                 // the last version admission admitted, nil if none since tug started
 	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
@@ -69,6 +71,25 @@ func (n *notes) refuse(uid string, w pod.StateWaiting) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, time.Now()).refused = w
+}
+
+// admission records admission's answer (err) for p and returns the version
+// of the pod to run: p when admitted, else the last admitted version (nil if
+// there is none). changed reports a change of the Blocked state or message.
+func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	pn := n.pod(p.Metadata.UID, time.Now())
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	changed = msg != pn.blocked
+	pn.blocked = msg
+	if err == nil {
+		pn.admitted = p
+	}
+	return pn.admitted, changed
 }
 
 // address records the pod's IP.

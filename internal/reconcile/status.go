@@ -20,7 +20,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	initDone, initFailed := true, false
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		cs := containerStatus(c, byName[c.Name], n.waiting[c.Name], true)
+		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.waiting[c.Name]), true)
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch t := cs.State.Terminated; {
 		case t != nil && t.ExitCode == 0:
@@ -40,10 +40,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	var running, waiting, stopped, succeeded, ready int
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
-		w := n.waiting[c.Name]
-		if w.Reason == "" && n.refused.Reason != "" && len(byName[c.Name]) == 0 {
-			w = n.refused
-		}
+		w := podWaiting(n, byName[c.Name], n.waiting[c.Name])
 		if !initDone && w.Reason == "" {
 			w.Reason = pod.ReasonPodInitializing
 		}
@@ -94,6 +91,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	if n.refused.Reason != "" {
 		st.Reason, st.Message = n.refused.Reason, n.refused.Message
 	}
+	if n.blocked != "" {
+		st.Reason, st.Message = pod.ReasonBlocked, n.blocked
+	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
 	}
@@ -105,6 +105,22 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"),
 	}
 	return st
+}
+
+// podWaiting is w, or, for a container with no record and no reason of
+// its own, why the whole pod is not run: blocked by the admission policy,
+// or refused (HostPortInUse, OutOfpods).
+func podWaiting(n podNotes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod.StateWaiting {
+	if w.Reason != "" || len(recs) != 0 {
+		return w
+	}
+	switch {
+	case n.blocked != "":
+		return pod.StateWaiting{Reason: pod.ReasonBlocked, Message: "the pod is blocked by the admission policy"}
+	case n.refused.Reason != "":
+		return n.refused
+	}
+	return w
 }
 
 // containerStatus is one container's status: its latest record's state

@@ -103,6 +103,7 @@ func TestStartErrorReason(t *testing.T) {
 		{pull, pod.ReasonCrashLoopBackOff, pod.ReasonErrImagePull},
 		{fmt.Errorf("image: %w", pod.ErrImageNeverPull), "", pod.ReasonErrImageNeverPull},
 		{errors.New("mount: no such file"), "", pod.ReasonCreateContainerError},
+		{fmt.Errorf("start: %w: runAsNonRoot", pod.ErrCreateContainerConfig), "", pod.ReasonCreateContainerConfigError},
 	}
 	for _, tt := range tests {
 		if got := startErrorReason(tt.err, tt.prev); got != tt.want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -20,9 +21,11 @@ type podSyncer struct {
 	sb      Sandbox
 	net     Network
 	cg      Cgroups
+	admit   Admission // nil admits every pod
 	notes   *notes
 	backoff *CrashBackoff
 	now     func() time.Time
+	log     *slog.Logger // nil: no log
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -46,8 +49,15 @@ func (r *syncResult) after(d time.Duration) {
 // running with its current spec hash. A container whose hash changed is
 // recreated; the others are left alone. An exited container is restarted
 // as the restart policy says, once its crash back-off has passed.
+//
+// Admission comes first: a pod the policy refuses gets no sandbox and no
+// container; a refused update keeps the last admitted version running (see
+// admitted).
 func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 	var res syncResult
+	if p = s.admitted(p); p == nil {
+		return res, nil
+	}
 	uid := p.Metadata.UID
 	sb, err := s.sandbox(ctx, p)
 	var inUse *pod.HostPortInUseError
@@ -100,6 +110,33 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		errs = append(errs, s.syncApp(ctx, p, c, sb, byName[c.Name], &res))
 	}
 	return res, errors.Join(errs...)
+}
+
+// admitted asks the admission policy about p and returns the version of the
+// pod to sync: p when admitted; when refused, the last version admitted
+// since tug started (so a bad update never stops what runs), or nil, and
+// then the caller touches nothing of the pod: no sandbox is made, and
+// containers a previous tug started for it are left as they are. The
+// refusal is noted as the pod's Blocked status; it is checked again on
+// every sync, so an update that complies runs at once.
+func (s *podSyncer) admitted(p *pod.Pod) *pod.Pod {
+	if s.admit == nil {
+		return p
+	}
+	err := s.admit.Admit(p)
+	run, changed := s.notes.admission(p, err)
+	if changed && s.log != nil {
+		log := s.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "source", p.Metadata.Source)
+		switch {
+		case err == nil:
+			log.Info("pod admitted")
+		case run != nil:
+			log.Warn("pod update blocked by the admission policy; the last admitted version keeps running", "err", err)
+		default:
+			log.Warn("pod blocked by the admission policy", "err", err)
+		}
+	}
+	return run
 }
 
 // sandbox sets up what the pod's containers share, in the kubelet's order:
@@ -269,7 +306,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 // startErrorReason is the kubelet's reason for a container that could not
 // start: ErrImagePull the first time a pull fails and ImagePullBackOff while
 // it is retried (prev is the reason noted before this try),
-// ErrImageNeverPull, or CreateContainerError.
+// ErrImageNeverPull, CreateContainerConfigError, or CreateContainerError.
 func startErrorReason(err error, prev string) string {
 	switch {
 	case errors.Is(err, pod.ErrImageNeverPull):
@@ -278,6 +315,8 @@ func startErrorReason(err error, prev string) string {
 		return pod.ReasonImagePullBackOff
 	case errors.Is(err, pod.ErrImagePull):
 		return pod.ReasonErrImagePull
+	case errors.Is(err, pod.ErrCreateContainerConfig):
+		return pod.ReasonCreateContainerConfigError
 	}
 	return pod.ReasonCreateContainerError
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+
+	"tug/internal/config"
+	"tug/internal/policy"
+)
+
+// newPolicy builds the admission policy of "tug run" (and of "tug validate
+// --policy"): a level per source (sources maps a source name to its level's
+// flag value, validated by config) and the node-wide rules of cfg.
+func newPolicy(cfg config.Config, sources map[string]string) *policy.Policy {
+	levels := make(map[string]policy.Level, len(sources))
+	for src, l := range sources {
+		levels[src] = policy.Level(l)
+	}
+	return &policy.Policy{
+		Levels:               levels,
+		Default:              policy.Restricted,
+		AllowPrivileged:      cfg.AllowPrivileged,
+		AllowHostStateMounts: cfg.AllowHostStateMounts,
+		Protected:            protectedPaths(cfg),
+		Resolve:              resolveExisting,
+	}
+}
+
+// protectedPaths are the host paths no pod may mount without
+// --allow-host-state-mounts: tug's own dirs, and containerd's socket, its
+// directory and containerd's default state dir (every container's root
+// filesystem and every image).
+func protectedPaths(cfg config.Config) []policy.Protected {
+	seccompRoot := cfg.SeccompProfileRoot
+	if seccompRoot == "" {
+		seccompRoot = filepath.Join(cfg.RootDir, "seccomp")
+	}
+	return []policy.Protected{
+		{Path: cfg.RootDir, What: "tug's root dir"},
+		{Path: cfg.RunDir, What: "tug's run dir"},
+		{Path: cfg.PodManifestPath, What: "tug's manifest dir"},
+		{Path: cfg.ImageDir, What: "tug's image dir"},
+		{Path: cfg.PodLogsDir, What: "the pod logs dir"},
+		{Path: seccompRoot, What: "the seccomp profile dir"},
+		{Path: cfg.ContainerdAddress, What: "containerd's socket"},
+		{Path: filepath.Dir(cfg.ContainerdAddress), What: "containerd's socket dir"},
+		{Path: "/var/lib/containerd", What: "containerd's state dir"},
+	}
+}
+
+// resolveExisting resolves the symlinks of the longest part of p that
+// exists and appends the rest: "/var/run/containerd/x" is
+// "/run/containerd/x" even before x exists.
+func resolveExisting(p string) (string, error) {
+	rest := ""
+	for cur := filepath.Clean(p); ; {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || cur == "/" {
+			return p, err
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = filepath.Dir(cur)
+	}
+}

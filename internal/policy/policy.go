@@ -1,0 +1,168 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"tug/internal/pod"
+)
+
+// Protected is a host path tug refuses to mount into a pod whatever the
+// level, unless AllowHostStateMounts: tug's own state, containerd's socket.
+type Protected struct {
+	Path string // absolute
+	What string // what it is, for the message: "tug's root dir"
+}
+
+// Policy is the node's admission policy: a level per source, and the
+// node-wide rules. Its zero value admits nothing privileged, no hostPath of
+// "/" and holds every source to Restricted. It is read-only once built and
+// safe for concurrent use.
+type Policy struct {
+	// Levels maps a source name (pod.Origin.Source, the pod's
+	// Metadata.Source) to its level.
+	Levels map[string]Level
+	// Default is the level of a source not in Levels; "" means Restricted.
+	Default Level
+	// AllowPrivileged is --allow-privileged: without it a privileged
+	// container is refused whatever its source's level.
+	AllowPrivileged bool
+	// AllowHostStateMounts is --allow-host-state-mounts: without it a
+	// hostPath that is, is inside, or contains one of Protected (or "/")
+	// is refused whatever the level.
+	AllowHostStateMounts bool
+	// Protected are the host paths pods may not mount.
+	Protected []Protected
+	// Resolve, when set, returns a host path with its symlinks resolved (as
+	// far as the path exists), so that "/var/run/containerd" is seen as
+	// "/run/containerd". It is the only I/O the policy does, and it is the
+	// caller's. An error leaves the path as written.
+	Resolve func(path string) (string, error)
+}
+
+// LevelOf returns the level of source.
+func (pl *Policy) LevelOf(source string) Level {
+	if l, ok := pl.Levels[source]; ok {
+		return l
+	}
+	if pl.Default != "" {
+		return pl.Default
+	}
+	return Restricted
+}
+
+// Error is an admission refusal: every violation of the pod, with the level
+// and source it was judged by. It wraps ErrBlocked.
+type Error struct {
+	Source     string
+	Violations []Violation
+}
+
+// Error prints one violation per line:
+// `spec.containers[0].securityContext.capabilities.add[0]: "ALL" is not
+// allowed by the baseline policy of source file:/etc/tug/manifests`.
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Violations))
+	for i, v := range e.Violations {
+		lines[i] = e.line(v)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *Error) line(v Violation) string {
+	if v.Level == "" {
+		return v.String()
+	}
+	return fmt.Sprintf("%s: %s the %s policy of source %s", v.Path, v.Msg, v.Level, e.Source)
+}
+
+// Lines returns the violations as Error prints them, one per element.
+func (e *Error) Lines() []string { return strings.Split(e.Error(), "\n") }
+
+func (e *Error) Unwrap() error { return ErrBlocked }
+
+// Admit returns nil when p may run on this node, else an *Error listing
+// every rule it breaks: its source's level, then the node-wide rules.
+func (pl *Policy) Admit(p *pod.Pod) error {
+	src := p.Metadata.Source
+	v := Check(p, pl.LevelOf(src))
+	v = append(v, pl.node(p)...)
+	if len(v) == 0 {
+		return nil
+	}
+	return &Error{Source: src, Violations: v}
+}
+
+// node checks the rules that hold whatever the level.
+func (pl *Policy) node(p *pod.Pod) []Violation {
+	var out []Violation
+	if !pl.AllowPrivileged {
+		each(p, func(path string, c *pod.Container) {
+			if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
+				out = append(out, Violation{Path: path + ".securityContext.privileged",
+					Msg: "true is not allowed on this node (--allow-privileged is false)"})
+			}
+		})
+	}
+	if !pl.AllowHostStateMounts {
+		for i, vol := range p.Spec.Volumes {
+			if vol.HostPath == nil {
+				continue
+			}
+			if what := pl.exposes(vol.HostPath.Path); what != "" {
+				out = append(out, Violation{Path: idx("spec.volumes", i) + ".hostPath.path",
+					Msg: fmt.Sprintf("%s exposes %s; refused whatever the policy (--allow-host-state-mounts is false)", strconv.Quote(vol.HostPath.Path), what)})
+			}
+		}
+	}
+	return out
+}
+
+// exposes returns what protected host state a hostPath would make visible
+// in a container ("" for none): "/" itself, a protected path, a path inside
+// one, or a parent of one. Paths are compared cleaned, as written and, with
+// Resolve, with their symlinks resolved.
+func (pl *Policy) exposes(hostPath string) string {
+	candidates := []string{path.Clean("/" + hostPath)}
+	if pl.Resolve != nil {
+		if r, err := pl.Resolve(candidates[0]); err == nil && r != candidates[0] {
+			candidates = append(candidates, path.Clean(r))
+		}
+	}
+	for _, hp := range candidates {
+		if hp == "/" {
+			return "the host's root filesystem"
+		}
+		for _, pr := range pl.Protected {
+			targets := []string{path.Clean(pr.Path)}
+			if pl.Resolve != nil {
+				if r, err := pl.Resolve(targets[0]); err == nil && r != targets[0] {
+					targets = append(targets, path.Clean(r))
+				}
+			}
+			for _, t := range targets {
+				if within(hp, t) || within(t, hp) {
+					return fmt.Sprintf("%s (%s)", pr.What, pr.Path)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// each calls f for every init and app container with its field path.
+func each(p *pod.Pod, f func(path string, c *pod.Container)) {
+	for i := range p.Spec.InitContainers {
+		f(idx("spec.initContainers", i), &p.Spec.InitContainers[i])
+	}
+	for i := range p.Spec.Containers {
+		f(idx("spec.containers", i), &p.Spec.Containers[i])
+	}
+}
