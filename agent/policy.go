@@ -41,7 +41,6 @@ func protectedPaths(cfg config.Config) []policy.Protected {
 		{Path: cfg.RunDir, What: "tug's run dir"},
 		{Path: cfg.PodManifestPath, What: "tug's manifest dir"},
 		{Path: cfg.ImageDir, What: "tug's image dir"},
-		{Path: cfg.PodLogsDir, What: "the pod logs dir"},
 		{Path: seccompRoot, What: "the seccomp profile dir"},
 		{Path: cfg.ContainerdAddress, What: "containerd's socket"},
 		{Path: filepath.Dir(cfg.ContainerdAddress), What: "containerd's socket dir"},
