@@ -4,17 +4,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -484,18 +479,18 @@ func TestURLRedirects(t *testing.T) {
 func TestURLMutualTLS(t *testing.T) {
 	image, _ := testutil.TestImage(t)
 	dir := t.TempDir()
-	ca1, ca2 := newCA(t, "fleet CA"), newCA(t, "other CA")
+	ca1, ca2 := testutil.NewCA(t, "fleet CA"), testutil.NewCA(t, "other CA")
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, ca1.pem, 0o644); err != nil {
+	if err := os.WriteFile(caFile, ca1.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	clientCert, clientKey := ca1.issue(t, dir, "device", nil)
-	good1 := ca1.pair(t, net.ParseIP("127.0.0.1"))
-	bad2 := ca2.pair(t, net.ParseIP("127.0.0.1"))
+	clientCert, clientKey := ca1.Issue(t, dir, "device", nil)
+	good1 := ca1.ServerPair(t, net.ParseIP("127.0.0.1"))
+	bad2 := ca2.ServerPair(t, net.ParseIP("127.0.0.1"))
 	var cert atomic.Pointer[tls.Certificate]
 	cert.Store(&good1)
 	clients := x509.NewCertPool()
-	clients.AppendCertsFromPEM(ca1.pem)
+	clients.AppendCertsFromPEM(ca1.PEM)
 	body := shPod("mtls", image, idle)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
 	// Per connection, so that the test can switch the server's certificate
@@ -551,69 +546,4 @@ func TestURLMutualTLS(t *testing.T) {
 	if err := tg.sameTasks(want); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// testCA is a certificate authority made by a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue writes a certificate for name and its key in dir and returns their
-// paths: a server's for ip, a client's when ip is nil.
-func (ca *testCA) issue(t *testing.T, dir, name string, ip net.IP) (string, string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if ip != nil {
-		tmpl.ExtKeyUsage, tmpl.IPAddresses = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{ip}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalPKCS8PrivateKey(key)
-	certFile, keyFile := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
-// pair returns a server certificate for ip.
-func (ca *testCA) pair(t *testing.T, ip net.IP) tls.Certificate {
-	t.Helper()
-	c, k := ca.issue(t, t.TempDir(), "server", ip)
-	pair, err := tls.LoadX509KeyPair(c, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair
 }

@@ -2,8 +2,8 @@
 // fail with a reason (RequireRoot, RequireContainerd, RequireCommand,
 // TestImage, RegistryImage), a per-test containerd namespace (Namespace), a
 // logger that writes through t.Log (Logger), code run inside a network
-// namespace (InNetns) and a TestMain body that builds a program of the
-// repository (RunWithBinary).
+// namespace (InNetns), a TestMain body that builds a program of the
+// repository (RunWithBinary) and a certificate authority for TLS tests (CA).
 //
 // It is test code only. It imports "testing", so it must never be imported by
 // non-test code: doing so would register the test flags in the tug binary.

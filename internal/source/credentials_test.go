@@ -2,16 +2,11 @@ package source
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tug/internal/testutil"
 )
 
 func TestReadHeaderFile(t *testing.T) {
@@ -185,21 +182,19 @@ func TestHTTPRedirects(t *testing.T) {
 
 func TestHTTPClientCertAndCAReplace(t *testing.T) {
 	dir := t.TempDir()
-	ca1 := newTestCA(t, "ca1")
-	ca2 := newTestCA(t, "ca2")
+	ca1 := testutil.NewCA(t, "ca1")
+	ca2 := testutil.NewCA(t, "ca2")
 	ca1File := filepath.Join(dir, "ca1.pem")
-	os.WriteFile(ca1File, ca1.certPEM, 0o600)
-	clientCert, clientKey := ca1.issue(t, dir, "client", false)
+	if err := os.WriteFile(ca1File, ca1.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clientCert, clientKey := ca1.Issue(t, dir, "client", nil)
 	body := manifest("web", "nginx:1")
-	start := func(ca *testCA) string {
+	start := func(ca *testutil.CA) string {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
-		certFile, keyFile := ca.issue(t, t.TempDir(), "127.0.0.1", true)
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pair := ca.ServerPair(t, net.ParseIP("127.0.0.1"))
 		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(ca1.certPEM)
+		pool.AppendCertsFromPEM(ca1.PEM)
 		srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 		srv.StartTLS()
 		t.Cleanup(srv.Close)
@@ -232,54 +227,6 @@ func TestHTTPClientCertAndCAReplace(t *testing.T) {
 			}
 		})
 	}
-}
-
-// testCA is a certificate authority made for a test.
-type testCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue writes a certificate for name (an IP address for a server) and its
-// key in dir and returns their paths.
-func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (string, string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP(name)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalPKCS8PrivateKey(key)
-	certFile, keyFile := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600)
-	return certFile, keyFile
 }
 
 // setErrors returns the errors of every Set sink received.
