@@ -2,7 +2,8 @@
 #
 #   make build        bin/tug for this machine (static, CGO_ENABLED=0)
 #   make build-arm64  bin/tug-arm64
-#   make lint         gofmt, go vet (with and without the e2e tag)
+#   make lint         gofmt, go vet (with and without the e2e tag), go mod tidy -diff
+#                     (go.mod and go.sum as go mod tidy would write them)
 #   make test-unit    unit tests with the race detector: no root, no tags
 #   make fuzz         each fuzz target of FUZZ_TARGETS for FUZZ_TIME (20s) from its
 #                     committed corpus (testdata/fuzz/<Name>/); a crasher is
@@ -70,6 +71,7 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
+	$(GO) mod tidy -diff
 
 test-unit:
 	$(GO) test -race ./...
