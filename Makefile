@@ -23,7 +23,9 @@
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
-#                     network setup per pod vs the same with ip commands (scripts/benchnet)
+#                     network setup per pod vs the same with ip commands (scripts/benchnet);
+#                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
+#                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
 #                     (then: eval "$$(scripts/testenv.sh env)"; go test -tags e2e ./...)
