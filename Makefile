@@ -2,7 +2,8 @@
 #
 #   make build        bin/tug for this machine (static, CGO_ENABLED=0)
 #   make build-arm64  bin/tug-arm64
-#   make lint         gofmt, go vet (with and without the e2e tag)
+#   make lint         gofmt, go vet (with and without the e2e tag), go mod tidy -diff
+#                     (go.mod and go.sum as go mod tidy would write them)
 #   make test-unit    unit tests with the race detector: no root, no tags
 #   make fuzz         each fuzz target of FUZZ_TARGETS for FUZZ_TIME (20s) from its
 #                     committed corpus (testdata/fuzz/<Name>/); a crasher is
@@ -22,7 +23,9 @@
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
-#                     network setup per pod vs the same with ip commands (scripts/benchnet)
+#                     network setup per pod vs the same with ip commands (scripts/benchnet);
+#                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
+#                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
 #                     (then: eval "$$(scripts/testenv.sh env)"; go test -tags e2e ./...)
@@ -70,6 +73,7 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
+	$(GO) mod tidy -diff
 
 test-unit:
 	$(GO) test -race ./...

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,67 +22,16 @@ type mountInfo struct {
 	source string
 }
 
-// mounts returns the mounts of the test's mount namespace.
-func mounts() ([]mountInfo, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var ms []mountInfo
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(tail) < 2 {
-			return nil, fmt.Errorf("mountinfo: bad line %q", sc.Text())
-		}
-		ms = append(ms, mountInfo{point: unescapeMount(fields[4]), fstype: tail[0], source: unescapeMount(tail[1])})
-	}
-	return ms, sc.Err()
-}
-
-// unescapeMount undoes the kernel's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v byte
-			ok := true
-			for _, c := range []byte(s[i+1 : i+4]) {
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + c - '0'
-			}
-			if ok {
-				b.WriteByte(v)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// mountsUnder returns the mounts at or below dir.
+// mountsUnder returns the mounts of the test's mount namespace at or below
+// dir (github.com/moby/sys/mountinfo parses them).
 func mountsUnder(dir string) ([]mountInfo, error) {
-	ms, err := mounts()
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
 		return nil, err
 	}
-	var out []mountInfo
+	out := make([]mountInfo, 0, len(ms))
 	for _, m := range ms {
-		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
-			out = append(out, m)
-		}
+		out = append(out, mountInfo{point: m.Mountpoint, fstype: m.FSType, source: m.Source})
 	}
 	return out, nil
 }

@@ -22,13 +22,25 @@
 // qos_container_manager_linux.go, node_container_manager_linux.go,
 // kuberuntime/kuberuntime_container_linux.go, pkg/kubelet/qos/policy.go and
 // pkg/apis/core/v1/helper/qos); each function's doc names the one it
-// mirrors. tug writes the cgroup files itself rather than through
-// containerd/cgroups: the handful of files it sets are the same few lines of
-// code for v1 and v2, and it must also clean up after runc in hierarchies no
-// library manages for it (the name=systemd and the empty unified hierarchy
-// of a hybrid host).
+// mirrors.
 //
-// qos imports pod and golang.org/x/sys only; it must not import reconcile,
+// Libraries and hand-written code: the cgroup mounts are read with
+// github.com/moby/sys/mountinfo. The cgroup files are written by this
+// package, not through github.com/containerd/cgroups/v3 (the design's
+// choice), which was tried piece by piece and kept out (docs/decisions.md,
+// "Cgroups and QoS"): its v1 Update stops at the first file the kernel
+// refuses, where tug must go on and defer only a quota or limit a running
+// container holds up (EINVAL/EBUSY); its v2 memory.max is an int64, so a
+// limit cannot go back to "max"; its removal covers the hierarchies it
+// manages, not the name=systemd and unified hierarchies of a hybrid host
+// where runc also creates each container's cgroup; and it would add 1.7 MB
+// (cilium/ebpf, go-systemd, dbus) to the binary every tug and every
+// per-container log driver runs. The handful of files tug sets are the same
+// few lines for v1 and v2. Reading cgroup statistics (memory.stat,
+// memory.events) is where the library would serve first, when a feature
+// needs them.
+//
+// qos imports pod, github.com/moby/sys/mountinfo and golang.org/x/sys only; it must not import reconcile,
 // podruntime, network or any other adapter (internal/deps_test.go). It has
 // no package state; a Manager is safe for concurrent use.
 package qos

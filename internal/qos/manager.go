@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
@@ -109,11 +110,7 @@ type classValues struct {
 // the node's capacity from /proc/meminfo and the online CPUs. It changes
 // nothing on the host: Init does.
 func New(cfg Config) (*Manager, error) {
-	info, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mounts: %w", err)
-	}
-	mounts, err := parseMountInfo(info)
+	mounts, err := mountinfo.GetMounts(nil)
 	if err != nil {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
@@ -125,7 +122,7 @@ func New(cfg Config) (*Manager, error) {
 }
 
 // newManager is New with the mounts and the host given.
-func newManager(cfg Config, mounts []mount, h host) (*Manager, error) {
+func newManager(cfg Config, mounts []*mountinfo.Info, h host) (*Manager, error) {
 	m := &Manager{
 		log:       cfg.Log,
 		pidsLimit: cfg.PodPidsLimit,

@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 
 	"tug/internal/pod"
 	"tug/internal/testutil"
@@ -26,9 +27,9 @@ var fakeHost = host{milliCPU: 2000, memory: 8 * gi, pageSize: 4096}
 func fakeManager(t *testing.T, version int, cfg Config) *Manager {
 	t.Helper()
 	mnt := t.TempDir()
-	mounts := []mount{{point: mnt, fstype: "tmpfs"}}
+	mounts := []*mountinfo.Info{{Mountpoint: mnt, FSType: "tmpfs"}}
 	if version == 2 {
-		mounts = []mount{{point: mnt, fstype: "cgroup2"}}
+		mounts = []*mountinfo.Info{{Mountpoint: mnt, FSType: "cgroup2"}}
 		if err := os.WriteFile(filepath.Join(mnt, "cgroup.controllers"), []byte("cpuset cpu io memory hugetlb pids rdma misc\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +42,7 @@ func fakeManager(t *testing.T, version int, cfg Config) *Manager {
 			if err := os.Mkdir(filepath.Join(mnt, h.dir), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			mounts = append(mounts, mount{point: filepath.Join(mnt, h.dir), fstype: h.fstype, opts: strings.Split(h.opts, ",")})
+			mounts = append(mounts, &mountinfo.Info{Mountpoint: filepath.Join(mnt, h.dir), FSType: h.fstype, VFSOptions: h.opts})
 		}
 	}
 	cfg.Mount = mnt
@@ -73,14 +74,14 @@ func bestEffortPod(uid string) *pod.Pod {
 
 func TestNewRejects(t *testing.T) {
 	mnt := t.TempDir()
-	v1 := []mount{
-		{point: filepath.Join(mnt, "cpu"), fstype: "cgroup", opts: []string{"rw", "cpu"}},
-		{point: filepath.Join(mnt, "memory"), fstype: "cgroup", opts: []string{"rw", "memory"}},
+	v1 := []*mountinfo.Info{
+		{Mountpoint: filepath.Join(mnt, "cpu"), FSType: "cgroup", VFSOptions: "rw,cpu"},
+		{Mountpoint: filepath.Join(mnt, "memory"), FSType: "cgroup", VFSOptions: "rw,memory"},
 	}
 	tests := []struct {
 		name   string
 		cfg    Config
-		mounts []mount
+		mounts []*mountinfo.Info
 		err    error
 	}{
 		{"no cgroups", Config{}, nil, ErrNoCgroups},
@@ -255,7 +256,7 @@ func TestEnsurePodClassChange(t *testing.T) {
 	checkCgroup(t, m, "/tugpods/burstable", limitsWant{shares: MinShares})
 
 	// A restarted tug finds the Guaranteed cgroup of a pod now BestEffort.
-	m2, err := newManager(Config{Mount: m.lay.unified, Log: m.log}, []mount{{point: m.lay.unified, fstype: "cgroup2"}}, fakeHost)
+	m2, err := newManager(Config{Mount: m.lay.unified, Log: m.log}, []*mountinfo.Info{{Mountpoint: m.lay.unified, FSType: "cgroup2"}}, fakeHost)
 	if err != nil {
 		t.Fatal(err)
 	}

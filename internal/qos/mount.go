@@ -1,66 +1,15 @@
 package qos
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
-
-// mount is one line of /proc/self/mountinfo that matters here.
-type mount struct {
-	point  string   // mount point
-	fstype string   // "cgroup", "cgroup2", "tmpfs", ...
-	opts   []string // super options: v1 controllers, "name=systemd", ...
-}
-
-// parseMountInfo parses the text of /proc/<pid>/mountinfo (proc(5)).
-func parseMountInfo(data []byte) ([]mount, error) {
-	var mounts []mount
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			return nil, fmt.Errorf("mountinfo line %q: no separator", line)
-		}
-		f := strings.Fields(pre)
-		g := strings.Fields(post)
-		if len(f) < 5 || len(g) < 3 {
-			return nil, fmt.Errorf("mountinfo line %q: too few fields", line)
-		}
-		mounts = append(mounts, mount{
-			point:  unescapeMount(f[4]),
-			fstype: g[0],
-			opts:   strings.Split(g[2], ","),
-		})
-	}
-	return mounts, sc.Err()
-}
-
-// unescapeMount undoes the octal escapes (\040 for a space) of mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
 
 // v1Controllers are the cgroup v1 controllers a mount's super options may
 // name (besides "name=..." for a named hierarchy).
@@ -86,26 +35,28 @@ type layout struct {
 // detect finds the cgroup layout at mnt: a cgroup2 mount at mnt itself is
 // v2; otherwise every cgroup (v1) or cgroup2 mount directly below mnt is a
 // hierarchy of a v1 or hybrid host.
-func detect(mnt string, mounts []mount) (layout, error) {
+// mounts are the entries of /proc/self/mountinfo (github.com/moby/sys/mountinfo
+// parses them, octal escapes and all).
+func detect(mnt string, mounts []*mountinfo.Info) (layout, error) {
 	mnt = filepath.Clean(mnt)
 	var at string // fstype of the last mount at mnt
 	l := layout{v1: map[string]string{}}
 	seen := map[string]bool{}
 	for _, m := range mounts {
-		point := filepath.Clean(m.point)
+		point := filepath.Clean(m.Mountpoint)
 		if point == mnt {
-			at = m.fstype
+			at = m.FSType
 			continue
 		}
-		if filepath.Dir(point) != mnt || (m.fstype != "cgroup" && m.fstype != "cgroup2") {
+		if filepath.Dir(point) != mnt || (m.FSType != "cgroup" && m.FSType != "cgroup2") {
 			continue
 		}
 		if !seen[point] {
 			seen[point] = true
 			l.all = append(l.all, point)
 		}
-		if m.fstype == "cgroup" {
-			for _, o := range m.opts {
+		if m.FSType == "cgroup" {
+			for o := range strings.SplitSeq(m.VFSOptions, ",") {
 				if v1Controllers[o] {
 					l.v1[o] = point
 				}

@@ -3,7 +3,10 @@ package qos
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // hybridMountInfo is this project's test host (Debian 12, hybrid cgroups).
@@ -58,7 +61,7 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mounts, err := parseMountInfo([]byte(tt.info))
+			mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(tt.info), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,16 +84,17 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-func TestParseMountInfoEscapes(t *testing.T) {
-	m, err := parseMountInfo([]byte(`40 31 0:37 / /tmp/a\040b rw - cgroup cgroup rw,memory` + "\n"))
+// An escaped mount point (\040 for a space) is a hierarchy like any other.
+func TestDetectEscapedPoint(t *testing.T) {
+	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(
+		`40 31 0:37 / /tmp/a\040b/memory rw - cgroup cgroup rw,memory`+"\n"+
+			`41 31 0:38 / /tmp/a\040b/cpu rw - cgroup cgroup rw,cpu`+"\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m[0].point != "/tmp/a b" {
-		t.Errorf("point = %q", m[0].point)
-	}
-	if _, err := parseMountInfo([]byte("garbage\n")); err == nil {
-		t.Error("garbage parsed")
+	l, err := detect("/tmp/a b", mounts)
+	if err != nil || l.v1["memory"] != "/tmp/a b/memory" {
+		t.Errorf("detect = %+v, %v", l, err)
 	}
 }
 

@@ -13,7 +13,8 @@
 // cost of a SetUp that finds everything in place (what every resync of a
 // running pod pays).
 //
-// Run it as root: go run ./scripts/benchnet [-n 50]. It re-executes itself
+// Run it as root: go run ./scripts/benchnet [-n 50] [-markdown]. The
+// statistics and the table are scripts/internal/bench's. It re-executes itself
 // in a new network and mount namespace, with / made private and a tmpfs
 // on /run/netns, so no link, rule, sysctl or namespace pin of the host is
 // touched; everything it made goes when it exits, and it removes it
@@ -29,10 +30,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -40,6 +39,7 @@ import (
 
 	"tug/internal/network"
 	"tug/internal/pod"
+	"tug/scripts/internal/bench"
 )
 
 // envChild marks the copy of the program running in its own namespaces.
@@ -47,6 +47,7 @@ const envChild = "TUG_BENCHNET_CHILD"
 
 func main() {
 	n := flag.Int("n", 50, "pods per method")
+	markdown := flag.Bool("markdown", false, "print the report's table as markdown (for docs/benchmarks.md)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "benchnet: must run as root")
@@ -55,7 +56,7 @@ func main() {
 	if os.Getenv(envChild) != "1" {
 		os.Exit(reexec())
 	}
-	if err := run(*n); err != nil {
+	if err := run(*n, *markdown); err != nil {
 		fmt.Fprintln(os.Stderr, "benchnet:", err)
 		os.Exit(1)
 	}
@@ -103,7 +104,7 @@ func isolate() error {
 	return netlink.LinkSetUp(lo)
 }
 
-func run(n int) error {
+func run(n int, markdown bool) error {
 	if err := isolate(); err != nil {
 		return err
 	}
@@ -121,10 +122,9 @@ func run(n int) error {
 	if err := checkClean(); err != nil {
 		return err
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "network setup per pod (n=%d)\tmedian\tp90\t\n", n)
+	t := bench.Table{Header: []string{fmt.Sprintf("network setup per pod (n=%d)", n), "median", "p90"}, AlignRight: true}
 	row := func(name string, d []time.Duration) {
-		fmt.Fprintf(w, "%s\t%s\t%s\t\n", name, ms(quantile(d, 0.5)), ms(quantile(d, 0.9)))
+		t.Row(name, bench.MS2(bench.Percentile(d, 0.5)), bench.MS2(bench.Percentile(d, 0.9)))
 	}
 	row("tug: pin namespaces + SetUp", tug.total)
 	row("  of which pin (net, ipc, uts)", tug.pin)
@@ -133,9 +133,11 @@ func run(n int) error {
 	if ip != nil {
 		row("ip: netns add + veth + addr + route", ip)
 	}
-	w.Flush()
+	if err := t.Write(os.Stdout, markdown); err != nil {
+		return err
+	}
 	if ip != nil {
-		fmt.Printf("ratio tug/ip (median): %.2f\n", float64(quantile(tug.total, 0.5))/float64(quantile(ip, 0.5)))
+		fmt.Printf("ratio tug/ip (median): %s\n", bench.DurationRatio(bench.Percentile(tug.total, 0.5), bench.Percentile(ip, 0.5)))
 	}
 	return nil
 }
@@ -277,14 +279,3 @@ func checkClean() error {
 	}
 	return nil
 }
-
-func quantile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }

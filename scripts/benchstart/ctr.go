@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"tug/scripts/internal/bench"
 )
 
 // ctrRun is one `ctr run -d` of a sleeping container, its output kept for
@@ -19,11 +21,11 @@ type ctrRun struct {
 }
 
 func newCtrRun(ctx context.Context, e *env, id string, logger bool) *ctrRun {
-	args := []string{"-a", e.o.containerd, "-n", nsCtr, "run", "-d"}
+	args := []string{"-a", e.o.Containerd, "-n", nsCtr, "run", "-d"}
 	if logger {
 		args = append(args, "--log-uri", tugLogURI(e, id))
 	}
-	args = append(args, e.o.image, id, "sleep", "3600")
+	args = append(args, e.o.Image, id, "sleep", "3600")
 	r := &ctrRun{cmd: exec.CommandContext(ctx, "ctr", args...)}
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
 	return r
@@ -33,7 +35,7 @@ func newCtrRun(ctx context.Context, e *env, id string, logger bool) *ctrRun {
 // <settings>", run by the shim), writing to the work directory.
 func tugLogURI(e *env, id string) string {
 	settings := url.Values{"path": {filepath.Join(e.dir, "ctr-logs", id+".log")}}.Encode()
-	u := url.URL{Scheme: "binary", Path: e.tug.bin, RawQuery: url.Values{"logger": {settings}}.Encode()}
+	u := url.URL{Scheme: "binary", Path: e.tug.Bin, RawQuery: url.Values{"logger": {settings}}.Encode()}
 	return u.String()
 }
 
@@ -103,21 +105,21 @@ func measureCtr(ctx context.Context, e *env, n, run int, logger bool, launch fun
 	key := func(id string) (string, bool) { return id, ids[id] }
 	mine := func(id string) bool { return ids[id] }
 
-	e.rec.drain()
+	e.rec.Drain()
 	t0 := time.Now()
 	err := launch(runs)
 	wall := time.Since(t0)
 	if err != nil {
-		return sample{}, errors.Join(err, purge(ctx, e.client, nsCtr, mine))
+		return sample{}, errors.Join(err, bench.Purge(ctx, e.client, nsCtr, mine))
 	}
-	tl, err := e.rec.await(mctx, nsCtr, n, key)
+	tl, err := e.rec.Await(mctx, nsCtr, n, key)
 	if err != nil {
-		return sample{}, errors.Join(err, purge(ctx, e.client, nsCtr, mine))
+		return sample{}, errors.Join(err, bench.Purge(ctx, e.client, nsCtr, mine))
 	}
 	s := newSample(tl, t0)
 	s.wall = wall
-	if err := checkRunning(mctx, e.client, nsCtr, n, mine); err != nil {
+	if err := bench.CheckRunning(mctx, e.client, nsCtr, n, mine); err != nil {
 		return s, err
 	}
-	return s, purge(ctx, e.client, nsCtr, mine)
+	return s, bench.Purge(ctx, e.client, nsCtr, mine)
 }

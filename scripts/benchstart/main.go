@@ -6,14 +6,15 @@
 // are interleaved with the others', and the time of each container or task
 // event is the time it reached this process, one clock for every method.
 //
-//	go run ./scripts/benchstart [-runs 5] [-n 1,10,30] [-tug ./tug] [-logger-diag] [-keep]
+//	go run ./scripts/benchstart [-runs 5] [-n 1,10,30] [-tug ./tug] [-logger-diag] [-keep] [-markdown]
 //
 // docs/benchmarks.md explains the method and holds measured numbers.
 //
 // It needs root and a containerd (scripts/testenv.sh up; the defaults come
 // from its env file's variables). It prints the medians, the ratios and
 // PASS/FAIL against the targets of the benchmark issue, and exits 0 whether
-// the targets are met or not: it is a measurement.
+// the targets are met or not: it is a measurement. The measuring (events,
+// containerd, tug, statistics, tables) is scripts/internal/bench's.
 package main
 
 import (
@@ -27,7 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
+
+	"tug/scripts/internal/bench"
 )
 
 // Namespaces of the two methods, and the host name tug is given so that its
@@ -39,13 +41,9 @@ const (
 )
 
 type options struct {
-	containerd string
-	image      string
-	archive    string
-	tug        string
+	bench.Options
 	runs       int
 	ns         []int
-	keep       bool
 	loggerDiag bool
 	pickupLog  *regexp.Regexp
 	idleStart  string
@@ -56,13 +54,9 @@ func main() {
 		o          options
 		ns, pickup string
 	)
-	flag.StringVar(&o.containerd, "containerd", os.Getenv("TUG_TEST_CONTAINERD"), "containerd socket (default $TUG_TEST_CONTAINERD)")
-	flag.StringVar(&o.image, "image", envOr("TUG_TEST_IMAGE", "docker.io/library/busybox:1.35"), "image of the pods (default $TUG_TEST_IMAGE)")
-	flag.StringVar(&o.archive, "archive", os.Getenv("TUG_TEST_IMAGE_ARCHIVE"), "OCI archive holding -image, imported beforehand (default $TUG_TEST_IMAGE_ARCHIVE)")
-	flag.StringVar(&o.tug, "tug", "", "tug binary (default: build ./agent into a temporary directory)")
+	o.Flags(flag.CommandLine)
 	flag.IntVar(&o.runs, "runs", 5, "measured runs per method and N")
 	flag.StringVar(&ns, "n", "1,10,30", "comma-separated numbers of pods started at once")
-	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (tug's debug log) instead of removing it")
 	flag.BoolVar(&o.loggerDiag, "logger-diag", false, "also measure ctr all-at-once with tug's log driver (what the logger costs)")
 	flag.StringVar(&pickup, "pickup-log", `source=file:`, "regexp of the tug log line that marks a new file as picked up (N=1)")
 	flag.Parse()
@@ -85,13 +79,6 @@ func main() {
 	}
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 func parseNs(s string) ([]int, error) {
 	var ns []int
 	for _, f := range strings.Split(s, ",") {
@@ -105,20 +92,11 @@ func parseNs(s string) ([]int, error) {
 }
 
 func (o *options) check() error {
-	var errs []error
-	if o.containerd == "" {
-		errs = append(errs, errors.New("-containerd: not set and $TUG_TEST_CONTAINERD is empty (source /var/tmp/tug-testenv/env)"))
-	}
-	if o.archive == "" {
-		errs = append(errs, errors.New("-archive: not set and $TUG_TEST_IMAGE_ARCHIVE is empty"))
-	}
+	err := o.Options.Check()
 	if o.runs < 1 {
-		errs = append(errs, errors.New("-runs: at least 1"))
+		err = errors.Join(err, errors.New("-runs: at least 1"))
 	}
-	if os.Geteuid() != 0 {
-		errs = append(errs, errors.New("needs root (containerd, namespaces, mounts)"))
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 // run sets everything up, measures, prints the report and cleans up.
@@ -129,7 +107,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer func() { err = errors.Join(err, e.teardown()) }()
 
-	o.idleStart = cpuIdle()
+	o.idleStart = bench.CPUIdle()
 	fmt.Fprintf(os.Stderr, "benchstart: CPU idle before the start: %s\n", o.idleStart)
 	res := newResults()
 	if err := warmUp(ctx, e); err != nil {
@@ -154,7 +132,7 @@ func run(ctx context.Context, o options) (err error) {
 func progress(o options, res *results, done, total, n, r int) {
 	var b strings.Builder
 	for _, m := range methods(o) {
-		fmt.Fprintf(&b, "  %s %s", m.name, ms(res.last(n, m.name)))
+		fmt.Fprintf(&b, "  %s %s", m.name, bench.MS(res.last(n, m.name)))
 	}
 	fmt.Fprintf(os.Stderr, "  [%d/%d] N=%d run %d:%s\n", done, total, n, r, b.String())
 }
@@ -183,12 +161,4 @@ func measureRound(ctx context.Context, e *env, res *results, n, r int) error {
 		res.add(n, m.name, s)
 	}
 	return nil
-}
-
-// ms formats a duration in milliseconds.
-func ms(d time.Duration) string {
-	if d < 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
 }

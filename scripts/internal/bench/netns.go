@@ -1,8 +1,4 @@
-// Package benchns gives a benchmark's tug a network namespace of its own, so
-// that the pod network it sets up (bridge, veths, nftables rules,
-// forwarding) never touches the host's. tug then runs through nsenter, which
-// enters the namespace and execs it.
-package benchns
+package bench
 
 import (
 	"fmt"
@@ -13,13 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Netns is a network namespace made with `ip netns add`.
+// Netns is a network namespace made with `ip netns add`: a benchmark's tug
+// runs in one of its own, so that the pod network it sets up (bridge,
+// veths, nftables rules, forwarding) never touches the host's. tug runs
+// through nsenter, which enters the namespace and execs it.
 type Netns struct {
 	Name string
 }
 
-// New creates the namespace bench-<prefix>-<pid> with its loopback up.
-func New(prefix string) (*Netns, error) {
+// NewNetns creates the namespace bench-<prefix>-<pid> with its loopback up.
+func NewNetns(prefix string) (*Netns, error) {
 	n := &Netns{Name: fmt.Sprintf("bench-%s-%d", prefix, os.Getpid())}
 	if out, err := exec.Command("ip", "netns", "add", n.Name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add %s: %v: %s", n.Name, err, strings.TrimSpace(string(out)))
