@@ -42,7 +42,7 @@ LDFLAGS := -X main.version=$(VERSION)
 TESTENV := scripts/testenv.sh
 # e2e/ does not exist yet: list it only when it does.
 E2E_PKGS := $(if $(wildcard e2e),./e2e/...) ./internal/...
-E2E_TIMEOUT ?= 20m
+E2E_TIMEOUT ?= 30m
 
 # test-v2: where the guest finds what the host built (not under /run: the
 # guest has its own tmpfs there), and its bounds: under TCG the boot takes
