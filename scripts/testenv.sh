@@ -97,6 +97,16 @@ pid_alive() {
     [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$2")" ]
 }
 
+# starting PIDFILE: whether the process just started in the background is
+# still there (neither gone nor a zombie). Not pid_alive: until setsid has
+# exec'd the daemon its exe is still bash or setsid, a race a loaded machine
+# loses.
+starting() {
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 1
+    [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null
+}
+
 # children_of PID: the pids whose parent is PID.
 children_of() {
     local s
@@ -170,7 +180,7 @@ EOF
     local i
     for ((i = 0; i < 300; i++)); do
         containerd_answers && break
-        pid_alive "$DIR/containerd.pid" "$(command -v containerd)" || die "containerd exited at start"
+        starting "$DIR/containerd.pid" || die "containerd exited at start"
         sleep 0.1
     done
     containerd_answers || die "containerd did not answer on $SOCK within 30s"
@@ -236,7 +246,7 @@ EOF
     local i
     for ((i = 0; i < 150; i++)); do
         registry_answers "$PORT" && break
-        pid_alive "$DIR/registry.pid" /usr/bin/docker-registry || die "docker-registry exited at start"
+        starting "$DIR/registry.pid" || die "docker-registry exited at start"
         sleep 0.1
     done
     registry_answers "$PORT" || die "registry did not answer on 127.0.0.1:$PORT within 15s"
