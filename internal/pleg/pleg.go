@@ -214,12 +214,12 @@ func (p *PLEG) send(e Event) {
 			p.dropping = false
 			p.log.Info("event channel has room again", "dropped_total", p.dropped.Load())
 		}
-		p.log.Debug("event", "type", e.Type, "uid", e.PodUID, "container", e.Name, "id", e.ContainerID)
+		p.log.Debug("event", "type", e.Type, "uid", e.PodUID, "container", e.ContainerID)
 	default:
 		n := p.dropped.Add(1)
 		if !p.dropping {
 			p.dropping = true
-			p.log.Warn("event channel full; dropping events", "type", e.Type, "uid", e.PodUID, "container", e.Name, "dropped_total", n)
+			p.log.Warn("event channel full; dropping events", "type", e.Type, "uid", e.PodUID, "container", e.ContainerID, "dropped_total", n)
 		}
 	}
 }
