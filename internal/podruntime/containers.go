@@ -149,7 +149,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	// The start time is recorded before the start, so that a relist
 	// woken by the start event sees it and a quick exit never precedes it.
-	started := time.Now()
+	started := r.cfg.Clock.Now()
 	if _, err := cont.SetLabels(sctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		log.Warn("record start time", "err", err)
 	}

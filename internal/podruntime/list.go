@@ -160,7 +160,7 @@ func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.Runti
 // (its shim died, or the host rebooted), so that later listings need not
 // check again. It returns the time recorded.
 func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
-	now := time.Now()
+	now := r.cfg.Clock.Now()
 	rec := containers.Container{ID: id, Labels: exitLabels(unknownExitCode, now)}
 	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt); err != nil {
 		if !errdefs.IsNotFound(err) {

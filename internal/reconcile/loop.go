@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
@@ -52,7 +53,10 @@ type Config struct {
 	// RetryMin and RetryMax bound the delay before a failed sync is retried
 	// (defaults 1 s and 1 min).
 	RetryMin, RetryMax time.Duration
-	Log                *slog.Logger
+	// Clock tells the time of status changes, back-off and housekeeping;
+	// nil: the system clock.
+	Clock clock.Clock
+	Log   *slog.Logger
 }
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.
@@ -60,7 +64,7 @@ type Loop struct {
 	cfg   Config
 	fns   syncFuncs
 	notes *notes
-	now   func() time.Time
+	now   clock.Clock
 
 	workers   map[string]*worker   // by pod UID; only touched by Run
 	afterKill map[string]*pod.Pod  // pods re-added while their old worker is killing
@@ -84,8 +88,8 @@ func New(cfg Config) *Loop {
 	if cfg.Backoff == nil {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
-	n := &notes{}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: time.Now, log: cfg.Log}
+	n := &notes{now: cfg.Clock}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log}
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
 	l.notes = n
 	return l
@@ -95,8 +99,8 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 	return &Loop{
 		cfg:       cfg,
 		fns:       fns,
-		notes:     &notes{},
-		now:       time.Now,
+		notes:     &notes{now: cfg.Clock},
+		now:       cfg.Clock,
 		workers:   map[string]*worker{},
 		afterKill: map[string]*pod.Pod{},
 		killed:    map[string]time.Time{},

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 )
 
@@ -24,7 +25,7 @@ type podSyncer struct {
 	admit   Admission // nil admits every pod
 	notes   *notes
 	backoff *CrashBackoff
-	now     func() time.Time
+	now     clock.Clock
 	log     *slog.Logger // nil: no log
 }
 
@@ -265,7 +266,7 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 // not, it notes CrashLoopBackOff and asks for a sync when it may.
 func (s *podSyncer) backedOff(p *pod.Pod, name string, last *pod.RuntimeContainer, res *syncResult) bool {
 	due := s.backoff.Due(last)
-	wait := due.Sub(s.now())
+	wait := due.Sub(s.now.Now())
 	if wait <= 0 {
 		return true
 	}
