@@ -216,7 +216,7 @@ func (l *Loop) full() bool {
 func (l *Loop) hold(p *pod.Pod) {
 	uid := p.Metadata.UID
 	if _, ok := l.held[uid]; !ok {
-		l.cfg.Log.Warn("not starting pod: the node runs --max-pods pods already", "pod", p.FullName(), "uid", uid, "max_pods", l.cfg.MaxPods)
+		l.cfg.Log.Warn("pod refused: "+pod.ReasonOutOfPods+"; the node runs --max-pods pods already", "pod", p.FullName(), "uid", uid, "max_pods", l.cfg.MaxPods)
 	}
 	l.held[uid] = p
 	l.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonOutOfPods,
@@ -239,7 +239,7 @@ func (l *Loop) admitHeld(ctx context.Context, wg *sync.WaitGroup) {
 		uid := c.Pod.Metadata.UID
 		delete(l.held, uid)
 		l.notes.refuse(uid, pod.StateWaiting{})
-		l.cfg.Log.Info("starting pod that waited for room (--max-pods)", "pod", c.Pod.FullName(), "uid", uid)
+		l.cfg.Log.Info("pod no longer refused: there is room for it (--max-pods)", "pod", c.Pod.FullName(), "uid", uid)
 		l.start(ctx, wg, c.Pod).update(c.Pod)
 	}
 }

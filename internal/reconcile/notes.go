@@ -68,11 +68,15 @@ func (n *notes) syncFailed(uid, msg string) {
 	n.pod(uid, n.now.Now()).syncErr = msg
 }
 
-// refuse records why the pod is not run (a zero w: it may run).
-func (n *notes) refuse(uid string, w pod.StateWaiting) {
+// refuse records why the pod is not run (a zero w: it may run) and reports
+// whether the reason changed.
+func (n *notes) refuse(uid string, w pod.StateWaiting) (changed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.pod(uid, n.now.Now()).refused = w
+	pn := n.pod(uid, n.now.Now())
+	changed = pn.refused.Reason != w.Reason
+	pn.refused = w
+	return changed
 }
 
 // admission records admission's answer (err) for p and returns the version
