@@ -26,7 +26,7 @@
 // status.go (the status view), interfaces.go (what it needs from others).
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
-// Cgroups, Desired, Admission) and imports pod, podconfig and pleg (for their
-// change and event types) and redact only; never podruntime, network, qos,
-// policy or source, which agent/ connects to it.
+// Cgroups, Desired, Admission) and imports pod, podconfig and pleg (for
+// their change and event types), clock and redact only; never podruntime,
+// network, qos, policy or source, which agent/ connects to it.
 package reconcile
