@@ -12,6 +12,9 @@
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
 #                     then test-v2
+#   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
+#                     time): brings the test environment up, prints the daemons' logs
+#                     on failure, brings it down (E2E_TIMEOUT, default 20m)
 #   make test-v2      the cgroup tests again on a pure cgroup v2 kernel (this host
 #                     is hybrid v1): tug and the test binaries built here, run in a
 #                     QEMU guest (scripts/v2guest.sh; software emulation, a few
@@ -29,6 +32,7 @@
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
 #                     (then: eval "$$(scripts/testenv.sh env)"; go test -tags e2e ./...)
+#   make clean        remove bin/
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -40,8 +44,8 @@ GO ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 TESTENV := scripts/testenv.sh
-# e2e/ does not exist yet: list it only when it does.
-E2E_PKGS := $(if $(wildcard e2e),./e2e/...) ./internal/...
+# The e2e suite and the packages with e2e tests of their own.
+E2E_PKGS := ./e2e/... ./internal/...
 E2E_TIMEOUT ?= 30m
 
 # test-v2: where the guest finds what the host built (not under /run: the
@@ -58,8 +62,6 @@ V2_TEST_TIMEOUT ?= 6m
 # The e2e tests that are about cgroups, run in the guest (-test.run); the run
 # fails if it matches none.
 E2E_V2_RUN ?= ^TestQoS
-# internal/qos: built and run only where it exists (and has tests).
-QOS_PKG := $(wildcard internal/qos)
 
 .PHONY: build build-arm64 lint test-unit fuzz test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
 
@@ -117,7 +119,7 @@ test-v2:
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
 	rm -rf $(V2_BIN) && mkdir -p $(V2_BIN)
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug ./agent
-	$(if $(QOS_PKG),CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/qos.test ./internal/qos)
+	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/qos.test ./internal/qos
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/e2e.test ./e2e
 	scripts/v2guest.sh run -- env \
 		CI="$${CI:-}" \

@@ -430,7 +430,7 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 	if err := n.ensureNode(); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
-	log := n.log.With("pod", p.Metadata.Name, "uid", uid)
+	log := n.log.With("pod", p.FullName(), "uid", uid)
 	published, _ := hostPorts(p, netip.IPv4Unspecified())
 	if err := n.ports.acquire(uid, portsOf(published)); err != nil {
 		// Never forward a port the pod does not hold (after a restart, a

@@ -15,6 +15,6 @@
 // dies between two relists is reported as ContainerDied only. The periodic
 // resync of reconcile is the safety net, as in the kubelet's GenericPLEG.
 //
-// It imports pod and the standard library only; never podruntime (whose
+// It imports pod, clock and the standard library only; never podruntime (whose
 // Runtime implements Lister) or reconcile (which consumes the events).
 package pleg

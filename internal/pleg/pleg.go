@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 )
 
@@ -29,17 +30,6 @@ type Lister interface {
 	ListContainers(ctx context.Context) ([]pod.RuntimeContainer, error)
 }
 
-// Clock tells the time of events, relists and Healthy. Run's period and
-// wake-ups use the time package's timers; tests that need those to be
-// deterministic run in a testing/synctest bubble.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 // Config configures a PLEG. Every zero field gets the default its comment
 // gives; Lister is required.
 type Config struct {
@@ -52,8 +42,11 @@ type Config struct {
 	HealthyAfter time.Duration
 	// ChannelSize is the capacity of the Events channel; default 1000.
 	ChannelSize int
-	// Clock tells the time; default the real clock.
-	Clock Clock
+	// Clock tells the time of events, relists and Healthy; nil: the
+	// system clock. Run's period and wake-ups use the time package's
+	// timers; tests that need those to be deterministic run in a
+	// testing/synctest bubble.
+	Clock clock.Clock
 	// Log receives the generator's logs; default: discarded.
 	Log *slog.Logger
 }
@@ -75,7 +68,7 @@ type PLEG struct {
 	lister       Lister
 	period       time.Duration
 	healthyAfter time.Duration
-	clock        Clock
+	clock        clock.Clock
 	log          *slog.Logger
 
 	events  chan Event
@@ -107,9 +100,6 @@ func New(cfg Config) *PLEG {
 	}
 	if cfg.ChannelSize <= 0 {
 		cfg.ChannelSize = DefaultChannelSize
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -214,12 +204,12 @@ func (p *PLEG) send(e Event) {
 			p.dropping = false
 			p.log.Info("event channel has room again", "dropped_total", p.dropped.Load())
 		}
-		p.log.Debug("event", "type", e.Type, "uid", e.PodUID, "container", e.Name, "id", e.ContainerID)
+		p.log.Debug("event", "type", e.Type, "uid", e.PodUID, "container", e.ContainerID)
 	default:
 		n := p.dropped.Add(1)
 		if !p.dropping {
 			p.dropping = true
-			p.log.Warn("event channel full; dropping events", "type", e.Type, "uid", e.PodUID, "container", e.Name, "dropped_total", n)
+			p.log.Warn("event channel full; dropping events", "type", e.Type, "uid", e.PodUID, "container", e.ContainerID, "dropped_total", n)
 		}
 	}
 }

@@ -128,7 +128,7 @@ func newFixture(cfg Config) *fixture {
 	f := &fixture{lister: &fakeLister{}, clock: &fakeClock{now: t0}, logs: &logRecorder{}}
 	cfg.Lister, cfg.Log = f.lister, slog.New(f.logs)
 	if cfg.Clock == nil {
-		cfg.Clock = f.clock
+		cfg.Clock = f.clock.Now
 	}
 	f.p = New(cfg)
 	return f
@@ -378,7 +378,7 @@ func TestChannelFullDrops(t *testing.T) {
 
 func TestNewDefaults(t *testing.T) {
 	p := New(Config{Lister: &fakeLister{}})
-	if p.period != DefaultPeriod || p.healthyAfter != DefaultHealthyAfter || cap(p.events) != DefaultChannelSize || p.clock == nil || p.log == nil {
+	if p.period != DefaultPeriod || p.healthyAfter != DefaultHealthyAfter || cap(p.events) != DefaultChannelSize || p.clock.Now().IsZero() || p.log == nil {
 		t.Errorf("defaults: period %v, healthyAfter %v, channel %d", p.period, p.healthyAfter, cap(p.events))
 	}
 	defer func() {
@@ -406,7 +406,7 @@ func runPLEG(t *testing.T, p *PLEG) (stop func()) {
 
 func TestRunPeriod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(Config{Period: time.Second, Clock: realClock{}})
+		f := newFixture(Config{Period: time.Second, Clock: time.Now})
 		f.lister.set(ctr("u", "a", pod.RunRunning))
 		start := time.Now()
 		stop := runPLEG(t, f.p)
@@ -448,7 +448,7 @@ func TestRunPeriod(t *testing.T) {
 // HealthyAfter without success, and true again after one.
 func TestRunRetriesAndHealthy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(Config{Period: time.Second, HealthyAfter: 3 * time.Minute, Clock: realClock{}})
+		f := newFixture(Config{Period: time.Second, HealthyAfter: 3 * time.Minute, Clock: time.Now})
 		f.lister.set(ctr("u", "a", pod.RunRunning))
 		stop := runPLEG(t, f.p)
 		synctest.Wait()
@@ -493,7 +493,7 @@ func TestRunRetriesAndHealthy(t *testing.T) {
 // starts, or while it relists) make one relist.
 func TestWakeCoalesces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(Config{Period: time.Hour, Clock: realClock{}})
+		f := newFixture(Config{Period: time.Hour, Clock: time.Now})
 		for range 10 {
 			f.p.Wake()
 		}
@@ -523,7 +523,7 @@ func TestWakeCoalesces(t *testing.T) {
 // change that caused it may have come after the listing.
 func TestWakeDuringRelist(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(Config{Period: time.Hour, Clock: realClock{}})
+		f := newFixture(Config{Period: time.Hour, Clock: time.Now})
 		gate := make(chan struct{})
 		f.lister.setBlock(gate)
 		stop := runPLEG(t, f.p)
@@ -564,7 +564,7 @@ func TestWakeNeverBlocks(t *testing.T) {
 // is not logged as a failure.
 func TestRunStopsInsideRelist(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(Config{Clock: realClock{}})
+		f := newFixture(Config{Clock: time.Now})
 		f.lister.setBlock(make(chan struct{})) // never released
 		stop := runPLEG(t, f.p)
 		synctest.Wait()
@@ -579,7 +579,7 @@ func TestRunStopsInsideRelist(t *testing.T) {
 // and counts as a failure; the next period retries.
 func TestRelistTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFixture(Config{Period: time.Second, Clock: realClock{}})
+		f := newFixture(Config{Period: time.Second, Clock: time.Now})
 		f.lister.setBlock(make(chan struct{})) // never released
 		stop := runPLEG(t, f.p)
 		time.Sleep(listTimeout)

@@ -1,6 +1,9 @@
 package pod
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // DefaultTerminationGracePeriodSeconds is terminationGracePeriodSeconds when
 // a manifest does not set it (as in Kubernetes).
@@ -94,4 +97,13 @@ func DefaultPullPolicy(image string) PullPolicy {
 		return PullAlways
 	}
 	return PullIfNotPresent
+}
+
+// GracePeriod returns terminationGracePeriodSeconds as a duration (30 s when
+// unset).
+func (p *Pod) GracePeriod() time.Duration {
+	if p.Spec.TerminationGracePeriodSeconds == nil {
+		return DefaultTerminationGracePeriodSeconds * time.Second
+	}
+	return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
 }

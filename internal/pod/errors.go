@@ -1,6 +1,10 @@
 package pod
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
 
 // ErrInvalidQuantity is returned (wrapped) by ParseQuantity and
 // Quantity.UnmarshalJSON for text that is not a Kubernetes quantity or whose
@@ -41,3 +45,42 @@ func (e *HostPortInUseError) Error() string {
 }
 
 func (e *HostPortInUseError) Unwrap() error { return e.Err }
+
+// FieldError is one problem in a manifest, positioned in its file. It prints
+// as "file:line:col: path: msg", e.g.
+// "manifests/web.yaml:12:7: spec.containers[0].image: required".
+type FieldError struct {
+	File string // Origin.File of the manifest
+	Line int    // 1-based line; 0 when unknown
+	Col  int    // 1-based column; 0 when unknown
+	Path string // field path, e.g. "spec.containers[0].image"; "" for a document-level error
+	Msg  string
+}
+
+// Error formats the problem as "file:line:col: path: msg". Parts that are
+// unknown are left out: the column when the YAML parser gives only a line
+// ("file:line: msg"), the position for an error made by Validate on a pod
+// built in code ("path: msg").
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		if e.File != "" {
+			b.WriteByte(':')
+		}
+		b.WriteString(strconv.Itoa(e.Line))
+		if e.Col > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(e.Col))
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	if e.Path != "" {
+		b.WriteString(truncateTo(e.Path, 2*MaxEcho)) // map keys come from the manifest
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}

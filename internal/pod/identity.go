@@ -1,13 +1,9 @@
 package pod
 
 import (
-	"cmp"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"time"
+	"strings"
 )
 
 // UID returns the deterministic UID of a static pod: a UUID-shaped hash of
@@ -30,68 +26,13 @@ func UID(source, namespace, name string) string {
 // FullName returns "namespace/name".
 func (p *Pod) FullName() string { return p.Metadata.Namespace + "/" + p.Metadata.Name }
 
-// GracePeriod returns terminationGracePeriodSeconds as a duration (30 s when
-// unset).
-func (p *Pod) GracePeriod() time.Duration {
-	if p.Spec.TerminationGracePeriodSeconds == nil {
-		return DefaultTerminationGracePeriodSeconds * time.Second
+// Hostname returns the pod's hostname as Kubernetes sets it: the pod name
+// (the static name, with the node's hostname appended), cut to 63
+// characters with no trailing '-' or '.'.
+func (p *Pod) Hostname() string {
+	h := p.Metadata.Name
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
 	}
-	return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
-}
-
-// Hash returns a hash (64 hex characters) of the whole pod, metadata and
-// spec: two pods with the same hash need no update. It hashes the JSON form,
-// so it is stable across runs and tug versions as long as new fields are
-// added with omitempty.
-func (p *Pod) Hash() string { return hashJSON(p) }
-
-// containerHashInput is what ContainerHash covers. Its field names are part
-// of the hash: renaming one restarts every container after an upgrade.
-type containerHashInput struct {
-	Namespace   string     `json:"namespace"`
-	Pod         string     `json:"pod"` // static pod name: the container's hostname without hostNetwork
-	HostNetwork bool       `json:"hostNetwork,omitempty"`
-	Container   *Container `json:"container"`
-	Volumes     []Volume   `json:"volumes,omitempty"` // the volumes c mounts, sorted by name
-	// SecurityContext is the pod's: its runAsUser, runAsGroup, runAsNonRoot
-	// and seccompProfile are defaults of every container's.
-	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
-}
-
-// ContainerHash returns the spec hash of container c in pod p, 16 hex
-// characters: it covers the container and every pod-level field that goes
-// into its OCI spec (namespace and name, hostNetwork, the volumes it
-// mounts, the pod's securityContext), so a change in it means the container must be recreated, and a
-// change elsewhere in the pod (labels, another container, a volume it does
-// not mount, restartPolicy) does not. The pod should be defaulted (Parse
-// does this), so that writing a default out does not change the hash. The
-// hash is stable across runs and tug versions as long as new Container
-// fields are added with omitempty.
-func ContainerHash(p *Pod, c *Container) string {
-	in := containerHashInput{
-		Namespace:   p.Metadata.Namespace,
-		Pod:         p.Metadata.Name,
-		HostNetwork: p.Spec.HostNetwork,
-		Container:   c,
-
-		SecurityContext: p.Spec.SecurityContext,
-	}
-	for _, m := range c.VolumeMounts {
-		i := slices.IndexFunc(p.Spec.Volumes, func(v Volume) bool { return v.Name == m.Name })
-		if i < 0 || slices.ContainsFunc(in.Volumes, func(v Volume) bool { return v.Name == m.Name }) {
-			continue
-		}
-		in.Volumes = append(in.Volumes, p.Spec.Volumes[i])
-	}
-	slices.SortFunc(in.Volumes, func(a, b Volume) int { return cmp.Compare(a.Name, b.Name) })
-	return hashJSON(in)[:16]
-}
-
-func hashJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("pod: hash: %v", err)) // plain data: cannot fail
-	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	return h
 }

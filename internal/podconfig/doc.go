@@ -5,6 +5,6 @@
 // loop.
 //
 // It is pure logic: no I/O, no timers, no goroutines of its own. It imports
-// only internal/pod (and the standard library); it must not import source,
-// reconcile, the runtime packages or agent.
+// only internal/pod and internal/clock (and the standard library); it must
+// not import source, reconcile, the runtime packages or agent.
 package podconfig

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 )
 
@@ -66,9 +67,9 @@ type FileState struct {
 // Option configures a Store.
 type Option func(*Store)
 
-// WithClock sets the clock used for FileState.LastChange (time.Now by
-// default).
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+// WithClock sets the clock used for FileState.LastChange (the system clock
+// by default, and when now is nil).
+func WithClock(now clock.Clock) Option { return func(s *Store) { s.now = now } }
 
 // Store merges per-source snapshots into the desired pod set. All methods
 // are safe for concurrent use.
@@ -83,7 +84,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // owner's files win over the URL), then the file first by name. Every
 // other file records a *DuplicateError; its other pods are applied.
 type Store struct {
-	now     func() time.Time
+	now     clock.Clock
 	updates chan []Change
 	sendMu  sync.Mutex // serialises Set, so lists are sent in the order they were computed
 
@@ -165,7 +166,7 @@ func (s *Store) rank(source string) int {
 func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.now.Now()
 	s.ready[source] = true
 
 	seen := make(map[string]bool, len(manifests))

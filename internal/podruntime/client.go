@@ -15,6 +15,8 @@ import (
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/remotes"
 	"github.com/containerd/containerd/remotes/docker"
+
+	"tug/internal/clock"
 )
 
 // Defaults for the Config fields left zero.
@@ -82,6 +84,9 @@ type Config struct {
 	PullTimeout time.Duration
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
+	// Clock tells the start and exit times recorded on containers; nil: the
+	// system clock.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() error {

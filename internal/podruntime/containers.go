@@ -61,7 +61,6 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 }
 
 func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
-	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name)
 	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
 		return "", ErrPrivilegedNotAllowed
 	}
@@ -72,6 +71,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", err
 	}
 	id := ContainerID(p, c.Name, attempt)
+	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
 	img, err := r.ensureImage(ctx, c)
 	if err != nil {
 		return "", err
@@ -149,7 +149,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	// The start time is recorded before the start, so that a relist
 	// woken by the start event sees it and a quick exit never precedes it.
-	started := time.Now()
+	started := r.cfg.Clock.Now()
 	if _, err := cont.SetLabels(sctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		log.Warn("record start time", "err", err)
 	}
@@ -157,7 +157,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("start task: %w", err)
 	}
-	log.Info("started container", "id", id, "image", img.Name(), "attempt", attempt, "pid", task.Pid())
+	log.Info("started container", "image", img.Name(), "attempt", attempt, "pid", task.Pid())
 	return id, nil
 }
 
@@ -175,7 +175,7 @@ func (r *Runtime) removeLeftover(ctx context.Context, id, uid, name string) erro
 		if !ownedBy(labels, uid, name) {
 			return fmt.Errorf("%w: %s (pod uid %q, container %q)", ErrContainerIDTaken, id, labels[LabelPodUID], labels[LabelContainer])
 		}
-		r.log.Info("removing leftover container", "id", id)
+		r.log.Info("removing leftover container", "container", id)
 		if err := r.deleteContainer(ctx, cont); err != nil {
 			return fmt.Errorf("remove leftover container %s: %w", id, err)
 		}
@@ -204,7 +204,7 @@ func (r *Runtime) cleanup(ctx context.Context, id string, cont containerd.Contai
 		err = r.client.SnapshotService(r.cfg.Snapshotter).Remove(ctx, id)
 	}
 	if err != nil && !errdefs.IsNotFound(err) {
-		log.Warn("clean up after failed start", "id", id, "err", err)
+		log.Warn("clean up after failed start", "err", err)
 	}
 }
 
@@ -277,7 +277,7 @@ func (r *Runtime) waitContainer(ctx context.Context, id string) (int, error) {
 			return 0, fmt.Errorf("wait for container %s: %w", id, err)
 		}
 		if err := r.reap(ctx, id, code, at); err != nil {
-			r.log.Warn("reap exited task", "id", id, "err", err)
+			r.log.Warn("reap exited task", "container", id, "err", err)
 		}
 		return int(code), nil
 	case <-ctx.Done():
@@ -363,7 +363,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 	if err := r.reap(ctx, id, st.ExitStatus, st.ExitTime); err != nil {
 		return err
 	}
-	r.log.Info("stopped container", "id", id, "exit", st.ExitStatus)
+	r.log.Info("stopped container", "container", id, "exit", st.ExitStatus)
 	return nil
 }
 
@@ -386,7 +386,7 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 			return fmt.Errorf("delete task: %w", err)
 		}
 	}
-	r.log.Debug("reaped task", "id", id, "exit", code)
+	r.log.Debug("reaped task", "container", id, "exit", code)
 	return nil
 }
 
@@ -417,7 +417,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if err := r.deleteContainer(ctx, cont); err != nil {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
-	r.log.Debug("removed container", "id", id)
+	r.log.Debug("removed container", "container", id)
 	return nil
 }
 

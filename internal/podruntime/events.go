@@ -104,11 +104,11 @@ func (r *Runtime) recordOOM(ctx context.Context, id string) {
 	rec := containers.Container{ID: id, Labels: map[string]string{LabelOOMKilled: "true"}}
 	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelOOMKilled); err != nil {
 		if !errdefs.IsNotFound(err) && ctx.Err() == nil {
-			r.log.Warn("record OOM kill", "id", id, "err", err)
+			r.log.Warn("record OOM kill", "container", id, "err", err)
 		}
 		return
 	}
-	r.log.Info("container OOM-killed", "id", id)
+	r.log.Info("container OOM-killed", "container", id)
 }
 
 // eventWatcher is WatchEvents' loop, with containerd behind subscribe and

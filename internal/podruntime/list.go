@@ -64,7 +64,7 @@ func (r *Runtime) getTask(ctx context.Context, id string) *tasktypes.Process {
 	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
 	if err != nil {
 		if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
-			r.log.Debug("get task", "id", id, "err", err)
+			r.log.Debug("get task", "container", id, "err", err)
 			return &tasktypes.Process{ID: id, Status: tasktypes.Status_UNKNOWN}
 		}
 		return nil
@@ -160,15 +160,15 @@ func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.Runti
 // (its shim died, or the host rebooted), so that later listings need not
 // check again. It returns the time recorded.
 func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
-	now := time.Now()
+	now := r.cfg.Clock.Now()
 	rec := containers.Container{ID: id, Labels: exitLabels(unknownExitCode, now)}
 	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt); err != nil {
 		if !errdefs.IsNotFound(err) {
-			r.log.Warn("record exit of vanished task", "id", id, "err", err)
+			r.log.Warn("record exit of vanished task", "container", id, "err", err)
 		}
 		return now
 	}
-	r.log.Warn("task vanished without its exit being seen; exit code 255 recorded", "id", id)
+	r.log.Warn("task vanished without its exit being seen; exit code 255 recorded", "container", id)
 	return now
 }
 
@@ -188,7 +188,7 @@ func (r *Runtime) reapAsync(ctx context.Context, id string, code uint32, at time
 	r.reapMu.Unlock()
 	go func() {
 		if err := r.reap(ctx, id, code, at); err != nil {
-			r.log.Debug("reap exited task", "id", id, "err", err)
+			r.log.Debug("reap exited task", "container", id, "err", err)
 		}
 		r.reapMu.Lock()
 		delete(r.reaping, id)

@@ -381,7 +381,7 @@ func (m *Manager) EnsurePod(ctx context.Context, p *pod.Pod) (string, error) {
 		return "", err
 	}
 	st := &podState{class: class, res: res, want: want, applied: deferred == nil}
-	log := m.log.With("pod", p.Metadata.Name, "uid", uid)
+	log := m.log.With("pod", p.FullName(), "uid", uid)
 	if deferred != nil && (old == nil || old.applied || old.want != want) {
 		log.Warn("qos: pod cgroup update deferred until its containers are recreated", "cgroup", dir, "err", deferred)
 	} else if deferred != nil {
@@ -505,7 +505,7 @@ func (m *Manager) Container(p *pod.Pod, c *pod.Container) pod.LinuxResources {
 	if adj < m.minOOM {
 		m.clampOnce.Do(func() {
 			m.log.Warn("qos: oom_score_adj raised to the lowest value this host allows (no CAP_SYS_RESOURCE); Guaranteed and Burstable containers are less protected from the OOM killer than on a kubelet",
-				"pod", p.Metadata.Name, "uid", p.Metadata.UID, "container", c.Name, "kubelet", adj, "floor", m.minOOM)
+				"pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "kubelet", adj, "floor", m.minOOM)
 		})
 		adj = m.minOOM
 	}

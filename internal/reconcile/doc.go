@@ -1,9 +1,32 @@
 // Package reconcile owns the sync loop: it receives the pod store's ordered
-// changes, runs one worker goroutine per pod UID, and drives each pod towards
-// its manifest: pinned namespaces, init containers one at a time to success,
-// then the app containers, recreating only the containers whose spec hash
-// changed; a removed pod is stopped and everything made for it removed.
+// changes and the PLEG's container events, runs one worker goroutine per pod
+// UID, and drives each pod towards its manifest: pinned namespaces, the pod's
+// cgroup and place on the pod network, init containers one at a time to
+// success, then the app containers, restarted with a crash back-off and
+// recreated only when their spec hash changed; a removed pod is stopped and
+// everything made for it removed. It also computes each pod's status (the
+// kubelet's phase, condition and container-state rules) from the runtime's
+// containers and the notes the workers leave.
 //
-// It declares the small interfaces it needs (Runtime, Sandbox) and imports
-// pod and podconfig only; never podruntime, network or qos.
+// Before anything of a pod is created it is admitted, and it may be refused.
+// Words, as in docs/decisions.md ("Vocabulary"): a pod the admission policy
+// refuses is Blocked (status reason, with the violations as the message; a
+// blocked update leaves the last admitted version running); a pod the node
+// cannot hold now is refused with HostPortInUse (one of its hostPorts is
+// taken) or OutOfpods (--max-pods pods run already) and starts by itself when
+// the room is there. Housekeeping (housekeeping.go) removes containers and
+// sandboxes of pods no source has any more, only once their source has
+// reported; pods of a source that is no longer configured are Orphaned until
+// every configured source has reported, then removed.
+//
+// Files: loop.go (Config, Loop, Run: the one select; --max-pods), worker.go
+// (one goroutine per pod), sync.go (one pod's sync: admission, sandbox,
+// containers), backoff.go (CrashBackoff), housekeeping.go (orphans and
+// leftovers), notes.go (what workers learnt that the runtime cannot tell),
+// status.go (the status view), interfaces.go (what it needs from others).
+//
+// It declares the small interfaces it needs (Runtime, Sandbox, Network,
+// Cgroups, Desired, Admission) and imports pod, podconfig and pleg (for
+// their change and event types), clock and redact only; never podruntime,
+// network, qos, policy or source, which agent/ connects to it.
 package reconcile

@@ -22,7 +22,7 @@ import (
 // removed or changed --manifest-url) are removed once every configured
 // source has reported. It runs in Run's goroutine.
 func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
-	now := l.now()
+	now := l.now.Now()
 	for uid, at := range l.killed {
 		if now.Sub(at) > time.Minute {
 			delete(l.killed, uid)
@@ -128,7 +128,7 @@ func (l *Loop) Orphans() []pod.View {
 			byUID[c.PodUID] = append(byUID[c.PodUID], c)
 		}
 	}
-	now := l.now()
+	now := l.now.Now()
 	out := make([]pod.View, 0, len(byUID))
 	for _, recs := range byUID {
 		p := orphan(recs[0])
@@ -162,7 +162,7 @@ func orphan(c pod.RuntimeContainer) *pod.Pod {
 // and what the workers noted. Safe for concurrent use.
 func (l *Loop) Status(p *pod.Pod) pod.Status {
 	recs := l.cfg.Cache.PodContainers(p.Metadata.UID)
-	now := l.now()
+	now := l.now.Now()
 	var st pod.Status
 	l.notes.with(p.Metadata.UID, now, func(n *podNotes) { st = computeStatus(p, recs, *n, now) })
 	if l.cfg.Network != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
@@ -52,7 +53,10 @@ type Config struct {
 	// RetryMin and RetryMax bound the delay before a failed sync is retried
 	// (defaults 1 s and 1 min).
 	RetryMin, RetryMax time.Duration
-	Log                *slog.Logger
+	// Clock tells the time of status changes, back-off and housekeeping;
+	// nil: the system clock.
+	Clock clock.Clock
+	Log   *slog.Logger
 }
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.
@@ -60,7 +64,7 @@ type Loop struct {
 	cfg   Config
 	fns   syncFuncs
 	notes *notes
-	now   func() time.Time
+	now   clock.Clock
 
 	workers   map[string]*worker   // by pod UID; only touched by Run
 	afterKill map[string]*pod.Pod  // pods re-added while their old worker is killing
@@ -84,8 +88,8 @@ func New(cfg Config) *Loop {
 	if cfg.Backoff == nil {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
-	n := &notes{}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: time.Now, log: cfg.Log}
+	n := &notes{now: cfg.Clock}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log}
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
 	l.notes = n
 	return l
@@ -95,8 +99,8 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 	return &Loop{
 		cfg:       cfg,
 		fns:       fns,
-		notes:     &notes{},
-		now:       time.Now,
+		notes:     &notes{now: cfg.Clock},
+		now:       cfg.Clock,
 		workers:   map[string]*worker{},
 		afterKill: map[string]*pod.Pod{},
 		killed:    map[string]time.Time{},
@@ -212,7 +216,7 @@ func (l *Loop) full() bool {
 func (l *Loop) hold(p *pod.Pod) {
 	uid := p.Metadata.UID
 	if _, ok := l.held[uid]; !ok {
-		l.cfg.Log.Warn("not starting pod: the node runs --max-pods pods already", "pod", p.FullName(), "uid", uid, "max_pods", l.cfg.MaxPods)
+		l.cfg.Log.Warn("pod refused: "+pod.ReasonOutOfPods+"; the node runs --max-pods pods already", "pod", p.FullName(), "uid", uid, "max_pods", l.cfg.MaxPods)
 	}
 	l.held[uid] = p
 	l.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonOutOfPods,
@@ -235,7 +239,7 @@ func (l *Loop) admitHeld(ctx context.Context, wg *sync.WaitGroup) {
 		uid := c.Pod.Metadata.UID
 		delete(l.held, uid)
 		l.notes.refuse(uid, pod.StateWaiting{})
-		l.cfg.Log.Info("starting pod that waited for room (--max-pods)", "pod", c.Pod.FullName(), "uid", uid)
+		l.cfg.Log.Info("pod no longer refused: there is room for it (--max-pods)", "pod", c.Pod.FullName(), "uid", uid)
 		l.start(ctx, wg, c.Pod).update(c.Pod)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 )
 
@@ -12,6 +13,7 @@ import (
 // sync fails, and when each pod condition last changed. Status reads them.
 // It is safe for concurrent use.
 type notes struct {
+	now  clock.Clock // nil: the system clock
 	mu   sync.Mutex
 	pods map[string]*podNotes
 }
@@ -43,7 +45,7 @@ func (n *notes) pod(uid string, now time.Time) *podNotes {
 func (n *notes) wait(uid, name, reason, message string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.pod(uid, time.Now()).waiting[name] = pod.StateWaiting{Reason: reason, Message: message}
+	n.pod(uid, n.now.Now()).waiting[name] = pod.StateWaiting{Reason: reason, Message: message}
 }
 
 // clear forgets why container name was waiting (it runs, or is being
@@ -63,14 +65,18 @@ func (n *notes) clear(uid, name string) (reason string) {
 func (n *notes) syncFailed(uid, msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.pod(uid, time.Now()).syncErr = msg
+	n.pod(uid, n.now.Now()).syncErr = msg
 }
 
-// refuse records why the pod is not run (a zero w: it may run).
-func (n *notes) refuse(uid string, w pod.StateWaiting) {
+// refuse records why the pod is not run (a zero w: it may run) and reports
+// whether the reason changed.
+func (n *notes) refuse(uid string, w pod.StateWaiting) (changed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.pod(uid, time.Now()).refused = w
+	pn := n.pod(uid, n.now.Now())
+	changed = pn.refused.Reason != w.Reason
+	pn.refused = w
+	return changed
 }
 
 // admission records admission's answer (err) for p and returns the version
@@ -79,7 +85,7 @@ func (n *notes) refuse(uid string, w pod.StateWaiting) {
 func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	pn := n.pod(p.Metadata.UID, time.Now())
+	pn := n.pod(p.Metadata.UID, n.now.Now())
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -96,7 +102,7 @@ func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
 func (n *notes) address(uid, ip string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.pod(uid, time.Now()).ip = ip
+	n.pod(uid, n.now.Now()).ip = ip
 }
 
 // forget drops everything about the pod.

@@ -1,7 +1,9 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -38,10 +40,15 @@ func TestSyncHostPortInUse(t *testing.T) {
 	p := testPod(pod.RestartAlways, nil, []string{"app"})
 	inUse := &pod.HostPortInUseError{Port: "hostPort 8088/TCP", By: "another pod"}
 	s.net = &fakeNetwork{refuse: map[string]error{p.Metadata.UID: inUse}}
+	var logs bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 
 	res, err := s.syncPod(ctx, ctx, p)
 	if err != nil {
 		t.Fatalf("syncPod: %v; a port in use is a wait, not a sync error", err)
+	}
+	if _, err := s.syncPod(ctx, ctx, p); err != nil { // still refused: logged once
+		t.Fatal(err)
 	}
 	if res.requeue != portRetry {
 		t.Errorf("requeue %v, want %v", res.requeue, portRetry)
@@ -67,6 +74,14 @@ func TestSyncHostPortInUse(t *testing.T) {
 	}
 	if recs, _ := f.PodContainers(ctx, p.Metadata.UID); len(recs) != 1 {
 		t.Errorf("%d containers once the port is free, want 1", len(recs))
+	}
+	// The log says so when the refusal starts and ends, not on every sync,
+	// in the words of the status (docs/decisions.md, "Vocabulary").
+	if n := strings.Count(logs.String(), `msg="pod refused: HostPortInUse`); n != 1 {
+		t.Errorf("%d 'pod refused: HostPortInUse' lines, want 1:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="pod no longer refused"`); n != 1 {
+		t.Errorf("%d 'pod no longer refused' lines, want 1:\n%s", n, logs.String())
 	}
 }
 

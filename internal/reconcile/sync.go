@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 )
 
@@ -24,7 +25,7 @@ type podSyncer struct {
 	admit   Admission // nil admits every pod
 	notes   *notes
 	backoff *CrashBackoff
-	now     func() time.Time
+	now     clock.Clock
 	log     *slog.Logger // nil: no log
 }
 
@@ -64,12 +65,16 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if errors.As(err, &inUse) {
 		// Not a failure to retry with back-off: the pod waits for the port,
 		// and looks again soon (the pod holding it may be removed).
-		s.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonHostPortInUse, Message: inUse.Error()})
+		if s.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonHostPortInUse, Message: inUse.Error()}) && s.log != nil {
+			s.log.Warn("pod refused: "+pod.ReasonHostPortInUse+"; it starts when the port is free", "pod", p.FullName(), "uid", uid, "err", inUse)
+		}
 		s.notes.syncFailed(uid, "")
 		res.after(portRetry)
 		return res, nil
 	}
-	s.notes.refuse(uid, pod.StateWaiting{})
+	if s.notes.refuse(uid, pod.StateWaiting{}) && s.log != nil {
+		s.log.Info("pod no longer refused", "pod", p.FullName(), "uid", uid)
+	}
 	if err == nil {
 		err = s.rt.PreparePod(ctx, p, sb)
 	}
@@ -265,7 +270,7 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 // not, it notes CrashLoopBackOff and asks for a sync when it may.
 func (s *podSyncer) backedOff(p *pod.Pod, name string, last *pod.RuntimeContainer, res *syncResult) bool {
 	due := s.backoff.Due(last)
-	wait := due.Sub(s.now())
+	wait := due.Sub(s.now.Now())
 	if wait <= 0 {
 		return true
 	}

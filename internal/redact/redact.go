@@ -1,6 +1,3 @@
-// Package redact owns how a secret is hidden before anything is logged,
-// shown or used as a name: a URL's user information and query values. It
-// imports only the standard library, so every package may use it.
 package redact
 
 import (

@@ -1,11 +1,21 @@
 // Package source owns the manifest sources: it finds and reads manifest
-// files (a drop-in directory watched with inotify, with a periodic rescan as
-// a safety net) and pushes full per-source snapshots, broken files included,
-// into a Sink.
+// files and pushes full per-source snapshots, broken files included, into a
+// Sink.
 //
-// It imports only internal/pod, golang.org/x/sys/unix and the standard
-// library; it must not import podconfig (it defines Sink instead),
-// reconcile, the runtime packages or agent.
+// Two sources exist. Dir (dir.go, inotify.go) is a drop-in directory watched
+// with inotify, with a periodic rescan as a safety net. HTTP (http.go) polls
+// one URL with conditional requests (ETag, Last-Modified), a size cap and a
+// timeout; the headers it sends may come from a file (credentials.go,
+// ReadHeaderFile), the body may be a signed bundle (envelope.go: the
+// envelope format; verify.go: ed25519 keys; LoadPublicKeys), and the last
+// accepted content is checkpointed on disk (checkpoint.go) so that its pods
+// start after a reboot before the URL answers. The URL is shown only through
+// redact.URL, never with its credentials.
+//
+// It imports only internal/pod, internal/redact, internal/clock,
+// golang.org/x/sys/unix and
+// the standard library; it must not import podconfig (it defines Sink
+// instead), reconcile, the runtime packages or agent.
 package source
 
 import (

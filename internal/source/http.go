@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 	"tug/internal/redact"
 )
@@ -61,6 +62,9 @@ type HTTPConfig struct {
 	Hostname string
 	// Log receives the source's logs. Default: discard.
 	Log *slog.Logger
+	// Clock tells the time of fetches, of the checkpoint and of a bundle's
+	// expiry; nil: the system clock.
+	Clock clock.Clock
 }
 
 const (
@@ -409,7 +413,7 @@ func (h *HTTP) poll(ctx context.Context) {
 	if err != nil && ctx.Err() != nil {
 		return // shutting down: the cancellation is not the URL's fault
 	}
-	now := time.Now()
+	now := h.cfg.Clock.Now()
 	h.mu.Lock()
 	h.st.LastFetch, h.st.HTTPStatus = now, code
 	if err == nil {
@@ -474,7 +478,7 @@ func (h *HTTP) fetch(ctx context.Context) (int, error) {
 	// Conditional only while the accepted bundle is fresh: once it has
 	// expired, the server must send a new one (a 304 is then an error), so
 	// that answering 304 cannot hold the device on it unnoticed.
-	if h.hasAcc && (h.acc.notAfter.IsZero() || time.Now().Before(h.acc.notAfter)) {
+	if h.hasAcc && (h.acc.notAfter.IsZero() || h.cfg.Clock.Now().Before(h.acc.notAfter)) {
 		if h.acc.etag != "" {
 			req.Header.Set("If-None-Match", h.acc.etag)
 		}
@@ -548,7 +552,7 @@ func sizeText(n int64) string {
 func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 	etag, lastMod := capValidator(hdr.Get("ETag")), capValidator(hdr.Get("Last-Modified"))
 	hash := sha256Hex(body)
-	now := time.Now()
+	now := h.cfg.Clock.Now()
 	if h.hasAcc && hash == h.acc.hash {
 		if !h.acc.notAfter.IsZero() && now.After(h.acc.notAfter) {
 			// The applied bundle, served again after its expiry: it keeps

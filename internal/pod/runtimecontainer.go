@@ -1,0 +1,40 @@
+package pod
+
+import "time"
+
+// RunState is a container's state as the runtime sees it.
+type RunState string
+
+const (
+	RunCreated RunState = "created" // container exists, task not started
+	RunRunning RunState = "running"
+	RunExited  RunState = "exited"
+	RunUnknown RunState = "unknown"
+)
+
+// RuntimeContainer is one of tug's containers as found in containerd by its
+// labels: the observed state the sync loop compares with the manifest.
+type RuntimeContainer struct {
+	ID        string // containerd container ID
+	PodUID    string
+	PodName   string
+	Namespace string
+	PodSource string        // the source the pod came from (Origin.Source)
+	PodGrace  time.Duration // the pod's termination grace period
+	Name      string        // container name in the manifest
+	Init      bool          // an init container
+	SpecHash  string        // ContainerHash at creation
+	// CgroupParent is the pod cgroup the container was created in ("" for
+	// containers made before tug labelled it).
+	CgroupParent string
+	Attempt      int // restart attempt, 0 for the first run
+	Image        string
+	ImageID      string
+	State        RunState
+	PID          uint32
+	ExitCode     int
+	OOMKilled    bool
+	CreatedAt    time.Time
+	StartedAt    time.Time
+	FinishedAt   time.Time
+}

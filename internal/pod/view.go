@@ -1,0 +1,51 @@
+package pod
+
+import "time"
+
+// The shapes the status API serves: a pod with its status, the pod list,
+// and the state of each manifest file and URL.
+
+// View is a pod as the API shows it: its manifest and its observed status,
+// shaped like a Kubernetes Pod object.
+type View struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   ObjectMeta `json:"metadata"`
+	Spec       PodSpec    `json:"spec"`
+	Status     Status     `json:"status"`
+}
+
+// List is a Kubernetes-shaped PodList.
+type List struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []View `json:"items"`
+}
+
+// ManifestStatus is the state of one manifest file (or URL) of a source:
+// what the API's /manifests reports.
+type ManifestStatus struct {
+	Source      string    `json:"source"`
+	File        string    `json:"file"`
+	Error       string    `json:"error,omitempty"` // "" when the file is good
+	UIDs        []string  `json:"uids,omitempty"`  // pods of this file that are applied
+	AppliedHash string    `json:"appliedHash,omitempty"`
+	Hash        string    `json:"hash,omitempty"` // content last seen
+	LastChange  time.Time `json:"lastChange"`
+	// Fetch is the state of a URL source's polling (nil for files).
+	Fetch *FetchStatus `json:"fetch,omitempty"`
+}
+
+// FetchStatus is what an HTTP manifest source last saw of its URL.
+type FetchStatus struct {
+	LastFetch      time.Time `json:"lastFetch"`                // when the last request ended
+	LastSuccess    time.Time `json:"lastSuccess,omitempty"`    // last 200 or 304
+	HTTPStatus     int       `json:"httpStatus,omitempty"`     // of the last response (0: none)
+	Error          string    `json:"error,omitempty"`          // of the last request, "" when it worked
+	ETag           string    `json:"etag,omitempty"`           // of the accepted content
+	LastModified   string    `json:"lastModified,omitempty"`   // of the accepted content
+	FullResponses  int64     `json:"fullResponses"`            // 200s received since start
+	NotModified    int64     `json:"notModified"`              // 304s received since start
+	CheckpointTime time.Time `json:"checkpointTime,omitempty"` // when the accepted content was fetched (as checkpointed)
+	FromCheckpoint bool      `json:"fromCheckpoint,omitempty"` // the pods come from the checkpoint, nothing fetched yet
+}
