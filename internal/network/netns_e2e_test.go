@@ -104,7 +104,7 @@ func newTestNet(t *testing.T, cidr string) *testNet {
 			}
 		}
 		if c, err := nftables.New(); err == nil {
-			c.DelTable(natTable())
+			c.DelTable(natTable(tableName))
 			c.Flush()
 		}
 	})
@@ -328,7 +328,7 @@ func (tn *testNet) state() state {
 	}
 	c, err := nftables.New()
 	must(tn.t, err)
-	t := natTable()
+	t := natTable(tableName)
 	rules, err := c.GetRules(t, chainByName(t, chainHostPorts))
 	must(tn.t, err)
 	for _, r := range rules {

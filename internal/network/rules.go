@@ -15,8 +15,9 @@ import (
 )
 
 // tug's nftables layout: one table of its own, never a shared one, so that
-// nothing tug does touches another program's rules and nothing tug needs
-// is in a chain someone else flushes.
+// nothing tug does touches another program's (or another tug instance's)
+// rules and nothing tug needs is in a chain someone else flushes. The
+// default instance's table is "tug"; another instance's is "tug-<instance>".
 //
 //	table ip tug {
 //		chain hostports {                # regular chain, the per-pod rules
@@ -48,6 +49,8 @@ import (
 // the pod CIDR through itself: an accept in tug's table cannot override a
 // drop in another table.
 const (
+	// tableName is the table of the default instance; another instance's
+	// is "tug-<instance>" (instance.table), laid out the same.
 	tableName        = "tug"
 	chainHostPorts   = "hostports"
 	chainPrerouting  = "prerouting"
@@ -103,9 +106,9 @@ func forwardRules(t *nftables.Table, bridge string, cidr netip.Prefix) []*nftabl
 	}
 }
 
-// natTable returns tug's table.
-func natTable() *nftables.Table {
-	return &nftables.Table{Name: tableName, Family: nftables.TableFamilyIPv4}
+// natTable returns tug's table named name (instance.table).
+func natTable(name string) *nftables.Table {
+	return &nftables.Table{Name: name, Family: nftables.TableFamilyIPv4}
 }
 
 // chains returns tug's chains in the order they must be created

@@ -80,7 +80,7 @@ func TestHostPorts(t *testing.T) {
 }
 
 func TestHostPortRule(t *testing.T) {
-	tab := natTable()
+	tab := natTable(tableName)
 	tests := []struct {
 		name     string
 		hp       hostPort
@@ -119,7 +119,7 @@ func TestHostPortRule(t *testing.T) {
 }
 
 func TestBaseRules(t *testing.T) {
-	rules := baseRules(natTable(), netip.MustParsePrefix("10.87.0.9/24"))
+	rules := baseRules(natTable(tableName), netip.MustParsePrefix("10.87.0.9/24"))
 	want := map[string][]string{
 		chainPrerouting:  {"tug hostports"},
 		chainOutput:      {"tug hostports from the node"},
@@ -210,6 +210,8 @@ func TestNewConfig(t *testing.T) {
 		{name: "too big", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.0.0.0/8")}, wantErr: "/16"},
 		{name: "long bridge name", cfg: Config{StateDir: "/x", Bridge: "a-very-long-bridge"}, wantErr: "bridge"},
 		{name: "bridge name with slash", cfg: Config{StateDir: "/x", Bridge: "a/b"}, wantErr: "bridge"},
+		{name: "instance", cfg: Config{StateDir: "/x", Instance: "bench-1"}},
+		{name: "bad instance", cfg: Config{StateDir: "/x", Instance: "a:b"}, wantErr: "instance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
