@@ -31,19 +31,15 @@ import (
 // pieces.
 func TestTwoInstancesOneNode(t *testing.T) {
 	testutil.RequireCommand(t, "nft")
-	a := startTug(t, tugOpts{beforeStart: func(tg *tug) {
-		// A node address to reach the hostPorts at (from the node itself:
-		// the nat output chain).
-		node := netnsName(tg.netns)
-		run(t, "ip", "-n", node, "link", "add", "node0", "type", "veth", "peer", "name", "node1")
-		run(t, "ip", "-n", node, "addr", "add", nodeAddr+"/24", "dev", "node0")
-		run(t, "ip", "-n", node, "link", "set", "node0", "up")
-		run(t, "ip", "-n", node, "link", "set", "node1", "up")
-	}})
+	// The node has an uplink to an outside namespace: the hostPorts are
+	// asked from there, so their traffic is routed through the node, past
+	// the forward chain of the tug that turned forwarding on (a).
+	var w *world
+	a := startTug(t, tugOpts{beforeStart: func(tg *tug) { w = newWorld(tg) }})
 	b := startTug(t, tugOpts{netns: a.netns, args: []string{"--bridge-name", "tugb0", "--pod-cidr", "10.87.1.0/24"}})
 	insts := []*instanceOnNode{
-		{tg: a, name: "a", bridge: "tug0", ports: [2]int{8081, 8083}},
-		{tg: b, name: "b", bridge: "tugb0", ports: [2]int{8082, 8084}},
+		{tg: a, name: "a", bridge: "tug0", ports: [2]int{8081, 8083}, outside: w.outside},
+		{tg: b, name: "b", bridge: "tugb0", ports: [2]int{8082, 8084}, outside: w.outside},
 	}
 	for _, in := range insts {
 		in.tg.writeManifest("web.yaml", webPod("web-"+in.name, in.tg.image, in.ports[0]))
@@ -120,14 +116,15 @@ func TestTwoInstancesOneNode(t *testing.T) {
 // instanceOnNode is one of the tugs sharing a node, with its bridge and
 // the hostPorts of its pods web-<name> and extra-<name>.
 type instanceOnNode struct {
-	tg     *tug
-	name   string
-	bridge string
-	ports  [2]int // web's, extra's
+	tg      *tug
+	name    string
+	bridge  string
+	ports   [2]int // web's, extra's
+	outside string // the namespace the hostPorts are asked from
 }
 
 // waitHostPort waits until the hostPort of the instance's pod (web or
-// extra) answers from the node with that pod's page.
+// extra) answers from outside the node with that pod's page.
 func (in *instanceOnNode) waitHostPort(pod string) {
 	tg := in.tg
 	tg.t.Helper()
@@ -137,7 +134,7 @@ func (in *instanceOnNode) waitHostPort(pod string) {
 	}
 	url := fmt.Sprintf("http://%s:%d/", nodeAddr, port)
 	tg.waitFor(startTimeout, url+" to answer with "+pod+"-"+in.name+"'s page", func() (bool, error) {
-		body, err := get(tg.nodeHTTPClient(), url)
+		body, err := get(httpClientIn(in.outside, 3*time.Second), url)
 		if err != nil {
 			return false, err
 		}

@@ -340,6 +340,13 @@ func (n *Pods) ensureBridge() error {
 	if err := n.claimBridge(br); err != nil {
 		return err
 	}
+	if g := br.Attrs().Group; g == 0 {
+		if err := netlink.LinkSetGroup(br, bridgeGroup); err != nil {
+			return fmt.Errorf("set interface group of %s: %w", name, err)
+		}
+	} else if g != bridgeGroup {
+		n.log.Warn("the pod bridge is in another interface group; other tug instances' forward chains will not route its pods", "bridge", name, "group", g)
+	}
 	addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
 	if err != nil {
 		return fmt.Errorf("list addresses of %s: %w", name, err)
