@@ -33,6 +33,7 @@ func newPodNetwork(cfg config.Config, log *slog.Logger) (*network.Pods, error) {
 		CIDR:     cidr,
 		StateDir: filepath.Join(cfg.RootDir, "network"),
 		HostIP:   nodeIP,
+		Instance: cfg.ContainerdNamespace, // names tug's table, veths and bridge alias
 		Log:      log,
 	})
 }

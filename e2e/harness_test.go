@@ -93,6 +93,10 @@ type tugOpts struct {
 	// args are more flags for tug run, after the harness's own (a later
 	// flag wins), e.g. "--crash-loop-back-off-initial", "1s".
 	args []string
+	// netns, if set, is the node (network namespace) tug runs in: another
+	// tug's (its tg.netns), for two instances on one node. By default each
+	// tug gets a new one.
+	netns string
 }
 
 // tug is one tug agent under test, with its directories, its containerd
@@ -146,7 +150,7 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		logsDir:     filepath.Join(base, "logs"),
 		imageDir:    filepath.Join(base, "images"),
 		scratch:     filepath.Join(base, "scratch"),
-		netns:       newNetns(t, "tug-e2e"),
+		netns:       opts.netns,
 		addr:        addr,
 		ns:          testutil.Namespace(t),
 		image:       image,
@@ -155,6 +159,9 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		healthzPort: opts.healthzPort,
 		args:        opts.args,
 		out:         &syncBuffer{},
+	}
+	if tg.netns == "" {
+		tg.netns = newNetns(t, "tug-e2e")
 	}
 	if opts.fileCheck > 0 {
 		tg.fileCheck = opts.fileCheck

@@ -364,7 +364,8 @@ func TestPodNetworkOrphansRemovedAtStart(t *testing.T) {
 	// manifest has any more.
 	node := netnsName(tg.netns)
 	run(t, "ip", "-n", node, "link", "add", "vethghost0", "type", "veth", "peer", "name", "vethghost1")
-	run(t, "ip", "-n", node, "link", "set", "vethghost0", "alias", "tug-pod:"+ghost)
+	// The alias names the instance: the test's containerd namespace.
+	run(t, "ip", "-n", node, "link", "set", "vethghost0", "alias", "tug-pod:"+tg.ns+":"+ghost)
 	lease := filepath.Join(tg.rootDir, "network", "leases", "10.87.0.77")
 	if err := os.MkdirAll(filepath.Dir(lease), 0o755); err != nil {
 		t.Fatal(err)

@@ -18,4 +18,8 @@ var (
 	// veth name derived from the pod's UID belongs to another pod's link
 	// (two UIDs whose hashes share 44 bits). tug never deletes such a link.
 	ErrNameClash = errors.New("network: veth name already used by another pod")
+	// ErrBridgeInUse is returned (wrapped) by Init and SetUp when the
+	// configured bridge's alias says that another tug instance (another
+	// containerd namespace) uses it.
+	ErrBridgeInUse = errors.New("network: bridge used by another tug instance")
 )

@@ -241,33 +241,6 @@ func TestLeasesTwoProcesses(t *testing.T) {
 	}
 }
 
-func TestVethName(t *testing.T) {
-	tests := []struct{ uid string }{{"a"}, {"3f2b8f9e-1c5d-5a4e-9b7d-0e6f1a2b3c4d"}, {strings.Repeat("x", maxUIDLen)}}
-	names := map[string]bool{}
-	for _, tt := range tests {
-		n := vethName(tt.uid)
-		if len(n) != 15 || !strings.HasPrefix(n, "veth") || n != vethName(tt.uid) {
-			t.Errorf("vethName(%q) = %q", tt.uid, n)
-		}
-		names[n] = true
-		if uid, ok := uidFromAlias(vethAlias(tt.uid)); !ok || uid != tt.uid {
-			t.Errorf("alias round trip of %q = %q, %v", tt.uid, uid, ok)
-		}
-	}
-	for _, tt := range tests {
-		mac := podMAC(tt.uid)
-		if len(mac) != 6 || mac[0]&0x01 != 0 || mac[0]&0x02 == 0 || mac.String() != podMAC(tt.uid).String() {
-			t.Errorf("podMAC(%q) = %s: want a stable, unicast, locally administered MAC", tt.uid, mac)
-		}
-	}
-	if len(names) != len(tests) {
-		t.Errorf("names collide: %v", names)
-	}
-	if _, ok := uidFromAlias("docker veth"); ok {
-		t.Error("foreign alias taken for a pod's")
-	}
-}
-
 func TestCheckUID(t *testing.T) {
 	tests := []struct {
 		uid string

@@ -85,10 +85,13 @@ type testNet struct {
 	paths map[string]string // uid -> pinned netns
 }
 
-func newTestNet(t *testing.T, cidr string) *testNet {
+func newTestNet(t *testing.T, cidr string, opts ...func(*Config)) *testNet {
 	t.Helper()
 	requireTestNetns(t)
 	cfg := Config{Bridge: "tugtest0", CIDR: netip.MustParsePrefix(cidr), StateDir: t.TempDir(), Log: testutil.Logger(t)}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	tn := &testNet{t: t, cfg: cfg, ns: NewNamespaces(t.TempDir(), testutil.Logger(t)), paths: map[string]string{}}
 	tn.pods = tn.restart()
 	t.Cleanup(func() {
@@ -104,7 +107,7 @@ func newTestNet(t *testing.T, cidr string) *testNet {
 			}
 		}
 		if c, err := nftables.New(); err == nil {
-			c.DelTable(natTable())
+			c.DelTable(natTable(instance(cfg.Instance).table()))
 			c.Flush()
 		}
 	})
@@ -328,7 +331,7 @@ func (tn *testNet) state() state {
 	}
 	c, err := nftables.New()
 	must(tn.t, err)
-	t := natTable()
+	t := natTable(instance(tn.cfg.Instance).table())
 	rules, err := c.GetRules(t, chainByName(t, chainHostPorts))
 	must(tn.t, err)
 	for _, r := range rules {

@@ -64,6 +64,14 @@ type Config struct {
 	// preferred source address of the default route, looked up on each
 	// call.
 	HostIP netip.Addr
+	// Instance is the identity of this tug on the node: the containerd
+	// namespace (--containerd-namespace). It names the nftables table
+	// ("tug" for DefaultInstance, "tug-<instance>" otherwise) and goes into
+	// the veths' names and aliases and the bridge's alias, so that List and
+	// TearDown see only this instance's pieces and several tugs share one
+	// network namespace (each with its own bridge, CIDR and state dir).
+	// Default DefaultInstance.
+	Instance string
 	// Log receives state changes. Default: discard.
 	Log *slog.Logger
 }
@@ -88,11 +96,12 @@ type Config struct {
 // pod); calls for the same pod must not overlap (the pod worker serialises
 // them). IPAM allocation and nftables batches are serialised internally.
 //
-// One Pods per network namespace: the nftables table ("tug") and the veth
-// aliases are not per instance, so a second tug in the same namespace
-// would list, and tear down, the first one's pods.
+// Several Pods may share a network namespace when each has its own
+// Config.Instance, Bridge, CIDR and StateDir: each then has a table of its
+// own and knows its veths by their names and aliases (see instance).
 type Pods struct {
 	cfg  Config
+	in   instance
 	gw   netip.Addr
 	log  *slog.Logger
 	ipam *leases
@@ -131,8 +140,12 @@ func New(cfg Config) (*Pods, error) {
 	case cfg.StateDir == "":
 		return nil, fmt.Errorf("%w: no state dir", ErrInvalidConfig)
 	}
+	if err := checkInstance(cfg.Instance); err != nil {
+		return nil, err
+	}
 	return &Pods{
 		cfg:     cfg,
+		in:      instance(cfg.Instance),
 		gw:      gateway(cfg.CIDR),
 		log:     cfg.Log,
 		ipam:    newLeases(filepath.Join(cfg.StateDir, "leases"), cfg.CIDR, cfg.Log),
@@ -258,7 +271,7 @@ func (n *Pods) enableForwarding() (bool, error) {
 		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
 			return false, fmt.Errorf("enable IPv4 forwarding: %w", err)
 		}
-		n.log.Info("turned IPv4 forwarding on; only pod traffic is forwarded", "table", tableName, "chain", chainForward)
+		n.log.Info("turned IPv4 forwarding on; only pod traffic is forwarded", "table", n.in.table(), "chain", chainForward)
 		return true, nil
 	}
 	_, err = os.Stat(marker)
@@ -275,11 +288,11 @@ func (n *Pods) ensureForwardFilter() error {
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	t := natTable()
+	t := natTable(n.in.table())
 	ch := forwardChain(t)
 	c.AddChain(ch)
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("create chain %s of table ip %s: %w", chainForward, tableName, err)
+		return fmt.Errorf("create chain %s of table ip %s: %w", chainForward, n.in.table(), err)
 	}
 	want := forwardRules(t, n.cfg.Bridge, n.cfg.CIDR)
 	have, err := c.GetRules(t, ch)
@@ -294,7 +307,7 @@ func (n *Pods) ensureForwardFilter() error {
 		c.AddRule(r)
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("write the forward rules of table ip %s: %w", tableName, err)
+		return fmt.Errorf("write the forward rules of table ip %s: %w", n.in.table(), err)
 	}
 	return nil
 }
@@ -323,6 +336,16 @@ func (n *Pods) ensureBridge() error {
 	}
 	if br.Type() != "bridge" {
 		return fmt.Errorf("%w: %s is a %s link, not a bridge", ErrInvalidConfig, name, br.Type())
+	}
+	if err := n.claimBridge(br); err != nil {
+		return err
+	}
+	if g := br.Attrs().Group; g == 0 {
+		if err := netlink.LinkSetGroup(br, bridgeGroup); err != nil {
+			return fmt.Errorf("set interface group of %s: %w", name, err)
+		}
+	} else if g != bridgeGroup {
+		n.log.Warn("the pod bridge is in another interface group; other tug instances' forward chains will not route its pods", "bridge", name, "group", g)
 	}
 	addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
 	if err != nil {
@@ -354,6 +377,27 @@ func (n *Pods) ensureBridge() error {
 	return nil
 }
 
+// claimBridge marks the bridge as this instance's (its alias), unless it
+// is another tug instance's: two instances sharing a bridge would take
+// each other's gateway address off it. A bridge with no alias (one an
+// earlier tug made, or the admin) is taken; one with an alias that is not
+// a tug's is used and left as it is.
+func (n *Pods) claimBridge(br netlink.Link) error {
+	alias, want := br.Attrs().Alias, n.in.bridgeAlias()
+	switch {
+	case alias == want:
+		return nil
+	case strings.HasPrefix(alias, bridgeAliasPrefix):
+		return fmt.Errorf("%w: %s has alias %q; this tug is %q (give each tug its own --bridge-name)", ErrBridgeInUse, br.Attrs().Name, alias, want)
+	case alias != "":
+		return nil
+	}
+	if err := netlink.LinkSetAlias(br, want); err != nil {
+		return fmt.Errorf("set alias of %s: %w", br.Attrs().Name, err)
+	}
+	return nil
+}
+
 // bridgeMAC returns a stable, locally administered unicast MAC for the
 // bridge named name.
 func bridgeMAC(name string) net.HardwareAddr {
@@ -371,13 +415,13 @@ func (n *Pods) ensureTable() error {
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	t := natTable()
+	t := natTable(n.in.table())
 	c.AddTable(t)
 	for _, ch := range chains(t) {
 		c.AddChain(ch)
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("create nftables table ip %s: %w", tableName, err)
+		return fmt.Errorf("create nftables table ip %s: %w", n.in.table(), err)
 	}
 	want := baseRules(t, n.cfg.CIDR)
 	changed := false
@@ -398,9 +442,9 @@ func (n *Pods) ensureTable() error {
 	}
 	if changed {
 		if err := c.Flush(); err != nil {
-			return fmt.Errorf("write the base rules of table ip %s: %w", tableName, err)
+			return fmt.Errorf("write the base rules of table ip %s: %w", n.in.table(), err)
 		}
-		n.log.Info("wrote the pod network's nftables rules", "table", tableName, "cidr", n.cfg.CIDR.String())
+		n.log.Info("wrote the pod network's nftables rules", "table", n.in.table(), "cidr", n.cfg.CIDR.String())
 	}
 	return nil
 }
@@ -525,12 +569,12 @@ func (n *Pods) ensureVeth(uid string, ip netip.Addr, netnsPath string, log *slog
 	}
 	defer h.Close()
 
-	name := vethName(uid)
+	name := n.in.vethName(uid)
 	host, err := optLink(netlink.LinkByName(name))
 	if err != nil {
 		return fmt.Errorf("find veth %s: %w", name, err)
 	}
-	if host != nil && host.Attrs().Alias != "" && host.Attrs().Alias != vethAlias(uid) {
+	if host != nil && host.Attrs().Alias != "" && host.Attrs().Alias != n.in.alias(uid) {
 		return fmt.Errorf("%w: %s has alias %q", ErrNameClash, name, host.Attrs().Alias)
 	}
 	eth0, err := optLink(h.LinkByName(podIfName))
@@ -547,8 +591,8 @@ func (n *Pods) ensureVeth(uid string, ip netip.Addr, netnsPath string, log *slog
 		log.Info("created the pod's veth", "veth", name, "ip", ip.String())
 	}
 	// The host end: alias, bridge, up.
-	if host.Attrs().Alias != vethAlias(uid) {
-		if err := netlink.LinkSetAlias(host, vethAlias(uid)); err != nil {
+	if host.Attrs().Alias != n.in.alias(uid) {
+		if err := netlink.LinkSetAlias(host, n.in.alias(uid)); err != nil {
 			return fmt.Errorf("set alias of %s: %w", name, err)
 		}
 	}
@@ -617,7 +661,7 @@ func (n *Pods) createVeth(h *netlink.Handle, br netlink.Link, ns netns.NsHandle,
 	}
 	// The kernel takes no alias on creation. Until the next request the
 	// veth is found only by its name, through the lease written before it.
-	if err := netlink.LinkSetAlias(veth, vethAlias(uid)); err != nil {
+	if err := netlink.LinkSetAlias(veth, n.in.alias(uid)); err != nil {
 		return nil, nil, fmt.Errorf("set alias of %s: %w", name, err)
 	}
 	host, err := netlink.LinkByName(name)
@@ -694,7 +738,7 @@ func (n *Pods) configurePodEnd(h *netlink.Handle, eth0 netlink.Link, ip netip.Ad
 // ones its manifest asks for, replacing them in one batch when they differ.
 func (n *Pods) ensureHostPorts(p *pod.Pod, uid string, ip netip.Addr, log *slog.Logger) error {
 	ports, skipped := hostPorts(p, ip)
-	t := natTable()
+	t := natTable(n.in.table())
 	want := make([]*nftables.Rule, 0, len(ports))
 	for _, hp := range ports {
 		want = append(want, hostPortRule(t, uid, hp))
@@ -734,12 +778,12 @@ func (n *Pods) ensureHostPorts(p *pod.Pod, uid string, ip netip.Addr, log *slog.
 // (every pod's when uid is ""), recreating tug's table first if someone
 // deleted it. The caller holds n.nftMu.
 func (n *Pods) podRules(c *nftables.Conn, uid string) ([]*nftables.Rule, error) {
-	t := natTable()
-	if _, err := c.ListTableOfFamily(tableName, nftables.TableFamilyIPv4); err != nil {
+	t := natTable(n.in.table())
+	if _, err := c.ListTableOfFamily(t.Name, nftables.TableFamilyIPv4); err != nil {
 		if !errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("find nftables table ip %s: %w", tableName, err)
+			return nil, fmt.Errorf("find nftables table ip %s: %w", t.Name, err)
 		}
-		n.log.Warn("nftables table missing; recreating it", "table", tableName)
+		n.log.Warn("nftables table missing; recreating it", "table", n.in.table())
 		if err := n.ensureTable(); err != nil {
 			return nil, err
 		}
@@ -796,12 +840,12 @@ func (n *Pods) deleteVeths(uid string) error {
 			errs = append(errs, fmt.Errorf("delete veth %s: %w", l.Attrs().Name, err))
 		}
 	}
-	name := vethName(uid)
+	name := n.in.vethName(uid)
 	l, err := optLink(netlink.LinkByName(name))
 	if err != nil {
 		return fmt.Errorf("find veth %s: %w", name, err)
 	}
-	if l != nil && (l.Attrs().Alias == vethAlias(uid) || l.Attrs().Alias == "") {
+	if l != nil && (l.Attrs().Alias == n.in.alias(uid) || l.Attrs().Alias == "") {
 		del(l)
 	}
 	links, err := linkList()
@@ -809,7 +853,7 @@ func (n *Pods) deleteVeths(uid string) error {
 		return errors.Join(append(errs, err)...)
 	}
 	for _, l := range links {
-		if l.Type() == "veth" && l.Attrs().Alias == vethAlias(uid) && l.Attrs().Name != name {
+		if l.Type() == "veth" && l.Attrs().Alias == n.in.alias(uid) && l.Attrs().Name != name {
 			del(l)
 		}
 	}
@@ -824,7 +868,7 @@ func (n *Pods) deleteRules(uid string) error {
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
-	exists, err := tableExists(c)
+	exists, err := tableExists(c, n.in.table())
 	if err != nil || !exists {
 		return err
 	}
@@ -861,7 +905,7 @@ func (n *Pods) List() ([]string, error) {
 		return nil, err
 	}
 	for _, l := range links {
-		if uid, ok := uidFromAlias(l.Attrs().Alias); ok && l.Type() == "veth" {
+		if uid, ok := n.in.uidFromAlias(l.Attrs().Alias); ok && l.Type() == "veth" {
 			uids = append(uids, uid)
 		}
 	}
@@ -887,7 +931,7 @@ func (n *Pods) allPodRules() ([]*nftables.Rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}
-	exists, err := tableExists(c)
+	exists, err := tableExists(c, n.in.table())
 	if err != nil || !exists {
 		return nil, err
 	}
@@ -931,16 +975,16 @@ func (n *Pods) HostIP() netip.Addr {
 	return a.Unmap()
 }
 
-// tableExists reports whether tug's nftables table exists.
-func tableExists(c *nftables.Conn) (bool, error) {
-	_, err := c.ListTableOfFamily(tableName, nftables.TableFamilyIPv4)
+// tableExists reports whether the nftables table ip name exists.
+func tableExists(c *nftables.Conn, name string) (bool, error) {
+	_, err := c.ListTableOfFamily(name, nftables.TableFamilyIPv4)
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, unix.ENOENT):
 		return false, nil
 	}
-	return false, fmt.Errorf("find nftables table ip %s: %w", tableName, err)
+	return false, fmt.Errorf("find nftables table ip %s: %w", name, err)
 }
 
 // sameComments reports whether two rule lists carry the same comments,

@@ -62,11 +62,11 @@ func TestSetUpConfiguresThePod(t *testing.T) {
 	if !slices.Equal(addrs, []string{"10.201.0.2/24"}) || gw != "10.201.0.1" || !up {
 		t.Errorf("pod end: addrs %v, gateway %q, eth0 and lo up %v", addrs, gw, up)
 	}
-	host, err := netlink.LinkByName(vethName("uid-a"))
+	host, err := netlink.LinkByName(instance("").vethName("uid-a"))
 	must(t, err)
 	br, err := netlink.LinkByName(tn.cfg.Bridge)
 	must(t, err)
-	if host.Attrs().MasterIndex != br.Attrs().Index || host.Attrs().Alias != vethAlias("uid-a") || host.Attrs().Flags&net.FlagUp == 0 {
+	if host.Attrs().MasterIndex != br.Attrs().Index || host.Attrs().Alias != instance("").alias("uid-a") || host.Attrs().Flags&net.FlagUp == 0 {
 		t.Errorf("host end %s: master %d (bridge %d), alias %q, flags %v", host.Attrs().Name, host.Attrs().MasterIndex, br.Attrs().Index, host.Attrs().Alias, host.Attrs().Flags)
 	}
 	if b, err := os.ReadFile(filepath.Join(tn.cfg.StateDir, "leases", "10.201.0.2")); err != nil || string(b) != "uid-a\n" {
@@ -158,7 +158,7 @@ func TestInitRepairsTheBase(t *testing.T) {
 	must(t, err)
 	must(t, netlink.AddrDel(br, &netlink.Addr{IPNet: prefixIPNet(netip.MustParsePrefix("10.201.0.1/24"))}))
 	c := nftConn(t)
-	c.FlushChain(chainByName(natTable(), chainPostrouting))
+	c.FlushChain(chainByName(natTable(tableName), chainPostrouting))
 	must(t, c.Flush())
 	tn.restart()
 	s := tn.state()
@@ -170,7 +170,7 @@ func TestInitRepairsTheBase(t *testing.T) {
 		t.Errorf("bridge addresses = %v, %v", addrs, err)
 	}
 	// A deleted table is recreated by the next SetUp, rules and all.
-	c.DelTable(natTable())
+	c.DelTable(natTable(tableName))
 	must(t, c.Flush())
 	tn.setUp(tn.pods, p, path)
 	if s := tn.state(); len(s.base) != 4 || len(s.rules) != 1 {
@@ -190,7 +190,7 @@ func TestTearDown(t *testing.T) {
 		}
 	}
 	s := tn.state()
-	if _, ok := s.veths[vethName("uid-a")]; ok || len(s.veths) != 1 || !slices.Equal(s.leases, []string{ipb.String()}) || len(s.rules) != 1 {
+	if _, ok := s.veths[instance("").vethName("uid-a")]; ok || len(s.veths) != 1 || !slices.Equal(s.leases, []string{ipb.String()}) || len(s.rules) != 1 {
 		t.Errorf("after TearDown of a: %v", s)
 	}
 	if uids, err := tn.pods.List(); err != nil || !slices.Equal(uids, []string{"uid-b"}) {
@@ -325,17 +325,17 @@ func TestCrashLeftovers(t *testing.T) {
 		{"rule only", func(t *testing.T, tn *testNet) {
 			p, path := tn.pod("uid-x", "7000:70/TCP")
 			ip := tn.setUp(tn.pods, p, path)
-			l, _ := netlink.LinkByName(vethName("uid-x"))
+			l, _ := netlink.LinkByName(instance("").vethName("uid-x"))
 			must(t, netlink.LinkDel(l))
 			must(t, os.Remove(filepath.Join(tn.cfg.StateDir, "leases", ip.String())))
 			tn.pods = tn.restart()
 		}},
 		{"veth whose pod end is still in the node", func(t *testing.T, tn *testNet) {
 			attrs := netlink.NewLinkAttrs()
-			attrs.Name = vethName("uid-x")
+			attrs.Name = instance("").vethName("uid-x")
 			veth := &netlink.Veth{LinkAttrs: attrs, PeerName: "tugtmp0"}
 			must(t, netlink.LinkAdd(veth))
-			must(t, netlink.LinkSetAlias(veth, vethAlias("uid-x")))
+			must(t, netlink.LinkSetAlias(veth, instance("").alias("uid-x")))
 		}},
 	}
 	for _, tt := range tests {
@@ -371,18 +371,18 @@ func TestSetUpResumesHalfDoneState(t *testing.T) {
 		break_ func(t *testing.T, tn *testNet, path string)
 	}{
 		{"lease written, no veth", func(t *testing.T, tn *testNet, path string) {
-			l, _ := netlink.LinkByName(vethName("uid-a"))
+			l, _ := netlink.LinkByName(instance("").vethName("uid-a"))
 			must(t, netlink.LinkDel(l))
 		}},
 		{"veth created, pod end still in the node", func(t *testing.T, tn *testNet, path string) {
-			l, _ := netlink.LinkByName(vethName("uid-a"))
+			l, _ := netlink.LinkByName(instance("").vethName("uid-a"))
 			must(t, netlink.LinkDel(l))
 			attrs := netlink.NewLinkAttrs()
-			attrs.Name = vethName("uid-a") // and no alias yet
+			attrs.Name = instance("").vethName("uid-a") // and no alias yet
 			must(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: "tugtmp0"}))
 		}},
 		{"veth not on the bridge, down, no alias", func(t *testing.T, tn *testNet, path string) {
-			l, _ := netlink.LinkByName(vethName("uid-a"))
+			l, _ := netlink.LinkByName(instance("").vethName("uid-a"))
 			must(t, netlink.LinkSetNoMaster(l))
 			must(t, netlink.LinkSetDown(l))
 			must(t, netlink.LinkSetAlias(l, ""))
@@ -399,7 +399,7 @@ func TestSetUpResumesHalfDoneState(t *testing.T) {
 		}},
 		{"pod end deleted", func(t *testing.T, tn *testNet, path string) {
 			// Deleting one end deletes both; then a stray eth0 appears in the pod.
-			l, _ := netlink.LinkByName(vethName("uid-a"))
+			l, _ := netlink.LinkByName(instance("").vethName("uid-a"))
 			must(t, netlink.LinkDel(l))
 			ns, _ := netns.GetFromPath(path)
 			defer ns.Close()
@@ -411,7 +411,7 @@ func TestSetUpResumesHalfDoneState(t *testing.T) {
 		}},
 		{"rules gone", func(t *testing.T, tn *testNet, path string) {
 			c := nftConn(t)
-			c.FlushChain(chainByName(natTable(), chainHostPorts))
+			c.FlushChain(chainByName(natTable(tableName), chainHostPorts))
 			must(t, c.Flush())
 		}},
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // tug's nftables layout: one table of its own, never a shared one, so that
-// nothing tug does touches another program's rules and nothing tug needs
-// is in a chain someone else flushes.
+// nothing tug does touches another program's (or another tug instance's)
+// rules and nothing tug needs is in a chain someone else flushes. The
+// default instance's table is "tug"; another instance's is "tug-<instance>".
 //
 //	table ip tug {
 //		chain hostports {                # regular chain, the per-pod rules
@@ -48,6 +49,8 @@ import (
 // the pod CIDR through itself: an accept in tug's table cannot override a
 // drop in another table.
 const (
+	// tableName is the table of the default instance; another instance's
+	// is "tug-<instance>" (instance.table), laid out the same.
 	tableName        = "tug"
 	chainHostPorts   = "hostports"
 	chainPrerouting  = "prerouting"
@@ -69,15 +72,30 @@ const ipsDstNAT = 1 << 5
 //	chain forward {                  # type filter hook forward priority filter; policy accept
 //		iifname <bridge> ip saddr <cidr> accept   comment "tug forward from pods <cidr> via <bridge>"
 //		oifname <bridge> ip daddr <cidr> accept   comment "tug forward to pods <cidr> via <bridge>"
+//		iifname <bridge> drop                     comment "tug forward no other source via <bridge>"
+//		oifname <bridge> drop                     comment "tug forward no other destination via <bridge>"
+//		iifgroup <bridgeGroup> accept             comment "tug forward from other tug instances' pods"
+//		oifgroup <bridgeGroup> accept             comment "tug forward to other tug instances' pods"
 //		drop                                      comment "tug forward nothing else (tug enabled ip_forward)"
 //	}
+//
+// A drop in any table is final, so the chain lets through the pods of
+// every tug instance in the network namespace, not only its own: their
+// bridges are found by their interface group (bridgeGroup), since this
+// instance knows neither their names nor their CIDRs. Only its own
+// bridge's traffic is held to its CIDR.
 func forwardChain(t *nftables.Table) *nftables.Chain {
 	return &nftables.Chain{Name: chainForward, Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter}
 }
 
+// bridgeGroup is the interface group (IFLA_GROUP) of every tug instance's
+// bridge: how an instance's forward chain recognises the others' pod
+// traffic. 0x7475 is "tu"; group 0 is every link's default.
+const bridgeGroup = 0x7475
+
 // forwardRules returns the rules of the forward chain: only traffic of the
-// pod network, through the bridge, is routed.
+// pod networks, through tug bridges, is routed.
 func forwardRules(t *nftables.Table, bridge string, cidr netip.Prefix) []*nftables.Rule {
 	cidr = cidr.Masked()
 	ifname := func(key expr.MetaKey) []expr.Any {
@@ -88,7 +106,14 @@ func forwardRules(t *nftables.Table, bridge string, cidr netip.Prefix) []*nftabl
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: name},
 		}
 	}
-	accept := &expr.Verdict{Kind: expr.VerdictAccept}
+	group := func(key expr.MetaKey) []expr.Any {
+		return []expr.Any{
+			&expr.Meta{Key: key, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(bridgeGroup)},
+		}
+	}
+	accept := []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}
+	drop := []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}
 	rule := func(comment string, parts ...[]expr.Any) *nftables.Rule {
 		var exprs []expr.Any
 		for _, p := range parts {
@@ -97,15 +122,19 @@ func forwardRules(t *nftables.Table, bridge string, cidr netip.Prefix) []*nftabl
 		return &nftables.Rule{Table: t, Chain: forwardChain(t), Exprs: exprs, UserData: commentData(comment)}
 	}
 	return []*nftables.Rule{
-		rule("tug forward from pods "+cidr.String()+" via "+bridge, ifname(expr.MetaKeyIIFNAME), matchPrefix(12, cidr, true), []expr.Any{accept}),
-		rule("tug forward to pods "+cidr.String()+" via "+bridge, ifname(expr.MetaKeyOIFNAME), matchPrefix(16, cidr, true), []expr.Any{accept}),
-		rule("tug forward nothing else (tug enabled ip_forward)", []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}),
+		rule("tug forward from pods "+cidr.String()+" via "+bridge, ifname(expr.MetaKeyIIFNAME), matchPrefix(12, cidr, true), accept),
+		rule("tug forward to pods "+cidr.String()+" via "+bridge, ifname(expr.MetaKeyOIFNAME), matchPrefix(16, cidr, true), accept),
+		rule("tug forward no other source via "+bridge, ifname(expr.MetaKeyIIFNAME), drop),
+		rule("tug forward no other destination via "+bridge, ifname(expr.MetaKeyOIFNAME), drop),
+		rule("tug forward from other tug instances' pods", group(expr.MetaKeyIIFGROUP), accept),
+		rule("tug forward to other tug instances' pods", group(expr.MetaKeyOIFGROUP), accept),
+		rule("tug forward nothing else (tug enabled ip_forward)", drop),
 	}
 }
 
-// natTable returns tug's table.
-func natTable() *nftables.Table {
-	return &nftables.Table{Name: tableName, Family: nftables.TableFamilyIPv4}
+// natTable returns tug's table named name (instance.table).
+func natTable(name string) *nftables.Table {
+	return &nftables.Table{Name: name, Family: nftables.TableFamilyIPv4}
 }
 
 // chains returns tug's chains in the order they must be created

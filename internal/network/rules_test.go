@@ -1,6 +1,7 @@
 package network
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 
 	"tug/internal/pod"
@@ -80,7 +82,7 @@ func TestHostPorts(t *testing.T) {
 }
 
 func TestHostPortRule(t *testing.T) {
-	tab := natTable()
+	tab := natTable(tableName)
 	tests := []struct {
 		name     string
 		hp       hostPort
@@ -119,7 +121,7 @@ func TestHostPortRule(t *testing.T) {
 }
 
 func TestBaseRules(t *testing.T) {
-	rules := baseRules(natTable(), netip.MustParsePrefix("10.87.0.9/24"))
+	rules := baseRules(natTable(tableName), netip.MustParsePrefix("10.87.0.9/24"))
 	want := map[string][]string{
 		chainPrerouting:  {"tug hostports"},
 		chainOutput:      {"tug hostports from the node"},
@@ -210,6 +212,8 @@ func TestNewConfig(t *testing.T) {
 		{name: "too big", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.0.0.0/8")}, wantErr: "/16"},
 		{name: "long bridge name", cfg: Config{StateDir: "/x", Bridge: "a-very-long-bridge"}, wantErr: "bridge"},
 		{name: "bridge name with slash", cfg: Config{StateDir: "/x", Bridge: "a/b"}, wantErr: "bridge"},
+		{name: "instance", cfg: Config{StateDir: "/x", Instance: "bench-1"}},
+		{name: "bad instance", cfg: Config{StateDir: "/x", Instance: "a:b"}, wantErr: "instance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,5 +235,51 @@ func TestNewConfig(t *testing.T) {
 	p, _ := New(Config{StateDir: "/x"})
 	if p.cfg.CIDR.String() != DefaultCIDR || p.cfg.Bridge != DefaultBridge {
 		t.Errorf("defaults = %s %s", p.cfg.CIDR, p.cfg.Bridge)
+	}
+}
+
+// TestForwardRules: the forward chain holds its own bridge's traffic to
+// its CIDR, then routes any tug instance's bridge (by interface group),
+// then drops the rest, in that order.
+func TestForwardRules(t *testing.T) {
+	rules := forwardRules(natTable(instance("bench-1").table()), "tugb0", netip.MustParsePrefix("10.87.1.9/24"))
+	want := []struct {
+		comment string
+		verdict expr.VerdictKind
+		meta    expr.MetaKey // the first match; 0 for none
+	}{
+		{"tug forward from pods 10.87.1.0/24 via tugb0", expr.VerdictAccept, expr.MetaKeyIIFNAME},
+		{"tug forward to pods 10.87.1.0/24 via tugb0", expr.VerdictAccept, expr.MetaKeyOIFNAME},
+		{"tug forward no other source via tugb0", expr.VerdictDrop, expr.MetaKeyIIFNAME},
+		{"tug forward no other destination via tugb0", expr.VerdictDrop, expr.MetaKeyOIFNAME},
+		{"tug forward from other tug instances' pods", expr.VerdictAccept, expr.MetaKeyIIFGROUP},
+		{"tug forward to other tug instances' pods", expr.VerdictAccept, expr.MetaKeyOIFGROUP},
+		{"tug forward nothing else (tug enabled ip_forward)", expr.VerdictDrop, 0},
+	}
+	if len(rules) != len(want) {
+		t.Fatalf("%d rules, want %d", len(rules), len(want))
+	}
+	for i, w := range want {
+		r := rules[i]
+		if got := ruleComment(r.UserData); got != w.comment {
+			t.Errorf("rule %d: comment %q, want %q", i, got, w.comment)
+		}
+		if r.Table.Name != "tug-bench-1" || r.Chain.Name != chainForward {
+			t.Errorf("rule %d in %s/%s", i, r.Table.Name, r.Chain.Name)
+		}
+		v, ok := r.Exprs[len(r.Exprs)-1].(*expr.Verdict)
+		if !ok || v.Kind != w.verdict {
+			t.Errorf("rule %d: last expression %#v, want verdict %v", i, r.Exprs[len(r.Exprs)-1], w.verdict)
+		}
+		m, isMeta := r.Exprs[0].(*expr.Meta)
+		if w.meta == 0 && isMeta || w.meta != 0 && (!isMeta || m.Key != w.meta) {
+			t.Errorf("rule %d: first expression %#v, want meta key %v", i, r.Exprs[0], w.meta)
+		}
+		if w.meta == expr.MetaKeyIIFGROUP || w.meta == expr.MetaKeyOIFGROUP {
+			c := r.Exprs[1].(*expr.Cmp)
+			if !bytes.Equal(c.Data, binaryutil.NativeEndian.PutUint32(bridgeGroup)) {
+				t.Errorf("rule %d matches group %x, want %x", i, c.Data, bridgeGroup)
+			}
+		}
 	}
 }

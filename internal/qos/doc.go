@@ -13,6 +13,11 @@
 //	/<root>/besteffort       minimal shares (2; weight 1 on v2)
 //	/<root>/besteffort/pod<uid>
 //
+// Root is the tug instance's own: List and RemovePod (housekeeping's view
+// of the tree) touch only pod cgroups below it, so tugs with different
+// roots never see each other's pods. Two tugs on one host need different
+// roots (--cgroup-root), as they need different containerd namespaces.
+//
 // Each container's cgroup sits below its pod: the pod's path (returned by
 // Manager.EnsurePod) is the parent of the container's OCI cgroupsPath, and
 // runc creates "<parent>/<container>" with the values of Manager.Container

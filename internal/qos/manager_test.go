@@ -360,3 +360,42 @@ func TestInvalidUID(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoRootsOneHost: two tugs with their own cgroup roots on one host,
+// with a pod of the same UID in both, list and remove only their own pod
+// cgroups (housekeeping's view of the tree).
+func TestTwoRootsOneHost(t *testing.T) {
+	ctx := context.Background()
+	a := fakeManager(t, 2, Config{Root: "tug-a"})
+	b, err := newManager(Config{Root: "tug-b", Mount: a.lay.unified, Log: a.log}, []*mountinfo.Info{{Mountpoint: a.lay.unified, FSType: "cgroup2"}}, fakeHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, uids := range map[*Manager][]string{a: {"a", "x"}, b: {"b", "x"}} {
+		if err := m.Init(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, uid := range uids {
+			if _, err := m.EnsurePod(ctx, burstablePod(uid, "100m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if uids, err := a.List(); err != nil || !slices.Equal(uids, []string{"a", "x"}) {
+		t.Errorf("a.List = %q, %v; want a, x", uids, err)
+	}
+	if uids, err := b.List(); err != nil || !slices.Equal(uids, []string{"b", "x"}) {
+		t.Errorf("b.List = %q, %v; want b, x", uids, err)
+	}
+	for _, uid := range []string{"x", "b"} {
+		if err := a.RemovePod(ctx, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGone(t, a, "/tug-a/burstable/podx")
+	checkCgroup(t, b, "/tug-b/burstable/podx", limitsWant{shares: MilliCPUToShares(100)})
+	checkCgroup(t, b, "/tug-b/burstable/podb", limitsWant{shares: MilliCPUToShares(100)})
+	if uids, err := b.List(); err != nil || !slices.Equal(uids, []string{"b", "x"}) {
+		t.Errorf("b.List after a removed x and b = %q, %v; want b, x", uids, err)
+	}
+}

@@ -63,7 +63,9 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // sandboxUIDs returns the UIDs that own namespaces, network pieces or a pod
-// cgroup, whatever crash left them.
+// cgroup, whatever crash left them. Each List sees only this tug
+// instance's own (its run dir, its containerd namespace's network objects,
+// its cgroup root), so another tug on the host never loses its pods here.
 func (l *Loop) sandboxUIDs() []string {
 	set := map[string]bool{}
 	for what, list := range map[string]func() ([]string, error){
