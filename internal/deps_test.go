@@ -227,9 +227,11 @@ func TestCheckImports(t *testing.T) {
 			want: []string{"tug/internal/qos depends on package testing"},
 		},
 		{
-			name:   "package without a rule",
-			change: func(ps []listedPackage) []listedPackage { return append(ps, tug("tug/internal/probe", "tug/internal/pod")) },
-			want:   []string{"tug/internal/probe has no line"},
+			name: "package without a rule",
+			change: func(ps []listedPackage) []listedPackage {
+				return append(ps, tug("tug/internal/probe", "tug/internal/pod"))
+			},
+			want: []string{"tug/internal/probe has no line"},
 		},
 		{
 			name: "rule for a package that does not exist",
