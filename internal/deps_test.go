@@ -27,8 +27,11 @@ var allowedImports = map[string]allowed{
 	"tug/internal/pod": {modules: []string{"gopkg.in/yaml.v3"}},
 	// A leaf: the standard library only.
 	"tug/internal/redact": {},
-	// The agent's configuration; only agent/ imports it.
-	"tug/internal/config": {modules: []string{"gopkg.in/yaml.v3"}},
+	// The agent's configuration; only agent/ imports it. STYLE.md gives it
+	// the standard library and yaml.v3 only; it also imports pod, a leaf
+	// of the same two, so that --reserved is parsed and validated with the
+	// manifests' quantity syntax before anything touches the host.
+	"tug/internal/config": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3"}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it).
 	"tug/internal/source":    {internal: []string{"tug/internal/pod"}, modules: []string{"golang.org/x/sys"}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod"}},
