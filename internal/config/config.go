@@ -458,7 +458,7 @@ func Parse(name string, args []string) (Config, error) {
 	probe := Default()
 	probe.BindFlags(first)
 	if err := first.Parse(args); err != nil {
-		return Config{}, usage(name, err)
+		return Config{}, err // flag.ErrHelp after -h: the caller prints PrintFlags
 	}
 	c := Default()
 	if file != "" {
@@ -478,13 +478,13 @@ func Parse(name string, args []string) (Config, error) {
 	return c, c.Validate()
 }
 
-func usage(name string, err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		fs := flag.NewFlagSet(name, flag.ContinueOnError)
-		fs.String("config", "", "YAML config file whose keys mirror the flags")
-		c := Default()
-		c.BindFlags(fs)
-		fs.PrintDefaults()
-	}
-	return err
+// PrintFlags writes the flags of "tug run", --config included, with their
+// defaults and help texts.
+func PrintFlags(w io.Writer) {
+	fs := flag.NewFlagSet("tug run", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.String("config", "", "YAML config file whose keys mirror the flags")
+	c := Default()
+	c.BindFlags(fs)
+	fs.PrintDefaults()
 }
