@@ -28,6 +28,7 @@ func TestConfigRejectedBeforeHost(t *testing.T) {
 	}{
 		{"reserved and pod cidr", []string{"--reserved", "cpu=lots,memory=1Gi", "--pod-cidr", "10.0.0.0/8", "--node-ip", "node1"},
 			[]string{"reserved: cpu", "pod-cidr: \"10.0.0.0/8\"", "between /16 and /30", "node-ip: \"node1\""}},
+		{"reserved", []string{"--reserved", "memory=1Gi,gpu=1"}, []string{"reserved: unknown resource \"gpu\""}},
 		{"pod cidr /31", []string{"--pod-cidr", "10.0.0.0/31"}, []string{"between /16 and /30"}},
 		{"missing header file", []string{"--manifest-url", "http://127.0.0.1:9/pods", "--manifest-url-header-file", filepath.Join(tg.base, "nope")},
 			[]string{"header file", "no such file"}},
