@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/api"
+	"tug/internal/config"
 	"tug/internal/pod"
 )
 
@@ -47,7 +48,7 @@ Prints one pod, its spec and its status, as YAML (or JSON). POD is the name
 // asked, 2 for a usage error.
 func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug pods", flag.ContinueOnError)
-	socket := fs.String("socket", api.DefaultSocketPath, "`path` of tug's API socket")
+	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
 	var ns string
 	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
 	fs.StringVar(&ns, "namespace", "", "same as -n")
@@ -106,7 +107,7 @@ func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // cannot be asked or has no such pod, 2 for a usage error.
 func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
-	socket := fs.String("socket", api.DefaultSocketPath, "`path` of tug's API socket")
+	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
 	var ns string
 	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
 	fs.StringVar(&ns, "namespace", "default", "same as -n")
@@ -168,6 +169,12 @@ func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(out)
+}
+
+// defaultSocket is the agent's API socket with the default --run-dir.
+func defaultSocket() string {
+	c := config.Default()
+	return c.SocketPath()
 }
 
 func usageError(stderr io.Writer, usage, msg string) int {
