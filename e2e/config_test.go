@@ -62,3 +62,31 @@ func TestConfigRejectedBeforeHost(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIHelp runs the built binary as a new user would: "tug help" lists
+// the commands, and "tug CMD --help" (here the ones that printed an error
+// or exited non-zero before) prints the command's usage and flags and
+// exits 0.
+func TestCLIHelp(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help"}, []string{"tug run", "tug validate", "tug pods", "tug inspect", "tug sign", "tug version", "tug help"}},
+		{[]string{"validate", "--help"}, []string{"usage: tug validate", "-policy", "-allow-privileged"}},
+		{[]string{"help", "validate"}, []string{"usage: tug validate", "-policy"}},
+		{[]string{"run", "--help"}, []string{"usage: tug run", "-config", "-pod-cidr", "-reserved"}},
+		{[]string{"version", "--help"}, []string{"usage: tug version"}},
+	} {
+		out, err := exec.Command(tugBin, tt.args...).Output()
+		if err != nil {
+			t.Errorf("tug %v: %v", tt.args, err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("tug %v does not print %q:\n%s", tt.args, w, out)
+			}
+		}
+	}
+}
