@@ -2,8 +2,10 @@
 #
 #   make build        bin/tug for this machine (static, CGO_ENABLED=0)
 #   make build-arm64  bin/tug-arm64
+#   make help         this text
 #   make lint         gofmt, go vet (with and without the e2e tag), go mod tidy -diff
-#                     (go.mod and go.sum as go mod tidy would write them)
+#                     (go.mod and go.sum as go mod tidy would write them); the
+#                     import allow-list (internal/deps_test.go) runs with test-unit
 #   make test-unit    unit tests with the race detector: no root, no tags
 #   make fuzz         each fuzz target of FUZZ_TARGETS for FUZZ_TIME (20s) from its
 #                     committed corpus (testdata/fuzz/<Name>/); a crasher is
@@ -63,13 +65,16 @@ V2_TEST_TIMEOUT ?= 6m
 # fails if it matches none.
 E2E_V2_RUN ?= ^TestQoS
 
-.PHONY: build build-arm64 lint test-unit fuzz test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
 
 build-arm64:
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug-arm64 ./agent
+
+help:
+	@sed -n '1,/^$$/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -41,7 +40,9 @@ var (
 	_ reconcile.Admission      = (*policy.Policy)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
 	_ source.Sink              = (*podconfig.Store)(nil)
-	_ api.StatusSource         = statusView{}
+	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
+	_ reconcile.PodStatuser    = (*reconcile.Loop)(nil)
+	_ api.StatusSource         = reconcile.View{}
 	_ api.HealthChecker        = health{}
 )
 
@@ -64,6 +65,36 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find tug's own path for the log driver: %w", err)
+	}
+
+	// Everything that reads configuration files or the host's state is
+	// built first, so that a bad setting fails before anything on the
+	// host is created or changed (the Init calls below do that).
+	netLog := log.With("component", "network")
+	podNet, err := newPodNetwork(cfg, netLog)
+	if err != nil {
+		return err
+	}
+	cgroups, err := newCgroups(cfg, log.With("component", "qos"))
+	if err != nil {
+		return err
+	}
+	store := podconfig.New()
+	dir := source.NewDir(source.DirConfig{
+		Path:     cfg.PodManifestPath,
+		Hostname: hostname,
+		Rescan:   cfg.FileCheckFrequency,
+		Log:      log,
+	}, store)
+	sources := []string{dir.Name()}
+	levels := map[string]string{dir.Name(): cfg.FilePolicy}
+	var web *source.HTTP
+	if cfg.ManifestURL != "" {
+		if web, err = newHTTPSource(cfg, hostname, store, log); err != nil {
+			return err
+		}
+		sources = append(sources, web.Name())
+		levels[web.Name()] = cfg.URLPolicy
 	}
 
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
@@ -92,23 +123,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Warn("importing image archives", "err", err)
 	}
 
-	netLog := log.With("component", "network")
 	sandbox := network.NewNamespaces(cfg.RunDir, netLog)
 	if err := sandbox.Init(); err != nil {
-		return err
-	}
-	podNet, err := newPodNetwork(cfg, netLog)
-	if err != nil {
 		return err
 	}
 	if err := podNet.Init(ctx); err != nil {
 		return err
 	}
 	defer podNet.Close() // the sockets holding hostPorts
-	cgroups, err := newCgroups(cfg, log.With("component", "qos"))
-	if err != nil {
-		return err
-	}
 	if err := cgroups.Init(ctx); err != nil {
 		return err
 	}
@@ -117,23 +139,6 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// housekeeping and status see the containers a previous tug left.
 	if err := lifecycle.Relist(ctx); err != nil {
 		log.Warn("first relist", "err", err)
-	}
-	store := podconfig.New()
-	dir := source.NewDir(source.DirConfig{
-		Path:     cfg.PodManifestPath,
-		Hostname: hostname,
-		Rescan:   cfg.FileCheckFrequency,
-		Log:      log,
-	}, store)
-	sources := []string{dir.Name()}
-	levels := map[string]string{dir.Name(): cfg.FilePolicy}
-	var web *source.HTTP
-	if cfg.ManifestURL != "" {
-		if web, err = newHTTPSource(cfg, hostname, store, log); err != nil {
-			return err
-		}
-		sources = append(sources, web.Name())
-		levels[web.Name()] = cfg.URLPolicy
 	}
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
@@ -157,7 +162,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		},
 		Log: log.With("component", "reconcile"),
 	})
-	view := statusView{store: store, loop: loop}
+	view := reconcile.View{Store: store, Loop: loop}
 	components := map[string]func(context.Context) error{
 		"sync loop":   loop.Run,
 		"file source": dir.Run,
@@ -168,7 +173,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		},
 	}
 	if web != nil {
-		view.fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
+		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
@@ -185,59 +190,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return runOnce(ctx, cfg, store, dir.Name(), view, stdout)
 		}
 	}
-	err = runAll(ctx, log, components)
-	if errors.Is(err, errRunOnceDone) {
-		return nil
-	}
-	return err
-}
-
-// statusView serves the API from the pod store (what should run, and the
-// manifests' state), the sync loop (what runs) and the URL source (what it
-// fetched).
-type statusView struct {
-	store *podconfig.Store
-	loop  *reconcile.Loop
-	fetch map[string]func() pod.FetchStatus // by source name
-}
-
-// Pods returns every desired pod with its status.
-func (v statusView) Pods() []pod.View {
-	pods := v.store.Pods()
-	out := make([]pod.View, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: v.loop.Status(p)})
-	}
-	// Pods of a source that is no longer configured, until they are removed.
-	return append(out, v.loop.Orphans()...)
-}
-
-// Manifests returns the state of every manifest file.
-func (v statusView) Manifests() []pod.ManifestStatus {
-	files := v.store.Files()
-	out := make([]pod.ManifestStatus, 0, len(files))
-	for _, f := range files {
-		m := pod.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
-			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange}
-		if f.Err != nil {
-			m.Error = f.Err.Error()
-		}
-		if status, ok := v.fetch[f.Origin.Source]; ok {
-			fs := status()
-			m.Fetch = &fs
-		}
-		out = append(out, m)
-	}
-	// A URL that never answered (and has no checkpoint) has reported
-	// nothing to the store, so that it removes nothing; its fetch state
-	// must still show.
-	for src, status := range v.fetch {
-		if !slices.ContainsFunc(out, func(m pod.ManifestStatus) bool { return m.Source == src }) {
-			fs := status()
-			out = append(out, pod.ManifestStatus{Source: src, File: src, Error: fs.Error, Fetch: &fs})
-		}
-	}
-	return out
+	return runAll(ctx, log, components)
 }
 
 // newHTTPSource builds the --manifest-url source. Its checkpoint lives
@@ -306,8 +259,9 @@ func (h health) Healthy(ctx context.Context) error {
 	return errors.Join(h.pleg.Healthy(), h.runtime.Ping(ctx))
 }
 
-// runAll runs each component until ctx ends or one of them fails; then it
-// stops the others and returns the first failure.
+// runAll runs each component until ctx ends or one of them returns; then it
+// stops the others and returns the first failure, or nil when the one that
+// returned first had finished its job (--runonce).
 func runAll(ctx context.Context, log *slog.Logger, components map[string]func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -323,15 +277,13 @@ func runAll(ctx context.Context, log *slog.Logger, components map[string]func(co
 			err := run(ctx)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				once.Do(func() { first = fmt.Errorf("%s: %w", name, err) })
-				if !errors.Is(err, errRunOnceDone) {
-					log.Error("component failed", "component", name, "err", err)
-				}
+				log.Error("component failed", "component", name, "err", err)
 			}
 			cancel()
 		}()
 	}
 	wg.Wait()
-	if first == nil || errors.Is(first, errRunOnceDone) {
+	if first == nil {
 		log.Info("tug stopped; pods keep running")
 	}
 	return first

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/api"
+	"tug/internal/config"
 	"tug/internal/pod"
 )
 
@@ -47,12 +48,12 @@ Prints one pod, its spec and its status, as YAML (or JSON). POD is the name
 // asked, 2 for a usage error.
 func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug pods", flag.ContinueOnError)
-	socket := fs.String("socket", api.DefaultSocketPath, "`path` of tug's API socket")
+	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
 	var ns string
 	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
 	fs.StringVar(&ns, "namespace", "", "same as -n")
 	output := fs.String("o", "", "output `format`: wide, json or yaml (default: a table)")
-	pos, code, ok := parseFlags(fs, args, podsUsage, stderr)
+	pos, code, ok := parseFlags(fs, args, podsUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -106,12 +107,12 @@ func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // cannot be asked or has no such pod, 2 for a usage error.
 func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
-	socket := fs.String("socket", api.DefaultSocketPath, "`path` of tug's API socket")
+	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
 	var ns string
 	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
 	fs.StringVar(&ns, "namespace", "default", "same as -n")
 	output := fs.String("o", "yaml", "output `format`: yaml or json")
-	pos, code, ok := parseFlags(fs, args, inspectUsage, stderr)
+	pos, code, ok := parseFlags(fs, args, inspectUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -138,18 +139,19 @@ func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // parseFlags parses args with flags and positional arguments in any order
 // ("tug inspect web -n kube-system"), as kubectl accepts them. ok is false
-// when the command must stop, with code its exit code (0 after -h).
-func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (pos []string, code int, ok bool) {
+// when the command must stop, with code its exit code: 0 after -h or
+// --help, which print usage and the flags to stdout; 2 after a bad flag,
+// reported on stderr with usage.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {} // printed below, where asked for help or after the error
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				printUsage(stdout, fs, usage)
 				return nil, 0, false
 			}
+			printUsage(stderr, fs, usage)
 			return nil, 2, false
 		}
 		args = fs.Args()
@@ -158,6 +160,21 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer)
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
+}
+
+// printUsage writes a subcommand's usage text and its flags.
+func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
+	fmt.Fprint(w, usage)
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+}
+
+// defaultSocket is the agent's API socket with the default --run-dir.
+func defaultSocket() string {
+	c := config.Default()
+	return c.SocketPath()
 }
 
 func usageError(stderr io.Writer, usage, msg string) int {

@@ -311,7 +311,6 @@ func TestClientCommandErrors(t *testing.T) {
 		{"inspect: no pod", []string{"inspect", "--socket", sock}, 2, "tug: tug inspect takes one pod name"},
 		{"inspect: two pods", []string{"inspect", "--socket", sock, "web", "crash"}, 2, "tug: tug inspect takes one pod name"},
 		{"inspect: bad format", []string{"inspect", "--socket", sock, "-o", "wide", "web"}, 2, `tug: unknown output format "wide"`},
-		{"pods: help", []string{"pods", "-h"}, 0, "usage: tug pods [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

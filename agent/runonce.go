@@ -10,11 +10,8 @@ import (
 	"tug/internal/config"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/reconcile"
 )
-
-// errRunOnceDone ends "tug run --runonce" once every pod has settled and
-// all of them run or succeeded.
-var errRunOnceDone = errors.New("runonce: done")
 
 // errRunOnceFailed ends it when a pod failed, a manifest is broken, or the
 // wait timed out.
@@ -23,10 +20,10 @@ var errRunOnceFailed = errors.New("runonce: a pod failed")
 // runOnce waits until the file source has reported and every pod it gave is
 // running (every app container running), has succeeded, or has failed
 // (phase Failed, or a container stuck: crash-looping or unable to start),
-// then prints the pods and returns errRunOnceDone, or errRunOnceFailed if
-// any failed, any manifest is broken, or RunOnceTimeout passed. The pods
+// then prints the pods and returns nil, or errRunOnceFailed if any failed,
+// any manifest is broken, or RunOnceTimeout passed. The pods
 // keep running after tug exits, as with the kubelet's --runonce.
-func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view statusView, out io.Writer) error {
+func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view reconcile.View, out io.Writer) error {
 	deadline := time.Now().Add(cfg.RunOnceTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -60,7 +57,7 @@ func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, sou
 		case failed:
 			return errRunOnceFailed
 		}
-		return errRunOnceDone
+		return nil
 	}
 }
 

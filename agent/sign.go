@@ -44,7 +44,7 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 		nodes = append(nodes, v)
 		return nil
 	})
-	files, code, ok := parseFlags(fs, args, signUsage, stderr)
+	files, code, ok := parseFlags(fs, args, signUsage, stdout, stderr)
 	if !ok {
 		return code
 	}

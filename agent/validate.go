@@ -15,6 +15,14 @@ import (
 	"tug/internal/source"
 )
 
+const validateUsage = `usage: tug validate [--policy LEVEL] [--allow-privileged] [--allow-host-state-mounts] PATH...
+
+Checks each manifest file, or every manifest of a directory, exactly as the
+agent would read it, and prints every problem as file:line:col lines. With
+--policy it also applies the admission policy of that level.
+
+`
+
 // validate checks each manifest file (or every manifest in a directory)
 // exactly as the agent would, prints every problem as
 // "file:line:col: field.path: message", and returns 1 if there was any.
@@ -24,25 +32,16 @@ import (
 // would, and prints each violation as "file: field.path: message".
 func validate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
 	cfg := config.Default()
 	fs.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
 	fs.BoolVar(&cfg.AllowHostStateMounts, "allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
-	var paths []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		paths = append(paths, fs.Arg(0))
-		args = fs.Args()[1:]
+	paths, code, ok := parseFlags(fs, args, validateUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if len(paths) == 0 {
-		fmt.Fprintln(stderr, "usage: tug validate [--policy LEVEL] PATH...")
-		return 2
+		return usageError(stderr, validateUsage, "tug validate needs a file or directory")
 	}
 	if *level != "" {
 		if _, err := policy.ParseLevel(*level); err != nil {

@@ -2,75 +2,284 @@ package internal_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestImportRules enforces the package map of STYLE.md with `go list -deps`:
-// data flows one way, and the adapters never import each other.
+// allowedImports is the package map of STYLE.md §3 as an allow-list, in
+// the spirit of Tailscale's depaware: for every package of internal/ and
+// agent/, the tug packages and the third-party modules its production code
+// may import directly. Anything not listed fails TestImportRules, and so
+// does a package with no entry (a new package gets its line here first)
+// or an entry naming a package that does not exist. The standard library
+// is always allowed, except package testing (only testutil). Test files
+// are not checked: they may import testutil and what they test.
+//
+// tug/internal/redact, a stdlib-only leaf that masks secrets in logs and
+// errors, may be imported by every package (everyPackage).
+var allowedImports = map[string]allowed{
+	// The manifest types and their strict decoding.
+	"tug/internal/pod": {modules: []string{"gopkg.in/yaml.v3"}},
+	// Leaves: the standard library only.
+	"tug/internal/redact": {},
+	"tug/internal/clock":  {},
+	// The agent's configuration; only agent/ imports it. STYLE.md gives it
+	// the standard library and yaml.v3 only; it also imports pod, a leaf
+	// of the same two, so that --reserved is parsed and validated with the
+	// manifests' quantity syntax before anything touches the host.
+	"tug/internal/config": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it).
+	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
+	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
+	"tug/internal/pleg":      {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
+	// The sync loop defines the interfaces of the adapters and never
+	// imports them (nor qos: reconcile→qos passed the old deny-list).
+	"tug/internal/reconcile": {internal: []string{"tug/internal/pod", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"}},
+	// The containerd adapter. Beyond containerd and runtime-spec (STYLE.md):
+	// containerd's API module, typeurl (its event payloads), image-spec and
+	// distribution/reference (image names and manifests) are the types
+	// containerd's client speaks; x/sys for the log driver's fds and mounts.
+	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
+		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
+		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
+		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
+		"golang.org/x/sys",
+	}},
+	// Netlink and netns (STYLE.md), plus google/nftables: the masquerade
+	// and hostPort rules are nftables over netlink (docs/decisions.md), and
+	// x/sys for the socket options and IFNAMSIZ.
+	"tug/internal/network": {internal: []string{"tug/internal/pod"}, modules: []string{
+		"github.com/vishvananda/netlink", "github.com/vishvananda/netns",
+		"github.com/google/nftables", "golang.org/x/sys",
+	}},
+	// cgroups/v3 is the design's library; moby/sys/mountinfo finds the
+	// cgroup mounts (hybrid hosts), x/sys for statfs and the OOM score.
+	"tug/internal/qos": {internal: []string{"tug/internal/pod"}, modules: []string{
+		"github.com/containerd/cgroups/v3", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
+	}},
+	"tug/internal/policy": {internal: []string{"tug/internal/pod"}},
+	"tug/internal/api":    {internal: []string{"tug/internal/pod"}},
+	// Test code only: the one package that may import testing.
+	"tug/internal/testutil": {testing: true, modules: []string{
+		"github.com/containerd/containerd", "github.com/vishvananda/netlink",
+		"github.com/vishvananda/netns", "golang.org/x/sys",
+	}},
+	// The only place that builds concrete types and connects them: every
+	// internal package but testutil. yaml.v3 prints "tug inspect -o yaml".
+	"tug/agent": {internal: []string{
+		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
+		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
+		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
+		"tug/internal/policy", "tug/internal/api",
+	}, modules: []string{"gopkg.in/yaml.v3"}},
+}
+
+// everyPackage lists the tug packages any package may import.
+var everyPackage = []string{"tug/internal/redact"}
+
+// allowed is one package's line of the allow-list.
+type allowed struct {
+	internal []string // tug packages it may import
+	modules  []string // third-party modules (module paths) whose packages it may import
+	testing  bool     // it may depend on package testing
+}
+
+// listedPackage is the part of `go list -deps -json` the checker reads.
+type listedPackage struct {
+	ImportPath string
+	Standard   bool
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+	Module     *struct{ Path string }
+}
+
+// TestImportRules enforces allowedImports on the real tree.
 func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps",
+		"-json=ImportPath,Standard,GoFiles,Imports,Deps,Module", "tug/internal/...", "tug/agent").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, err := range checkImports(strings.NewReader(string(out)), allowedImports) {
+		t.Error(err)
+	}
+}
+
+// checkImports reads the output of `go list -deps -json` over tug's
+// packages and returns every import that rules do not allow, every tug
+// package without a rule and every rule naming a package that is not in
+// the list.
+func checkImports(r io.Reader, rules map[string]allowed) []error {
+	var errs []error
+	pkgs := map[string]listedPackage{}
+	var order []string
+	dec := json.NewDecoder(r)
+	for dec.More() {
+		var p listedPackage
+		if err := dec.Decode(&p); err != nil {
+			return []error{fmt.Errorf("decode go list output: %w", err)}
+		}
+		pkgs[p.ImportPath] = p
+		order = append(order, p.ImportPath)
+	}
+	isTug := func(path string) bool { return path == "tug" || strings.HasPrefix(path, "tug/") }
+	for _, path := range order {
+		p := pkgs[path]
+		if !isTug(path) || len(p.GoFiles) == 0 { // a directory of tests only
+			continue
+		}
+		rule, ok := rules[path]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s has no line in the import allow-list (internal/deps_test.go)", path))
+			continue
+		}
+		if slices.Contains(p.Deps, "testing") && !rule.testing {
+			errs = append(errs, fmt.Errorf("%s depends on package testing in production code", path))
+		}
+		for _, imp := range p.Imports {
+			dep, known := pkgs[imp]
+			switch {
+			case known && dep.Standard:
+			case isTug(imp):
+				if !slices.Contains(rule.internal, imp) && !slices.Contains(everyPackage, imp) {
+					errs = append(errs, fmt.Errorf("%s may not import %s", path, imp))
+				}
+			case !known || dep.Module == nil:
+				errs = append(errs, fmt.Errorf("%s imports %s, which go list does not describe", path, imp))
+			case !slices.Contains(rule.modules, dep.Module.Path):
+				errs = append(errs, fmt.Errorf("%s may not import %s (module %s)", path, imp, dep.Module.Path))
+			}
+		}
+	}
+	for path, rule := range rules {
+		for _, name := range append([]string{path}, rule.internal...) {
+			if _, ok := pkgs[name]; !ok {
+				errs = append(errs, fmt.Errorf("the allow-list names %s, which does not exist", name))
+			}
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return slices.CompactFunc(errs, func(a, b error) bool { return a.Error() == b.Error() })
+}
+
+// TestCheckImports shows the checker on a fake `go list -deps -json`
+// output: each forbidden import, a package without a rule and a rule for a
+// package that does not exist is reported.
+func TestCheckImports(t *testing.T) {
+	rules := map[string]allowed{
+		"tug/internal/pod":       {modules: []string{"gopkg.in/yaml.v3"}},
+		"tug/internal/redact":    {},
+		"tug/internal/reconcile": {internal: []string{"tug/internal/pod"}},
+		"tug/internal/qos":       {internal: []string{"tug/internal/pod"}},
+		"tug/internal/testutil":  {testing: true},
+	}
+	std := func(path string, deps ...string) listedPackage {
+		return listedPackage{ImportPath: path, Standard: true, GoFiles: []string{"x.go"}, Deps: deps}
+	}
+	mod := func(path, module string) listedPackage {
+		return listedPackage{ImportPath: path, GoFiles: []string{"x.go"}, Module: &struct{ Path string }{module}}
+	}
+	tug := func(path string, imports ...string) listedPackage {
+		return listedPackage{ImportPath: path, GoFiles: []string{"x.go"}, Imports: imports, Module: &struct{ Path string }{"tug"}}
+	}
+	base := []listedPackage{
+		std("fmt"), std("testing", "fmt"),
+		mod("gopkg.in/yaml.v3", "gopkg.in/yaml.v3"),
+		mod("github.com/vishvananda/netlink", "github.com/vishvananda/netlink"),
+		tug("tug/internal/redact", "fmt"),
+		tug("tug/internal/pod", "fmt", "gopkg.in/yaml.v3", "tug/internal/redact"),
+		tug("tug/internal/qos", "tug/internal/pod"),
+		tug("tug/internal/reconcile", "tug/internal/pod", "tug/internal/redact"),
+		tug("tug/internal/testutil", "testing"),
+		{ImportPath: "tug/internal", Module: &struct{ Path string }{"tug"}}, // tests only
+	}
+	base[len(base)-2].Deps = []string{"fmt", "testing"}
 	tests := []struct {
-		pkg string
-		// forbidden lists import path prefixes the package must not depend on.
-		forbidden []string
+		name   string
+		change func([]listedPackage) []listedPackage
+		rules  func(map[string]allowed)
+		want   []string // substrings, one per expected error, in order
 	}{
-		{"tug/internal/pod", []string{"tug/", "github.com/", "golang.org/x/"}},
-		{"tug/internal/redact", []string{"tug/", "github.com/", "golang.org/x/", "gopkg.in/"}},
-		{"tug/internal/clock", []string{"tug/", "github.com/", "golang.org/x/", "gopkg.in/"}},
-		{"tug/internal/config", []string{"tug/", "github.com/"}},
-		{"tug/internal/podconfig", []string{"tug/internal/source", "tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/network", "tug/internal/config", "github.com/"}},
-		{"tug/internal/source", []string{"tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/network", "tug/internal/config", "github.com/"}},
-		{"tug/internal/reconcile", []string{"tug/internal/podruntime", "tug/internal/network", "tug/internal/source", "tug/internal/config", "github.com/containerd/", "github.com/vishvananda/"}},
-		{"tug/internal/podruntime", []string{"tug/internal/reconcile", "tug/internal/network", "tug/internal/qos", "tug/internal/source", "tug/internal/podconfig", "tug/internal/config", "tug/internal/testutil"}},
-		{"tug/internal/api", []string{"tug/", "github.com/", "golang.org/x/"}},
-		{"tug/internal/pleg", []string{"tug/", "github.com/", "golang.org/x/"}},
-		{"tug/internal/policy", []string{"tug/", "github.com/", "golang.org/x/", "gopkg.in/"}},
-		{"tug/internal/qos", []string{"tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/network", "tug/internal/source", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/probe", "tug/internal/api", "tug/internal/config", "tug/internal/testutil", "github.com/containerd/containerd", "github.com/vishvananda/"}},
-		{"tug/internal/network", []string{"tug/internal/reconcile", "tug/internal/podruntime", "tug/internal/qos", "tug/internal/config", "github.com/containerd/", "tug/internal/testutil"}},
+		{name: "allowed tree"},
+		{
+			name: "forbidden internal import",
+			change: func(ps []listedPackage) []listedPackage {
+				return append(ps, tug("tug/internal/reconcile", "tug/internal/pod", "tug/internal/qos"))
+			},
+			want: []string{"tug/internal/reconcile may not import tug/internal/qos"},
+		},
+		{
+			name: "forbidden module",
+			change: func(ps []listedPackage) []listedPackage {
+				return append(ps, tug("tug/internal/reconcile", "github.com/vishvananda/netlink"))
+			},
+			want: []string{"reconcile may not import github.com/vishvananda/netlink (module github.com/vishvananda/netlink)"},
+		},
+		{
+			name: "testing in production code",
+			change: func(ps []listedPackage) []listedPackage {
+				p := tug("tug/internal/qos", "testing", "tug/internal/pod")
+				p.Deps = []string{"fmt", "testing", "tug/internal/pod"}
+				return append(ps, p)
+			},
+			want: []string{"tug/internal/qos depends on package testing"},
+		},
+		{
+			name: "package without a rule",
+			change: func(ps []listedPackage) []listedPackage {
+				return append(ps, tug("tug/internal/probe", "tug/internal/pod"))
+			},
+			want: []string{"tug/internal/probe has no line"},
+		},
+		{
+			name: "rule for a package that does not exist",
+			rules: func(r map[string]allowed) {
+				r["tug/internal/reclaim"] = allowed{}
+				r["tug/internal/qos"] = allowed{internal: []string{"tug/internal/pod", "tug/internal/probe"}}
+			},
+			want: []string{"names tug/internal/probe, which does not exist", "names tug/internal/reclaim, which does not exist"},
+		},
+		{
+			name:   "import go list does not describe",
+			change: func(ps []listedPackage) []listedPackage { return append(ps, tug("tug/internal/pod", "example.com/x")) },
+			want:   []string{"tug/internal/pod imports example.com/x, which go list does not describe"},
+		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.pkg, func(t *testing.T) {
-			out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard", tt.pkg).Output()
-			if err != nil {
-				t.Fatalf("go list %s: %v", tt.pkg, err)
+		t.Run(tt.name, func(t *testing.T) {
+			ps := slices.Clone(base)
+			if tt.change != nil {
+				ps = tt.change(ps)
 			}
-			dec := json.NewDecoder(strings.NewReader(string(out)))
-			for dec.More() {
-				var p struct {
-					ImportPath string
-					Standard   bool
-				}
-				if err := dec.Decode(&p); err != nil {
+			r := map[string]allowed{}
+			for k, v := range rules {
+				r[k] = v
+			}
+			if tt.rules != nil {
+				tt.rules(r)
+			}
+			var out strings.Builder
+			enc := json.NewEncoder(&out)
+			for _, p := range ps {
+				if err := enc.Encode(p); err != nil {
 					t.Fatal(err)
 				}
-				if p.ImportPath == "testing" {
-					t.Errorf("%s depends on package testing in production code", tt.pkg)
-				}
-				if p.ImportPath == tt.pkg || p.Standard {
-					continue
-				}
-				for _, f := range tt.forbidden {
-					if strings.HasPrefix(p.ImportPath, f) && !allowed(tt.pkg, p.ImportPath) {
-						t.Errorf("%s must not depend on %s", tt.pkg, p.ImportPath)
-					}
+			}
+			errs := checkImports(strings.NewReader(out.String()), r)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("checkImports = %v; want %d errors %q", errors.Join(errs...), len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(errs[i].Error(), w) {
+					t.Errorf("error %d = %q; want it to contain %q", i, errs[i], w)
 				}
 			}
 		})
 	}
-}
-
-// allowed lists the dependencies a forbidden prefix would otherwise catch.
-func allowed(pkg, dep string) bool {
-	switch {
-	case dep == "tug/internal/pod", dep == "tug/internal/redact", dep == "tug/internal/clock" && pkg != "tug/internal/pod":
-		return true
-	case pkg == "tug/internal/reconcile" && dep == "tug/internal/podconfig":
-		return true
-	case dep == "gopkg.in/yaml.v3":
-		return true
-	case strings.HasPrefix(dep, "golang.org/x/sys/") && pkg != "tug/internal/pod":
-		return true
-	}
-	return false
 }

@@ -20,10 +20,11 @@ const ClientTimeout = 5 * time.Second
 // maxAnswer bounds how much of an answer a Client reads.
 const maxAnswer = 64 << 20
 
-// Client reads tug's API over its unix socket. The zero value talks to
-// DefaultSocketPath. It is safe for concurrent use.
+// Client reads tug's API over its unix socket. It is safe for concurrent
+// use.
 type Client struct {
-	// SocketPath is tug's socket; "" means DefaultSocketPath.
+	// SocketPath is tug's socket (required; the agent's is
+	// <run-dir>/tug.sock).
 	SocketPath string
 }
 
@@ -50,18 +51,14 @@ func (c *Client) Manifests(ctx context.Context) ([]pod.ManifestStatus, error) {
 	return l.Items, err
 }
 
-func (c *Client) socketPath() string {
-	if c.SocketPath == "" {
-		return DefaultSocketPath
-	}
-	return c.SocketPath
-}
-
 // get fetches path and decodes its JSON answer into out. A failed
 // connection is an *UnreachableError, an answer other than 200 a
 // *StatusError.
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	sock := c.socketPath()
+	sock := c.SocketPath
+	if sock == "" {
+		return errors.New("api: no socket path")
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

@@ -2,9 +2,9 @@
 // and the client the CLI (tug pods, tug inspect) uses.
 //
 // The full API (pods, manifests, health, metrics) is served on a unix socket
-// that only root may open (DefaultSocketPath, mode 0600); /healthz, /readyz
-// and /metrics are also served on a loopback TCP address (DefaultHealthAddr)
-// for probes and scrapers. Nothing listens beyond loopback: tug has no
+// that only root may open (mode 0600; the agent's is <run-dir>/tug.sock);
+// /healthz, /readyz and /metrics are also served on a loopback TCP address
+// (--healthz-bind-address, --healthz-port) for probes and scrapers. Nothing listens beyond loopback: tug has no
 // authentication yet. The server reads everything through StatusSource and
 // HealthChecker, which the agent implements, and never changes state.
 //

@@ -14,14 +14,6 @@ import (
 	"time"
 )
 
-const (
-	// DefaultSocketPath is where tug serves the full API.
-	DefaultSocketPath = "/run/tug/tug.sock"
-	// DefaultHealthAddr is where tug serves /healthz, /readyz and /metrics
-	// over TCP (the kubelet's healthz port).
-	DefaultHealthAddr = "127.0.0.1:10248"
-)
-
 // requestTimeout bounds reading a request's header (both listeners) and,
 // on the TCP health listener, reading a whole request and writing its
 // answer.
@@ -34,8 +26,8 @@ const maxHeaderBytes = 64 << 10
 // to finish.
 const shutdownTimeout = 5 * time.Second
 
-// Serve serves Handler on the unix socket socketPath ("" means
-// DefaultSocketPath) and HealthHandler on the TCP address healthAddr (""
+// Serve serves Handler on the unix socket socketPath (required; the agent's
+// is <run-dir>/tug.sock) and HealthHandler on the TCP address healthAddr (""
 // means no TCP listener) until ctx ends, then shuts both down gracefully and
 // returns nil. It returns an error at once if healthAddr is not a loopback
 // address (ErrNotLoopback), if another process answers on socketPath
@@ -48,7 +40,7 @@ const shutdownTimeout = 5 * time.Second
 // return.
 func (s *Server) Serve(ctx context.Context, socketPath, healthAddr string) error {
 	if socketPath == "" {
-		socketPath = DefaultSocketPath
+		return errors.New("api: no socket path")
 	}
 	if healthAddr != "" {
 		if err := checkLoopback(healthAddr); err != nil {

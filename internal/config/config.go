@@ -2,7 +2,8 @@
 // config file (--config), the command-line flags and their validation.
 // Precedence: defaults < config file < flags given on the command line.
 //
-// Only agent/ imports it; it imports the standard library and yaml.v3.
+// Only agent/ imports it; it imports the standard library, yaml.v3 and
+// internal/pod (the quantity syntax of --reserved is the manifests').
 package config
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -390,13 +392,14 @@ func (c *Config) Validate() error {
 	if len(c.BridgeName) == 0 || len(c.BridgeName) > 15 || strings.ContainsAny(c.BridgeName, "/ \t") {
 		errs = append(errs, fmt.Errorf("bridge-name: %q is not a network interface name (1-15 characters)", c.BridgeName))
 	}
-	if _, n, err := net.ParseCIDR(c.PodCIDR); err != nil || n.IP.To4() == nil {
-		errs = append(errs, fmt.Errorf("pod-cidr: %q is not an IPv4 CIDR", c.PodCIDR))
-	} else if ones, _ := n.Mask.Size(); ones > 29 {
-		errs = append(errs, fmt.Errorf("pod-cidr: %q is smaller than a /29", c.PodCIDR))
+	if _, err := parsePodCIDR(c.PodCIDR); err != nil {
+		errs = append(errs, err)
 	}
-	if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
+	if _, err := netip.ParseAddr(c.NodeIP); c.NodeIP != "" && err != nil {
 		errs = append(errs, fmt.Errorf("node-ip: %q is not an IP address", c.NodeIP))
+	}
+	if _, err := parseReserved(c.Reserved); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ResolvConf != "" && !filepath.IsAbs(c.ResolvConf) {
 		errs = append(errs, fmt.Errorf("resolv-conf: %q must be an absolute path", c.ResolvConf))
@@ -455,7 +458,7 @@ func Parse(name string, args []string) (Config, error) {
 	probe := Default()
 	probe.BindFlags(first)
 	if err := first.Parse(args); err != nil {
-		return Config{}, usage(name, err)
+		return Config{}, err // flag.ErrHelp after -h: the caller prints PrintFlags
 	}
 	c := Default()
 	if file != "" {
@@ -475,13 +478,13 @@ func Parse(name string, args []string) (Config, error) {
 	return c, c.Validate()
 }
 
-func usage(name string, err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		fs := flag.NewFlagSet(name, flag.ContinueOnError)
-		fs.String("config", "", "YAML config file whose keys mirror the flags")
-		c := Default()
-		c.BindFlags(fs)
-		fs.PrintDefaults()
-	}
-	return err
+// PrintFlags writes the flags of "tug run", --config included, with their
+// defaults and help texts.
+func PrintFlags(w io.Writer) {
+	fs := flag.NewFlagSet("tug run", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.String("config", "", "YAML config file whose keys mirror the flags")
+	c := Default()
+	c.BindFlags(fs)
+	fs.PrintDefaults()
 }

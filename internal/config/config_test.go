@@ -75,6 +75,25 @@ func TestParsePrecedence(t *testing.T) {
 		{"bad policy", []string{"--url-policy", "Baseline"}, nil, "url-policy"},
 		{"bad default seccomp", []string{"--default-seccomp", "none"}, nil, "default-seccomp"},
 		{"relative seccomp root", []string{"--seccomp-profile-root", "seccomp"}, nil, "seccomp-profile-root"},
+		{"reserved", []string{"--reserved", "cpu=500m, memory=256Mi"}, func(c Config) bool {
+			r := c.ReservedResources()
+			return len(r) == 2 && r["cpu"].MilliValue() == 500 && r["memory"].MilliValue() == 256<<20*1000
+		}, ""},
+		{"nothing reserved", nil, func(c Config) bool { return len(c.ReservedResources()) == 0 }, ""},
+		{"reserved not name=quantity", []string{"--reserved", "cpu"}, nil, "reserved: \"cpu\" is not name=quantity"},
+		{"reserved unknown resource", []string{"--reserved", "gpu=1"}, nil, "unknown resource \"gpu\""},
+		{"reserved bad quantity", []string{"--reserved", "memory=lots"}, nil, "reserved: memory"},
+		{"reserved negative", []string{"--reserved", "cpu=-1"}, nil, "must not be negative"},
+		{"reserved twice", []string{"--reserved", "cpu=1,cpu=2"}, nil, "cpu given twice"},
+		{"pod cidr", []string{"--pod-cidr", "10.9.8.7/16", "--node-ip", "192.0.2.1"}, func(c Config) bool {
+			return c.PodNetwork().String() == "10.9.0.0/16" && c.NodeAddr().String() == "192.0.2.1"
+		}, ""},
+		{"default pod cidr", nil, func(c Config) bool { return c.PodNetwork().String() == DefaultPodCIDR && !c.NodeAddr().IsValid() }, ""},
+		{"pod cidr /30", []string{"--pod-cidr", "10.9.8.4/30"}, func(c Config) bool { return c.PodNetwork().Bits() == 30 }, ""},
+		{"pod cidr too big", []string{"--pod-cidr", "10.0.0.0/15"}, nil, "between /16 and /30"},
+		{"pod cidr too small", []string{"--pod-cidr", "10.0.0.0/31"}, nil, "between /16 and /30"},
+		{"pod cidr ipv6", []string{"--pod-cidr", "fd00::/64"}, nil, "not an IPv4 CIDR"},
+		{"bad node ip", []string{"--node-ip", "node1"}, nil, "node-ip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

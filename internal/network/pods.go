@@ -23,39 +23,25 @@ import (
 	"tug/internal/pod"
 )
 
-// DefaultBridge is the name of the pods' bridge (--bridge-name).
-const DefaultBridge = "tug0"
-
-// DefaultCIDR is the pod network (--pod-cidr; config.DefaultPodCIDR has
-// the same value): 253 pods, far more than an edge device runs. It stays
-// clear of the ranges a device is likely to meet: podman's and
-// containerd's CNI default (10.88.0.0/16) and podman's further networks
-// (10.89.x.0/24), CRI-O (10.85.0.0/16), Docker (172.17.0.0/16, then
-// 172.18-31 and 192.168/16), k3s (10.42.0.0/16, 10.43.0.0/16), flannel and
-// kubeadm's examples (10.244.0.0/16), Weave (10.32.0.0/12), Kubernetes
-// services (10.96.0.0/12), carrier-grade NAT and Tailscale
-// (100.64.0.0/10) and the usual home and office LANs (192.168.x.0/24,
-// 10.0.x.0/24). A /24 keeps the chance of a clash with a site's own 10/8
-// plan small; a site that does clash sets --pod-cidr.
-const DefaultCIDR = "10.87.0.0/24"
-
 // minBits and maxBits bound the pod CIDR's prefix length: a /30 holds one
 // pod (network, gateway, pod, broadcast); a /16 holds 65533, beyond any
-// single node.
+// single node. The agent's configuration has the same rule
+// (config.MinPodCIDRBits, config.MaxPodCIDRBits); this is the defensive
+// check of what the package can do.
 const (
 	minBits = 16
 	maxBits = 30
 )
 
-// Config configures Pods. The zero value of each field selects its
-// default.
+// Config configures Pods. Bridge, CIDR and StateDir are required; Log and
+// HostIP have defaults.
 type Config struct {
-	// Bridge is the name of the pods' bridge (--bridge-name). Default
-	// DefaultBridge.
+	// Bridge is the name of the pods' bridge (--bridge-name). Required.
 	Bridge string
 	// CIDR is the IPv4 pod network (--pod-cidr), between /16 and /30. The
 	// bridge holds its first host address (the pods' gateway) and the
-	// pods get the others. Default DefaultCIDR.
+	// pods get the others. Required (the default is the agent's
+	// configuration's, config.DefaultPodCIDR).
 	CIDR netip.Prefix
 	// StateDir holds the leases, in StateDir/leases (tug passes
 	// <root-dir>/network). Required.
@@ -117,14 +103,14 @@ type Pods struct {
 	ports ports // the sockets that hold the pods' hostPorts
 }
 
-// New checks cfg, fills in its defaults and returns a Pods. It changes
+// New checks cfg, fills in the default of Log and returns a Pods. It changes
 // nothing on the node; Init does.
 func New(cfg Config) (*Pods, error) {
-	if cfg.Bridge == "" {
-		cfg.Bridge = DefaultBridge
-	}
-	if !cfg.CIDR.IsValid() {
-		cfg.CIDR = netip.MustParsePrefix(DefaultCIDR)
+	switch {
+	case cfg.Bridge == "":
+		return nil, fmt.Errorf("%w: no bridge name", ErrInvalidConfig)
+	case !cfg.CIDR.IsValid():
+		return nil, fmt.Errorf("%w: no pod CIDR", ErrInvalidConfig)
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

@@ -199,21 +199,24 @@ func TestSameComments(t *testing.T) {
 }
 
 func TestNewConfig(t *testing.T) {
+	cidr := netip.MustParsePrefix("10.87.0.0/24")
 	tests := []struct {
 		name    string
 		cfg     Config
 		wantErr string
 	}{
-		{name: "defaults", cfg: Config{StateDir: "/x"}},
-		{name: "slash 30", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.1.2.4/30")}},
-		{name: "no state dir", cfg: Config{}, wantErr: "state dir"},
-		{name: "ipv6", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("fd00::/64")}, wantErr: "IPv4"},
-		{name: "too small", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.0.0.0/31")}, wantErr: "/30"},
-		{name: "too big", cfg: Config{StateDir: "/x", CIDR: netip.MustParsePrefix("10.0.0.0/8")}, wantErr: "/16"},
-		{name: "long bridge name", cfg: Config{StateDir: "/x", Bridge: "a-very-long-bridge"}, wantErr: "bridge"},
-		{name: "bridge name with slash", cfg: Config{StateDir: "/x", Bridge: "a/b"}, wantErr: "bridge"},
-		{name: "instance", cfg: Config{StateDir: "/x", Instance: "bench-1"}},
-		{name: "bad instance", cfg: Config{StateDir: "/x", Instance: "a:b"}, wantErr: "instance"},
+		{name: "defaults", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: cidr}},
+		{name: "slash 30", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: netip.MustParsePrefix("10.1.2.4/30")}},
+		{name: "no state dir", cfg: Config{Bridge: "tug0", CIDR: cidr}, wantErr: "state dir"},
+		{name: "no bridge", cfg: Config{StateDir: "/x", CIDR: cidr}, wantErr: "no bridge"},
+		{name: "no CIDR", cfg: Config{StateDir: "/x", Bridge: "tug0"}, wantErr: "no pod CIDR"},
+		{name: "ipv6", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: netip.MustParsePrefix("fd00::/64")}, wantErr: "IPv4"},
+		{name: "too small", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: netip.MustParsePrefix("10.0.0.0/31")}, wantErr: "/30"},
+		{name: "too big", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: netip.MustParsePrefix("10.0.0.0/8")}, wantErr: "/16"},
+		{name: "long bridge name", cfg: Config{StateDir: "/x", CIDR: cidr, Bridge: "a-very-long-bridge"}, wantErr: "bridge"},
+		{name: "bridge name with slash", cfg: Config{StateDir: "/x", CIDR: cidr, Bridge: "a/b"}, wantErr: "bridge"},
+		{name: "instance", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: cidr, Instance: "bench-1"}},
+		{name: "bad instance", cfg: Config{StateDir: "/x", Bridge: "tug0", CIDR: cidr, Instance: "a:b"}, wantErr: "instance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,7 +226,7 @@ func TestNewConfig(t *testing.T) {
 					t.Fatal(err)
 				}
 				if p.cfg.Bridge == "" || !p.cfg.CIDR.IsValid() || p.log == nil || p.gw != p.cfg.CIDR.Addr().Next() {
-					t.Errorf("defaults not filled in: %+v, gateway %s", p.cfg, p.gw)
+					t.Errorf("config not kept or defaults not filled in: %+v, gateway %s", p.cfg, p.gw)
 				}
 				return
 			}
@@ -231,10 +234,6 @@ func TestNewConfig(t *testing.T) {
 				t.Errorf("New = %v; want ErrInvalidConfig mentioning %q", err, tt.wantErr)
 			}
 		})
-	}
-	p, _ := New(Config{StateDir: "/x"})
-	if p.cfg.CIDR.String() != DefaultCIDR || p.cfg.Bridge != DefaultBridge {
-		t.Errorf("defaults = %s %s", p.cfg.CIDR, p.cfg.Bridge)
 	}
 }
 

@@ -19,12 +19,10 @@ import (
 	"tug/internal/clock"
 )
 
-// Defaults for the Config fields left zero.
+// Defaults for the Config fields left zero. Where tug lives on the host
+// (namespace and directories) has no default here: the agent's
+// configuration (config.Default) holds those.
 const (
-	DefaultNamespace   = "tug"
-	DefaultRootDir     = "/var/lib/tug"
-	DefaultLogsDir     = "/var/log/pods"
-	DefaultImageDir    = "/var/lib/tug/images"
 	DefaultLogMaxSize  = 10 << 20
 	DefaultLogMaxFiles = 5
 	DefaultSnapshotter = "overlayfs"
@@ -33,24 +31,24 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 )
 
-// Config configures a Runtime. Every zero field gets the default its comment
-// gives; Address is required.
+// Config configures a Runtime. Address, Namespace, RootDir, LogsDir and
+// ImageDir are required; every other zero field gets the default its
+// comment gives.
 type Config struct {
 	// Address is containerd's gRPC socket (required).
 	Address string
 	// Namespace is the containerd namespace of tug's images and
-	// containers; default "tug".
+	// containers (required).
 	Namespace string
 	// RootDir is tug's state directory (--root-dir); a pod's volumes and
-	// /etc/hostname file live under RootDir/pods/<uid>/. Default
-	// /var/lib/tug.
+	// /etc/hostname file live under RootDir/pods/<uid>/ (required).
 	RootDir string
 	// LogsDir is --pod-logs-dir; container logs are written to
-	// LogsDir/<namespace>_<pod>_<uid>/<container>/<attempt>.log. Default
-	// /var/log/pods.
+	// LogsDir/<namespace>_<pod>_<uid>/<container>/<attempt>.log
+	// (required).
 	LogsDir string
 	// ImageDir is --image-dir, where OCI/docker image archives are dropped
-	// for import. Default /var/lib/tug/images.
+	// for import (required).
 	ImageDir string
 	// AllowPrivileged is --allow-privileged; without it a privileged
 	// container fails to start with ErrPrivilegedNotAllowed.
@@ -93,20 +91,14 @@ func (c *Config) setDefaults() error {
 	if c.Address == "" {
 		return errors.New("podruntime: containerd address is required")
 	}
-	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
-	}
-	if c.RootDir == "" {
-		c.RootDir = DefaultRootDir
+	for what, v := range map[string]string{"containerd namespace": c.Namespace, "root dir": c.RootDir,
+		"logs dir": c.LogsDir, "image dir": c.ImageDir} {
+		if v == "" {
+			return fmt.Errorf("podruntime: %s is required", what)
+		}
 	}
 	if c.SeccompProfileRoot == "" {
 		c.SeccompProfileRoot = filepath.Join(c.RootDir, "seccomp")
-	}
-	if c.LogsDir == "" {
-		c.LogsDir = DefaultLogsDir
-	}
-	if c.ImageDir == "" {
-		c.ImageDir = DefaultImageDir
 	}
 	if c.LoggerPath == "" {
 		exe, err := os.Executable()

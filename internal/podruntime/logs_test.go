@@ -331,7 +331,7 @@ func TestLogMaxFilesCountsCurrent(t *testing.T) {
 		t.Run(fmt.Sprintf("max-files=%d", n), func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "3.log")
-			r := &Runtime{cfg: Config{Address: "unused", LoggerPath: "/unused", LogMaxSize: 300, LogMaxFiles: n}}
+			r := &Runtime{cfg: Config{Address: "unused", Namespace: "unused", RootDir: dir, LogsDir: dir, ImageDir: dir, LoggerPath: "/unused", LogMaxSize: 300, LogMaxFiles: n}}
 			if err := r.cfg.setDefaults(); err != nil {
 				t.Fatal(err)
 			}

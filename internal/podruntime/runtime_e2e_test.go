@@ -857,7 +857,9 @@ func TestE2EImportArchives(t *testing.T) {
 
 func TestE2ENewUnreachable(t *testing.T) {
 	testutil.RequireRoot(t)
-	_, err := New(context.Background(), Config{Address: filepath.Join(t.TempDir(), "nope.sock"), LoggerPath: loggerBin})
+	dir := t.TempDir()
+	_, err := New(context.Background(), Config{Address: filepath.Join(dir, "nope.sock"), Namespace: "unreachable",
+		RootDir: dir, LogsDir: dir, ImageDir: dir, LoggerPath: loggerBin})
 	if err == nil || !strings.Contains(err.Error(), "connect to containerd") {
 		t.Errorf("New with no daemon: %v", err)
 	}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+
+	"tug/internal/config"
+)
+
+// TestHelp: every subcommand's --help (and -h, and "tug help CMD") exits
+// 0 and prints its usage and every one of its flags on stdout; "tug help"
+// lists every subcommand.
+func TestHelp(t *testing.T) {
+	runFlags := []string{"-config"}
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	c := config.Default()
+	c.BindFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) { runFlags = append(runFlags, "-"+f.Name) })
+	tests := []struct {
+		cmd   string
+		flags []string
+	}{
+		{"run", runFlags},
+		{"validate", []string{"-policy", "-allow-privileged", "-allow-host-state-mounts"}},
+		{"pods", []string{"-socket", "-n", "-namespace", "-o"}},
+		{"inspect", []string{"-socket", "-n", "-namespace", "-o"}},
+		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},
+		{"version", nil},
+	}
+	listed := map[string]bool{"help": true}
+	for _, tt := range tests {
+		listed[tt.cmd] = true
+		t.Run(tt.cmd, func(t *testing.T) {
+			var first string
+			for _, args := range [][]string{{tt.cmd, "--help"}, {tt.cmd, "-h"}, {"help", tt.cmd}} {
+				var stdout, stderr bytes.Buffer
+				if code := run(args, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+					t.Fatalf("tug %v = %d, stderr %q; want 0 and nothing", args, code, stderr.String())
+				}
+				out := stdout.String()
+				if !strings.HasPrefix(out, "usage: tug "+tt.cmd) {
+					t.Errorf("tug %v: stdout %q does not start with its usage", args, out)
+				}
+				for _, f := range tt.flags {
+					if !strings.Contains(out, "\n  "+f+" ") && !strings.Contains(out, "\n  "+f+"\n") {
+						t.Errorf("tug %v does not list %s:\n%s", args, f, out)
+					}
+				}
+				if first == "" {
+					first = out
+				} else if out != first {
+					t.Errorf("tug %v prints something else than tug %s --help", args, tt.cmd)
+				}
+			}
+		})
+	}
+	for _, c := range commands {
+		if !listed[c.name] {
+			t.Errorf("command %s has no --help test", c.name)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"help", "help"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+			t.Fatalf("tug %v = %d, stderr %q", args, code, stderr.String())
+		}
+		for name := range listed {
+			if !strings.Contains(stdout.String(), "\n  tug "+name+" ") {
+				t.Errorf("tug %v does not list %s:\n%s", args, name, stdout.String())
+			}
+		}
+	}
+	for _, args := range [][]string{{"help", "nope"}, {"help", "run", "x"}, {"nope"}, {}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 2 || stdout.Len() > 0 {
+			t.Errorf("tug %v = %d, stdout %q; want 2 and usage on stderr", args, code, stdout.String())
+		}
+	}
+}

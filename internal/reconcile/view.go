@@ -1,0 +1,70 @@
+package reconcile
+
+import (
+	"slices"
+
+	"tug/internal/pod"
+	"tug/internal/podconfig"
+)
+
+// Snapshot is the desired state as the pod store shows it (implemented by
+// podconfig.Store): the applied pods and the state of every manifest file.
+type Snapshot interface {
+	Pods() []*pod.Pod
+	Files() []podconfig.FileState
+}
+
+// PodStatuser computes the observed status of pods (implemented by Loop).
+type PodStatuser interface {
+	Status(p *pod.Pod) pod.Status
+	Orphans() []pod.View
+}
+
+// View is the status the API serves (it fills api.StatusSource): every
+// desired pod with the status the loop computes, the pods of sources that
+// are no longer configured until they are removed, and every manifest file
+// with the fetch state of its source.
+type View struct {
+	Store Snapshot
+	Loop  PodStatuser
+	// Fetch returns the fetch state of each URL source, by source name.
+	Fetch map[string]func() pod.FetchStatus
+}
+
+// Pods returns every desired pod with its status, then the orphans.
+func (v View) Pods() []pod.View {
+	pods := v.Store.Pods()
+	out := make([]pod.View, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: v.Loop.Status(p)})
+	}
+	return append(out, v.Loop.Orphans()...)
+}
+
+// Manifests returns the state of every manifest file.
+func (v View) Manifests() []pod.ManifestStatus {
+	files := v.Store.Files()
+	out := make([]pod.ManifestStatus, 0, len(files))
+	for _, f := range files {
+		m := pod.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
+			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange}
+		if f.Err != nil {
+			m.Error = f.Err.Error()
+		}
+		if status, ok := v.Fetch[f.Origin.Source]; ok {
+			fs := status()
+			m.Fetch = &fs
+		}
+		out = append(out, m)
+	}
+	// A URL that never answered (and has no checkpoint) has reported
+	// nothing to the store, so that it removes nothing; its fetch state
+	// must still show.
+	for src, status := range v.Fetch {
+		if !slices.ContainsFunc(out, func(m pod.ManifestStatus) bool { return m.Source == src }) {
+			fs := status()
+			out = append(out, pod.ManifestStatus{Source: src, File: src, Error: fs.Error, Fetch: &fs})
+		}
+	}
+	return out
+}

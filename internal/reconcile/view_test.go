@@ -1,0 +1,61 @@
+package reconcile
+
+import (
+	"errors"
+	"testing"
+
+	"tug/internal/pod"
+	"tug/internal/podconfig"
+)
+
+type fakeSnapshot struct {
+	pods  []*pod.Pod
+	files []podconfig.FileState
+}
+
+func (s fakeSnapshot) Pods() []*pod.Pod             { return s.pods }
+func (s fakeSnapshot) Files() []podconfig.FileState { return s.files }
+
+type fakeStatuser struct{ orphans []pod.View }
+
+func (f fakeStatuser) Status(p *pod.Pod) pod.Status {
+	return pod.Status{Message: "status of " + p.Metadata.Name}
+}
+func (f fakeStatuser) Orphans() []pod.View { return f.orphans }
+
+func TestView(t *testing.T) {
+	web := &pod.Pod{}
+	web.Metadata.Name = "web"
+	v := View{
+		Store: fakeSnapshot{
+			pods: []*pod.Pod{web},
+			files: []podconfig.FileState{
+				{Origin: pod.Origin{Source: "file:/m", File: "/m/web.yaml"}, UIDs: []string{"u1"}, Hash: "h"},
+				{Origin: pod.Origin{Source: "file:/m", File: "/m/bad.yaml"}, Err: errors.New("bad.yaml:1:1: broken")},
+				{Origin: pod.Origin{Source: "url:a", File: "url:a"}},
+			},
+		},
+		Loop: fakeStatuser{orphans: []pod.View{{Kind: "Pod"}}},
+		Fetch: map[string]func() pod.FetchStatus{
+			"url:a": func() pod.FetchStatus { return pod.FetchStatus{HTTPStatus: 200} },
+			"url:b": func() pod.FetchStatus { return pod.FetchStatus{Error: "connection refused"} },
+		},
+	}
+	pods := v.Pods()
+	if len(pods) != 2 || pods[0].Status.Message != "status of web" || pods[0].Kind != "Pod" || pods[0].APIVersion != "v1" {
+		t.Fatalf("Pods = %+v; want web with the loop's status, then the orphan", pods)
+	}
+	ms := v.Manifests()
+	if len(ms) != 4 {
+		t.Fatalf("Manifests = %+v; want the 3 files and the URL that never answered", ms)
+	}
+	if ms[0].Fetch != nil || ms[0].Hash != "h" || ms[1].Error != "bad.yaml:1:1: broken" {
+		t.Errorf("file states = %+v %+v", ms[0], ms[1])
+	}
+	if ms[2].Fetch == nil || ms[2].Fetch.HTTPStatus != 200 {
+		t.Errorf("url:a = %+v; want its fetch state", ms[2])
+	}
+	if ms[3].Source != "url:b" || ms[3].Error != "connection refused" || ms[3].Fetch == nil {
+		t.Errorf("url:b = %+v; want a row with its fetch error", ms[3])
+	}
+}
