@@ -128,7 +128,10 @@ type Config struct {
 	// ResolvConf is the file pods' /etc/resolv.conf starts from ("" =
 	// none). Default /etc/resolv.conf.
 	ResolvConf string `yaml:"resolv-conf"`
-	// CgroupRoot is the cgroup every pod goes below. Default tugpods.
+	// CgroupRoot is the cgroup every pod goes below. Default tugpods for
+	// the containerd namespace tug, else tugpods-<namespace>: two
+	// instances never share a cgroup root (each removes pod cgroups it
+	// does not own), so the default follows the instance.
 	CgroupRoot string `yaml:"cgroup-root"`
 	// CgroupDriver is how cgroups are managed; only cgroupfs (tug writes
 	// them itself) for now.
@@ -241,7 +244,6 @@ func Default() Config {
 		BridgeName:   "tug0",
 		PodCIDR:      DefaultPodCIDR,
 		ResolvConf:   "/etc/resolv.conf",
-		CgroupRoot:   "tugpods",
 		CgroupDriver: "cgroupfs",
 		PodPidsLimit: -1,
 		MaxPods:      110,
@@ -303,7 +305,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PodCIDR, "pod-cidr", c.PodCIDR, "IPv4 range of pod addresses (the bridge holds the first)")
 	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "node address reported as hostIP (default: source address of the default route)")
 	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf, "file pods' resolv.conf starts from (\"\": none)")
-	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "cgroup every pod goes below")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "cgroup every pod goes below (default tugpods, or tugpods-<containerd-namespace> for a namespace other than tug)")
 	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "cgroup driver (cgroupfs)")
 	fs.StringVar(&c.Reserved, "reserved", c.Reserved, "resources kept from the pods, e.g. cpu=500m,memory=256Mi")
 	fs.BoolVar(&c.MemoryQoS, "memory-qos", c.MemoryQoS, "set memory.min and memory.high like the kubelet's MemoryQoS (cgroup v2)")
@@ -404,8 +406,8 @@ func (c *Config) Validate() error {
 	if c.ResolvConf != "" && !filepath.IsAbs(c.ResolvConf) {
 		errs = append(errs, fmt.Errorf("resolv-conf: %q must be an absolute path", c.ResolvConf))
 	}
-	if c.CgroupRoot == "" || strings.Contains(c.CgroupRoot, "..") {
-		errs = append(errs, fmt.Errorf("cgroup-root: %q is not a cgroup name", c.CgroupRoot))
+	if root := c.cgroupRoot(); strings.Contains(root, "..") {
+		errs = append(errs, fmt.Errorf("cgroup-root: %q is not a cgroup name", root))
 	}
 	if c.CgroupDriver != "cgroupfs" {
 		errs = append(errs, fmt.Errorf("cgroup-driver: %q is not supported (only cgroupfs)", c.CgroupDriver))
@@ -448,6 +450,23 @@ func (c Config) Redacted() Config {
 	return c
 }
 
+// DefaultCgroupRoot is the cgroup root of the instance whose containerd
+// namespace is ns when --cgroup-root is not given.
+func DefaultCgroupRoot(ns string) string {
+	if ns == "tug" {
+		return "tugpods"
+	}
+	return "tugpods-" + ns
+}
+
+// cgroupRoot is CgroupRoot, or its default for the instance when unset.
+func (c Config) cgroupRoot() string {
+	if c.CgroupRoot == "" {
+		return DefaultCgroupRoot(c.ContainerdNamespace)
+	}
+	return c.CgroupRoot
+}
+
 // Parse builds the configuration from the command line of "tug run":
 // defaults, then the --config file if one is named, then the flags given.
 func Parse(name string, args []string) (Config, error) {
@@ -475,6 +494,7 @@ func Parse(name string, args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	c.CgroupRoot = c.cgroupRoot()
 	return c, c.Validate()
 }
 

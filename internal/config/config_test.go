@@ -31,7 +31,13 @@ func TestParsePrecedence(t *testing.T) {
 		check   func(Config) bool
 		wantErr string
 	}{
-		{"defaults", nil, func(c Config) bool { return reflect.DeepEqual(c, Default()) }, ""},
+		{"defaults", nil, func(c Config) bool {
+			d := Default()
+			d.CgroupRoot = "tugpods"
+			return reflect.DeepEqual(c, d)
+		}, ""},
+		{"cgroup root follows the namespace", []string{"--containerd-namespace", "bench-1"}, func(c Config) bool { return c.CgroupRoot == "tugpods-bench-1" }, ""},
+		{"cgroup root given", []string{"--containerd-namespace", "bench-1", "--cgroup-root", "x/pods"}, func(c Config) bool { return c.CgroupRoot == "x/pods" }, ""},
 		{"headers from the file", []string{"--config", file}, func(c Config) bool {
 			return slices.Equal(c.ManifestURLHeader, []string{"X-Fleet: a", "X-Device: b"})
 		}, ""},
