@@ -526,19 +526,8 @@ func (tg *tug) removeAllContainers() {
 	tg.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	list, err := tg.client.Containers(ctx)
-	if err != nil {
+	if err := testutil.RemoveContainers(ctx, tg.client); err != nil {
 		tg.t.Fatal(err)
-	}
-	for _, c := range list {
-		if task, err := c.Task(ctx, nil); err == nil {
-			if _, err := task.Delete(ctx, containerd.WithProcessKill); ignoreNotFound(err) != nil {
-				tg.t.Fatalf("delete task of %s: %v", c.ID(), err)
-			}
-		}
-		if err := ignoreNotFound(c.Delete(ctx, containerd.WithSnapshotCleanup)); err != nil {
-			tg.t.Fatalf("delete container %s: %v", c.ID(), err)
-		}
 	}
 }
 

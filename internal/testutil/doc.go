@@ -1,6 +1,8 @@
 // Package testutil holds helpers for tug's tests: prerequisites that skip or
 // fail with a reason (RequireRoot, RequireContainerd, RequireCommand,
-// TestImage, RegistryImage), a per-test containerd namespace (Namespace), a
+// TestImage, RegistryImage), a per-test containerd namespace whose leaks fail
+// the test (Namespace; RemoveContainers and RemoveImages for the test's own
+// clean-up, Leftovers to look), a
 // logger that writes through t.Log (Logger), code run inside a network
 // namespace (InNetns), a TestMain body that builds a program of the
 // repository (RunWithBinary) and a certificate authority for TLS tests (CA).
