@@ -9,7 +9,8 @@
 //
 // It is test code only. It imports "testing", so it must never be imported by
 // non-test code: doing so would register the test flags in the tug binary.
-// Besides the standard library it imports only containerd's client.
+// Besides the standard library it imports only containerd's client (and
+// the client's API packages).
 //
 // The end-to-end prerequisites come from the test environment that
 // scripts/testenv.sh starts and describes in its env file
