@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +26,9 @@ import (
 // leakTimeout bounds the leak check of a test's containerd namespace: the
 // listing, the removal of what was left and the deletion of the namespace.
 const leakTimeout = time.Minute
+
+// shimExit bounds how long a shim may outlive its deleted task.
+const shimExit = 5 * time.Second
 
 // snapshotterType is the plugin type of containerd's snapshotters.
 const snapshotterType = "io.containerd.snapshotter.v1"
@@ -44,9 +51,18 @@ func checkNamespace(t testing.TB, addr, ns string) {
 	if err != nil {
 		t.Errorf("leak check of containerd namespace %s: %v", ns, err)
 	}
+	// A shim outlives its task for a moment after the task's deletion.
+	var shims []string
+	for deadline := time.Now().Add(shimExit); ; time.Sleep(100 * time.Millisecond) {
+		if shims = shimsOf(addr, ns); len(shims) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	left = append(left, shims...)
 	if len(left) > 0 {
 		t.Errorf("containerd namespace %s: the test left %d objects after its own clean-up (removed now):\n\t%s",
 			ns, len(left), strings.Join(left, "\n\t"))
+		killShims(addr, ns)
 		if err := removeAll(ctx, client); err != nil {
 			t.Errorf("leak check: removing what was left in %s: %v", ns, err)
 		}
@@ -257,6 +273,88 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// shimsOf lists the containerd shims (processes running
+// containerd-shim*) started for namespace ns by the containerd at addr, as
+// "shim PID ID" lines. Every task of the namespace has one while it exists;
+// one without a task is a leaked process.
+func shimsOf(addr, ns string) []string {
+	var out []string
+	for pid, args := range shimProcs() {
+		if flagValue(args, "-namespace") == ns && flagValue(args, "-address") == addr {
+			out = append(out, fmt.Sprintf("shim %d %s", pid, flagValue(args, "-id")))
+		}
+	}
+	return out
+}
+
+// shimProcs returns the command lines of the processes that run a
+// containerd shim, by pid.
+func shimProcs() map[int][]string {
+	procs := map[int][]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(filepath.Base(exe), "containerd-shim") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		procs[pid] = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	return procs
+}
+
+// flagValue returns the argument after flag in args, or "".
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// killShims kills the shims of namespace ns (see shimsOf) and the
+// processes they started (the containers' init processes).
+func killShims(addr, ns string) {
+	for pid, args := range shimProcs() {
+		if flagValue(args, "-namespace") != ns || flagValue(args, "-address") != addr {
+			continue
+		}
+		for _, child := range childrenOf(pid) {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// childrenOf returns the pids whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut after the last ')'.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // containerdAddr is the address Namespace's leak check connects to.

@@ -178,7 +178,8 @@ const maxNamespace = 60
 // (t.Cleanup, registered after this call, so that it runs before). Namespace
 // registers the leak check that runs last: whatever is still in the
 // namespace then (tasks, containers, images, leases, snapshots, blobs,
-// ingests) is removed and FAILS the test, and the namespace is deleted. A
+// ingests, and shim processes of the namespace still running 5 s later) is
+// removed and FAILS the test, and the namespace is deleted. A
 // test that leaves containers for tug to adopt, or tug's image cache, must
 // still remove them in its own clean-up (RemoveContainers, RemoveImages).
 // The containerd is TUG_TEST_CONTAINERD's (see RequireContainerd).

@@ -6,13 +6,17 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -37,7 +41,8 @@ func TestEnvironment(t *testing.T) {
 
 // TestNamespaceLeakCheck: the leak check passes silently on a namespace
 // the test emptied, and on one where something is left (a lease, an
-// image) it reports each object, removes it and deletes the namespace.
+// image; a running container with its task, snapshot and shim) it reports
+// each object, removes it and deletes the namespace.
 func TestNamespaceLeakCheck(t *testing.T) {
 	addr := RequireContainerd(t)
 	client, err := containerd.New(addr)
@@ -66,13 +71,51 @@ func TestNamespaceLeakCheck(t *testing.T) {
 			want: []string{"lease left-behind", "image example.com/left:1"},
 		},
 	}
+	name, archive := TestImage(t)
+	tests = append(tests, struct {
+		name  string
+		leave func(ctx context.Context) error
+		want  []string
+	}{
+		name: "running task",
+		leave: func(ctx context.Context) error {
+			f, err := os.Open(archive)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := client.Import(ctx, f); err != nil {
+				return err
+			}
+			img, err := client.GetImage(ctx, name)
+			if err != nil {
+				return err
+			}
+			if err := img.Unpack(ctx, ""); err != nil {
+				return err
+			}
+			c, err := client.NewContainer(ctx, "left", containerd.WithNewSnapshot("left", img),
+				containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "60")))
+			if err != nil {
+				return err
+			}
+			task, err := c.NewTask(ctx, cio.NullIO)
+			if err != nil {
+				return err
+			}
+			return task.Start(ctx)
+		},
+		want: []string{"task left (RUNNING)", "container left", "snapshot overlayfs/left", "image " + name, "shim "},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := namespaceFor(t.Name(), "check")
+			ns := namespaceFor(t.Name(), strconv.FormatInt(time.Now().UnixNano()%1e9, 36))
 			ctx := namespaces.WithNamespace(context.Background(), ns)
 			if err := client.NamespaceService().Create(ctx, ns, nil); err != nil {
 				t.Fatal(err)
 			}
+			// Should the test end early: nothing of it stays.
+			defer checkNamespace(&recorder{TB: t}, addr, ns)
 			if err := tt.leave(ctx); err != nil {
 				t.Fatal(err)
 			}
