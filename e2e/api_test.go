@@ -39,20 +39,10 @@ func TestAPI(t *testing.T) {
 	port := freePort(t)
 	tg := startTug(t, tugOpts{healthzPort: port})
 	tg.writeManifest("api-a.yaml", shPod("api-a", tg.image, idle))
-	tg.writeManifest("api-b.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: api-b
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: one
-      image: %[1]s
-      command: ["sh", "-c", %[2]s]
-    - name: two
-      image: %[1]s
-      command: ["sh", "-c", %[2]s]
-`, tg.image, q(idle)))
+	tg.writeManifest("api-b.yaml", podYAML{name: "api-b", containers: []ctrYAML{
+		{name: "one", image: tg.image, script: idle},
+		{name: "two", image: tg.image, script: idle},
+	}}.String())
 	tg.writeManifest("broken.yaml", brokenManifest)
 	brokenFile := tg.manifestPath("broken.yaml")
 	tg.waitRunning(startTimeout, "api-a", "main", 0)

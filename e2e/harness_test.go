@@ -31,15 +31,10 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/content"
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/snapshots"
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
-	"tug/internal/podruntime"
 	"tug/internal/testutil"
 )
 
@@ -300,10 +295,13 @@ func (tg *tug) Kill() {
 	<-tg.exited
 }
 
-// cleanup stops tug and removes everything it and its pods left: tasks,
-// containers, snapshots, images, content, leases, the containerd namespace,
-// and mounts under the test's directory (t.TempDir removes the files
-// afterwards).
+// cleanup stops tug and removes what it leaves by design: its pods (tasks
+// and containers with their snapshots) and its image cache; then mounts
+// under the test's directory (t.TempDir removes the files afterwards) and
+// the pods' cgroups. Anything else left in the containerd namespace (a
+// snapshot, lease or blob tug did not release) fails the test in the leak
+// check of testutil.Namespace, which runs after this and deletes the
+// namespace.
 func (tg *tug) cleanup() {
 	t := tg.t
 	if err := tg.Stop(); err != nil {
@@ -312,9 +310,12 @@ func (tg *tug) cleanup() {
 	if t.Failed() {
 		t.Logf("tug output:\n%s", tg.out.String())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), tg.ns), cleanupTimeout)
 	defer cancel()
-	if err := removeNamespace(ctx, tg.client, tg.ns); err != nil {
+	if err := testutil.RemoveContainers(ctx, tg.client); err != nil {
+		t.Errorf("cleanup: containerd namespace %s: %v", tg.ns, err)
+	}
+	if err := testutil.RemoveImages(ctx, tg.client); err != nil {
 		t.Errorf("cleanup: containerd namespace %s: %v", tg.ns, err)
 	}
 	if err := unmountUnder(tg.base); err != nil {
@@ -324,94 +325,6 @@ func (tg *tug) cleanup() {
 		t.Errorf("cleanup: %v", err)
 	}
 	tg.client.Close()
-}
-
-// removeNamespace kills and deletes every task and container of namespace
-// ns, then its snapshots, images, content and leases, then ns itself.
-func removeNamespace(ctx context.Context, client *containerd.Client, ns string) error {
-	ctx = namespaces.WithNamespace(ctx, ns)
-	var errs []error
-	keep := func(what string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", what, err))
-		}
-	}
-	ctrs, err := client.Containers(ctx)
-	keep("list containers", err)
-	snapshotters := map[string]bool{podruntime.DefaultSnapshotter: true}
-	for _, c := range ctrs {
-		if info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata); err == nil && info.Snapshotter != "" {
-			snapshotters[info.Snapshotter] = true
-		}
-		if task, err := c.Task(ctx, nil); err == nil {
-			_, err := task.Delete(ctx, containerd.WithProcessKill)
-			keep("delete task "+c.ID(), ignoreNotFound(err))
-		}
-		keep("delete container "+c.ID(), ignoreNotFound(c.Delete(ctx, containerd.WithSnapshotCleanup)))
-	}
-	for name := range snapshotters {
-		keep("remove snapshots", removeSnapshots(ctx, client.SnapshotService(name)))
-	}
-	is := client.ImageService()
-	imgs, err := is.List(ctx)
-	keep("list images", err)
-	for _, img := range imgs {
-		keep("delete image "+img.Name, ignoreNotFound(is.Delete(ctx, img.Name, images.SynchronousDelete())))
-	}
-	ls := client.LeasesService()
-	lss, err := ls.List(ctx)
-	keep("list leases", err)
-	for _, l := range lss {
-		keep("delete lease "+l.ID, ignoreNotFound(ls.Delete(ctx, l, leases.SynchronousDelete)))
-	}
-	cs := client.ContentStore()
-	if sts, err := cs.ListStatuses(ctx); err == nil {
-		for _, st := range sts {
-			keep("abort ingest "+st.Ref, ignoreNotFound(cs.Abort(ctx, st.Ref)))
-		}
-	}
-	keep("walk content", cs.Walk(ctx, func(info content.Info) error {
-		keep("delete blob "+info.Digest.String(), ignoreNotFound(cs.Delete(ctx, info.Digest)))
-		return nil
-	}))
-	// The garbage collector may still hold a reference for a moment.
-	var nsErr error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if nsErr = ignoreNotFound(client.NamespaceService().Delete(ctx, ns)); nsErr == nil {
-			break
-		}
-	}
-	keep("delete namespace", nsErr)
-	return errors.Join(errs...)
-}
-
-// removeSnapshots removes every snapshot of a snapshotter, children before
-// their parents.
-func removeSnapshots(ctx context.Context, sn snapshots.Snapshotter) error {
-	for round := 0; ; round++ {
-		var infos []snapshots.Info
-		if err := sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
-			infos = append(infos, info)
-			return nil
-		}); err != nil {
-			return err
-		}
-		if len(infos) == 0 {
-			return nil
-		}
-		if round == 20 {
-			return fmt.Errorf("%d snapshots left", len(infos))
-		}
-		parents := map[string]bool{}
-		for _, info := range infos {
-			parents[info.Parent] = true
-		}
-		for _, info := range infos {
-			if !parents[info.Name] {
-				_ = sn.Remove(ctx, info.Name) // errors show as a leftover
-			}
-		}
-	}
 }
 
 func ignoreNotFound(err error) error {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -147,32 +146,7 @@ func indexLine(lines []criLine, stream, text string) int {
 	return -1
 }
 
-// q quotes s as a YAML (JSON) double-quoted scalar.
-func q(s string) string {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
 // idle is a shell script that waits until it is stopped and exits at once on
 // SIGTERM (as PID 1 of its PID namespace, sh has no default SIGTERM action,
 // so without the trap every stop would wait out the grace period).
 const idle = `trap 'exit 0' TERM; sleep 3600 & wait`
-
-// shPod returns a manifest of a pod with one container, "main", running
-// script with sh -c. Extra spec lines (indented by two spaces) may follow.
-func shPod(name, image, script string, specExtra ...string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: main
-      image: %s
-      command: ["sh", "-c", %s]
-%s`, name, image, q(script), strings.Join(specExtra, ""))
-}

@@ -148,23 +148,10 @@ func signedAnswer(t *testing.T, key, body string, more ...string) answer {
 // twoPods is a multi-document body: pod urla with containers a and b (b's
 // script given), pod urlb with container main.
 func twoPods(image, bScript string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: urla
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: a
-      image: %[1]s
-      command: ["sh", "-c"]
-      args: [%[2]s]
-    - name: b
-      image: %[1]s
-      command: ["sh", "-c"]
-      args: [%[3]s]
----
-%[4]s`, image, q("echo a; "+idle), q(bScript), shPod("urlb", image, idle))
+	return podYAML{name: "urla", containers: []ctrYAML{
+		{name: "a", image: image, script: "echo a; " + idle, asArgs: true},
+		{name: "b", image: image, script: bScript, asArgs: true},
+	}}.String() + "---\n" + shPod("urlb", image, idle)
 }
 
 // urlUID is the UID of the pod named name (in its manifest) of the URL
@@ -414,21 +401,30 @@ func TestHTTPSourceBadAnswers(t *testing.T) {
 	}
 }
 
-func TestHTTPSourceOffline(t *testing.T) {
+// checkpointedURLTug starts tug on a manifest server serving twoPods and
+// waits until the pods' containers run and the URL source has written its
+// checkpoint.
+func checkpointedURLTug(t *testing.T) (srv *manifestServer, tg *tug, uidA, uidB string) {
+	t.Helper()
 	image, _ := testutil.TestImage(t)
-	srv := newManifestServer(t, good(twoPods(image, idle)))
-	tg := urlTug(t, srv.url)
-	uidA, uidB := urlUID(srv.url, "urla"), urlUID(srv.url, "urlb")
+	srv = newManifestServer(t, good(twoPods(image, idle)))
+	tg = urlTug(t, srv.url)
+	uidA, uidB = urlUID(srv.url, "urla"), urlUID(srv.url, "urlb")
 	tg.waitRunningUID(startTimeout, uidA, "a", 0)
 	tg.waitRunningUID(startTimeout, uidA, "b", 0)
 	tg.waitRunningUID(startTimeout, uidB, "main", 0)
-	tg.waitAllRunning(logTimeout, []string{"urla", "urlb"})
 	tg.waitURLManifest(fetchTimeout, srv.url, "a checkpoint", func(m *pod.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.CheckpointTime.IsZero() {
 			return fmt.Errorf("no checkpoint time")
 		}
 		return nil
 	})
+	return srv, tg, uidA, uidB
+}
+
+func TestHTTPSourceOffline(t *testing.T) {
+	srv, tg, uidA, uidB := checkpointedURLTug(t)
+	tg.waitAllRunning(logTimeout, []string{"urla", "urlb"})
 	want := tg.tasksOf(uidA, uidB)
 
 	srv.Close()
@@ -462,19 +458,7 @@ func TestHTTPSourceOffline(t *testing.T) {
 }
 
 func TestHTTPSourceReboot(t *testing.T) {
-	image, _ := testutil.TestImage(t)
-	srv := newManifestServer(t, good(twoPods(image, idle)))
-	tg := urlTug(t, srv.url)
-	uidA, uidB := urlUID(srv.url, "urla"), urlUID(srv.url, "urlb")
-	tg.waitRunningUID(startTimeout, uidA, "a", 0)
-	tg.waitRunningUID(startTimeout, uidA, "b", 0)
-	tg.waitRunningUID(startTimeout, uidB, "main", 0)
-	tg.waitURLManifest(fetchTimeout, srv.url, "a checkpoint", func(m *pod.ManifestStatus) error {
-		if m.Fetch == nil || m.Fetch.CheckpointTime.IsZero() {
-			return fmt.Errorf("no checkpoint time")
-		}
-		return nil
-	})
+	srv, tg, uidA, uidB := checkpointedURLTug(t)
 	before := tg.tasksOf(uidA, uidB)
 
 	// The reboot: tug stops, every container and task goes, /run is empty,
@@ -526,19 +510,8 @@ func (tg *tug) removeAllContainers() {
 	tg.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	list, err := tg.client.Containers(ctx)
-	if err != nil {
+	if err := testutil.RemoveContainers(ctx, tg.client); err != nil {
 		tg.t.Fatal(err)
-	}
-	for _, c := range list {
-		if task, err := c.Task(ctx, nil); err == nil {
-			if _, err := task.Delete(ctx, containerd.WithProcessKill); ignoreNotFound(err) != nil {
-				tg.t.Fatalf("delete task of %s: %v", c.ID(), err)
-			}
-		}
-		if err := ignoreNotFound(c.Delete(ctx, containerd.WithSnapshotCleanup)); err != nil {
-			tg.t.Fatalf("delete container %s: %v", c.ID(), err)
-		}
 	}
 }
 

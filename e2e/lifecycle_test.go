@@ -67,22 +67,10 @@ func TestStartFromManifest(t *testing.T) {
 func TestEditRecreatesOnlyChangedContainer(t *testing.T) {
 	tg := startTug(t, tugOpts{})
 	manifest := func(bScript string) string {
-		return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: edit
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: a
-      image: %[1]s
-      command: ["sh", "-c"]
-      args: [%[2]s]
-    - name: b
-      image: %[1]s
-      command: ["sh", "-c"]
-      args: [%[3]s]
-`, tg.image, q("echo a; "+idle), q(bScript))
+		return podYAML{name: "edit", containers: []ctrYAML{
+			{name: "a", image: tg.image, script: "echo a; " + idle, asArgs: true},
+			{name: "b", image: tg.image, script: bScript, asArgs: true},
+		}}.String()
 	}
 	tg.writeManifest("edit.yaml", manifest("echo b-v1; "+idle))
 	a0 := tg.waitRunning(startTimeout, "edit", "a", 0)
@@ -112,26 +100,19 @@ spec:
 	}
 }
 
+// cachePod is a pod whose container writes to a tmpfs emptyDir, "cache",
+// and then idles: a pod with every kind of thing a removal must clean up.
+func cachePod(name, image string) string {
+	return podYAML{name: name,
+		containers: []ctrYAML{{name: "main", image: image, script: "echo data > /cache/f && echo wrote; " + idle,
+			mounts: []mountYAML{{name: "cache", path: "/cache"}}}},
+		volumes: []volYAML{memoryVol("cache")},
+	}.String()
+}
+
 func TestRemoveCleansEverything(t *testing.T) {
 	tg := startTug(t, tugOpts{})
-	tg.writeManifest("gone.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: gone
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: main
-      image: %s
-      command: ["sh", "-c", %s]
-      volumeMounts:
-        - name: cache
-          mountPath: /cache
-  volumes:
-    - name: cache
-      emptyDir:
-        medium: Memory
-`, tg.image, q("echo data > /cache/f && echo wrote; "+idle)))
+	tg.writeManifest("gone.yaml", cachePod("gone", tg.image))
 	tg.waitRunning(startTimeout, "gone", "main", 0)
 	tg.waitLog(logTimeout, "gone", "main", 0, "wrote")
 
@@ -173,36 +154,15 @@ func mountsLeft(dir string) (string, error) {
 
 func TestInitContainersBeforeApps(t *testing.T) {
 	tg := startTug(t, tugOpts{})
-	tg.writeManifest("init.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: init
-spec:
-  terminationGracePeriodSeconds: 5
-  initContainers:
-    - name: first
-      image: %[1]s
-      command: ["sh", "-c", "sleep 1; echo first > /work/out"]
-      volumeMounts:
-        - name: work
-          mountPath: /work
-    - name: second
-      image: %[1]s
-      command: ["sh", "-c", "echo second >> /work/out"]
-      volumeMounts:
-        - name: work
-          mountPath: /work
-  containers:
-    - name: app
-      image: %[1]s
-      command: ["sh", "-c", %[2]s]
-      volumeMounts:
-        - name: work
-          mountPath: /work
-  volumes:
-    - name: work
-      emptyDir: {}
-`, tg.image, q("cat /work/out; "+idle)))
+	work := []mountYAML{{name: "work", path: "/work"}}
+	tg.writeManifest("init.yaml", podYAML{name: "init",
+		init: []ctrYAML{
+			{name: "first", image: tg.image, script: "sleep 1; echo first > /work/out", mounts: work},
+			{name: "second", image: tg.image, script: "echo second >> /work/out", mounts: work},
+		},
+		containers: []ctrYAML{{name: "app", image: tg.image, script: "cat /work/out; " + idle, mounts: work}},
+		volumes:    []volYAML{emptyVol("work")},
+	}.String())
 
 	app := tg.waitRunning(startTimeout, "init", "app", 0)
 	lines := tg.waitLog(logTimeout, "init", "app", 0, "first", "second")

@@ -16,17 +16,7 @@ import (
 func TestBrokenEditKeepsLastGood(t *testing.T) {
 	tg := startTug(t, tugOpts{})
 	good := func(script string) string {
-		return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: keep
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: main
-      image: %[1]s
-      command: ["sh", "-c", %[2]s]
-`, tg.image, q(script))
+		return shPod("keep", tg.image, script)
 	}
 	// The same pod with a typo on line 9, column 7.
 	broken := fmt.Sprintf(`apiVersion: v1

@@ -20,19 +20,9 @@ import (
 // resourcesPod is a pod with one container running script, with the given
 // resources block (indented for the container) and restart policy.
 func resourcesPod(name, image, script, resources, restartPolicy string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  restartPolicy: %s
-  terminationGracePeriodSeconds: 2
-  containers:
-    - name: main
-      image: %s
-      command: ["sh", "-c", %s]
-      resources:
-%s`, name, restartPolicy, image, q(script), resources)
+	return podYAML{name: name, grace: 2, restartPolicy: restartPolicy, containers: []ctrYAML{
+		{name: "main", image: image, script: script, extra: "      resources:\n" + resources},
+	}}.String()
 }
 
 // cgroupWants checks cgroup files of the container whose task is pid: on

@@ -189,24 +189,7 @@ func TestContainerdRestart(t *testing.T) {
 func TestAdoptionRemovesOrphans(t *testing.T) {
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
 		tg.writeManifest("stays.yaml", shPod("stays", tg.image, idle))
-		tg.writeManifest("orphan.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: orphan
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: main
-      image: %s
-      command: ["sh", "-c", %s]
-      volumeMounts:
-        - name: cache
-          mountPath: /cache
-  volumes:
-    - name: cache
-      emptyDir:
-        medium: Memory
-`, tg.image, q("echo data > /cache/f && echo wrote; "+idle)))
+		tg.writeManifest("orphan.yaml", cachePod("orphan", tg.image))
 	}})
 	stays := tg.waitRunning(startTimeout, "stays", "main", 0)
 	tg.waitRunning(startTimeout, "orphan", "main", 0)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,28 +250,11 @@ func terminal(p pod.Phase) bool { return p == pod.PhaseSucceeded || p == pod.Pha
 // "app" running app and, when init is set, one init container "init"
 // running init before it.
 func policyPod(name, image, policy, init, app string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 5
-  restartPolicy: %s
-`, name, policy)
+	p := podYAML{name: name, restartPolicy: policy, containers: []ctrYAML{{name: "app", image: image, script: app}}}
 	if init != "" {
-		fmt.Fprintf(&b, `  initContainers:
-    - name: init
-      image: %s
-      command: ["sh", "-c", %s]
-`, image, q(init))
+		p.init = []ctrYAML{{name: "init", image: image, script: init}}
 	}
-	fmt.Fprintf(&b, `  containers:
-    - name: app
-      image: %s
-      command: ["sh", "-c", %s]
-`, image, q(app))
-	return b.String()
+	return p.String()
 }
 
 // taskStart is a /tasks/start event of the test's namespace.

@@ -60,35 +60,16 @@ done`, secret)
 fi
 echo run >> /report/runs
 sleep 0.5`, marker)
-	tg.writeManifest("race.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: race
-spec:
-  terminationGracePeriodSeconds: 1
-  restartPolicy: Always
-  containers:
-    - name: racer
-      image: %s
-      command: ["sh", "-c", %s]
-      volumeMounts:
-        - name: vol
-          mountPath: /vol
-    - name: victim
-      image: %s
-      command: ["sh", "-c", %s]
-      volumeMounts:
-        - name: vol
-          mountPath: /sub
-          subPath: d
-        - name: report
-          mountPath: /report
-  volumes:
-    - name: vol
-      emptyDir: {}
-    - name: report
-      emptyDir: {}
-`, tg.image, q(racer), tg.image, q(victim)))
+	tg.writeManifest("race.yaml", podYAML{name: "race", grace: 1, restartPolicy: "Always",
+		containers: []ctrYAML{
+			{name: "racer", image: tg.image, script: racer, mounts: []mountYAML{{name: "vol", path: "/vol"}}},
+			{name: "victim", image: tg.image, script: victim, mounts: []mountYAML{
+				{name: "vol", path: "/sub", subPath: "d"},
+				{name: "report", path: "/report"},
+			}},
+		},
+		volumes: []volYAML{emptyVol("vol"), emptyVol("report")},
+	}.String())
 	tg.waitRunning(startTimeout, "race", "racer", 0)
 
 	report := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volumes", "empty-dir", "report")

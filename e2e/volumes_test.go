@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,53 +28,19 @@ func TestVolumes(t *testing.T) {
 		"echo x > /ro/ro-test.txt || echo ro-write-failed",
 		idle,
 	}, "; ")
-	tg.writeManifest("vol.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: vol
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: main
-      image: %s
-      command: ["sh", "-c", %s]
-      volumeMounts:
-        - name: data
-          mountPath: /data
-        - name: data
-          mountPath: /ro
-          readOnly: true
-        - name: cache
-          mountPath: /cache
-  volumes:
-    - name: data
-      hostPath:
-        path: %s
-        type: DirectoryOrCreate
-    - name: cache
-      emptyDir:
-        medium: Memory
-`, tg.image, q(script), hostDir))
+	tg.writeManifest("vol.yaml", podYAML{name: "vol",
+		containers: []ctrYAML{{name: "main", image: tg.image, script: script, mounts: []mountYAML{
+			{name: "data", path: "/data"},
+			{name: "data", path: "/ro", readOnly: true},
+			{name: "cache", path: "/cache"},
+		}}},
+		volumes: []volYAML{hostPathVol("data", hostDir, "DirectoryOrCreate"), memoryVol("cache")},
+	}.String())
 	missing := filepath.Join(tg.base, "missing-file")
-	tg.writeManifest("badpath.yaml", fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: badpath
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-    - name: main
-      image: %s
-      command: ["sh", "-c", %s]
-      volumeMounts:
-        - name: f
-          mountPath: /f
-  volumes:
-    - name: f
-      hostPath:
-        path: %s
-        type: File
-`, tg.image, q(idle), missing))
+	tg.writeManifest("badpath.yaml", podYAML{name: "badpath",
+		containers: []ctrYAML{{name: "main", image: tg.image, script: idle, mounts: []mountYAML{{name: "f", path: "/f"}}}},
+		volumes:    []volYAML{hostPathVol("f", missing, "File")},
+	}.String())
 
 	tg.waitRunning(startTimeout, "vol", "main", 0)
 	// stdout and stderr are separate pipes: their lines may reach the log

@@ -17,14 +17,19 @@
 #   5. waits (at most DEMO_TIMEOUT, 60 s) until every container of the example
 #      pods runs and http://127.0.0.1:8080/ answers, then shows them
 #
+# The packages, containerd, image and clean-up helpers are scripts/lib.sh's,
+# shared with scripts/testenv.sh.
+#
 # `demo.sh stop` stops tug, then kills and deletes every task and container in
 # containerd namespace tug and removes its snapshots. containerd keeps running.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LIB_NAME=demo
+# shellcheck source=scripts/lib.sh
+. "$REPO/scripts/lib.sh"
 SOCK=/run/containerd/containerd.sock
 NS=tug
-IMAGE=docker.io/library/busybox:1.35
 IMAGE_DIR=/var/lib/tug/images
 MANIFESTS=$REPO/manifests
 TUG=$REPO/bin/tug
@@ -34,37 +39,12 @@ CONTAINERD_LOG=/var/log/tug-demo-containerd.log
 URL=http://127.0.0.1:8080/
 TIMEOUT=${DEMO_TIMEOUT:-60}
 
-log() { echo "demo: $*" >&2; }
-die() {
-    log "ERROR: $*"
-    exit 1
-}
-ctr_() { ctr -a "$SOCK" -n "$NS" "$@"; }
-containerd_answers() { [ -S "$SOCK" ] && timeout 5 ctr -a "$SOCK" version >/dev/null 2>&1; }
-
 # tug_alive: the pid in $TUG_PID is a running bin/tug.
-tug_alive() {
-    local pid
-    [ -s "$TUG_PID" ] || return 1
-    pid=$(cat "$TUG_PID")
-    [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null &&
-        [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$TUG")" ]
-}
+tug_alive() { pid_alive "$TUG_PID" "$TUG"; }
+tug_gone() { ! tug_alive; }
 
-ensure_packages() {
-    local need=()
-    command -v containerd >/dev/null || need+=(containerd)
-    command -v runc >/dev/null || need+=(runc)
-    dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
-    command -v ip >/dev/null || need+=(iproute2)
-    command -v nft >/dev/null || need+=(nftables)
-    command -v curl >/dev/null || need+=(curl)
-    [ ${#need[@]} -eq 0 ] && return
-    log "installing: ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-}
+# show_containerd_log: the end of the log of the containerd demo started.
+show_containerd_log() { [ ! -s "$CONTAINERD_LOG" ] || tail -n 30 "$CONTAINERD_LOG" >&2; }
 
 start_containerd() {
     if containerd_answers; then
@@ -78,20 +58,12 @@ start_containerd() {
         log "containerd: starting in the background (Debian's config, log $CONTAINERD_LOG)"
         setsid nohup containerd </dev/null >>"$CONTAINERD_LOG" 2>&1 &
     fi
-    local i
-    for ((i = 0; i < 300; i++)); do
-        containerd_answers && break
-        sleep 0.1
-    done
-    if ! containerd_answers; then
-        [ -s "$CONTAINERD_LOG" ] && tail -n 30 "$CONTAINERD_LOG" >&2
-        die "containerd did not answer on $SOCK within 30s"
-    fi
+    LIB_ON_DIE=show_containerd_log await_containerd
     log "containerd: up on $SOCK"
 }
 
 build() {
-    "$REPO/scripts/mkimage.sh" "$IMAGE_DIR/busybox.tar" "$IMAGE"
+    build_image "$IMAGE_DIR/busybox.tar"
     export PATH=$PATH:/usr/local/go/bin
     command -v go >/dev/null || die "go is not installed (expected in PATH or /usr/local/go/bin)"
     local version
@@ -102,16 +74,12 @@ build() {
 
 stop_tug() {
     if tug_alive; then
-        local pid i
+        local pid
         pid=$(cat "$TUG_PID")
         log "stopping tug (pid $pid)"
         kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 150; i++)); do
-            tug_alive || break
-            sleep 0.1
-        done
-        if tug_alive; then
-            log "tug did not stop within 15s; killing it"
+        if ! wait_for 15 "tug to stop" tug_gone; then
+            log "killing tug"
             kill -KILL "$pid" 2>/dev/null || true
             sleep 0.5
         fi
@@ -142,7 +110,7 @@ expected_containers() {
 
 # running_tasks: number of tasks of namespace tug in state RUNNING (exited
 # init containers may leave STOPPED tasks: they are not counted).
-running_tasks() { ctr_ tasks ls 2>/dev/null | awk 'NR>1 && $3=="RUNNING"' | wc -l; }
+running_tasks() { ctr_ -n "$NS" tasks ls 2>/dev/null | awk 'NR>1 && $3=="RUNNING"' | wc -l; }
 
 start() {
     [ "$(id -u)" = 0 ] || die "run as root (sudo make demo)"
@@ -174,7 +142,7 @@ start() {
         sleep 0.5
     done
     if [ -z "$ok" ]; then
-        ctr_ tasks ls >&2 || true
+        ctr_ -n "$NS" tasks ls >&2 || true
         log "---- last 40 lines of $TUG_LOG"
         tail -n 40 "$TUG_LOG" >&2
         die "the example pods did not come up within ${TIMEOUT}s ($running of $want containers running, $URL: $(curl -fsS -o /dev/null --max-time 2 "$URL" 2>&1 || true))"
@@ -182,7 +150,7 @@ start() {
     log "up in $((SECONDS - t0))s"
     echo
     echo "== ctr -n $NS tasks ls"
-    ctr_ tasks ls
+    ctr_ -n "$NS" tasks ls
     echo
     echo "== curl $URL"
     curl -fsS --max-time 5 "$URL"
@@ -196,34 +164,19 @@ start() {
     echo "stop the demo:   make demo-stop"
 }
 
-# remove_pods: kill and delete every task and container in namespace tug,
-# then its snapshots (children before parents, so a few passes).
+# remove_pods: kill and delete every task and container in namespace tug
+# (lib.sh), then its snapshots (children before parents, so a few passes).
 remove_pods() {
     containerd_answers || { log "containerd does not answer on $SOCK: nothing to remove"; return; }
-    local id ids i
-    ids=$(ctr_ tasks ls -q 2>/dev/null || true)
-    for id in $ids; do
-        log "killing task $id"
-        ctr_ tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
-    done
-    for id in $ids; do
-        for ((i = 0; i < 50; i++)); do
-            ctr_ tasks ls 2>/dev/null | awk -v id="$id" '$1==id && $3=="RUNNING"' | grep -q . || break
-            sleep 0.2
-        done
-        ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true
-    done
-    for id in $(ctr_ containers ls -q 2>/dev/null || true); do
-        log "deleting container $id"
-        ctr_ containers delete "$id" >/dev/null 2>&1 || true
-    done
+    remove_containers "$NS"
+    local id i
     local snaps left
     for ((i = 0; i < 20; i++)); do
-        snaps=$(ctr_ snapshots ls 2>/dev/null | awk 'NR>1{print $1}')
+        snaps=$(ctr_ -n "$NS" snapshots ls 2>/dev/null | awk 'NR>1{print $1}')
         [ -n "$snaps" ] || break
-        for id in $snaps; do ctr_ snapshots rm "$id" >/dev/null 2>&1 || true; done
+        for id in $snaps; do ctr_ -n "$NS" snapshots rm "$id" >/dev/null 2>&1 || true; done
     done
-    left=$(ctr_ snapshots ls 2>/dev/null | awk 'NR>1' | wc -l)
+    left=$(ctr_ -n "$NS" snapshots ls 2>/dev/null | awk 'NR>1' | wc -l)
     [ "$left" -eq 0 ] || log "warning: $left snapshots left in namespace $NS"
 }
 
@@ -254,7 +207,7 @@ remove_pod_state() {
     if [ -e /run/tug/node-net ]; then umount -l /run/tug/node-net 2>/dev/null || true; rm -f /run/tug/node-net; fi
     ip link del tug0 2>/dev/null || true
     if command -v nft >/dev/null; then nft delete table ip tug 2>/dev/null || true; fi
-    find /sys/fs/cgroup -depth -type d -path '*/tugpods*' -exec rmdir {} + 2>/dev/null || true
+    find /sys/fs/cgroup -depth -type d \( -path '*/tugpods' -o -path '*/tugpods/*' \) -exec rmdir {} + 2>/dev/null || true
     log "removed the demo pods' namespaces, volumes, logs, network and cgroups"
 }
 

@@ -30,6 +30,9 @@
 #           `up` does, same configuration; shims and their tasks live on. For
 #           the e2e test of tug surviving a containerd crash.
 #
+# The helpers shared with scripts/demo.sh (packages, waiting, containerd,
+# the image, removing a namespace's containers) are in scripts/lib.sh.
+#
 # Notes: containerd 1.6's shims and ctr still put their sockets, fifos and runc
 # state under /run/containerd/{s,fifo,runc} (hashed or per-namespace names: no
 # clash with the system containerd). When the registry port is taken by
@@ -44,19 +47,15 @@ PORT_SET=${TUG_TEST_REGISTRY_PORT:+yes}
 PORT=${TUG_TEST_REGISTRY_PORT:-5000}
 SOCK=$DIR/containerd.sock
 NS=tug-testenv
-IMAGE=docker.io/library/busybox:1.35
 REPO_PATH=tug/busybox
 REPO_TAG=1.35
 ARCHIVE=$DIR/busybox.tar
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-
-log() { echo "testenv: $*" >&2; }
-LOGS_ON_FAILURE=
-die() {
-    log "ERROR: $*"
-    [ -z "$LOGS_ON_FAILURE" ] || show_logs
-    exit 1
-}
+LIB_NAME=testenv
+# shellcheck source=scripts/lib.sh
+. "$HERE/lib.sh"
+IMAGE=$LIB_IMAGE
+LIB_ON_DIE= # show_logs once `up` runs
 
 # On any failure, show what the daemons said.
 on_error() {
@@ -75,38 +74,6 @@ show_logs() {
     done
 }
 
-# wait_for SECONDS WHAT CMD...: runs CMD every 0.1 s until it succeeds (0) or
-# SECONDS have passed (1). Bounded: never waits forever.
-wait_for() {
-    local secs=$1 what=$2 i
-    shift 2
-    for ((i = 0; i < secs * 10; i++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    log "timed out after ${secs}s waiting for $what"
-    return 1
-}
-
-# pid_alive PIDFILE EXE: the pid recorded in PIDFILE runs EXE.
-pid_alive() {
-    local pid
-    [ -s "$1" ] || return 1
-    pid=$(cat "$1")
-    [ -d "/proc/$pid" ] || return 1
-    [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$2")" ]
-}
-
-# starting PIDFILE: whether the process just started in the background is
-# still there (neither gone nor a zombie). Not pid_alive: until setsid has
-# exec'd the daemon its exe is still bash or setsid, a race a loaded machine
-# loses.
-starting() {
-    local pid
-    pid=$(cat "$1" 2>/dev/null) || return 1
-    [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null
-}
-
 # children_of PID: the pids whose parent is PID.
 children_of() {
     local s
@@ -117,29 +84,7 @@ children_of() {
     return 0
 }
 
-# ---------------------------------------------------------------- packages
-ensure_packages() {
-    local need=()
-    command -v containerd >/dev/null || need+=(containerd)
-    command -v runc >/dev/null || need+=(runc)
-    dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
-    command -v docker-registry >/dev/null || need+=(docker-registry)
-    command -v ip >/dev/null || need+=(iproute2)
-    command -v nft >/dev/null || need+=(nftables)
-    command -v curl >/dev/null || need+=(curl)
-    [ ${#need[@]} -eq 0 ] && return
-    [ "$(id -u)" = 0 ] || die "missing packages (${need[*]}) and not root"
-    log "installing: ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-}
-
 # ---------------------------------------------------------------- containerd
-ctr_() { ctr -a "$SOCK" "$@"; }
-# (ctr waits for a missing socket: check that it exists first)
-containerd_answers() { [ -S "$SOCK" ] && timeout 5 ctr -a "$SOCK" version >/dev/null 2>&1; }
-
 start_containerd() {
     if containerd_answers; then
         log "containerd: already up on $SOCK"
@@ -177,13 +122,7 @@ EOF
     # does not kill it; all fds redirected, so make/CI pipes are not held open.
     setsid containerd --config "$DIR/containerd.toml" </dev/null >>"$DIR/containerd.log" 2>&1 &
     echo $! > "$DIR/containerd.pid"
-    local i
-    for ((i = 0; i < 300; i++)); do
-        containerd_answers && break
-        starting "$DIR/containerd.pid" || die "containerd exited at start"
-        sleep 0.1
-    done
-    containerd_answers || die "containerd did not answer on $SOCK within 30s"
+    await_containerd "$DIR/containerd.pid"
     log "containerd: up (pid $(cat "$DIR/containerd.pid"), $(ctr_ version | awk '/Server:/{s=1} s&&/Version:/{print $2; exit}'))"
 }
 
@@ -260,7 +199,7 @@ archive_digest() {
 }
 
 setup_image() {
-    "$HERE/mkimage.sh" "$ARCHIVE" "$IMAGE"
+    build_image "$ARCHIVE"
     local want have reg_image=127.0.0.1:$PORT/$REPO_PATH:$REPO_TAG
     want=$(archive_digest)
     [ -n "$want" ] || die "no manifest digest in $ARCHIVE"
@@ -307,9 +246,9 @@ up() {
     local t0=$SECONDS
     [ "$(id -u)" = 0 ] || die "up needs root (containerd, mounts)"
     trap 'on_error $LINENO' ERR
-    LOGS_ON_FAILURE=yes
+    LIB_ON_DIE=show_logs
     mkdir -p "$DIR"
-    ensure_packages
+    ensure_packages docker-registry
     start_containerd
     start_registry
     setup_image
@@ -321,21 +260,9 @@ up() {
 # ---------------------------------------------------------------- down
 # kill_tasks: kill and delete every task and container of the private containerd.
 kill_tasks() {
-    local ns id ids
+    local ns
     for ns in $(ctr_ namespaces ls -q 2>/dev/null); do
-        ids=$(ctr_ -n "$ns" tasks ls -q 2>/dev/null) || continue
-        for id in $ids; do
-            log "down: killing task $ns/$id"
-            ctr_ -n "$ns" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
-        done
-        for id in $ids; do
-            wait_for 10 "task $ns/$id to stop" \
-                bash -c "! ctr -a '$SOCK' -n '$ns' tasks ls | awk '\$1==\"$id\"{print \$3}' | grep -qx RUNNING" || true
-            ctr_ -n "$ns" tasks delete -f "$id" >/dev/null 2>&1 || true
-        done
-        for id in $(ctr_ -n "$ns" containers ls -q 2>/dev/null); do
-            ctr_ -n "$ns" containers delete "$id" >/dev/null 2>&1 || true
-        done
+        remove_containers "$ns"
     done
 }
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/containerd/containerd"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
-	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
 
 	"tug/internal/pleg"
@@ -84,8 +83,9 @@ func newEnv(tb testing.TB) *env {
 	return e
 }
 
-// cleanup removes the namespace's containers (in parallel), images and
-// the namespace itself.
+// cleanup removes the namespace's containers (in parallel, with the
+// Runtime's own deletion) and images; testutil.Namespace's leak check then
+// fails the test on anything left and deletes the namespace.
 func (e *env) cleanup(tb testing.TB) {
 	ctx := context.Background()
 	cs, err := e.rt.ListContainers(ctx)
@@ -100,19 +100,8 @@ func (e *env) cleanup(tb testing.TB) {
 		return
 	}
 	defer client.Close()
-	nctx := namespaces.WithNamespace(ctx, e.ns)
-	imgs, _ := client.ImageService().List(nctx)
-	for i, img := range imgs {
-		var opts []images.DeleteOpt
-		if i == len(imgs)-1 {
-			opts = append(opts, images.SynchronousDelete())
-		}
-		if err := client.ImageService().Delete(nctx, img.Name, opts...); err != nil {
-			tb.Errorf("cleanup: delete image %s: %v", img.Name, err)
-		}
-	}
-	if err := client.NamespaceService().Delete(nctx, e.ns); err != nil {
-		tb.Logf("cleanup: delete namespace %s: %v", e.ns, err)
+	if err := testutil.RemoveImages(namespaces.WithNamespace(ctx, e.ns), client); err != nil {
+		tb.Errorf("cleanup: %v", err)
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/containerd/containerd"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
 	"golang.org/x/sys/unix"
@@ -86,7 +85,9 @@ func newEnv(t *testing.T, noImport bool) *env {
 	return e
 }
 
-// cleanup removes the namespace's containers, images and the namespace.
+// cleanup removes the namespace's containers (with the Runtime's own
+// deletion, which the leak check of testutil.Namespace then verifies) and
+// images.
 func (e *env) cleanup(t *testing.T) {
 	ctx := e.ctx
 	client := e.r.client
@@ -99,19 +100,8 @@ func (e *env) cleanup(t *testing.T) {
 			t.Errorf("cleanup: %s: %v", c.ID(), err)
 		}
 	}
-	imgs, _ := client.ImageService().List(ctx)
-	for i, img := range imgs {
-		var opts []images.DeleteOpt
-		if i == len(imgs)-1 {
-			opts = append(opts, images.SynchronousDelete())
-		}
-		if err := client.ImageService().Delete(ctx, img.Name, opts...); err != nil {
-			t.Errorf("cleanup: delete image %s: %v", img.Name, err)
-		}
-	}
-	ns, _ := namespaces.Namespace(ctx)
-	if err := client.NamespaceService().Delete(ctx, ns); err != nil {
-		t.Logf("cleanup: delete namespace %s: %v", ns, err)
+	if err := testutil.RemoveImages(ctx, client); err != nil {
+		t.Errorf("cleanup: %v", err)
 	}
 	e.r.Close()
 }

@@ -1,13 +1,16 @@
 // Package testutil holds helpers for tug's tests: prerequisites that skip or
 // fail with a reason (RequireRoot, RequireContainerd, RequireCommand,
-// TestImage, RegistryImage), a per-test containerd namespace (Namespace), a
+// TestImage, RegistryImage), a per-test containerd namespace whose leaks fail
+// the test (Namespace; RemoveContainers and RemoveImages for the test's own
+// clean-up, Leftovers to look), a
 // logger that writes through t.Log (Logger), code run inside a network
 // namespace (InNetns), a TestMain body that builds a program of the
 // repository (RunWithBinary) and a certificate authority for TLS tests (CA).
 //
 // It is test code only. It imports "testing", so it must never be imported by
 // non-test code: doing so would register the test flags in the tug binary.
-// Besides the standard library it imports only containerd's client.
+// Besides the standard library it imports only containerd's client (and
+// the client's API packages).
 //
 // The end-to-end prerequisites come from the test environment that
 // scripts/testenv.sh starts and describes in its env file

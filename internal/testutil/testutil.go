@@ -173,13 +173,30 @@ const maxNamespace = 60
 // lowercased, with every run of characters outside [a-z0-9] turned into one
 // '-', cut so that with a random suffix it is at most 60 characters, e.g.
 // "testpodruntime-start-restart-3f9a1c". Each call returns a new name.
-// Removing what the test creates in it is up to the test (t.Cleanup).
+//
+// Removing what the test creates in it is up to the test's own clean-up
+// (t.Cleanup, registered after this call, so that it runs before). Namespace
+// registers the leak check that runs last: whatever is still in the
+// namespace then (tasks, containers, images, leases, snapshots, blobs,
+// ingests, and shim processes of the namespace still running 5 s later) is
+// removed and FAILS the test, and the namespace is deleted. A
+// test that leaves containers for tug to adopt, or tug's image cache, must
+// still remove them in its own clean-up (RemoveContainers, RemoveImages).
+// The containerd is TUG_TEST_CONTAINERD's (see RequireContainerd).
 func Namespace(t testing.TB) string {
+	t.Helper()
+	addr := containerdAddr()
+	if addr == "" {
+		Missing(t, "%s is not set %s", EnvContainerd, hint)
+		return ""
+	}
 	var b [3]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("namespace suffix: %v", err)
 	}
-	return namespaceFor(t.Name(), hex.EncodeToString(b[:]))
+	ns := namespaceFor(t.Name(), hex.EncodeToString(b[:]))
+	t.Cleanup(func() { checkNamespace(t, addr, ns) })
+	return ns
 }
 
 // namespaceFor builds Namespace's result from a test name and a suffix made

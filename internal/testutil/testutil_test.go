@@ -9,13 +9,14 @@ import (
 	"testing"
 )
 
-// recorder is a testing.TB that records Skipf, Fatalf and Log instead of
-// acting on them. Unlike the real ones, its Skipf and Fatalf return, so the
+// recorder is a testing.TB that records Skipf, Fatalf, Errorf and Log
+// instead of acting on them. Unlike the real ones, its Skipf and Fatalf return, so the
 // helpers must return right after calling missing.
 type recorder struct {
 	testing.TB
 	skipped, fatal string
 	logs           []string
+	errs           []string
 }
 
 func (r *recorder) Helper()                     {}
@@ -23,8 +24,9 @@ func (r *recorder) Skipf(f string, args ...any) { r.skipped = fmt.Sprintf(f, arg
 func (r *recorder) Fatalf(f string, args ...any) {
 	r.fatal = fmt.Sprintf(f, args...)
 }
-func (r *recorder) Logf(f string, args ...any) { r.logs = append(r.logs, fmt.Sprintf(f, args...)) }
-func (r *recorder) Log(args ...any)            { r.logs = append(r.logs, fmt.Sprint(args...)) }
+func (r *recorder) Errorf(f string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(f, args...)) }
+func (r *recorder) Logf(f string, args ...any)   { r.logs = append(r.logs, fmt.Sprintf(f, args...)) }
+func (r *recorder) Log(args ...any)              { r.logs = append(r.logs, fmt.Sprint(args...)) }
 
 func TestMissingSkipsOrFails(t *testing.T) {
 	tests := []struct {
