@@ -235,17 +235,7 @@ func TestSeccompAndNoNewPrivs(t *testing.T) {
 	tg.waitLog(startTimeout, "local", "main", 0, "Seccomp=2", "unshare=ok", "mkdir=refused")
 
 	// A symlink out of the profile dir: the container is never created.
-	tg.waitPod(startTimeout, "escape", "CreateContainerConfigError", func(v *pod.View) error {
-		if len(v.Status.ContainerStatuses) == 0 {
-			return fmt.Errorf("no container status")
-		}
-		w := v.Status.ContainerStatuses[0].State.Waiting
-		if w == nil || w.Reason != pod.ReasonCreateContainerConfigError || !strings.Contains(w.Message, "seccomp profile") {
-			return fmt.Errorf("state %+v", v.Status.ContainerStatuses[0].State)
-		}
-		return nil
-	})
-	tg.assertNoContainers(tg.uid("escape"))
+	tg.waitConfigError("escape", "seccomp profile")
 	// "../" is refused with the manifest.
 	tg.waitFor(blockedWithin, "dotdot.yaml to be refused", func() (bool, error) {
 		out, _, _ := tg.runCLI("pods")
@@ -255,6 +245,24 @@ func TestSeccompAndNoNewPrivs(t *testing.T) {
 		return true, nil
 	})
 	tg.assertNoContainers(tg.uid("dotdot"))
+}
+
+// waitConfigError waits until the first container of the pod named name
+// waits with CreateContainerConfigError and a message holding msg, then
+// checks that containerd never got a container of it.
+func (tg *tug) waitConfigError(name, msg string) {
+	tg.t.Helper()
+	tg.waitPod(startTimeout, name, pod.ReasonCreateContainerConfigError, func(v *pod.View) error {
+		if len(v.Status.ContainerStatuses) == 0 {
+			return fmt.Errorf("no container status")
+		}
+		w := v.Status.ContainerStatuses[0].State.Waiting
+		if w == nil || w.Reason != pod.ReasonCreateContainerConfigError || !strings.Contains(w.Message, msg) {
+			return fmt.Errorf("state %+v", v.Status.ContainerStatuses[0].State)
+		}
+		return nil
+	})
+	tg.assertNoContainers(tg.uid(name))
 }
 
 // assertNoContainers checks, across a few syncs, that containerd has no
@@ -280,17 +288,7 @@ func TestRunAsNonRoot(t *testing.T) {
 	tg.writeManifest("user.yaml", shPod("asuser", tg.image, "id -u; "+idle, "  securityContext:\n    runAsNonRoot: true\n    runAsUser: 1000\n"))
 
 	tg.waitLog(startTimeout, "asuser", "main", 0, "1000")
-	tg.waitPod(startTimeout, "asroot", "CreateContainerConfigError", func(v *pod.View) error {
-		if len(v.Status.ContainerStatuses) == 0 {
-			return fmt.Errorf("no container status")
-		}
-		w := v.Status.ContainerStatuses[0].State.Waiting
-		if w == nil || w.Reason != pod.ReasonCreateContainerConfigError || !strings.Contains(w.Message, "container has runAsNonRoot and image will run as root") {
-			return fmt.Errorf("state %+v", v.Status.ContainerStatuses[0].State)
-		}
-		return nil
-	})
-	tg.assertNoContainers(tg.uid("asroot"))
+	tg.waitConfigError("asroot", "container has runAsNonRoot and image will run as root")
 	out, _, _ := tg.runCLI("pods")
 	if rows, _, err := parsePodTable(out); err != nil || rows[staticName("asroot")]["STATUS"] != pod.ReasonCreateContainerConfigError {
 		t.Errorf("tug pods (%v):\n%s", err, out)

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"tug/internal/testutil"
-
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 func testRuntime(t *testing.T) *Runtime {
@@ -399,31 +399,19 @@ func TestMemoryEmptyDir(t *testing.T) {
 
 // countMountsUnder counts the mounts at or below dir.
 func countMountsUnder(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			n++
-		}
-	}
-	return n
+	return countMountsWith(t, mountinfo.PrefixFilter(dir))
 }
 
+// countMounts counts the mounts on dir itself (stacked ones included).
 func countMounts(t *testing.T, dir string) int {
+	return countMountsWith(t, func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != dir, false })
+}
+
+func countMountsWith(t *testing.T, filter mountinfo.FilterFunc) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := mountinfo.GetMounts(filter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
-			n++
-		}
-	}
-	return n
+	return len(ms)
 }
