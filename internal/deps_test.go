@@ -66,7 +66,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/api":    {internal: []string{"tug/internal/pod"}},
 	// Test code only: the one package that may import testing.
 	"tug/internal/testutil": {testing: true, modules: []string{
-		"github.com/containerd/containerd", "github.com/vishvananda/netlink",
+		"github.com/containerd/containerd", "github.com/containerd/containerd/api", "github.com/vishvananda/netlink",
 		"github.com/vishvananda/netns", "golang.org/x/sys",
 	}},
 	// The only place that builds concrete types and connects them: every

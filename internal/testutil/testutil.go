@@ -190,13 +190,20 @@ func Namespace(t testing.TB) string {
 		Missing(t, "%s is not set %s", EnvContainerd, hint)
 		return ""
 	}
+	ns := newNamespace(t)
+	t.Cleanup(func() { checkNamespace(t, addr, ns) })
+	return ns
+}
+
+// newNamespace is a fresh namespace name for t: its name and a random
+// suffix.
+func newNamespace(t testing.TB) string {
+	t.Helper()
 	var b [3]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("namespace suffix: %v", err)
 	}
-	ns := namespaceFor(t.Name(), hex.EncodeToString(b[:]))
-	t.Cleanup(func() { checkNamespace(t, addr, ns) })
-	return ns
+	return namespaceFor(t.Name(), hex.EncodeToString(b[:]))
 }
 
 // namespaceFor builds Namespace's result from a test name and a suffix made

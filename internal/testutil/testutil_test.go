@@ -168,7 +168,7 @@ func TestNamespaceFor(t *testing.T) {
 }
 
 func TestNamespaceUnique(t *testing.T) {
-	a, b := Namespace(t), Namespace(t)
+	a, b := newNamespace(t), newNamespace(t)
 	if a == b {
 		t.Errorf("two calls returned %q", a)
 	}
