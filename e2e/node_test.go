@@ -42,6 +42,24 @@ func reasonIs(phase pod.Phase, reason, msg string) func(v *pod.View) error {
 	}
 }
 
+// assertRefused checks that the refused pod named name has no container in
+// containerd and that tug pods shows reason as its STATUS; it returns the
+// lines tug pods prints below its table.
+func (tg *tug) assertRefused(name, reason string) []string {
+	tg.t.Helper()
+	if cs, err := tg.podContainers(tg.uid(name)); err != nil || len(cs) != 0 {
+		tg.t.Errorf("refused pod %s has containers: %v, %v", name, cs, err)
+	}
+	rows, rest, err := tg.podTable()
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	if r := rows[staticName(name)]; r["STATUS"] != reason {
+		tg.t.Errorf("tug pods row of %s: %v, want STATUS %s", name, r, reason)
+	}
+	return rest
+}
+
 // removeManifest deletes a manifest file.
 func (tg *tug) removeManifest(name string) {
 	tg.t.Helper()
@@ -136,16 +154,7 @@ func TestHostPortConflicts(t *testing.T) {
 	tg.waitPod(startTimeout, "a", "running", phaseIs(pod.PhaseRunning))
 	tg.writeManifest("b.yaml", webPod("b", tg.image, 8088))
 	tg.waitPod(startTimeout, "b", "refused for its hostPort", reasonIs(pod.PhasePending, pod.ReasonHostPortInUse, "hostPort 8088/TCP is in use"))
-	if cs, err := tg.podContainers(tg.uid("b")); err != nil || len(cs) != 0 {
-		t.Errorf("pod b has containers: %v, %v", cs, err)
-	}
-	rows, rest, err := tg.podTable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := rows[staticName("b")]; r["STATUS"] != pod.ReasonHostPortInUse {
-		t.Errorf("tug pods row of b: %v, want STATUS HostPortInUse", r)
-	}
+	rest := tg.assertRefused("b", pod.ReasonHostPortInUse)
 	if !slicesContainPrefix(rest, staticName("b")+": hostPort 8088/TCP is in use") {
 		t.Errorf("tug pods does not say why b waits: %q", rest)
 	}
@@ -181,16 +190,7 @@ func TestLimits(t *testing.T) {
 	tg.waitPod(startTimeout, "pa", "running", phaseIs(pod.PhaseRunning))
 	tg.waitPod(startTimeout, "pb", "running", phaseIs(pod.PhaseRunning))
 	tg.waitPod(startTimeout, "pc", "held back by --max-pods", reasonIs(pod.PhasePending, pod.ReasonOutOfPods, "--max-pods"))
-	if cs, err := tg.podContainers(tg.uid("pc")); err != nil || len(cs) != 0 {
-		t.Errorf("pod pc beyond --max-pods has containers: %v, %v", cs, err)
-	}
-	rows, _, err := tg.podTable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := rows[staticName("pc")]; r["STATUS"] != pod.ReasonOutOfPods {
-		t.Errorf("tug pods row of pc: %v, want STATUS OutOfpods", r)
-	}
+	tg.assertRefused("pc", pod.ReasonOutOfPods)
 
 	// The hostPath's escapes reach tug pods escaped, never raw.
 	tg.waitPod(startTimeout, "esc", "failing on its hostPath", func(v *pod.View) error {
