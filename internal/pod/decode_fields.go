@@ -14,11 +14,12 @@ type structInfo struct {
 
 // structInfos describes every struct type reachable from Pod. It is built
 // once at package initialisation and only read afterwards.
-var structInfos = buildStructInfos(reflect.TypeFor[Pod]())
+var structInfos = buildStructInfos(reflect.TypeFor[Pod](), reflect.TypeFor[ConfigMap](),
+	reflect.TypeFor[Secret](), reflect.TypeFor[PersistentVolumeClaim]())
 
 // buildStructInfos walks t and the types of its fields and describes each
 // struct type found (Quantity excepted: it is a scalar in a manifest).
-func buildStructInfos(t reflect.Type) map[reflect.Type]*structInfo {
+func buildStructInfos(roots ...reflect.Type) map[reflect.Type]*structInfo {
 	infos := make(map[reflect.Type]*structInfo)
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
@@ -48,7 +49,9 @@ func buildStructInfos(t reflect.Type) map[reflect.Type]*structInfo {
 		}
 		slices.Sort(info.names)
 	}
-	walk(t)
+	for _, t := range roots {
+		walk(t)
+	}
 	return infos
 }
 

@@ -17,6 +17,7 @@ type Origin struct {
 type Manifest struct {
 	Origin
 	Pods    []*Pod    // decoded, defaulted, validated and named; nil when Err != nil
+	Objects []*Object // the ConfigMaps, Secrets and claims beside them; nil when Err != nil
 	Err     error     // read or parse error; joined *FieldError values for bad content
 	Hash    string    // sha256 hex of the raw bytes ("" when unreadable)
 	ModTime time.Time // modification time of the file, zero for URLs

@@ -45,7 +45,17 @@ const maxErrors = 100
 // no error. The returned pods belong to the caller. Parse is safe for
 // concurrent use.
 func Parse(data []byte, opts ParseOptions) ([]*Pod, error) {
+	p, err := parse(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.pods, nil
+}
+
+// parse decodes a whole file: pods and objects.
+func parse(data []byte, opts ParseOptions) (*parser, error) {
 	p := &parser{
+		seenObj:  make(map[ObjectKey]int),
 		file:     opts.Origin.File,
 		source:   opts.Origin.Source,
 		hostname: strings.ToLower(strings.TrimSpace(opts.Hostname)),
@@ -65,7 +75,7 @@ func Parse(data []byte, opts ParseOptions) ([]*Pod, error) {
 	if len(p.errs) > 0 {
 		return nil, sortErrors(p.file, p.errs)
 	}
-	return p.pods, nil
+	return p, nil
 }
 
 // decodeDocument reads the next YAML document. A panic in the YAML library
@@ -87,6 +97,8 @@ type parser struct {
 	pods     []*Pod
 	errs     []error
 	seen     map[string]int // namespace/name -> line of its first definition
+	objects  []*Object
+	seenObj  map[ObjectKey]int // line of each object's first definition
 }
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -120,6 +132,8 @@ func (p *parser) document(doc *yaml.Node) {
 		p.pod(d, root, "")
 	case kind.Value == "List" || kind.Value == "PodList":
 		p.list(d, root)
+	case isObjectKind(kind.Value):
+		p.object(d, root, kind.Value)
 	default:
 		d.fail(kind, "kind", "unsupported kind %q: tug runs Pods (kind: Pod, or kind: List of Pods)", kind.Value)
 	}

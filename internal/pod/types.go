@@ -11,6 +11,10 @@ type Pod struct {
 	Kind       string     `yaml:"kind" json:"kind"`
 	Metadata   ObjectMeta `yaml:"metadata" json:"metadata"`
 	Spec       PodSpec    `yaml:"spec" json:"spec"`
+	// Bound holds the ConfigMaps, Secrets and claims the pod references, as
+	// the store found them (nil before binding, or when it references
+	// none): bookkeeping beside the manifest, not part of the pod's hash.
+	Bound *Bound `yaml:"-" json:"-"`
 }
 
 // ObjectMeta is the subset of Kubernetes ObjectMeta a manifest may set.
@@ -42,6 +46,9 @@ type PodSpec struct {
 	// SecurityContext holds the pod-level defaults of its containers'
 	// security settings; a container's own securityContext overrides them.
 	SecurityContext *PodSecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
+	// ImagePullSecrets name Secrets of type kubernetes.io/dockerconfigjson
+	// in the pod's namespace whose credentials pull its images.
+	ImagePullSecrets []LocalObjectReference `yaml:"imagePullSecrets" json:"imagePullSecrets,omitempty"`
 }
 
 // PodSecurityContext is the subset of the Kubernetes pod-level security
@@ -129,6 +136,7 @@ type Container struct {
 	Args            []string         `yaml:"args" json:"args,omitempty"`
 	WorkingDir      string           `yaml:"workingDir" json:"workingDir,omitempty"`
 	Env             []EnvVar         `yaml:"env" json:"env,omitempty"`
+	EnvFrom         []EnvFromSource  `yaml:"envFrom" json:"envFrom,omitempty"`
 	Ports           []ContainerPort  `yaml:"ports" json:"ports,omitempty"`
 	VolumeMounts    []VolumeMount    `yaml:"volumeMounts" json:"volumeMounts,omitempty"`
 	SecurityContext *SecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
@@ -155,10 +163,13 @@ type Resources struct {
 	Requests ResourceList `yaml:"requests" json:"requests,omitempty"`
 }
 
-// EnvVar is a literal environment variable (valueFrom is not implemented).
+// EnvVar is an environment variable: a literal Value, or ValueFrom a
+// ConfigMap or Secret key or the downward API, resolved when the container
+// starts.
 type EnvVar struct {
-	Name  string `yaml:"name" json:"name"`
-	Value string `yaml:"value" json:"value"`
+	Name      string        `yaml:"name" json:"name"`
+	Value     string        `yaml:"value" json:"value"`
+	ValueFrom *EnvVarSource `yaml:"valueFrom" json:"valueFrom,omitempty"`
 }
 
 // Protocol is TCP or UDP.
@@ -242,6 +253,12 @@ type Volume struct {
 	Name     string                `yaml:"name" json:"name"`
 	HostPath *HostPathVolumeSource `yaml:"hostPath" json:"hostPath,omitempty"`
 	EmptyDir *EmptyDirVolumeSource `yaml:"emptyDir" json:"emptyDir,omitempty"`
+
+	ConfigMap             *ConfigMapVolumeSource             `yaml:"configMap" json:"configMap,omitempty"`
+	Secret                *SecretVolumeSource                `yaml:"secret" json:"secret,omitempty"`
+	Projected             *ProjectedVolumeSource             `yaml:"projected" json:"projected,omitempty"`
+	DownwardAPI           *DownwardAPIVolumeSource           `yaml:"downwardAPI" json:"downwardAPI,omitempty"`
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `yaml:"persistentVolumeClaim" json:"persistentVolumeClaim,omitempty"`
 }
 
 // HostPathType is the Kubernetes hostPath type check ("" means no check).

@@ -186,12 +186,13 @@ func (v *validator) volumes(vols []Volume) map[string]bool {
 		}
 		names[vol.Name] = true
 
-		switch {
-		case vol.HostPath != nil && vol.EmptyDir != nil:
-			v.fail(p, "only one volume source may be set, got hostPath and emptyDir")
-		case vol.HostPath == nil && vol.EmptyDir == nil && !v.failedUnder(p):
-			v.fail(p, "a volume source is required (hostPath or emptyDir)")
+		switch set := volumeSources(vol); {
+		case len(set) > 1:
+			v.fail(p, "only one volume source may be set, got %s", strings.Join(set, " and "))
+		case len(set) == 0 && !v.failedUnder(p):
+			v.fail(p, "a volume source is required (hostPath, emptyDir, configMap, secret, projected, downwardAPI or persistentVolumeClaim)")
 		}
+		v.objectVolume(p, vol)
 		if hp := vol.HostPath; hp != nil {
 			switch {
 			case hp.Path == "":
@@ -266,6 +267,7 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 			v.fail(ep+".name", "invalid name %q: %s", e.Name, envVarNameMsg)
 		}
 	}
+	v.envSources(p, c)
 	v.ports(p, c.Ports, init, hostNetwork)
 	v.resources(p+".resources", &c.Resources)
 	v.volumeMounts(p, c.VolumeMounts, volumes)

@@ -102,6 +102,7 @@ type file struct {
 	key        fileKey
 	good       bool
 	pods       []*pod.Pod
+	objects    []*pod.Object // ConfigMaps, Secrets and claims beside the pods
 	hashes     []string // pods[i].Hash(), computed once per content
 	names      []string // pods[i].FullName()
 	goodHash   string
@@ -185,7 +186,7 @@ func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
 		f.hash = m.Hash
 		f.parseErr = m.Err
 		if m.Err == nil && !(f.good && m.Hash != "" && m.Hash == f.goodHash && len(m.Pods) == len(f.pods)) {
-			f.good, f.goodHash, f.pods = true, m.Hash, m.Pods
+			f.good, f.goodHash, f.pods, f.objects = true, m.Hash, m.Pods, m.Objects
 			f.hashes = make([]string, len(m.Pods))
 			f.names = make([]string, len(m.Pods))
 			for i, p := range m.Pods {
@@ -242,10 +243,12 @@ func (s *Store) resolve() map[string]entry {
 			}
 		}
 	}
+	objects := objectIndex(files)
 	next := make(map[string]entry, len(win))
 	for n, w := range win {
-		p := w.f.pods[w.i]
-		next[p.Metadata.UID] = entry{pod: p, name: n, hash: w.f.hashes[w.i], from: w.f.key}
+		src := objects[w.f.key.source]
+		p, digest := pod.Bind(w.f.pods[w.i], func(k pod.ObjectKey) *pod.Object { return src[k] })
+		next[p.Metadata.UID] = entry{pod: p, name: n, hash: w.f.hashes[w.i] + digest, from: w.f.key}
 		w.f.uids = append(w.f.uids, p.Metadata.UID)
 	}
 	for _, c := range losers {
@@ -254,6 +257,47 @@ func (s *Store) resolve() map[string]entry {
 		c.f.dups = append(c.f.dups, &DuplicateError{Pod: n, File: w.file, Source: w.source})
 	}
 	return next
+}
+
+// objectIndex indexes the objects of the good files (sorted as resolve
+// sorts them) by source, then key: a pod binds the objects of its own
+// source only (docs/decisions.md). Where two files of a source define the
+// same object, the first file wins, as for pods.
+func objectIndex(files []*file) map[string]map[pod.ObjectKey]*pod.Object {
+	idx := map[string]map[pod.ObjectKey]*pod.Object{}
+	for _, f := range files {
+		m := idx[f.key.source]
+		for _, o := range f.objects {
+			if m == nil {
+				m = map[pod.ObjectKey]*pod.Object{}
+				idx[f.key.source] = m
+			}
+			if _, taken := m[o.Key()]; !taken {
+				m[o.Key()] = o
+			}
+		}
+	}
+	return idx
+}
+
+// Claims returns the keys of every PersistentVolumeClaim the sources
+// define now (good files only), for the removal of unused claim
+// directories. The slice is the caller's.
+func (s *Store) Claims() []pod.ObjectKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []pod.ObjectKey
+	for _, f := range s.files {
+		if !f.good {
+			continue
+		}
+		for _, o := range f.objects {
+			if o.Kind == pod.KindClaim {
+				keys = append(keys, o.Key())
+			}
+		}
+	}
+	return keys
 }
 
 // diff returns the ordered changes from old to next.

@@ -457,7 +457,7 @@ func (d *Dir) capTotal(snap []pod.Manifest) {
 		}
 		total += e.key.size
 		if total > d.cfg.MaxTotalSize {
-			snap[i].Pods = nil
+			snap[i].Pods, snap[i].Objects = nil, nil
 			snap[i].Err = fmt.Errorf("%s: the manifest files of %s take %d bytes up to this one, limit %d in all: %w",
 				snap[i].File, d.path, total, d.cfg.MaxTotalSize, ErrTooLarge)
 		}
@@ -516,12 +516,14 @@ func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
 	sum := sha256.Sum256(data)
 	e.m.Hash = hex.EncodeToString(sum[:])
 	if prev != nil && prev.m.Hash == e.m.Hash {
-		e.m.Pods, e.m.Err = prev.m.Pods, prev.m.Err
+		e.m.Pods, e.m.Objects, e.m.Err = prev.m.Pods, prev.m.Objects, prev.m.Err
 		return e
 	}
-	e.m.Pods, e.m.Err = pod.Parse(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname})
+	var parsed pod.Parsed
+	parsed, e.m.Err = pod.ParseFile(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname})
+	e.m.Pods, e.m.Objects = parsed.Pods, parsed.Objects
 	if e.m.Err != nil {
-		e.m.Pods = nil
+		e.m.Pods, e.m.Objects = nil, nil
 		var fe *pod.FieldError
 		if !errors.As(e.m.Err, &fe) {
 			e.m.Err = fmt.Errorf("%s: %w", path, e.m.Err)

@@ -135,6 +135,7 @@ type accepted struct {
 	version      uint64    // of the signed bundle; 0 for a bare body
 	notAfter     time.Time // of the signed bundle
 	pods         []*pod.Pod
+	objects      []*pod.Object
 	etag         string
 	lastModified string
 	fetchedAt    time.Time
@@ -346,12 +347,12 @@ func (h *HTTP) loadCheckpoint() (accepted, error) {
 	if err != nil {
 		return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
 	}
-	pods, err := h.parse(content)
+	parsed, err := h.parse(content)
 	if err != nil {
 		return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
 	}
 	return accepted{
-		hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: pods,
+		hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
 		etag: capValidator(cp.ETag), lastModified: capValidator(cp.LastModified), fetchedAt: cp.FetchedAt,
 	}, nil
 }
@@ -402,9 +403,9 @@ func capValidator(v string) string {
 	return v
 }
 
-func (h *HTTP) parse(body []byte) ([]*pod.Pod, error) {
+func (h *HTTP) parse(body []byte) (pod.Parsed, error) {
 	h.parses.Add(1)
-	return pod.Parse(body, pod.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname})
+	return pod.ParseFile(body, pod.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname})
 }
 
 // poll fetches the URL once and reports what changed.
@@ -441,7 +442,7 @@ func (h *HTTP) poll(ctx context.Context) {
 func (h *HTTP) report(ctx context.Context, err error) {
 	m := pod.Manifest{Origin: h.origin, Hash: h.acc.hash, Err: err}
 	if err == nil {
-		m.Pods = h.acc.pods
+		m.Pods, m.Objects = h.acc.pods, h.acc.objects
 		h.reportedErr = ""
 	} else {
 		h.reportedErr = err.Error()
@@ -571,7 +572,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 	if err != nil {
 		return &fetchError{badContent, fmt.Errorf("%s: %w", h.url, err)}
 	}
-	pods, err := h.parse(content)
+	parsed, err := h.parse(content)
 	if err != nil {
 		var fe *pod.FieldError
 		if !errors.As(err, &fe) {
@@ -579,7 +580,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 		}
 		return &fetchError{badContent, err}
 	}
-	h.acc = accepted{hash: hash, version: b.Version, notAfter: b.NotAfter, pods: pods, etag: etag, lastModified: lastMod, fetchedAt: now}
+	h.acc = accepted{hash: hash, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects, etag: etag, lastModified: lastMod, fetchedAt: now}
 	h.hasAcc = true
 	h.minVersion = max(h.minVersion, b.Version)
 	if h.cfg.Checkpoint != "" {
@@ -597,7 +598,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 	h.st.ETag, h.st.LastModified = etag, lastMod
 	h.st.CheckpointTime, h.st.FromCheckpoint = now, false
 	h.mu.Unlock()
-	h.log.Info("manifest URL content accepted", "sha256", hash, "version", b.Version, "pods", len(pods))
+	h.log.Info("manifest URL content accepted", "sha256", hash, "version", b.Version, "pods", len(parsed.Pods), "objects", len(parsed.Objects))
 	h.report(ctx, nil)
 	return nil
 }

@@ -1,0 +1,208 @@
+package pod
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Parsed is what one file holds: its pods and the objects beside them.
+type Parsed struct {
+	Pods    []*Pod
+	Objects []*Object
+}
+
+// ParseFile is Parse that also returns the ConfigMaps, Secrets and
+// PersistentVolumeClaims of the file (decoded strictly, validated, data
+// decoded from base64). A file's pods may reference objects of another
+// file of the same source: binding is the store's job (Bind). On error
+// nothing is returned.
+func ParseFile(data []byte, opts ParseOptions) (Parsed, error) {
+	p, err := parse(data, opts)
+	if err != nil {
+		return Parsed{}, err
+	}
+	return Parsed{Pods: p.pods, Objects: p.objects}, nil
+}
+
+// isObjectKind reports whether kind is an object tug takes beside pods.
+func isObjectKind(kind string) bool {
+	return kind == KindConfigMap || kind == KindSecret || kind == KindClaim
+}
+
+// configMapKey is the Kubernetes rule for ConfigMap and Secret keys.
+var configMapKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+// maxObjectData bounds the data of one ConfigMap or Secret (Kubernetes'
+// 1 MiB).
+const maxObjectData = 1 << 20
+
+// object decodes and validates a ConfigMap, Secret or claim in mapping n.
+func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
+	o := &Object{Kind: kind, Origin: Origin{Source: p.source, File: p.file}, Line: n.Line}
+	var meta *ObjectMeta
+	var apiVersion string
+	check := func(key string, ok bool, format string, args ...any) {
+		if !ok {
+			d.errs = append(d.errs, d.errorAt(key, fmt.Sprintf(format, args...)))
+		}
+	}
+	dataKeys := func(field string, m map[string]string, b64 bool) {
+		for _, k := range sortedKeys(m) {
+			kp := keyPath(field, k)
+			if !configMapKey.MatchString(k) || k == "." || k == ".." || strings.HasPrefix(k, "..") {
+				check(kp, false, "invalid key %q: must consist of alphanumeric characters, '-', '_' or '.', and not start with '..'", Truncate(k))
+				continue
+			}
+			if _, dup := o.Data[k]; dup {
+				if kind == KindConfigMap {
+					check(kp, false, "key %q is also in data", Truncate(k))
+					continue
+				}
+			}
+			v := []byte(m[k])
+			if b64 {
+				dec, err := base64.StdEncoding.DecodeString(strings.TrimSpace(m[k]))
+				if err != nil {
+					check(kp, false, "invalid base64: %v", err)
+					continue
+				}
+				v = dec
+			}
+			o.Data[k] = v
+		}
+	}
+	switch kind {
+	case KindConfigMap:
+		cm := new(ConfigMap)
+		d.decode(n, reflect.ValueOf(cm).Elem(), "")
+		meta, apiVersion = &cm.Metadata, cm.APIVersion
+		o.Data = map[string][]byte{}
+		dataKeys("data", cm.Data, false)
+		dataKeys("binaryData", cm.BinaryData, true)
+	case KindSecret:
+		s := new(Secret)
+		d.decode(n, reflect.ValueOf(s).Elem(), "")
+		meta, apiVersion = &s.Metadata, s.APIVersion
+		o.Data = map[string][]byte{}
+		dataKeys("data", s.Data, true)
+		dataKeys("stringData", s.StringData, false) // stringData wins
+		o.Type = s.Type
+		if o.Type == "" {
+			o.Type = SecretOpaque
+		}
+		switch o.Type {
+		case SecretOpaque, SecretBasicAuth, SecretSSHAuth:
+		case SecretDockerConfigJSON:
+			check("type", o.Data[".dockerconfigjson"] != nil, "a secret of type %s needs the key .dockerconfigjson", o.Type)
+		case SecretTLS:
+			check("type", o.Data["tls.crt"] != nil && o.Data["tls.key"] != nil, "a secret of type %s needs the keys tls.crt and tls.key", o.Type)
+		case "kubernetes.io/service-account-token":
+			check("type", false, msgAPIServer+"a service account token is issued by the API server; use an Opaque secret with the token instead")
+		default:
+			check("type", false, "unsupported value %q: must be %q, %q, %q, %q or %q", Truncate(o.Type), SecretOpaque, SecretDockerConfigJSON, SecretTLS, SecretBasicAuth, SecretSSHAuth)
+		}
+	case KindClaim:
+		c := new(PersistentVolumeClaim)
+		d.decode(n, reflect.ValueOf(c).Elem(), "")
+		meta, apiVersion = &c.Metadata, c.APIVersion
+		p.claim(d, o, &c.Spec, check)
+	}
+	p.checkAPIVersion(d, "", apiVersion)
+	if meta.Namespace == "" {
+		meta.Namespace = "default"
+	}
+	o.Namespace, o.Name = meta.Namespace, meta.Name
+	size := 0
+	for _, v := range o.Data {
+		size += len(v)
+	}
+	check("data", size <= maxObjectData, "%d bytes of data, more than %d", size, maxObjectData)
+	if d.exhausted() {
+		return
+	}
+	meta.ManifestName = meta.Name
+	v := &validator{file: p.file, index: d.index}
+	v.metadata(meta)
+	d.errs = append(d.errs, v.errs...)
+	if o.Name != "" {
+		key := o.Key()
+		if line, dup := p.seenObj[key]; dup {
+			d.errs = append(d.errs, d.errorAt("metadata.name", fmt.Sprintf("%s %q is already defined at line %d", kind, Truncate(o.Namespace+"/"+o.Name), line)))
+		} else {
+			p.seenObj[key] = d.index.find("metadata.name").line
+		}
+	}
+	p.objects = append(p.objects, o)
+}
+
+// claim validates a claim's spec into o.
+func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, check func(string, bool, string, ...any)) {
+	for i, m := range s.AccessModes {
+		switch m {
+		case "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod":
+		default:
+			check(indexPath("spec.accessModes", i), false, "unsupported value %q: must be \"ReadWriteOnce\", \"ReadOnlyMany\", \"ReadWriteMany\" or \"ReadWriteOncePod\"", Truncate(m))
+		}
+	}
+	switch s.VolumeMode {
+	case "", "Filesystem":
+	case "Block":
+		check("spec.volumeMode", false, "%s: a block device claim needs a PersistentVolume; use Filesystem (tug backs a claim with a local directory)", strings.TrimSuffix(msgAPIServer, ": "))
+	default:
+		check("spec.volumeMode", false, "unsupported value %q: must be \"Filesystem\" or \"Block\"", Truncate(s.VolumeMode))
+	}
+	check("spec.volumeName", s.VolumeName == "", "%sbinding a claim to a named PersistentVolume needs the API server; remove volumeName (tug backs a claim with a local directory)", msgAPIServer)
+	for name, q := range s.Resources.Requests {
+		path := keyPath("spec.resources.requests", string(name))
+		if name != "storage" {
+			check(path, false, "unsupported resource %q: a claim requests \"storage\"", Truncate(string(name)))
+			continue
+		}
+		check(path, q.MilliValue() > 0, "must be positive")
+		q := q
+		o.StorageRequest = &q
+	}
+	for name, q := range s.Resources.Limits {
+		path := keyPath("spec.resources.limits", string(name))
+		check(path, name == "storage", "unsupported resource %q: a claim limits \"storage\"", Truncate(string(name)))
+		if r := o.StorageRequest; name == "storage" && r != nil {
+			check(path, q.MilliValue() >= r.MilliValue(), "must not be less than the request")
+		}
+	}
+	if sc := s.StorageClassName; sc != nil && *sc != "" {
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find("spec.storageClassName").line, Truncate(*sc)))
+	}
+	if s.Selector != nil {
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find("spec.selector").line))
+	}
+}
+
+// SortedKeys returns the keys of o.Data, sorted. The slice is the caller's.
+func (o *Object) SortedKeys() []string {
+	keys := make([]string, 0, len(o.Data))
+	for k := range o.Data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Equal reports whether a and b have the same kind, name, type and data.
+func (o *Object) Equal(b *Object) bool {
+	if o.Key() != b.Key() || o.Type != b.Type || len(o.Data) != len(b.Data) {
+		return false
+	}
+	for k, v := range o.Data {
+		if w, ok := b.Data[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
