@@ -103,8 +103,8 @@ type file struct {
 	good       bool
 	pods       []*pod.Pod
 	objects    []*pod.Object // ConfigMaps, Secrets and claims beside the pods
-	hashes     []string // pods[i].Hash(), computed once per content
-	names      []string // pods[i].FullName()
+	hashes     []string      // pods[i].Hash(), computed once per content
+	names      []string      // pods[i].FullName()
 	goodHash   string
 	hash       string
 	parseErr   error
