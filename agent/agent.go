@@ -111,6 +111,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Log:             log.With("component", "podruntime"),
 
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
+		NodeName:                 hostname,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 	})
 	if err != nil {

@@ -22,6 +22,8 @@ type Sandbox struct {
 	// IP is the pod's address on the pod network; for a hostNetwork pod,
 	// the node's address (as in Kubernetes). Empty when unknown.
 	IP string
+	// HostIP is the node's address (the downward API's status.hostIP).
+	HostIP string
 }
 
 // LinuxResources are one container's cgroup values and OOM score, computed

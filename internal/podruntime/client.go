@@ -56,6 +56,9 @@ type Config struct {
 	// SeccompProfileRoot is --seccomp-profile-root, the directory of
 	// Localhost seccomp profiles. Default RootDir/seccomp.
 	SeccompProfileRoot string
+	// NodeName is the node's name for the downward API's spec.nodeName
+	// (--hostname-override); "" is the host name.
+	NodeName string
 	// DefaultSeccompUnconfined is --default-seccomp=unconfined: containers
 	// that name no seccomp profile run without one. Default false: they get
 	// containerd's default profile (RuntimeDefault).

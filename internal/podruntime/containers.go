@@ -108,10 +108,18 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", err
 	}
 
+	// env is read now, from the objects bound to the pod: fixed for the
+	// life of this container, as in Kubernetes.
+	env, err := p.ResolveEnv(c, r.nodeInfo(sb))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
+	}
+	resolved := *c
+	resolved.Env, resolved.EnvFrom = env, nil
 	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, containerSpecOpts(specParams{
 		ID:              id,
 		Pod:             p,
-		Container:       c,
+		Container:       &resolved,
 		Image:           imgSpec.Config,
 		Sandbox:         sb,
 		Resources:       res,

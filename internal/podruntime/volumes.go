@@ -76,6 +76,7 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
 	var errs []error
+	node := r.nodeInfo(sb)
 	for i := range p.Spec.Volumes {
 		v := &p.Spec.Volumes[i]
 		var err error
@@ -84,6 +85,10 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 			err = r.prepareEmptyDir(uid, v.Name, v.EmptyDir)
 		case v.HostPath != nil:
 			err = prepareHostPath(v.HostPath)
+		case v.IsObjectVolume():
+			err = r.prepareObjectVolume(p, v, node)
+		case v.PersistentVolumeClaim != nil:
+			err = r.prepareClaim(p, v)
 		default:
 			err = ErrVolumeNotFound
 		}
@@ -248,6 +253,7 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]sp
 			return nil, fmt.Errorf("volumeMount %q: mountPath %q is not absolute", vm.Name, vm.MountPath)
 		}
 		var src string
+		readOnly := vm.ReadOnly
 		switch {
 		case v.HostPath != nil || vm.SubPath != "":
 			var err error
@@ -259,10 +265,25 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]sp
 				return nil, err
 			}
 			src = r.emptyDirPath(p.Metadata.UID, v.Name)
+		case v.IsObjectVolume():
+			if err := checkName("volume name", v.Name); err != nil {
+				return nil, err
+			}
+			// Read-only, as the kubelet mounts them: the files are tug's.
+			src, readOnly = r.objectVolumePath(p.Metadata.UID, v.Name), true
+		case v.PersistentVolumeClaim != nil:
+			if err := checkName("claim name", v.PersistentVolumeClaim.ClaimName); err != nil {
+				return nil, err
+			}
+			src = r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName)
+			readOnly = readOnly || v.PersistentVolumeClaim.ReadOnly
 		default:
 			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
 		}
-		out = append(out, bindMount(src, vm.MountPath, vm.ReadOnly))
+		if v.IsObjectVolume() || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly) {
+			readOnly = true
+		}
+		out = append(out, bindMount(src, vm.MountPath, readOnly))
 		taken[filepath.Clean(vm.MountPath)] = true
 	}
 	uid := p.Metadata.UID
@@ -300,6 +321,19 @@ func (r *Runtime) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (st
 			return "", err
 		}
 		root, err = openRoot(r.emptyDirPath(p.Metadata.UID, v.Name))
+	case v.IsObjectVolume():
+		if err := checkName("volume name", v.Name); err != nil {
+			return "", err
+		}
+		var dir string
+		if dir, err = r.dataDir(p.Metadata.UID, v.Name); err == nil {
+			root, err = openRoot(dir)
+		}
+	case v.PersistentVolumeClaim != nil:
+		if err := checkName("claim name", v.PersistentVolumeClaim.ClaimName); err != nil {
+			return "", err
+		}
+		root, err = openRoot(r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName))
 	default:
 		return "", ErrVolumeNotFound
 	}

@@ -77,6 +77,15 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	}
 	if err == nil {
 		err = s.rt.PreparePod(ctx, p, sb)
+		if errors.Is(err, pod.ErrCreateContainerConfig) {
+			// A ConfigMap, Secret or claim a volume needs is missing: the
+			// containers wait, naming it, until an update brings it.
+			for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+				for _, c := range list {
+					s.notes.wait(uid, c.Name, pod.ReasonCreateContainerConfigError, err.Error())
+				}
+			}
+		}
 	}
 	if err != nil {
 		s.notes.syncFailed(uid, err.Error())
@@ -155,6 +164,9 @@ func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error
 		return pod.Sandbox{}, err
 	}
 	sb := pod.Sandbox{Namespaces: ns}
+	if ip := s.net.HostIP(); ip.IsValid() {
+		sb.HostIP = ip.String()
+	}
 	if sb.CgroupParent, err = s.cg.EnsurePod(ctx, p); err != nil {
 		return sb, fmt.Errorf("create cgroup of pod %s: %w", p.FullName(), err)
 	}

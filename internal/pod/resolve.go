@@ -1,0 +1,340 @@
+package pod
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Resolving a pod's references into plain values: env variables and the
+// files of configMap, secret, projected and downwardAPI volumes. Pure
+// functions of the pod, its bound objects (Pod.Bound) and the node; a
+// missing object or key that is not optional is an error wrapping
+// ErrCreateContainerConfig that names it, as the kubelet's
+// CreateContainerConfigError does.
+
+// NodeInfo is what the downward API reads of the node and the sandbox.
+type NodeInfo struct {
+	NodeName string
+	PodIP    string
+	HostIP   string
+	// CPUMillis and MemoryBytes are the node's capacity: a limit the
+	// container does not set reads as these (as in Kubernetes).
+	CPUMillis   int64
+	MemoryBytes int64
+}
+
+// MissingError says which object or key a pod needs and the store does not
+// have. It wraps ErrCreateContainerConfig.
+type MissingError struct {
+	Key   ObjectKey
+	Field string // the key of the object, "" for the whole object
+}
+
+func (e *MissingError) Error() string {
+	kind := strings.ToLower(e.Key.Kind[:1]) + e.Key.Kind[1:]
+	if e.Key.Kind == KindClaim {
+		kind = "persistentvolumeclaim"
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("couldn't find key %s in %s %s/%s", e.Field, kind, e.Key.Namespace, e.Key.Name)
+	}
+	return fmt.Sprintf("%s %q not found", kind, e.Key.Name)
+}
+
+// Unwrap makes errors.Is(err, ErrCreateContainerConfig) true.
+func (e *MissingError) Unwrap() error { return ErrCreateContainerConfig }
+
+// object returns the bound object kind/name, or a *MissingError unless
+// optional (then nil, nil).
+func (p *Pod) object(kind, name string, opt bool) (*Object, error) {
+	if o := p.Object(kind, name); o != nil {
+		return o, nil
+	}
+	if opt {
+		return nil, nil
+	}
+	return nil, &MissingError{Key: ObjectKey{kind, p.Metadata.Namespace, name}}
+}
+
+// ResolveEnv returns c's environment as literal variables, in the order the
+// container sees them: the envFrom sources first (each key, prefixed, in
+// key order; keys that are not valid variable names are skipped, as by the
+// kubelet), then env, each valueFrom read now. A change of an object later
+// does not change a running container's environment.
+func (p *Pod) ResolveEnv(c *Container, node NodeInfo) ([]EnvVar, error) {
+	var out []EnvVar
+	for _, ef := range c.EnvFrom {
+		var o *Object
+		var err error
+		switch {
+		case ef.ConfigMapRef != nil:
+			o, err = p.object(KindConfigMap, ef.ConfigMapRef.Name, optional(ef.ConfigMapRef.Optional))
+		case ef.SecretRef != nil:
+			o, err = p.object(KindSecret, ef.SecretRef.Name, optional(ef.SecretRef.Optional))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if o == nil {
+			continue
+		}
+		for _, k := range o.SortedKeys() {
+			if name := ef.Prefix + k; isEnvVarName(name) {
+				out = append(out, EnvVar{Name: name, Value: string(o.Data[k])})
+			}
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			out = append(out, EnvVar{Name: e.Name, Value: e.Value})
+			continue
+		}
+		v, ok, err := p.envValue(c, e.ValueFrom, node)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		if ok {
+			out = append(out, EnvVar{Name: e.Name, Value: v})
+		}
+	}
+	return out, nil
+}
+
+// envValue reads one valueFrom; ok is false for an optional key or object
+// that is missing (the variable is then not set).
+func (p *Pod) envValue(c *Container, vf *EnvVarSource, node NodeInfo) (string, bool, error) {
+	switch {
+	case vf.FieldRef != nil:
+		v, err := p.FieldValue(vf.FieldRef.FieldPath, node)
+		return v, err == nil, err
+	case vf.ResourceFieldRef != nil:
+		v, err := p.ResourceValue(c, vf.ResourceFieldRef, node)
+		return v, err == nil, err
+	}
+	kind, ks := KindConfigMap, vf.ConfigMapKeyRef
+	if ks == nil {
+		kind, ks = KindSecret, vf.SecretKeyRef
+	}
+	if ks == nil {
+		return "", false, fmt.Errorf("%w: empty valueFrom", ErrCreateContainerConfig)
+	}
+	o, err := p.object(kind, ks.Name, optional(ks.Optional))
+	if err != nil || o == nil {
+		return "", false, err
+	}
+	v, ok := o.Data[ks.Key]
+	if !ok {
+		if optional(ks.Optional) {
+			return "", false, nil
+		}
+		return "", false, &MissingError{Key: o.Key(), Field: ks.Key}
+	}
+	return string(v), true, nil
+}
+
+// FieldValue is the downward API's value of a pod field path.
+func (p *Pod) FieldValue(fp string, node NodeInfo) (string, error) {
+	m := &p.Metadata
+	switch fp {
+	case "metadata.name":
+		return m.Name, nil
+	case "metadata.namespace":
+		return m.Namespace, nil
+	case "metadata.uid":
+		return m.UID, nil
+	case "metadata.labels":
+		return formatMap(m.Labels), nil
+	case "metadata.annotations":
+		return formatMap(m.Annotations), nil
+	case "spec.nodeName":
+		return node.NodeName, nil
+	case "spec.serviceAccountName":
+		// TODO(lead): the field itself is issue 13's scheduler-fields part;
+		// Kubernetes defaults it to "default".
+		return "default", nil
+	case "status.podIP", "status.podIPs":
+		return node.PodIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return node.HostIP, nil
+	}
+	if k, ok := Subscript(fp, "metadata.labels"); ok {
+		return m.Labels[k], nil
+	}
+	if k, ok := Subscript(fp, "metadata.annotations"); ok {
+		return m.Annotations[k], nil
+	}
+	return "", fmt.Errorf("%w: unsupported fieldPath %q", ErrCreateContainerConfig, fp)
+}
+
+// formatMap writes labels or annotations as the kubelet does: one
+// key="value" per line, sorted, values quoted as Go strings.
+func formatMap(m map[string]string) string {
+	keys := sortedKeys(m)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(k + "=" + strconv.Quote(m[k]))
+	}
+	return b.String()
+}
+
+// ResourceValue is the downward API's value of a container's request or
+// limit, divided by the divisor and rounded up (as the kubelet does). A
+// limit that is not set reads as the node's capacity. In env, an empty
+// containerName means the container itself (def).
+func (p *Pod) ResourceValue(def *Container, sel *ResourceFieldSelector, node NodeInfo) (string, error) {
+	c := def
+	if sel.ContainerName != "" {
+		c = nil
+		for _, list := range [][]Container{p.Spec.InitContainers, p.Spec.Containers} {
+			if i := slices.IndexFunc(list, func(x Container) bool { return x.Name == sel.ContainerName }); i >= 0 {
+				c = &list[i]
+			}
+		}
+	}
+	if c == nil {
+		return "", fmt.Errorf("%w: resourceFieldRef: no container %q", ErrCreateContainerConfig, sel.ContainerName)
+	}
+	kind, res, _ := strings.Cut(sel.Resource, ".")
+	list := c.Resources.Requests
+	if kind == "limits" {
+		list = c.Resources.Limits
+	}
+	var milli int64
+	if q, ok := list[ResourceName(res)]; ok {
+		milli = q.MilliValue()
+	} else if kind == "limits" {
+		switch ResourceName(res) {
+		case ResourceCPU:
+			milli = node.CPUMillis
+		case ResourceMemory:
+			milli = node.MemoryBytes * 1000
+		}
+	}
+	div := int64(1000)
+	if sel.Divisor != nil && sel.Divisor.MilliValue() > 0 {
+		div = sel.Divisor.MilliValue()
+	}
+	v := (milli + div - 1) / div
+	if ResourceName(res) == ResourceCPU && milli > 0 && v == 0 {
+		v = 1
+	}
+	return strconv.FormatInt(v, 10), nil
+}
+
+// VolumeFile is one file of a configMap, secret, projected or downwardAPI
+// volume: its data and mode (the volume's defaultMode, or the item's).
+type VolumeFile struct {
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Default file modes: 0644 as in Kubernetes, and 0600 for files that hold
+// a Secret's data (tug's rule: secrets are readable by the owner only
+// unless the manifest sets a mode).
+const (
+	DefaultFileMode   = 0o644
+	DefaultSecretMode = 0o600
+)
+
+// VolumeFiles returns the files of a configMap, secret, projected or
+// downwardAPI volume by relative path, and whether the volume holds secret
+// data (it is then kept in memory only). A missing object or item key that
+// is not optional is a *MissingError.
+func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool, error) {
+	files := map[string]VolumeFile{}
+	secret := false
+	mode := func(m *int32, def fs.FileMode) fs.FileMode {
+		if m != nil {
+			return fs.FileMode(*m) & fs.ModePerm
+		}
+		return def
+	}
+	project := func(kind, name string, items []KeyToPath, opt bool, def fs.FileMode) error {
+		o, err := p.object(kind, name, opt)
+		if err != nil || o == nil {
+			return err
+		}
+		if len(items) == 0 {
+			for _, k := range o.SortedKeys() {
+				files[k] = VolumeFile{Data: o.Data[k], Mode: def}
+			}
+			return nil
+		}
+		for _, it := range items {
+			d, ok := o.Data[it.Key]
+			if !ok {
+				if opt {
+					continue
+				}
+				return &MissingError{Key: o.Key(), Field: it.Key}
+			}
+			files[path.Clean(it.Path)] = VolumeFile{Data: d, Mode: mode(it.Mode, def)}
+		}
+		return nil
+	}
+	downward := func(items []DownwardAPIVolumeFile, def fs.FileMode) error {
+		for _, it := range items {
+			var val string
+			var err error
+			switch {
+			case it.FieldRef != nil:
+				val, err = p.FieldValue(it.FieldRef.FieldPath, node)
+			case it.ResourceFieldRef != nil:
+				val, err = p.ResourceValue(nil, it.ResourceFieldRef, node)
+			}
+			if err != nil {
+				return err
+			}
+			files[path.Clean(it.Path)] = VolumeFile{Data: []byte(val), Mode: mode(it.Mode, def)}
+		}
+		return nil
+	}
+	var err error
+	switch {
+	case v.ConfigMap != nil:
+		s := v.ConfigMap
+		err = project(KindConfigMap, s.Name, s.Items, optional(s.Optional), mode(s.DefaultMode, DefaultFileMode))
+	case v.Secret != nil:
+		s := v.Secret
+		secret = true
+		err = project(KindSecret, s.SecretName, s.Items, optional(s.Optional), mode(s.DefaultMode, DefaultSecretMode))
+	case v.DownwardAPI != nil:
+		err = downward(v.DownwardAPI.Items, mode(v.DownwardAPI.DefaultMode, DefaultFileMode))
+	case v.Projected != nil:
+		for _, src := range v.Projected.Sources {
+			switch {
+			case src.ConfigMap != nil:
+				s := src.ConfigMap
+				err = project(KindConfigMap, s.Name, s.Items, optional(s.Optional), mode(v.Projected.DefaultMode, DefaultFileMode))
+			case src.Secret != nil:
+				s := src.Secret
+				secret = true
+				err = project(KindSecret, s.Name, s.Items, optional(s.Optional), mode(v.Projected.DefaultMode, DefaultSecretMode))
+			case src.DownwardAPI != nil:
+				err = downward(src.DownwardAPI.Items, mode(v.Projected.DefaultMode, DefaultFileMode))
+			}
+			if err != nil {
+				return nil, secret, err
+			}
+		}
+	default:
+		return nil, false, fmt.Errorf("volume %q: not an object volume", v.Name)
+	}
+	if err != nil {
+		return nil, secret, err
+	}
+	return files, secret, nil
+}
+
+// IsObjectVolume reports whether v's files are written by tug from objects
+// or the downward API.
+func (v *Volume) IsObjectVolume() bool {
+	return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil
+}

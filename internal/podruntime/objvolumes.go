@@ -1,0 +1,155 @@
+package podruntime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+
+	"tug/internal/pod"
+)
+
+// objectVolumePath is where a configMap, secret, projected or downwardAPI
+// volume's files are written: RootDir/pods/<uid>/volumes/objects/<name>.
+func (r *Runtime) objectVolumePath(uid, volume string) string {
+	return filepath.Join(r.podDir(uid), "volumes", "objects", volume)
+}
+
+// claimPath is the local directory backing a PersistentVolumeClaim:
+// RootDir/claims/<namespace>/<claim>. It is not below the pod's directory,
+// so it outlives the pod (CleanupPod never touches it).
+func (r *Runtime) claimPath(namespace, claim string) string {
+	return filepath.Join(r.cfg.RootDir, "claims", namespace, claim)
+}
+
+// nodeInfo is what the downward API reads of the node for pod p.
+func (r *Runtime) nodeInfo(sb pod.Sandbox) pod.NodeInfo {
+	n := pod.NodeInfo{NodeName: r.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
+	if n.NodeName == "" {
+		n.NodeName, _ = os.Hostname()
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		n.MemoryBytes = int64(si.Totalram) * int64(si.Unit)
+	}
+	return n
+}
+
+// prepareObjectVolume writes (or updates in place, atomically) the files
+// of a configMap, secret, projected or downwardAPI volume. A volume that
+// holds secret data is a tmpfs (mode 0700 at its root), so secrets never
+// reach the disk. A missing object is an error wrapping
+// pod.ErrCreateContainerConfig that names it.
+func (r *Runtime) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeInfo) error {
+	if err := checkName("volume name", v.Name); err != nil {
+		return err
+	}
+	files, secret, err := p.VolumeFiles(v, node)
+	if err != nil {
+		return err
+	}
+	dir := r.objectVolumePath(p.Metadata.UID, v.Name)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if secret {
+		mounted, err := isMountPoint(dir)
+		if err != nil {
+			return err
+		}
+		if !mounted {
+			if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755"); err != nil {
+				return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+			}
+		}
+	}
+	changed, err := writeAtomic(dir, files)
+	if err != nil {
+		return fmt.Errorf("write files: %w", err)
+	}
+	if changed {
+		r.log.Info("volume files written", "pod", p.FullName(), "uid", p.Metadata.UID, "file", v.Name, "files", len(files))
+	}
+	return nil
+}
+
+// prepareClaim makes sure the claim the volume names is defined and
+// creates its directory (world-writable, as an emptyDir) if it is new.
+func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
+	name := v.PersistentVolumeClaim.ClaimName
+	if err := checkName("claim name", name); err != nil {
+		return err
+	}
+	if p.Object(pod.KindClaim, name) == nil {
+		return &pod.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
+	}
+	dir := r.claimPath(p.Metadata.Namespace, name)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	r.log.Info("claim directory created", "pod", p.FullName(), "file", dir)
+	return os.Chmod(dir, 0o777)
+}
+
+// RemoveClaims removes the directory of every claim under RootDir/claims
+// that is not in keep (the caller passes the claims the sources define and
+// those the current pods mount). It returns the claims removed.
+func (r *Runtime) RemoveClaims(keep map[pod.ObjectKey]bool) ([]pod.ObjectKey, error) {
+	root := filepath.Join(r.cfg.RootDir, "claims")
+	nss, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []pod.ObjectKey
+	var errs []error
+	for _, ns := range nss {
+		if !ns.IsDir() {
+			continue
+		}
+		claims, err := os.ReadDir(filepath.Join(root, ns.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, c := range claims {
+			k := pod.ObjectKey{Kind: pod.KindClaim, Namespace: ns.Name(), Name: c.Name()}
+			if keep[k] {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(root, ns.Name(), c.Name())); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, k)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// dataDir is the current version's directory of an object volume (the
+// target of its ..data link), for a subPath mount: as in Kubernetes, such
+// a mount does not see later updates.
+func (r *Runtime) dataDir(uid, volume string) (string, error) {
+	dir := r.objectVolumePath(uid, volume)
+	target, err := os.Readlink(filepath.Join(dir, dataLink))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(target)), nil
+}
