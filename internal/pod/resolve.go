@@ -35,10 +35,7 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
-	kind := strings.ToLower(e.Key.Kind[:1]) + e.Key.Kind[1:]
-	if e.Key.Kind == KindClaim {
-		kind = "persistentvolumeclaim"
-	}
+	kind := strings.ToLower(e.Key.Kind) // as the kubelet says it: configmap "x" not found
 	if e.Field != "" {
 		return fmt.Sprintf("couldn't find key %s in %s %s/%s", e.Field, kind, e.Key.Namespace, e.Key.Name)
 	}
