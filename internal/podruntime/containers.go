@@ -72,7 +72,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	id := ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
-	img, err := r.ensureImage(ctx, c)
+	img, err := r.ensureImage(ctx, p, c)
 	if err != nil {
 		return "", err
 	}

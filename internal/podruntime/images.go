@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/archive/compression"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/remotes"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -57,7 +58,7 @@ func pullPolicy(c *pod.Container) pod.PullPolicy {
 //   - Always: the image is pulled; if the pull fails but an image of that
 //     name is present, it is used with a warning, so that a device that is
 //     offline keeps running what it has.
-func (r *Runtime) ensureImage(ctx context.Context, c *pod.Container) (containerd.Image, error) {
+func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error) {
 	ref, err := NormalizeRef(c.Image)
 	if err != nil {
 		return nil, err
@@ -77,9 +78,9 @@ func (r *Runtime) ensureImage(ctx context.Context, c *pod.Container) (containerd
 		if !errors.Is(err, ErrImageNotPresent) {
 			return nil, err
 		}
-		return r.pull(ctx, ref)
+		return r.pull(ctx, ref, r.keyringFor(p))
 	default: // Always
-		img, err := r.pull(ctx, ref)
+		img, err := r.pull(ctx, ref, r.keyringFor(p))
 		if err == nil {
 			return img, nil
 		}
@@ -147,16 +148,17 @@ type pullCall struct {
 // pull pulls and unpacks ref. Concurrent pulls of the same ref share one
 // registry pull; the pull runs detached from any one caller's context,
 // bounded by PullTimeout, so a caller that gives up does not fail the others.
-func (r *Runtime) pull(ctx context.Context, ref string) (containerd.Image, error) {
+func (r *Runtime) pull(ctx context.Context, ref string, k keyring) (containerd.Image, error) {
 	r.pullMu.Lock()
-	call, ok := r.pulls[ref]
+	key := ref + "\x00" + k.fingerprint() // a pull shares only the same credentials
+	call, ok := r.pulls[key]
 	if !ok {
 		call = &pullCall{done: make(chan struct{})}
-		r.pulls[ref] = call
+		r.pulls[key] = call
 		go func() {
-			call.img, call.err = r.doPull(context.WithoutCancel(ctx), ref)
+			call.img, call.err = r.doPull(context.WithoutCancel(ctx), ref, r.resolverFor(k))
 			r.pullMu.Lock()
-			delete(r.pulls, ref)
+			delete(r.pulls, key)
 			r.pullMu.Unlock()
 			close(call.done)
 		}()
@@ -170,7 +172,7 @@ func (r *Runtime) pull(ctx context.Context, ref string) (containerd.Image, error
 	}
 }
 
-func (r *Runtime) doPull(ctx context.Context, ref string) (containerd.Image, error) {
+func (r *Runtime) doPull(ctx context.Context, ref string, resolver remotes.Resolver) (containerd.Image, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PullTimeout)
 	defer cancel()
 	start := time.Now()
@@ -178,7 +180,7 @@ func (r *Runtime) doPull(ctx context.Context, ref string) (containerd.Image, err
 	img, err := r.client.Pull(ctx, ref,
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(r.cfg.Snapshotter),
-		containerd.WithResolver(r.resolver))
+		containerd.WithResolver(resolver))
 	if err != nil {
 		return nil, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, err)
 	}

@@ -450,7 +450,7 @@ func TestE2EPullPolicies(t *testing.T) {
 
 	// Never, missing.
 	c := &pod.Container{Name: "app", Image: ref, ImagePullPolicy: pod.PullNever}
-	if _, err := e.r.ensureImage(ctx, c); !errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.r.ensureImage(ctx, nil, c); !errors.Is(err, ErrImageNotPresent) {
 		t.Fatalf("Never with a missing image: %v, want ErrImageNotPresent", err)
 	}
 	p := e.newPod(t, "true")
@@ -467,7 +467,7 @@ func TestE2EPullPolicies(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = e.r.ensureImage(ctx, c)
+			_, errs[i] = e.r.ensureImage(ctx, nil, c)
 		}()
 	}
 	wg.Wait()
@@ -477,7 +477,7 @@ func TestE2EPullPolicies(t *testing.T) {
 	if n := e.counts.count("pulling image"); n != 1 {
 		t.Errorf("%d pulls for 4 concurrent IfNotPresent callers, want 1", n)
 	}
-	img, err := e.r.ensureImage(ctx, c) // present now: no pull
+	img, err := e.r.ensureImage(ctx, nil, c) // present now: no pull
 	if err != nil || e.counts.count("pulling image") != 1 {
 		t.Fatalf("IfNotPresent with the image present pulled again (%v)", err)
 	}
@@ -487,7 +487,7 @@ func TestE2EPullPolicies(t *testing.T) {
 
 	// Always pulls again.
 	c.ImagePullPolicy = pod.PullAlways
-	if _, err := e.r.ensureImage(ctx, c); err != nil || e.counts.count("pulling image") != 2 {
+	if _, err := e.r.ensureImage(ctx, nil, c); err != nil || e.counts.count("pulling image") != 2 {
 		t.Fatalf("Always: %v, %d pulls", err, e.counts.count("pulling image"))
 	}
 
@@ -497,14 +497,14 @@ func TestE2EPullPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Image = offline
-	if _, err := e.r.ensureImage(ctx, c); err != nil {
+	if _, err := e.r.ensureImage(ctx, nil, c); err != nil {
 		t.Fatalf("Always offline with a local image: %v", err)
 	}
 	if e.counts.count("pull failed, using the image that is present") != 1 {
 		t.Error("no warning for the offline fallback")
 	}
 	c.Image = "127.0.0.1:1/tug/other:1"
-	if _, err := e.r.ensureImage(ctx, c); err == nil || errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.r.ensureImage(ctx, nil, c); err == nil || errors.Is(err, ErrImageNotPresent) {
 		t.Errorf("Always offline without a local image: %v, want the pull error", err)
 	}
 
