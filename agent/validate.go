@@ -51,6 +51,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	}
 	hostname, _ := os.Hostname()
 	bad := false
+	parsed := map[string]pod.Parsed{}
 	for _, path := range expand(paths, stderr, &bad) {
 		abs, _ := filepath.Abs(filepath.Dir(path))
 		data, err := readManifest(path)
@@ -60,10 +61,12 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		src := "file:" + abs
-		pods, err := pod.Parse(data, pod.ParseOptions{
+		pf, err := pod.ParseFile(data, pod.ParseOptions{
 			Origin:   pod.Origin{Source: src, File: path},
 			Hostname: hostname,
 		})
+		pods := pf.Pods
+		parsed[path] = pf
 		if err != nil {
 			bad = true
 			for _, e := range flatten(err) {
@@ -92,7 +95,13 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		for i, p := range pods {
 			names[i] = p.Metadata.Namespace + "/" + p.Metadata.ManifestName
 		}
+		for _, o := range pf.Objects {
+			names = append(names, o.String())
+		}
 		fmt.Fprintf(stdout, "%s: ok (%s)\n", path, strings.Join(names, ", "))
+	}
+	if !checkRefs(paths, parsed, stderr) {
+		bad = true
 	}
 	if bad {
 		return 1
