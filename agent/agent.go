@@ -162,6 +162,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Reset:   cfg.CrashLoopBackOffReset,
 		},
 		Log: log.With("component", "reconcile"),
+		// TODO(lead): placed last to keep the merge small.
+		Claims:    store,
+		ClaimDirs: rt,
 	})
 	view := reconcile.View{Store: store, Loop: loop}
 	components := map[string]func(context.Context) error{

@@ -342,7 +342,27 @@ spec:
 	}
 	tg.waitContent(c3, "/data/first", "kept")
 	tg.waitContent(c3, "/data/second", "also")
-	if _, err := os.Stat(filepath.Join(tg.rootDir, "claims", "default", "data", "first")); err != nil {
+	claimDir := filepath.Join(tg.rootDir, "claims", "default", "data")
+	if _, err := os.Stat(filepath.Join(claimDir, "first")); err != nil {
 		t.Fatalf("claim directory: %v", err)
 	}
+
+	// A tug restart: the container is adopted, the data is there.
+	must(t, tg.Stop())
+	tg.Start()
+	c4 := tg.waitRunning(30*time.Second, "store", "main", 1)
+	tg.waitContent(c4, "/data/second", "also")
+
+	// The claim goes while the pod still uses it: the directory stays;
+	// the pod goes too: the directory is removed.
+	must(t, os.Remove(tg.manifestPath("claim.yaml")))
+	time.Sleep(2 * fileCheck)
+	if _, err := os.Stat(filepath.Join(claimDir, "first")); err != nil {
+		t.Fatalf("claim directory of a claim still in use: %v", err)
+	}
+	must(t, os.Remove(tg.manifestPath("pod.yaml")))
+	tg.waitFor(30*time.Second, "claim directory removed", func() (bool, error) {
+		_, err := os.Stat(claimDir)
+		return os.IsNotExist(err), nil
+	})
 }

@@ -281,12 +281,20 @@ func objectIndex(files []*file) map[string]map[pod.ObjectKey]*pod.Object {
 }
 
 // Claims returns the keys of every PersistentVolumeClaim the sources
-// define now (good files only), for the removal of unused claim
-// directories. The slice is the caller's.
+// define now (the last good version of each file) and of every claim a
+// desired pod mounts, for the removal of unused claim directories. The
+// slice is the caller's.
 func (s *Store) Claims() []pod.ObjectKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys []pod.ObjectKey
+	for _, e := range s.applied {
+		for _, v := range e.pod.Spec.Volumes {
+			if c := v.PersistentVolumeClaim; c != nil {
+				keys = append(keys, pod.ObjectKey{Kind: pod.KindClaim, Namespace: e.pod.Metadata.Namespace, Name: c.ClaimName})
+			}
+		}
+	}
 	for _, f := range s.files {
 		if !f.good {
 			continue

@@ -60,6 +60,34 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			l.cfg.Log.Warn("housekeeping: remove orphaned sandbox", "uid", uid, "err", err)
 		}
 	}
+	l.removeClaims()
+}
+
+// removeClaims removes the directories of the claims no source defines and
+// no desired pod mounts. It is careful, as the data is the user's: nothing
+// is removed before every source has reported, nor while a container of a
+// pod no source wants still exists (a pod being removed may still write to
+// its claim).
+func (l *Loop) removeClaims() {
+	if l.cfg.Claims == nil || l.cfg.ClaimDirs == nil || !l.allReported() {
+		return
+	}
+	for _, c := range l.cfg.Cache.All() {
+		if _, wanted := l.cfg.Desired.Owns(c.PodSource, c.PodUID); !wanted {
+			return
+		}
+	}
+	keep := map[pod.ObjectKey]bool{}
+	for _, k := range l.cfg.Claims.Claims() {
+		keep[k] = true
+	}
+	removed, err := l.cfg.ClaimDirs.RemoveClaims(keep)
+	for _, k := range removed {
+		l.cfg.Log.Info("removed the directory of claim " + k.Namespace + "/" + k.Name + ": no source defines it and no pod uses it")
+	}
+	if err != nil {
+		l.cfg.Log.Warn("housekeeping: remove claim directories", "err", err)
+	}
 }
 
 // sandboxUIDs returns the UIDs that own namespaces, network pieces or a pod

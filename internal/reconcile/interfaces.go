@@ -99,6 +99,20 @@ type Desired interface {
 	Owns(source, uid string) (ready, wanted bool)
 }
 
+// ClaimSet lists the PersistentVolumeClaims the sources define now and
+// those the desired pods mount (implemented by podconfig.Store).
+type ClaimSet interface {
+	Claims() []pod.ObjectKey
+}
+
+// ClaimRemover removes the local directories of claims (implemented by
+// podruntime.Runtime).
+type ClaimRemover interface {
+	// RemoveClaims removes every claim directory whose key is not in keep
+	// and returns the claims removed.
+	RemoveClaims(keep map[pod.ObjectKey]bool) ([]pod.ObjectKey, error)
+}
+
 // Admission decides whether a pod may run on this node (implemented by
 // policy.Policy). It is pure: the same pod gets the same answer.
 type Admission interface {

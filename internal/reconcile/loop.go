@@ -57,6 +57,11 @@ type Config struct {
 	// nil: the system clock.
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Claims and ClaimDirs, when both set, let housekeeping remove the
+	// directory of a PersistentVolumeClaim no source defines any more and
+	// no pod uses (issue 13).
+	Claims    ClaimSet
+	ClaimDirs ClaimRemover
 }
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.

@@ -522,6 +522,11 @@ func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
 	var parsed pod.Parsed
 	parsed, e.m.Err = pod.ParseFile(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname})
 	e.m.Pods, e.m.Objects = parsed.Pods, parsed.Objects
+	for _, o := range parsed.Objects {
+		for _, w := range o.Warnings { // once per content: a file is parsed when it changes
+			d.log.Warn(w, "file", path)
+		}
+	}
 	if e.m.Err != nil {
 		e.m.Pods, e.m.Objects = nil, nil
 		var fe *pod.FieldError

@@ -598,6 +598,11 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 	h.st.ETag, h.st.LastModified = etag, lastMod
 	h.st.CheckpointTime, h.st.FromCheckpoint = now, false
 	h.mu.Unlock()
+	for _, o := range parsed.Objects {
+		for _, w := range o.Warnings {
+			h.log.Warn(w)
+		}
+	}
 	h.log.Info("manifest URL content accepted", "sha256", hash, "version", b.Version, "pods", len(parsed.Pods), "objects", len(parsed.Objects))
 	h.report(ctx, nil)
 	return nil
