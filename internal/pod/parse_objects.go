@@ -3,6 +3,7 @@ package pod
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -88,7 +89,9 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 		dataKeys("binaryData", cm.BinaryData, true)
 	case KindSecret:
 		s := new(Secret)
+		before := len(d.errs)
 		d.decode(n, reflect.ValueOf(s).Elem(), "")
+		hideSecretValues(d.errs[before:])
 		meta, apiVersion = &s.Metadata, s.APIVersion
 		o.Data = map[string][]byte{}
 		dataKeys("data", s.Data, true)
@@ -140,6 +143,18 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 		}
 	}
 	p.objects = append(p.objects, o)
+}
+
+// hideSecretValues rewrites the decode errors of a Secret's data and
+// stringData values, whose messages may quote the value ("expected a
+// string, got ..."): a secret never reaches an error, hence a log.
+func hideSecretValues(errs []error) {
+	for _, err := range errs {
+		var fe *FieldError
+		if errors.As(err, &fe) && (strings.HasPrefix(fe.Path, "data[") || strings.HasPrefix(fe.Path, "stringData[")) {
+			fe.Msg = "invalid value (not shown: secret data); write it as a string"
+		}
+	}
 }
 
 // claim validates a claim's spec into o.
