@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // Issue 13 points 1-3: ConfigMap, Secret and PersistentVolumeClaim objects
@@ -364,5 +365,33 @@ spec:
 	tg.waitFor(30*time.Second, "claim directory removed", func() (bool, error) {
 		_, err := os.Stat(claimDir)
 		return os.IsNotExist(err), nil
+	})
+}
+
+// TestObjectsURLBundle: a URL bundle carries a Secret beside its pod; a
+// new version of the bundle changes the Secret and the file changes in the
+// running container; the pod of the directory source does not see the
+// bundle's Secret (objects bind within their source).
+func TestObjectsURLBundle(t *testing.T) {
+	image, _ := testutil.TestImage(t)
+	bundle := func(v string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: key\nstringData:\n  k: " + v + "\n---\n" +
+			objPod("urlsec", image, "    volumeMounts:\n    - {name: s, mountPath: /s}\n", "  volumes:\n  - name: s\n    secret: {secretName: key}\n")
+	}
+	srv := newManifestServer(t, good(bundle("one")))
+	tg := urlTug(t, srv.url)
+	c := tg.waitRunningUID(startTimeout, urlUID(srv.url, "urlsec"), "main", 0)
+	tg.waitContent(c, "/s/k", "one")
+	srv.set(good(bundle("two")))
+	tg.waitContent(c, "/s/k", "two")
+
+	tg.writeManifest("local.yaml", objPod("local", tg.image, "    volumeMounts:\n    - {name: s, mountPath: /s}\n", "  volumes:\n  - name: s\n    secret: {secretName: key}\n"))
+	tg.waitPod(20*time.Second, "local", "waiting for its own source's Secret", func(v *pod.View) error {
+		for _, cs := range v.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && w.Reason == pod.ReasonCreateContainerConfigError && strings.Contains(w.Message, `secret "key" not found`) {
+				return nil
+			}
+		}
+		return fmt.Errorf("not waiting for the Secret")
 	})
 }
