@@ -133,7 +133,7 @@ func (p *parser) document(doc *yaml.Node) {
 	case kind.Value == "List" || kind.Value == "PodList":
 		p.list(d, root)
 	case isObjectKind(kind.Value):
-		p.object(d, root, kind.Value)
+		p.object(d, root, kind.Value, "")
 	default:
 		d.fail(kind, "kind", "unsupported kind %q: tug runs Pods (kind: Pod, or kind: List of Pods)", kind.Value)
 	}
@@ -205,7 +205,10 @@ func (p *parser) list(d *decoder, root *yaml.Node) {
 			d.fail(item, path, "expected a Pod manifest (a mapping), got %s", describe(item))
 			continue
 		}
-		if kind := scalarField(item, "kind"); kind != nil && kind.Value != "Pod" {
+		if kind := scalarField(item, "kind"); kind != nil && isObjectKind(kind.Value) {
+			p.object(d, item, kind.Value, path)
+			continue
+		} else if kind != nil && kind.Value != "Pod" {
 			d.fail(kind, joinPath(path, "kind"), "unsupported kind %q: the items of a List must be Pods", kind.Value)
 			continue
 		}

@@ -44,14 +44,15 @@ var configMapKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 // 1 MiB).
 const maxObjectData = 1 << 20
 
-// object decodes and validates a ConfigMap, Secret or claim in mapping n.
-func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
+// object decodes and validates a ConfigMap, Secret or claim in mapping n,
+// whose field paths start with prefix ("" or "items[2]").
+func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 	o := &Object{Kind: kind, Origin: Origin{Source: p.source, File: p.file}, Line: n.Line}
 	var meta *ObjectMeta
 	var apiVersion string
 	check := func(key string, ok bool, format string, args ...any) {
 		if !ok {
-			d.errs = append(d.errs, d.errorAt(key, fmt.Sprintf(format, args...)))
+			d.errs = append(d.errs, d.errorAt(joinPath(prefix, key), fmt.Sprintf(format, args...)))
 		}
 	}
 	dataKeys := func(field string, m map[string]string, b64 bool) {
@@ -82,7 +83,7 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 	switch kind {
 	case KindConfigMap:
 		cm := new(ConfigMap)
-		d.decode(n, reflect.ValueOf(cm).Elem(), "")
+		d.decode(n, reflect.ValueOf(cm).Elem(), prefix)
 		meta, apiVersion = &cm.Metadata, cm.APIVersion
 		o.Data = map[string][]byte{}
 		dataKeys("data", cm.Data, false)
@@ -90,8 +91,8 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 	case KindSecret:
 		s := new(Secret)
 		before := len(d.errs)
-		d.decode(n, reflect.ValueOf(s).Elem(), "")
-		hideSecretValues(d.errs[before:])
+		d.decode(n, reflect.ValueOf(s).Elem(), prefix)
+		hideSecretValues(d.errs[before:], prefix)
 		meta, apiVersion = &s.Metadata, s.APIVersion
 		o.Data = map[string][]byte{}
 		dataKeys("data", s.Data, true)
@@ -113,11 +114,11 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 		}
 	case KindClaim:
 		c := new(PersistentVolumeClaim)
-		d.decode(n, reflect.ValueOf(c).Elem(), "")
+		d.decode(n, reflect.ValueOf(c).Elem(), prefix)
 		meta, apiVersion = &c.Metadata, c.APIVersion
-		p.claim(d, o, &c.Spec, check)
+		p.claim(d, o, &c.Spec, prefix, check)
 	}
-	p.checkAPIVersion(d, "", apiVersion)
+	p.checkAPIVersion(d, prefix, apiVersion)
 	if meta.Namespace == "" {
 		meta.Namespace = "default"
 	}
@@ -131,15 +132,15 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 		return
 	}
 	meta.ManifestName = meta.Name
-	v := &validator{file: p.file, index: d.index}
+	v := &validator{file: p.file, prefix: prefix, index: d.index}
 	v.metadata(meta)
 	d.errs = append(d.errs, v.errs...)
 	if o.Name != "" {
 		key := o.Key()
 		if line, dup := p.seenObj[key]; dup {
-			d.errs = append(d.errs, d.errorAt("metadata.name", fmt.Sprintf("%s %q is already defined at line %d", kind, Truncate(o.Namespace+"/"+o.Name), line)))
+			d.errs = append(d.errs, d.errorAt(joinPath(prefix, "metadata.name"), fmt.Sprintf("%s %q is already defined at line %d", kind, Truncate(o.Namespace+"/"+o.Name), line)))
 		} else {
-			p.seenObj[key] = d.index.find("metadata.name").line
+			p.seenObj[key] = d.index.find(joinPath(prefix, "metadata.name")).line
 		}
 	}
 	p.objects = append(p.objects, o)
@@ -148,17 +149,20 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind string) {
 // hideSecretValues rewrites the decode errors of a Secret's data and
 // stringData values, whose messages may quote the value ("expected a
 // string, got ..."): a secret never reaches an error, hence a log.
-func hideSecretValues(errs []error) {
+func hideSecretValues(errs []error, prefix string) {
 	for _, err := range errs {
 		var fe *FieldError
-		if errors.As(err, &fe) && (strings.HasPrefix(fe.Path, "data[") || strings.HasPrefix(fe.Path, "stringData[")) {
+		if !errors.As(err, &fe) {
+			continue
+		}
+		if rel := strings.TrimPrefix(strings.TrimPrefix(fe.Path, prefix), "."); strings.HasPrefix(rel, "data[") || strings.HasPrefix(rel, "stringData[") {
 			fe.Msg = "invalid value (not shown: secret data); write it as a string"
 		}
 	}
 }
 
 // claim validates a claim's spec into o.
-func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, check func(string, bool, string, ...any)) {
+func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, prefix string, check func(string, bool, string, ...any)) {
 	for i, m := range s.AccessModes {
 		switch m {
 		case "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod":
@@ -192,10 +196,10 @@ func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, chec
 		}
 	}
 	if sc := s.StorageClassName; sc != nil && *sc != "" {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find("spec.storageClassName").line, Truncate(*sc)))
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(joinPath(prefix, "spec.storageClassName")).line, Truncate(*sc)))
 	}
 	if s.Selector != nil {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find("spec.selector").line))
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find(joinPath(prefix, "spec.selector")).line))
 	}
 }
 
