@@ -107,6 +107,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LoggerPath:      self,
 		LogMaxSize:      cfg.ContainerLogMaxSize,
 		LogMaxFiles:     cfg.ContainerLogMaxFiles,
+		LogDriver:       cfg.ContainerLogDriver,
 		ResolvConf:      cfg.ResolvConf,
 		Log:             log.With("component", "podruntime"),
 
@@ -172,6 +173,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return rt.WatchEvents(ctx, lifecycle.Wake)
 		},
 	}
+	components["container logs"] = rt.RunLogs
 	if web != nil {
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
