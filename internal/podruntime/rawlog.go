@@ -50,7 +50,7 @@ const (
 
 // Pump tuning.
 const (
-	pumpChunk     = 256 << 10        // raw bytes read per stream per step
+	pumpChunk     = 128 << 10        // raw bytes read per stream per step
 	punchEvery    = 1 << 20          // give back converted raw space by this much
 	pumpTick      = 2 * time.Second  // steps every pump even without inotify
 	pumpTaskCheck = 10 * time.Second // an idle pump checks its task this often
@@ -123,9 +123,7 @@ type pump struct {
 	// is left, unfinished lines included, and removes the raw files.
 	finish   bool
 	lastData time.Time
-	buf      []byte
-	rec      []byte // records of the step not yet written
-	one      []byte // one record
+	sc       *scratch
 	noPunch  bool
 	// crashPoint, set by tests only, is called at the points where a kill
 	// matters; it panics to stand for the kill.
@@ -138,10 +136,21 @@ func (p *pump) crash(where string) {
 	}
 }
 
+// scratch is the buffers of a step, shared by the pumps of one logPumps
+// (they step one at a time): the agent's memory does not grow with the
+// number of containers.
+type scratch struct {
+	buf []byte // raw bytes read, pumpChunk long
+	rec []byte // records of the step not yet written
+	one []byte // one record
+}
+
+func newScratch() *scratch { return &scratch{buf: make([]byte, pumpChunk)} }
+
 // openPump opens an existing attempt's raw files and state and recovers:
 // it completes a rotation that was under way and truncates the CRI file to
 // its committed size.
-func openPump(statePath string, cfg logConfig) (*pump, error) {
+func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
 	sf, err := os.OpenFile(statePath, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -162,7 +171,7 @@ func openPump(statePath string, cfg logConfig) (*pump, error) {
 		return nil, fmt.Errorf("%s: bad log pump state", statePath)
 	}
 	p := &pump{id: id, cri: cri, base: strings.TrimSuffix(statePath, ".state"), cfg: cfg, state: sf, st: st,
-		buf: make([]byte, pumpChunk)}
+		sc: sc}
 	p.cfg.path = p.cri
 	out, errp, _ := rawPaths(p.base)
 	for i, path := range []string{out, errp} {
@@ -183,7 +192,7 @@ func openPump(statePath string, cfg logConfig) (*pump, error) {
 
 // createPump creates the raw files (empty) at base and the state of a new
 // attempt whose CRI file is cri; what cri already holds is kept.
-func createPump(id, cri, base string, cfg logConfig) (*pump, error) {
+func createPump(id, cri, base string, cfg logConfig, sc *scratch) (*pump, error) {
 	out, errp, state := rawPaths(base)
 	if err := os.MkdirAll(filepath.Dir(state), 0o750); err != nil {
 		return nil, err
@@ -211,7 +220,7 @@ func createPump(id, cri, base string, cfg logConfig) (*pump, error) {
 		return nil, err
 	}
 	cfg.path = cri
-	return openPump(state, cfg)
+	return openPump(state, cfg, sc)
 }
 
 // recover undoes what a killed pump wrote past its last commit.
@@ -282,14 +291,14 @@ func (p *pump) stepStream(i int) (int, error) {
 	if f == nil {
 		return 0, nil
 	}
-	n, err := f.ReadAt(p.buf, p.st.off[i])
+	n, err := f.ReadAt(p.sc.buf, p.st.off[i])
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("read raw %s: %w", streamNames[i], err)
 	}
-	data := p.buf[:n]
-	atEOF := n < len(p.buf)
+	data := p.sc.buf[:n]
+	atEOF := n < len(p.sc.buf)
 	now := time.Now()
-	p.rec = p.rec[:0]
+	p.sc.rec = p.sc.rec[:0]
 	pos, committed := 0, 0
 	for pos < len(data) {
 		rest := data[pos:]
@@ -307,9 +316,9 @@ func (p *pump) stepStream(i int) (int, error) {
 		if used == 0 {
 			break // an unfinished line
 		}
-		p.one = appendRecord(p.one[:0], now, streamNames[i], partial, text)
-		if p.cfg.maxSize > 0 && p.st.criSize+int64(len(p.rec)) > 0 &&
-			p.st.criSize+int64(len(p.rec)+len(p.one)) > p.cfg.maxSize {
+		p.sc.one = appendRecord(p.sc.one[:0], now, streamNames[i], partial, text)
+		if p.cfg.maxSize > 0 && p.st.criSize+int64(len(p.sc.rec)) > 0 &&
+			p.st.criSize+int64(len(p.sc.rec)+len(p.sc.one)) > p.cfg.maxSize {
 			if err := p.writeCommit(i, pos-committed); err != nil {
 				return 0, err
 			}
@@ -318,7 +327,7 @@ func (p *pump) stepStream(i int) (int, error) {
 				return 0, err
 			}
 		}
-		p.rec = append(p.rec, p.one...)
+		p.sc.rec = append(p.sc.rec, p.sc.one...)
 		pos += used
 	}
 	if pos == committed {
@@ -330,15 +339,15 @@ func (p *pump) stepStream(i int) (int, error) {
 	return pos, nil
 }
 
-// writeCommit appends p.rec to the CRI file at the committed size, then
+// writeCommit appends p.sc.rec to the CRI file at the committed size, then
 // commits stream i's offset moved on by consumed raw bytes.
 func (p *pump) writeCommit(i, consumed int) error {
-	if len(p.rec) > 0 {
-		if _, err := p.w.WriteAt(p.rec, p.st.criSize); err != nil {
+	if len(p.sc.rec) > 0 {
+		if _, err := p.w.WriteAt(p.sc.rec, p.st.criSize); err != nil {
 			return fmt.Errorf("write %s: %w", p.cri, err)
 		}
-		p.st.criSize += int64(len(p.rec))
-		p.rec = p.rec[:0]
+		p.st.criSize += int64(len(p.sc.rec))
+		p.sc.rec = p.sc.rec[:0]
 		p.crash("written")
 	}
 	p.st.off[i] += int64(consumed)
@@ -486,6 +495,7 @@ type logPumps struct {
 	taskGone func(ctx context.Context, id string) (bool, error)
 
 	mu      sync.Mutex
+	sc      *scratch         // every pump's, used under mu
 	pumps   map[string]*pump // by container ID
 	ended   map[string]bool  // container IDs whose task is deleted
 	wake    chan struct{}
@@ -494,7 +504,7 @@ type logPumps struct {
 
 func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger, taskGone func(context.Context, string) (bool, error)) *logPumps {
 	return &logPumps{rootDir: rootDir, cfg: cfg, log: log, taskGone: taskGone,
-		pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1)}
+		sc: newScratch(), pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 // create sets up the raw files of a new attempt and returns the task IO
@@ -510,7 +520,7 @@ func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
 		delete(l.pumps, id)
 	}
 	delete(l.ended, id)
-	p, err := createPump(id, cri, base, l.cfg)
+	p, err := createPump(id, cri, base, l.cfg, l.sc)
 	if err != nil {
 		return nil, fmt.Errorf("create log files: %w", err)
 	}
@@ -542,7 +552,7 @@ func (l *logPumps) poke() {
 func (l *logPumps) adopt() {
 	states, _ := filepath.Glob(filepath.Join(l.rootDir, "pods", "*", "logs", "*", "*.state"))
 	for _, s := range states {
-		p, err := openPump(s, l.cfg)
+		p, err := openPump(s, l.cfg, l.sc)
 		if err != nil {
 			l.log.Warn("adopt container log", "file", s, "err", err)
 			continue

@@ -44,7 +44,7 @@ func TestPumpFormat(t *testing.T) {
 	dir := t.TempDir()
 	cri := filepath.Join(dir, "default_web_uid", "app", "0.log")
 	base := filepath.Join(dir, "pods", "uid", "logs", "app", "0")
-	p, err := createPump("cid", cri, base, logConfig{maxSize: 1 << 20, maxFiles: 4})
+	p, err := createPump("cid", cri, base, logConfig{maxSize: 1 << 20, maxFiles: 4}, newScratch())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 			cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
 			base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
 			cfg := logConfig{maxSize: 4096, maxFiles: maxFiles}
-			p, err := createPump("cid", cri, base, cfg)
+			p, err := createPump("cid", cri, base, cfg, newScratch())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 					next++
 				}
 				if p == nil {
-					if p, err = openPump(state, cfg); err != nil {
+					if p, err = openPump(state, cfg, newScratch()); err != nil {
 						t.Fatalf("reopen after kill %d: %v", kills, err)
 					}
 					arm(p)
