@@ -53,7 +53,11 @@ const (
 	pumpChunk     = 128 << 10        // raw bytes read per stream per step
 	punchEvery    = 1 << 20          // give back converted raw space by this much
 	pumpTick      = 2 * time.Second  // steps every pump even without inotify
-	pumpTaskCheck = 10 * time.Second // an idle pump checks its task this often
+	// pumpTaskCheck: an idle pump asks containerd whether its task is
+	// still there this often (and once when adopted). Only a safety net:
+	// tug's own task deletions (reap, remove) tell the pump at once, and an
+	// idle agent must not poll containerd per container.
+	pumpTaskCheck = 5 * time.Minute
 )
 
 // pumpState is what a pump commits after each step; its encoding is
@@ -524,6 +528,8 @@ func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create log files: %w", err)
 	}
+	// Its task is about to be created: no task check for a while.
+	p.lastData = time.Now()
 	l.pumps[id] = p
 	out, errp, _ := rawPaths(base)
 	return func(string) (cio.IO, error) {
@@ -559,8 +565,7 @@ func (l *logPumps) adopt() {
 		}
 		l.mu.Lock()
 		if l.pumps[p.id] == nil {
-			l.pumps[p.id] = p
-			p.lastData = time.Now()
+			l.pumps[p.id] = p // lastData zero: its task is checked at once
 		} else {
 			p.close()
 		}

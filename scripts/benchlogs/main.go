@@ -10,7 +10,8 @@
 //     logger over that time;
 //
 //   - footprint: -pods one-container pods at rest; the PSS (from
-//     /proc/PID/smaps_rollup) of tug, of the shims and of the loggers.
+//     /proc/PID/smaps_rollup) of tug, of the shims and of the loggers, and
+//     tug's CPU over -idle.
 //
 //     go run ./scripts/benchlogs [-mb 100] [-pods 30] [-tug ./tug] [-keep] [-markdown]
 //
@@ -53,6 +54,7 @@ type options struct {
 	bench.Options
 	mb   int
 	pods int
+	idle time.Duration
 }
 
 func main() {
@@ -60,6 +62,7 @@ func main() {
 	o.Flags(flag.CommandLine)
 	flag.IntVar(&o.mb, "mb", 100, "megabytes (10^6 bytes) the flooding container writes")
 	flag.IntVar(&o.pods, "pods", 30, "pods at rest for the footprint")
+	flag.DurationVar(&o.idle, "idle", 30*time.Second, "window over which tug's CPU at rest is measured")
 	flag.Parse()
 	err := o.Check()
 	if err == nil {
@@ -79,8 +82,9 @@ type result struct {
 	wall                    time.Duration
 	tugCPU, shimCPU, logCPU time.Duration
 	lines                   int
-	tugPSS, shimPSS, logPSS int64 // KiB
-	tugRSS                  int64 // KiB
+	tugPSS, shimPSS, logPSS int64   // KiB
+	tugRSS                  int64   // KiB
+	idleCPU                 float64 // tug, % of one core, pods at rest
 	shims, loggers          int
 }
 
@@ -154,6 +158,18 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 	if err := bench.Sleep(ctx, 5*time.Second); err != nil {
 		return res, err
 	}
+	win, err := bench.StartCPU(bench.ProcSet{Name: "tug", PIDs: []int{tug.PID()}})
+	if err != nil {
+		return res, err
+	}
+	if err := bench.Sleep(ctx, o.idle); err != nil {
+		return res, err
+	}
+	usage, _, err := win.Stop()
+	if err != nil {
+		return res, err
+	}
+	res.idleCPU = usage[0].Percent
 	shims, loggers, err := helpers(o.Containerd, tug)
 	if err != nil {
 		return res, err
@@ -385,12 +401,12 @@ func report(w io.Writer, o options, rs []result) {
 		bench.DurationRatio(f.tugCPU+f.shimCPU+f.logCPU, b.tugCPU+b.shimCPU+b.logCPU))
 
 	fmt.Fprintf(w, "footprint: %d one-container pods at rest, PSS (MiB) from /proc/PID/smaps_rollup\n\n", o.pods)
-	t = bench.Table{Header: []string{"driver", "tug", "shims", "loggers", "total", "per pod (shim + logger)", "tug RSS"}}
+	t = bench.Table{Header: []string{"driver", "tug", "shims", "loggers", "total", "per pod (shim + logger)", "tug RSS", "tug CPU at rest"}}
 	for _, r := range rs {
 		total := r.tugPSS + r.shimPSS + r.logPSS
 		t.Row(r.driver, fmt.Sprintf("%.1f", bench.MiB(r.tugPSS)), fmt.Sprintf("%.1f (%d)", bench.MiB(r.shimPSS), r.shims),
 			fmt.Sprintf("%.1f (%d)", bench.MiB(r.logPSS), r.loggers), fmt.Sprintf("%.1f", bench.MiB(total)),
-			fmt.Sprintf("%.2f", bench.MiB(r.shimPSS+r.logPSS)/float64(o.pods)), fmt.Sprintf("%.1f", bench.MiB(r.tugRSS)))
+			fmt.Sprintf("%.2f", bench.MiB(r.shimPSS+r.logPSS)/float64(o.pods)), fmt.Sprintf("%.1f", bench.MiB(r.tugRSS)), fmt.Sprintf("%.3f%%", r.idleCPU))
 	}
 	t.Write(w, o.Markdown)
 	fmt.Fprintln(w, "(the loggers are tug's binary: with the binary driver they share its text pages, which PSS divides among them all,")
