@@ -50,9 +50,9 @@ const (
 
 // Pump tuning.
 const (
-	pumpChunk     = 128 << 10        // raw bytes read per stream per step
-	punchEvery    = 1 << 20          // give back converted raw space by this much
-	pumpTick      = 2 * time.Second  // steps every pump even without inotify
+	pumpChunk  = 128 << 10       // raw bytes read per stream per step
+	punchEvery = 1 << 20         // give back converted raw space by this much
+	pumpTick   = 2 * time.Second // steps every pump even without inotify
 	// pumpTaskCheck: an idle pump asks containerd whether its task is
 	// still there this often (and once when adopted). Only a safety net:
 	// tug's own task deletions (reap, remove) tell the pump at once, and an
