@@ -50,7 +50,8 @@ const (
 
 // Pump tuning.
 const (
-	pumpChunk  = 128 << 10       // raw bytes read per stream per step
+	pumpChunk  = 128 << 10       // raw bytes read per stream at once
+	stepChunks = 8               // reads per stream per step
 	punchEvery = 1 << 20         // give back converted raw space by this much
 	pumpTick   = 2 * time.Second // steps every pump even without inotify
 	// pumpTaskCheck: an idle pump asks containerd whether its task is
@@ -128,6 +129,7 @@ type pump struct {
 	finish   bool
 	lastData time.Time
 	sc       *scratch
+	lastErr  string // the last error logged
 	noPunch  bool
 	// crashPoint, set by tests only, is called at the points where a kill
 	// matters; it panics to stand for the kill.
@@ -263,15 +265,20 @@ func (p *pump) commit() error {
 	return nil
 }
 
-// step converts what the raw files hold now. It reports whether it
-// converted anything.
-func (p *pump) step() (bool, error) {
+// step converts what the raw files hold now, up to stepChunks reads per
+// stream (so that one container's backlog does not hold the others, nor a
+// container start, for long). more reports that a stream had more.
+func (p *pump) step() (more bool, err error) {
 	progress := false
 	for i := range p.raw {
-		for {
+		for k := 0; ; k++ {
+			if k == stepChunks {
+				more = true
+				break
+			}
 			n, err := p.stepStream(i)
 			if err != nil {
-				return progress, err
+				return more, err
 			}
 			if n == 0 {
 				break
@@ -282,7 +289,7 @@ func (p *pump) step() (bool, error) {
 	if progress {
 		p.lastData = time.Now()
 	}
-	return progress, nil
+	return more, nil
 }
 
 // stepStream reads up to pumpChunk raw bytes of stream i from its
@@ -464,20 +471,21 @@ func appendRecord(b []byte, t time.Time, stream string, partial bool, text []byt
 }
 
 // done converts the rest (the task is deleted: the shim wrote everything)
-// and removes the raw files, then the state.
-func (p *pump) done() error {
+// and then removes the raw files and the state. It reports whether it got
+// that far; if not, it is called again.
+func (p *pump) done() (bool, error) {
 	p.finish = true
-	if _, err := p.step(); err != nil {
-		return err
+	if more, err := p.step(); err != nil || more {
+		return false, err
 	}
 	out, errp, state := rawPaths(p.base)
 	p.close()
 	for _, path := range []string{out, errp, state} {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+			return true, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 func (p *pump) close() {
@@ -518,9 +526,16 @@ func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
 	defer l.mu.Unlock()
 	if old := l.pumps[id]; old != nil {
 		// A leftover of a failed start of the same attempt.
-		if err := old.done(); err != nil {
-			l.log.Warn("finish container log", "container", id, "err", err)
+		for {
+			finished, err := old.done()
+			if err != nil {
+				l.log.Warn("finish container log", "container", id, "err", err)
+			}
+			if finished || err != nil {
+				break
+			}
 		}
+		old.close()
 		delete(l.pumps, id)
 	}
 	delete(l.ended, id)
@@ -603,11 +618,20 @@ func (l *logPumps) Run(ctx context.Context) error {
 func (l *logPumps) stepAll(ctx context.Context, watch *rawWatch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for id, p := range l.pumps {
+	ids := make([]string, 0, len(l.pumps))
+	for id := range l.pumps {
+		ids = append(ids, id)
+	}
+	again := false
+	for _, id := range ids {
+		p := l.pumps[id]
+		if p == nil {
+			continue
+		}
 		watch.add(p)
 		if !l.ended[id] && time.Since(p.lastData) >= pumpTaskCheck {
 			p.lastData = time.Now()
-			l.mu.Unlock()
+			l.mu.Unlock() // create and taskDeleted need not wait for containerd
 			gone, err := l.taskGone(ctx, id)
 			l.mu.Lock()
 			if err == nil && gone {
@@ -617,23 +641,40 @@ func (l *logPumps) stepAll(ctx context.Context, watch *rawWatch) {
 		if l.pumps[id] != p {
 			continue
 		}
+		var more bool
 		var err error
 		if l.ended[id] {
-			err = p.done()
+			var finished bool
+			if finished, err = p.done(); finished {
+				delete(l.pumps, id)
+				delete(l.ended, id)
+				watch.remove(p)
+			} else {
+				more = err == nil
+			}
+		} else {
+			more, err = p.step()
+		}
+		again = again || more
+		if err == nil {
+			p.lastErr = ""
+			continue
+		}
+		if _, serr := os.Stat(p.base + ".state"); errors.Is(serr, os.ErrNotExist) {
+			// The pod's files were removed with it.
+			p.close()
 			delete(l.pumps, id)
 			delete(l.ended, id)
-		} else {
-			_, err = p.step()
+			watch.remove(p)
+			continue
 		}
-		if err != nil {
-			if _, serr := os.Stat(p.base + ".state"); errors.Is(serr, os.ErrNotExist) {
-				// The pod's logs were removed with it.
-				p.close()
-				delete(l.pumps, id)
-				continue
-			}
+		if msg := err.Error(); msg != p.lastErr {
+			p.lastErr = msg // said once, tried again at every wake
 			l.log.Warn("convert container log", "container", id, "file", p.cri, "err", err)
 		}
+	}
+	if again {
+		l.poke()
 	}
 }
 
@@ -679,6 +720,14 @@ func (w *rawWatch) add(p *pump) {
 		// A watch ends by itself when the file is removed.
 		_, _ = unix.InotifyAddWatch(int(w.f.Fd()), path, unix.IN_MODIFY)
 	}
+}
+
+// remove forgets p (its watches ended with its files, or end with the
+// pod's).
+func (w *rawWatch) remove(p *pump) {
+	w.mu.Lock()
+	delete(w.watched, p)
+	w.mu.Unlock()
 }
 
 func (w *rawWatch) run(wake func()) {

@@ -40,6 +40,20 @@ func attemptRecords(t *testing.T, cri string, maxFiles int) []record {
 	return recs
 }
 
+// finishPump calls done until it has finished.
+func finishPump(t *testing.T, p *pump) {
+	t.Helper()
+	for {
+		finished, err := p.done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if finished {
+			return
+		}
+	}
+}
+
 func TestPumpFormat(t *testing.T) {
 	dir := t.TempDir()
 	cri := filepath.Join(dir, "default_web_uid", "app", "0.log")
@@ -59,9 +73,7 @@ func TestPumpFormat(t *testing.T) {
 	if _, err := p.step(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.done(); err != nil {
-		t.Fatal(err)
-	}
+	finishPump(t, p)
 	var got []string
 	for _, r := range readRecords(t, cri) {
 		tag := "F"
@@ -137,9 +149,7 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 					}
 					if next == lines {
 						p.crashPoint = nil
-						if err := p.done(); err != nil {
-							t.Fatal(err)
-						}
+						finishPump(t, p)
 						p = nil
 						next++ // done
 					}
@@ -186,5 +196,47 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 			}
 			t.Logf("%d kills, %d records", kills, len(recs))
 		})
+	}
+}
+
+// TestPumpBoundedStep: a backlog larger than one step's share is converted
+// over several steps, each saying there is more, with nothing lost.
+func TestPumpBoundedStep(t *testing.T) {
+	dir := t.TempDir()
+	cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
+	base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
+	p, err := createPump("cid", cri, base, logConfig{}, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := rawPaths(base)
+	const lines = 40000 // 40 bytes each: 1.6 MB, more than stepChunks*pumpChunk
+	var b strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&b, "%-38d|\n", i)
+	}
+	appendRaw(t, out, b.String())
+	steps := 0
+	for {
+		more, err := p.step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps++
+		if !more {
+			break
+		}
+	}
+	if steps < 2 {
+		t.Errorf("%d steps for %d bytes, want the backlog split", steps, b.Len())
+	}
+	recs := readRecords(t, cri)
+	if len(recs) != lines {
+		t.Fatalf("%d records, want %d", len(recs), lines)
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf("%-38d|", i); r.text != want {
+			t.Fatalf("record %d = %q, want %q", i, r.text, want)
+		}
 	}
 }
