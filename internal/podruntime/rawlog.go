@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/cio"
-	"github.com/containerd/errdefs"
+	"github.com/containerd/containerd/errdefs"
 	"golang.org/x/sys/unix"
 )
 
