@@ -328,15 +328,23 @@ func streamLog(ctx context.Context, dir string, attempt int, lw *logWriter, foll
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
 	lastCheck := time.Now()
+	var stopped time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
 		}
+		// A container seen stopped is read for one more second: what it
+		// wrote last may reach its log file a moment after its exit (the
+		// file driver converts the rest once the task is deleted).
 		stop := false
 		if time.Since(lastCheck) >= time.Second {
-			stop, lastCheck = !running(), time.Now()
+			if stopped.IsZero() && !running() {
+				stopped = time.Now()
+			}
+			lastCheck = time.Now()
+			stop = !stopped.IsZero() && time.Since(stopped) >= time.Second
 		}
 		if err := rd.drain(lw); err != nil {
 			return err
