@@ -107,6 +107,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LoggerPath:      self,
 		LogMaxSize:      cfg.ContainerLogMaxSize,
 		LogMaxFiles:     cfg.ContainerLogMaxFiles,
+		LogDriver:       cfg.ContainerLogDriver,
 		ResolvConf:      cfg.ResolvConf,
 		Log:             log.With("component", "podruntime"),
 
@@ -176,11 +177,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return rt.WatchEvents(ctx, lifecycle.Wake)
 		},
 	}
+	components["container logs"] = rt.RunLogs
 	if web != nil {
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
-	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"), LogsDir: cfg.PodLogsDir}
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)

@@ -26,6 +26,7 @@ func TestHelp(t *testing.T) {
 		{"validate", []string{"-policy", "-allow-privileged", "-allow-host-state-mounts"}},
 		{"pods", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"inspect", []string{"-socket", "-n", "-namespace", "-o"}},
+		{"logs", []string{"-socket", "-n", "-namespace", "-c", "-container", "-f", "-follow", "-p", "-previous", "-tail", "-since", "-timestamps"}},
 		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},
 		{"version", nil},
 	}
@@ -44,7 +45,7 @@ func TestHelp(t *testing.T) {
 					t.Errorf("tug %v: stdout %q does not start with its usage", args, out)
 				}
 				for _, f := range tt.flags {
-					if !strings.Contains(out, "\n  "+f+" ") && !strings.Contains(out, "\n  "+f+"\n") {
+					if !strings.Contains(out, "\n  "+f+" ") && !strings.Contains(out, "\n  "+f+"\n") && !strings.Contains(out, "\n  "+f+"\t") {
 						t.Errorf("tug %v does not list %s:\n%s", args, f, out)
 					}
 				}

@@ -51,6 +51,7 @@ var commands = []command{
 	{"inspect", "POD        print one pod and its status as YAML", func(args []string, stdout, stderr io.Writer) int {
 		return inspectPod(context.Background(), args, stdout, stderr)
 	}},
+	{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", logsCmd},
 	{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", signCmd},
 	{"version", "           print the version", versionCmd},
 	{"help", "[COMMAND]     list the commands, or print COMMAND's usage and flags (as COMMAND --help)", nil},

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"tug/internal/pod"
@@ -51,30 +52,100 @@ func (c *Client) Manifests(ctx context.Context) ([]pod.ManifestStatus, error) {
 	return l.Items, err
 }
 
+// LogOptions are the options of Client.Logs, kubectl logs's.
+type LogOptions struct {
+	Container  string // empty: the pod's only container
+	Follow     bool
+	Previous   bool
+	TailLines  int // < 0: all
+	Since      time.Duration
+	Timestamps bool
+}
+
+// Logs copies the output of a container of the pod of namespace ns named
+// name to w, as "kubectl logs" prints it; with Follow it returns when the
+// container stops or ctx ends. The error matches ErrNotFound or
+// ErrBadRequest (no such container, no previous attempt) as Pod's does.
+func (c *Client) Logs(ctx context.Context, ns, name string, o LogOptions, w io.Writer) error {
+	q := url.Values{}
+	if o.Container != "" {
+		q.Set("container", o.Container)
+	}
+	if o.Follow {
+		q.Set("follow", "true")
+	}
+	if o.Previous {
+		q.Set("previous", "true")
+	}
+	if o.TailLines >= 0 {
+		q.Set("tailLines", strconv.Itoa(o.TailLines))
+	}
+	if o.Since > 0 {
+		q.Set("sinceSeconds", strconv.FormatInt(int64((o.Since+time.Second-1)/time.Second), 10))
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "true")
+	}
+	path := "/pods/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/log"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	resp, err := c.do(ctx, path, 0)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("read log from tug at %s: %w", c.SocketPath, err)
+	}
+	return nil
+}
+
 // get fetches path and decodes its JSON answer into out. A failed
 // connection is an *UnreachableError, an answer other than 200 a
 // *StatusError.
 func (c *Client) get(ctx context.Context, path string, out any) error {
+	resp, err := c.do(ctx, path, ClientTimeout)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return fmt.Errorf("read %s from tug at %s: %w", path, c.SocketPath, err)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode %s from tug at %s: %w", path, c.SocketPath, err)
+	}
+	return nil
+}
+
+// do sends GET path and returns the 200 answer, its body unread. timeout
+// bounds the whole request, body included (0: only the connection and the
+// answer's header are bounded, by ClientTimeout, for a stream).
+func (c *Client) do(ctx context.Context, path string, timeout time.Duration) (*http.Response, error) {
 	sock := c.SocketPath
 	if sock == "" {
-		return errors.New("api: no socket path")
+		return nil, errors.New("api: no socket path")
 	}
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "unix", sock)
-			if err != nil {
-				return nil, &UnreachableError{SocketPath: sock, Err: err}
-			}
-			return conn, nil
-		},
-		DisableKeepAlives: true,
+		DisableKeepAlives:     true,
+		ResponseHeaderTimeout: ClientTimeout,
 	}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: ClientTimeout}
+	hc := &http.Client{Transport: tr, Timeout: timeout}
+	dctx, cancel := context.WithTimeout(ctx, ClientTimeout)
+	defer cancel()
+	tr.DialContext = func(_ context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(dctx, "unix", sock)
+		if err != nil {
+			return nil, &UnreachableError{SocketPath: sock, Err: err}
+		}
+		return conn, nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://tug"+path, nil)
 	if err != nil {
-		return fmt.Errorf("request %s: %w", path, err)
+		return nil, fmt.Errorf("request %s: %w", path, err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -82,24 +153,18 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 		var netErr net.Error
 		switch {
 		case errors.As(err, &unreachable):
-			return unreachable
+			return nil, unreachable
 		case errors.As(err, &netErr) && netErr.Timeout():
-			return fmt.Errorf("tug at %s did not answer %s within %s: %w", sock, path, ClientTimeout, err)
+			return nil, fmt.Errorf("tug at %s did not answer %s within %s: %w", sock, path, ClientTimeout, err)
 		}
-		return fmt.Errorf("get %s from tug at %s: %w", path, sock, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return fmt.Errorf("read %s from tug at %s: %w", path, sock, err)
+		return nil, fmt.Errorf("get %s from tug at %s: %w", path, sock, err)
 	}
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 		var e errorBody
 		_ = json.Unmarshal(body, &e) // a non-JSON answer keeps the generic message
-		return &StatusError{Code: resp.StatusCode, Message: e.Error}
+		return nil, &StatusError{Code: resp.StatusCode, Message: e.Error}
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("decode %s from tug at %s: %w", path, sock, err)
-	}
-	return nil
+	return resp, nil
 }

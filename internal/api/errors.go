@@ -19,6 +19,9 @@ var (
 	ErrSocketInUse = errors.New("api: socket in use")
 	// ErrUnreachable: the client could not connect to tug's socket.
 	ErrUnreachable = errors.New("api: tug unreachable")
+	// ErrBadRequest: the request cannot be answered as asked (a bad log
+	// option, no such container, no previous attempt).
+	ErrBadRequest = errors.New("api: bad request")
 )
 
 // StatusError is an answer from tug other than 200 OK. Its message is the
@@ -43,6 +46,8 @@ func (e *StatusError) Is(target error) bool {
 		return e.Code == http.StatusNotFound
 	case ErrAmbiguous:
 		return e.Code == http.StatusConflict
+	case ErrBadRequest:
+		return e.Code == http.StatusBadRequest
 	}
 	return false
 }

@@ -49,6 +49,9 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection that sends no new request
 	// for this long, on both listeners. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// LogsDir is the pod logs directory (--pod-logs-dir) the log endpoint
+	// reads; empty: no container has logs.
+	LogsDir string
 }
 
 // DefaultIdleTimeout is the default Server.IdleTimeout.
@@ -62,6 +65,8 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /pods                      a PodList, sorted by namespace and name
 //	GET /pods/{namespace}/{name}   one pod, by static name or manifest name
 //	GET /manifests                 {"items": [ManifestStatus...]}
+//	GET /pods/{namespace}/{name}/log  a container's output, as kubectl logs
+//	    (?container=&follow=&previous=&tailLines=&sinceSeconds=&timestamps=)
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -70,6 +75,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /pods", s.listPods)
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /manifests", s.listManifests)
+	mux.HandleFunc("GET /pods/{namespace}/{name}/log", s.getLog)
 	return mux
 }
 
@@ -210,6 +216,8 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		code, sentinel = http.StatusNotFound, ErrNotFound
 	case errors.Is(err, ErrAmbiguous):
 		code, sentinel = http.StatusConflict, ErrAmbiguous
+	case errors.Is(err, ErrBadRequest):
+		code, sentinel = http.StatusBadRequest, ErrBadRequest
 	}
 	msg := err.Error()
 	if sentinel != nil {

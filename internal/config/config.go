@@ -91,6 +91,11 @@ type Config struct {
 	// ContainerLogMaxFiles is how many files (current included) a container
 	// log keeps. Default 5.
 	ContainerLogMaxFiles int `yaml:"container-log-max-files"`
+	// ContainerLogDriver is how container output reaches its log: "file"
+	// (the shim writes raw files that tug converts) or "binary" (a tug
+	// logger process per container, the design before issue 14). Default
+	// "file".
+	ContainerLogDriver string `yaml:"container-log-driver"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log-level"`
 	// PLEGRelistPeriod is how often the container list is read back from
@@ -230,6 +235,7 @@ func Default() Config {
 		ContainerdNamespace:  "tug",
 		ContainerLogMaxSize:  10 << 20,
 		ContainerLogMaxFiles: 5,
+		ContainerLogDriver:   "file",
 		LogLevel:             "info",
 		ManifestURLCAMode:    "append",
 
@@ -292,6 +298,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllowPrivileged, "allow-privileged", c.AllowPrivileged, "allow privileged containers")
 	fs.Int64Var(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "rotate a container log at this many bytes")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "log files kept per container attempt, the current one included")
+	fs.StringVar(&c.ContainerLogDriver, "container-log-driver", c.ContainerLogDriver, "how container output reaches its log: file (converted by tug) or binary (a logger process per container)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the container relist (containerd events make it come sooner)")
 	fs.DurationVar(&c.CrashLoopBackOffInitial, "crash-loop-back-off-initial", c.CrashLoopBackOffInitial, "first restart delay of a crashing container (it doubles)")
@@ -369,6 +376,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPods < 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must not be negative"))
+	}
+	if c.ContainerLogDriver != "file" && c.ContainerLogDriver != "binary" {
+		errs = append(errs, fmt.Errorf("container-log-driver: %q is not file or binary", c.ContainerLogDriver))
 	}
 	if c.ContainerLogMaxFiles < 1 {
 		errs = append(errs, fmt.Errorf("container-log-max-files: at least 1"))

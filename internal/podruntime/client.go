@@ -67,6 +67,11 @@ type Config struct {
 	// "<LoggerPath> logger <settings>" to write a container's log (see
 	// RunLogger). Default: this process's executable (os.Executable).
 	LoggerPath string
+	// LogDriver is how a container's output reaches its log:
+	// LogDriverFile (default: the shim writes raw files that tug converts,
+	// see rawlog.go) or LogDriverBinary (a "tug logger" per container, run
+	// by the shim; see logs.go).
+	LogDriver string
 	// LogMaxSize rotates a container log once it would grow beyond this
 	// many bytes; default 10 MiB; negative disables rotation.
 	LogMaxSize int64
@@ -113,6 +118,13 @@ func (c *Config) setDefaults() error {
 	if !filepath.IsAbs(c.LoggerPath) {
 		return fmt.Errorf("podruntime: logger path %q is not absolute", c.LoggerPath)
 	}
+	switch c.LogDriver {
+	case "":
+		c.LogDriver = LogDriverFile
+	case LogDriverFile, LogDriverBinary:
+	default:
+		return fmt.Errorf("podruntime: unknown log driver %q (want %s or %s)", c.LogDriver, LogDriverFile, LogDriverBinary)
+	}
 	switch {
 	case c.LogMaxSize == 0:
 		c.LogMaxSize = DefaultLogMaxSize
@@ -153,6 +165,8 @@ type Runtime struct {
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
+
+	pumps *logPumps // the file log driver's converter; nil with the binary driver
 }
 
 // New connects to containerd at cfg.Address with cfg.Namespace as the
@@ -186,6 +200,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}),
 		pulls:    map[string]*pullCall{},
 		imported: map[string]archiveKey{},
+	}
+	if cfg.LogDriver == LogDriverFile {
+		lc := logConfig{maxSize: cfg.LogMaxSize, maxFiles: max(cfg.LogMaxFiles-1, 0)}
+		r.pumps = newLogPumps(cfg.RootDir, lc, cfg.Log.With("component", "logs"), r.taskGone)
 	}
 	r.removeStaleStaging()
 	return r, nil

@@ -150,7 +150,14 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	// cancelled must not be taken for a failure and killed.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	task, err := cont.NewTask(sctx, r.logCreator(logPath))
+	creator := r.logCreator(logPath)
+	if r.pumps != nil {
+		if creator, err = r.pumps.create(id, logPath, r.rawBase(p.Metadata.UID, c.Name, attempt)); err != nil {
+			r.cleanup(sctx, id, cont, log)
+			return "", err
+		}
+	}
+	task, err := cont.NewTask(sctx, creator)
 	if err != nil {
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("create task: %w", err)
@@ -233,6 +240,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("load task: %w", err)
 	}
+	r.logTaskDeleted(cont.ID())
 	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
@@ -394,6 +402,7 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 			return fmt.Errorf("delete task: %w", err)
 		}
 	}
+	r.logTaskDeleted(id)
 	r.log.Debug("reaped task", "container", id, "exit", code)
 	return nil
 }

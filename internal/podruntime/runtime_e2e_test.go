@@ -44,6 +44,23 @@ type env struct {
 	image   string          // the test image, imported
 	archive string
 	counts  *countHandler
+	// stopLogs ends the runtime's RunLogs (the file log driver's
+	// converter, which the agent runs as a component).
+	stopLogs func()
+}
+
+// runLogs runs r's RunLogs until e.stopLogs.
+func (e *env) runLogs(r *Runtime) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.RunLogs(ctx)
+	}()
+	e.stopLogs = func() {
+		cancel()
+		<-done
+	}
 }
 
 // newEnv connects a Runtime to the test containerd in a namespace of its
@@ -72,6 +89,7 @@ func newEnv(t *testing.T, noImport bool) *env {
 		t.Fatal(err)
 	}
 	e := &env{r: r, ctx: namespaces.WithNamespace(ctx, ns), image: image, archive: archive, counts: counts}
+	e.runLogs(r)
 	t.Cleanup(func() { e.cleanup(t) })
 	if !noImport {
 		if err := os.MkdirAll(cfg.ImageDir, 0o755); err != nil {
@@ -103,6 +121,7 @@ func (e *env) cleanup(t *testing.T) {
 	if err := testutil.RemoveImages(ctx, client); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
+	e.stopLogs()
 	e.r.Close()
 }
 
@@ -386,7 +405,9 @@ func TestE2ERestartKeepsRunningAndLogging(t *testing.T) {
 	p := e.newPod(t, "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done")
 	e.start(t, p, 0, pod.Namespaces{})
 	e.waitLog(t, p, 0, "stdout", "tick 1")
-	// tug goes away; the container and its logger belong to the shim.
+	// tug goes away; the container and what writes its output (the shim,
+	// or the logger of the binary driver) do not.
+	e.stopLogs()
 	e.r.Close()
 	time.Sleep(500 * time.Millisecond)
 	r2, err := New(context.Background(), e.r.cfg)
@@ -394,6 +415,7 @@ func TestE2ERestartKeepsRunningAndLogging(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.r = r2
+	e.runLogs(r2)
 	rc := e.only(t, p)
 	if rc.State != pod.RunRunning {
 		t.Errorf("after reconnect: %+v, want running (adopted)", rc)

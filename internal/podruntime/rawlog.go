@@ -1,0 +1,785 @@
+package podruntime
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+	"golang.org/x/sys/unix"
+)
+
+// The "file" log driver (the default; docs/decisions.md, issue 14): the
+// shim writes the container's stdout and stderr, unchanged, to two regular
+// files that tug creates, and tug turns them into the CRI log. No process
+// per container besides the shim, and the container never waits for tug:
+// the shim copies its output pipes into the files whether tug runs or not.
+//
+// containerd's runc shim opens a stdio path that is not a FIFO as a regular
+// file (O_WRONLY|O_APPEND) and copies the stream into it; the paths are
+// <root-dir>/pods/<uid>/logs/<container>/<attempt>.stdout and .stderr (tug's
+// own files, not in the pod logs dir that shippers read), next to
+// <attempt>.state, the pump's committed progress: how far each raw file has
+// been converted and how long the CRI file (<attempt>.log) was after that
+// conversion. Every conversion step writes CRI records at the committed CRI
+// size and then commits the new (offsets, size) in one pwrite of the state;
+// a tug killed between the two leaves records past the committed size,
+// which the next tug truncates away before converting the same raw bytes
+// again: each line reaches the CRI log exactly once whatever moment tug
+// dies. Converted raw bytes are given back with fallocate(PUNCH_HOLE); the
+// raw files and the state are removed once the task is deleted (the shim
+// has then written everything) and the rest converted.
+
+// LogDriverFile and LogDriverBinary are the values of Config.LogDriver.
+const (
+	LogDriverFile   = "file"
+	LogDriverBinary = "binary"
+)
+
+// Pump tuning.
+const (
+	pumpChunk  = 128 << 10       // raw bytes read per stream at once
+	stepChunks = 8               // reads per stream per step
+	punchEvery = 1 << 20         // give back converted raw space by this much
+	pumpTick   = 2 * time.Second // steps every pump even without inotify
+	// pumpTaskCheck: an idle pump asks containerd whether its task is
+	// still there this often (and once when adopted). Only a safety net:
+	// tug's own task deletions (reap, remove) tell the pump at once, and an
+	// idle agent must not poll containerd per container.
+	pumpTaskCheck = 5 * time.Minute
+)
+
+// pumpState is what a pump commits after each step; its encoding is
+// stateSize bytes at offset 0 of the state file, then the CRI file's path,
+// a newline and the container ID, written once.
+type pumpState struct {
+	off      [2]int64 // converted raw bytes of stdout, stderr
+	criSize  int64    // the CRI file's length after the last commit
+	rotating bool     // a rotation was started and may not be complete
+}
+
+const stateSize = 4 + 8*3 + 1 + 4 // magic, offsets, size, rotating, crc32
+
+var stateMagic = [4]byte{'t', 'u', 'g', '1'}
+
+func (s pumpState) encode() []byte {
+	b := make([]byte, 0, stateSize)
+	b = append(b, stateMagic[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.off[0]))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.off[1]))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.criSize))
+	r := byte(0)
+	if s.rotating {
+		r = 1
+	}
+	b = append(b, r)
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func decodeState(b []byte) (pumpState, error) {
+	if len(b) < stateSize || !bytes.Equal(b[:4], stateMagic[:]) ||
+		crc32.ChecksumIEEE(b[:stateSize-4]) != binary.LittleEndian.Uint32(b[stateSize-4:stateSize]) {
+		return pumpState{}, errors.New("bad log pump state")
+	}
+	return pumpState{
+		off:      [2]int64{int64(binary.LittleEndian.Uint64(b[4:])), int64(binary.LittleEndian.Uint64(b[12:]))},
+		criSize:  int64(binary.LittleEndian.Uint64(b[20:])),
+		rotating: b[28] == 1,
+	}, nil
+}
+
+// rawPaths returns the raw stdout, stderr and state files of base
+// (<root-dir>/pods/<uid>/logs/<container>/<attempt>).
+func rawPaths(base string) (stdout, stderr, state string) {
+	return base + ".stdout", base + ".stderr", base + ".state"
+}
+
+// rawBase is the base of the raw files of a container attempt.
+func (r *Runtime) rawBase(uid, container string, attempt int) string {
+	return filepath.Join(r.podDir(uid), "logs", container, strconv.Itoa(attempt))
+}
+
+var streamNames = [2]string{"stdout", "stderr"}
+
+// pump converts one container attempt's raw files into its CRI log.
+type pump struct {
+	id      string
+	cri     string
+	base    string // of the raw files
+	cfg     logConfig
+	raw     [2]*os.File // nil: missing (nothing to read)
+	state   *os.File
+	w       *os.File // the CRI file, nil until opened
+	st      pumpState
+	punched [2]int64
+	// finish is set once the task is deleted: the next step converts what
+	// is left, unfinished lines included, and removes the raw files.
+	finish   bool
+	lastData time.Time
+	sc       *scratch
+	lastErr  string // the last error logged
+	noPunch  bool
+	// crashPoint, set by tests only, is called at the points where a kill
+	// matters; it panics to stand for the kill.
+	crashPoint func(where string)
+}
+
+func (p *pump) crash(where string) {
+	if p.crashPoint != nil {
+		p.crashPoint(where)
+	}
+}
+
+// scratch is the buffers of a step, shared by the pumps of one logPumps
+// (they step one at a time): the agent's memory does not grow with the
+// number of containers.
+type scratch struct {
+	buf []byte // raw bytes read, pumpChunk long
+	rec []byte // records of the step not yet written
+	one []byte // one record
+}
+
+func newScratch() *scratch { return &scratch{buf: make([]byte, pumpChunk)} }
+
+// openPump opens an existing attempt's raw files and state and recovers:
+// it completes a rotation that was under way and truncates the CRI file to
+// its committed size.
+func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
+	sf, err := os.OpenFile(statePath, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(sf, 4096))
+	if err != nil {
+		sf.Close()
+		return nil, err
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		sf.Close()
+		return nil, fmt.Errorf("%s: %w", statePath, err)
+	}
+	cri, id, ok := strings.Cut(string(data[stateSize:]), "\n")
+	if !ok || !filepath.IsAbs(cri) {
+		sf.Close()
+		return nil, fmt.Errorf("%s: bad log pump state", statePath)
+	}
+	p := &pump{id: id, cri: cri, base: strings.TrimSuffix(statePath, ".state"), cfg: cfg, state: sf, st: st,
+		sc: sc}
+	p.cfg.path = p.cri
+	out, errp, _ := rawPaths(p.base)
+	for i, path := range []string{out, errp} {
+		f, err := os.Open(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.close()
+			return nil, err
+		}
+		p.raw[i] = f
+		p.punched[i] = st.off[i] &^ 4095
+	}
+	if err := p.recover(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// createPump creates the raw files (empty) at base and the state of a new
+// attempt whose CRI file is cri; what cri already holds is kept.
+func createPump(id, cri, base string, cfg logConfig, sc *scratch) (*pump, error) {
+	out, errp, state := rawPaths(base)
+	if err := os.MkdirAll(filepath.Dir(state), 0o750); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(cri), 0o755); err != nil {
+		return nil, err
+	}
+	size := int64(0)
+	if fi, err := os.Stat(cri); err == nil {
+		size = fi.Size()
+	}
+	for _, path := range []string{out, errp} {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+	}
+	tmp := state + ".tmp"
+	data := append(pumpState{criSize: size}.encode(), cri+"\n"+id...)
+	if err := os.WriteFile(tmp, data, 0o640); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, state); err != nil {
+		return nil, err
+	}
+	cfg.path = cri
+	return openPump(state, cfg, sc)
+}
+
+// recover undoes what a killed pump wrote past its last commit.
+func (p *pump) recover() error {
+	if p.st.rotating {
+		if err := p.completeRotation(); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(p.cri, os.O_WRONLY|os.O_CREATE, 0o640)
+	if err != nil {
+		return err
+	}
+	p.w = f
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Size() > p.st.criSize:
+		return f.Truncate(p.st.criSize)
+	case fi.Size() < p.st.criSize:
+		// Only an outside hand shortens the file; go on at its end.
+		p.st.criSize = fi.Size()
+		return p.commit()
+	}
+	return nil
+}
+
+// commit writes the state in one pwrite: a process killed around it leaves
+// either the old state or the new one.
+func (p *pump) commit() error {
+	if _, err := p.state.WriteAt(p.st.encode(), 0); err != nil {
+		return fmt.Errorf("commit log state: %w", err)
+	}
+	return nil
+}
+
+// step converts what the raw files hold now, up to stepChunks reads per
+// stream (so that one container's backlog does not hold the others, nor a
+// container start, for long). more reports that a stream had more.
+func (p *pump) step() (more bool, err error) {
+	progress := false
+	for i := range p.raw {
+		for k := 0; ; k++ {
+			if k == stepChunks {
+				more = true
+				break
+			}
+			n, err := p.stepStream(i)
+			if err != nil {
+				return more, err
+			}
+			if n == 0 {
+				break
+			}
+			progress = true
+		}
+	}
+	if progress {
+		p.lastData = time.Now()
+	}
+	return more, nil
+}
+
+// stepStream reads up to pumpChunk raw bytes of stream i from its
+// committed offset, writes their whole lines as CRI records (a line longer
+// than 16 KiB as partial records; when finishing, an unfinished last line
+// too) and commits. An unfinished line stays unconverted until its newline
+// comes. It returns the raw bytes converted.
+func (p *pump) stepStream(i int) (int, error) {
+	f := p.raw[i]
+	if f == nil {
+		return 0, nil
+	}
+	n, err := f.ReadAt(p.sc.buf, p.st.off[i])
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("read raw %s: %w", streamNames[i], err)
+	}
+	data := p.sc.buf[:n]
+	atEOF := n < len(p.sc.buf)
+	now := time.Now()
+	p.sc.rec = p.sc.rec[:0]
+	pos, committed := 0, 0
+	for pos < len(data) {
+		rest := data[pos:]
+		j := bytes.IndexByte(rest, '\n')
+		var text []byte
+		partial, used := false, 0
+		switch {
+		case j >= 0 && j <= maxLogLine:
+			text, used = bytes.TrimSuffix(rest[:j], []byte{'\r'}), j+1
+		case len(rest) >= maxLogLine:
+			text, partial, used = rest[:maxLogLine], true, maxLogLine
+		case p.finish && atEOF:
+			text, used = rest, len(rest)
+		}
+		if used == 0 {
+			break // an unfinished line
+		}
+		p.sc.one = appendRecord(p.sc.one[:0], now, streamNames[i], partial, text)
+		if p.cfg.maxSize > 0 && p.st.criSize+int64(len(p.sc.rec)) > 0 &&
+			p.st.criSize+int64(len(p.sc.rec)+len(p.sc.one)) > p.cfg.maxSize {
+			if err := p.writeCommit(i, pos-committed); err != nil {
+				return 0, err
+			}
+			committed = pos
+			if err := p.rotate(); err != nil {
+				return 0, err
+			}
+		}
+		p.sc.rec = append(p.sc.rec, p.sc.one...)
+		pos += used
+	}
+	if pos == committed {
+		return 0, nil
+	}
+	if err := p.writeCommit(i, pos-committed); err != nil {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// writeCommit appends p.sc.rec to the CRI file at the committed size, then
+// commits stream i's offset moved on by consumed raw bytes.
+func (p *pump) writeCommit(i, consumed int) error {
+	if len(p.sc.rec) > 0 {
+		if _, err := p.w.WriteAt(p.sc.rec, p.st.criSize); err != nil {
+			return fmt.Errorf("write %s: %w", p.cri, err)
+		}
+		p.st.criSize += int64(len(p.sc.rec))
+		p.sc.rec = p.sc.rec[:0]
+		p.crash("written")
+	}
+	p.st.off[i] += int64(consumed)
+	if err := p.commit(); err != nil {
+		return err
+	}
+	p.punch(i)
+	return nil
+}
+
+// punch gives back the disk space of converted raw bytes.
+func (p *pump) punch(i int) {
+	to := p.st.off[i] &^ 4095
+	if p.noPunch || p.raw[i] == nil || to-p.punched[i] < punchEvery {
+		return
+	}
+	err := unix.Fallocate(int(p.raw[i].Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, p.punched[i], to-p.punched[i])
+	if err != nil {
+		p.noPunch = true // the file system cannot: the raw file grows until the attempt ends
+		return
+	}
+	p.punched[i] = to
+}
+
+// rotate starts a new CRI file as logWriter.rotate does, recoverably: the
+// state says "rotating" while files are being renamed, and a new file is
+// only created after the rotation is committed.
+func (p *pump) rotate() error {
+	if p.cfg.maxFiles == 0 {
+		p.st.criSize = 0
+		if err := p.commit(); err != nil {
+			return err
+		}
+		return p.w.Truncate(0)
+	}
+	p.st.rotating = true
+	if err := p.commit(); err != nil {
+		return err
+	}
+	p.crash("rotating")
+	p.w.Close()
+	p.w = nil
+	if err := p.completeRotation(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p.cri, os.O_WRONLY|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("rotate %s: %w", p.cri, err)
+	}
+	p.w = f
+	return nil
+}
+
+// completeRotation shifts the files of a rotation that is committed as
+// under way, from wherever it stopped: the renames go from the oldest file
+// down, so the first missing name tells how far they got; once the current
+// file is gone, they are done. Then it commits an empty current file.
+func (p *pump) completeRotation() error {
+	name := func(n int) string {
+		if n == 0 {
+			return p.cri
+		}
+		return p.cri + "." + strconv.Itoa(n)
+	}
+	exists := func(n int) bool {
+		_, err := os.Lstat(name(n))
+		return err == nil
+	}
+	if exists(0) {
+		gap := 1
+		for gap <= p.cfg.maxFiles && exists(gap) {
+			gap++
+		}
+		if gap > p.cfg.maxFiles {
+			// Nothing shifted yet: drop the oldest.
+			gap = p.cfg.maxFiles
+			if err := os.Remove(name(gap)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("rotate %s: %w", p.cri, err)
+			}
+		}
+		for n := gap - 1; n >= 0; n-- {
+			if err := os.Rename(name(n), name(n+1)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("rotate %s: %w", p.cri, err)
+			}
+			p.crash("renamed")
+		}
+	}
+	p.st.rotating, p.st.criSize = false, 0
+	if err := p.commit(); err != nil {
+		return err
+	}
+	p.crash("rotated")
+	return nil
+}
+
+// appendRecord appends one CRI record.
+func appendRecord(b []byte, t time.Time, stream string, partial bool, text []byte) []byte {
+	tag := "F"
+	if partial {
+		tag = "P"
+	}
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, ' ')
+	b = append(b, stream...)
+	b = append(b, ' ')
+	b = append(b, tag...)
+	b = append(b, ' ')
+	b = append(b, text...)
+	return append(b, '\n')
+}
+
+// done converts the rest (the task is deleted: the shim wrote everything)
+// and then removes the raw files and the state. It reports whether it got
+// that far; if not, it is called again.
+func (p *pump) done() (bool, error) {
+	p.finish = true
+	if more, err := p.step(); err != nil || more {
+		return false, err
+	}
+	out, errp, state := rawPaths(p.base)
+	p.close()
+	for _, path := range []string{out, errp, state} {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+func (p *pump) close() {
+	for _, f := range append(p.raw[:], p.state, p.w) {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// logPumps runs the pumps of every container attempt that uses the file
+// driver, in one goroutine (Run).
+type logPumps struct {
+	rootDir string
+	cfg     logConfig // maxSize and maxFiles
+	log     *slog.Logger
+	// taskGone reports whether container id has no task any more (the
+	// shim has written its last byte).
+	taskGone func(ctx context.Context, id string) (bool, error)
+
+	mu      sync.Mutex
+	sc      *scratch         // every pump's, used under mu
+	pumps   map[string]*pump // by container ID
+	ended   map[string]bool  // container IDs whose task is deleted
+	wake    chan struct{}
+	running bool
+}
+
+func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger, taskGone func(context.Context, string) (bool, error)) *logPumps {
+	return &logPumps{rootDir: rootDir, cfg: cfg, log: log, taskGone: taskGone,
+		sc: newScratch(), pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// create sets up the raw files of a new attempt and returns the task IO
+// that makes the shim write into them.
+func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old := l.pumps[id]; old != nil {
+		// A leftover of a failed start of the same attempt.
+		for {
+			finished, err := old.done()
+			if err != nil {
+				l.log.Warn("finish container log", "container", id, "err", err)
+			}
+			if finished || err != nil {
+				break
+			}
+		}
+		old.close()
+		delete(l.pumps, id)
+	}
+	delete(l.ended, id)
+	p, err := createPump(id, cri, base, l.cfg, l.sc)
+	if err != nil {
+		return nil, fmt.Errorf("create log files: %w", err)
+	}
+	// Its task is about to be created: no task check for a while.
+	p.lastData = time.Now()
+	l.pumps[id] = p
+	out, errp, _ := rawPaths(base)
+	return func(string) (cio.IO, error) {
+		return &fileIO{cfg: cio.Config{Stdout: out, Stderr: errp}}, nil
+	}, nil
+}
+
+// ended records that container id's task is deleted: its pump converts
+// the rest and ends.
+func (l *logPumps) taskDeleted(id string) {
+	l.mu.Lock()
+	l.ended[id] = true
+	l.mu.Unlock()
+	l.poke()
+}
+
+func (l *logPumps) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// adopt opens the pumps of every attempt that has a state file (left by an
+// earlier tug): each recovers to its last commit.
+func (l *logPumps) adopt() {
+	states, _ := filepath.Glob(filepath.Join(l.rootDir, "pods", "*", "logs", "*", "*.state"))
+	for _, s := range states {
+		p, err := openPump(s, l.cfg, l.sc)
+		if err != nil {
+			l.log.Warn("adopt container log", "file", s, "err", err)
+			continue
+		}
+		l.mu.Lock()
+		if l.pumps[p.id] == nil {
+			l.pumps[p.id] = p // lastData zero: its task is checked at once
+		} else {
+			p.close()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Run adopts the logs of running containers, then converts their output
+// as it comes (inotify on the raw files, a tick as a fallback) until ctx
+// ends.
+func (l *logPumps) Run(ctx context.Context) error {
+	l.adopt()
+	watch := newRawWatch(l.log)
+	defer watch.close()
+	go watch.run(l.poke)
+	tick := time.NewTicker(pumpTick)
+	defer tick.Stop()
+	for {
+		l.stepAll(ctx, watch)
+		select {
+		case <-ctx.Done():
+			l.mu.Lock()
+			for _, p := range l.pumps {
+				p.close()
+			}
+			l.pumps = map[string]*pump{}
+			l.mu.Unlock()
+			return nil
+		case <-l.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (l *logPumps) stepAll(ctx context.Context, watch *rawWatch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := make([]string, 0, len(l.pumps))
+	for id := range l.pumps {
+		ids = append(ids, id)
+	}
+	again := false
+	for _, id := range ids {
+		p := l.pumps[id]
+		if p == nil {
+			continue
+		}
+		watch.add(p)
+		if !l.ended[id] && time.Since(p.lastData) >= pumpTaskCheck {
+			p.lastData = time.Now()
+			l.mu.Unlock() // create and taskDeleted need not wait for containerd
+			gone, err := l.taskGone(ctx, id)
+			l.mu.Lock()
+			if err == nil && gone {
+				l.ended[id] = true
+			}
+		}
+		if l.pumps[id] != p {
+			continue
+		}
+		var more bool
+		var err error
+		if l.ended[id] {
+			var finished bool
+			if finished, err = p.done(); finished {
+				delete(l.pumps, id)
+				delete(l.ended, id)
+				watch.remove(p)
+			} else {
+				more = err == nil
+			}
+		} else {
+			more, err = p.step()
+		}
+		again = again || more
+		if err == nil {
+			p.lastErr = ""
+			continue
+		}
+		if _, serr := os.Stat(p.base + ".state"); errors.Is(serr, os.ErrNotExist) {
+			// The pod's files were removed with it.
+			p.close()
+			delete(l.pumps, id)
+			delete(l.ended, id)
+			watch.remove(p)
+			continue
+		}
+		if msg := err.Error(); msg != p.lastErr {
+			p.lastErr = msg // said once, tried again at every wake
+			l.log.Warn("convert container log", "container", id, "file", p.cri, "err", err)
+		}
+	}
+	if again {
+		l.poke()
+	}
+}
+
+// fileIO is the task IO of the file driver: paths only, nothing to copy.
+type fileIO struct{ cfg cio.Config }
+
+func (f *fileIO) Config() cio.Config { return f.cfg }
+func (f *fileIO) Cancel()            {}
+func (f *fileIO) Wait()              {}
+func (f *fileIO) Close() error       { return nil }
+
+// rawWatch wakes the pumps when the shim writes a raw file.
+type rawWatch struct {
+	f       *os.File // the inotify fd; nil: polling only
+	mu      sync.Mutex
+	watched map[*pump]bool
+	log     *slog.Logger
+}
+
+func newRawWatch(log *slog.Logger) *rawWatch {
+	w := &rawWatch{watched: map[*pump]bool{}, log: log}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		log.Warn("inotify unavailable, container logs are polled", "err", err)
+		return w
+	}
+	w.f = os.NewFile(uintptr(fd), "inotify")
+	return w
+}
+
+func (w *rawWatch) add(p *pump) {
+	if w.f == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched[p] {
+		return
+	}
+	w.watched[p] = true
+	out, errp, _ := rawPaths(p.base)
+	for _, path := range []string{out, errp} {
+		// A watch ends by itself when the file is removed.
+		_, _ = unix.InotifyAddWatch(int(w.f.Fd()), path, unix.IN_MODIFY)
+	}
+}
+
+// remove forgets p (its watches ended with its files, or end with the
+// pod's).
+func (w *rawWatch) remove(p *pump) {
+	w.mu.Lock()
+	delete(w.watched, p)
+	w.mu.Unlock()
+}
+
+func (w *rawWatch) run(wake func()) {
+	if w.f == nil {
+		return
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := w.f.Read(buf); err != nil {
+			return
+		}
+		wake()
+	}
+}
+
+func (w *rawWatch) close() {
+	if w.f != nil {
+		w.f.Close()
+	}
+}
+
+// taskGone reports whether container id has no task (or no container).
+func (r *Runtime) taskGone(ctx context.Context, id string) (bool, error) {
+	cont, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	if _, err := cont.Task(ctx, nil); errdefs.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// logTaskDeleted tells the file driver's pump of container id that the
+// shim has written everything.
+func (r *Runtime) logTaskDeleted(id string) {
+	if r.pumps != nil {
+		r.pumps.taskDeleted(id)
+	}
+}
+
+// RunLogs converts the output of the containers that use the file log
+// driver into their CRI logs until ctx ends; with the binary driver it
+// only waits for ctx.
+func (r *Runtime) RunLogs(ctx context.Context) error {
+	if r.pumps == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return r.pumps.Run(ctx)
+}

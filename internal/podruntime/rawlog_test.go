@@ -1,0 +1,242 @@
+package podruntime
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// appendRaw appends data to a raw file as the shim does.
+func appendRaw(t *testing.T, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// attemptRecords reads every file of the attempt of cri, oldest first.
+func attemptRecords(t *testing.T, cri string, maxFiles int) []record {
+	t.Helper()
+	var recs []record
+	for n := maxFiles; n >= 0; n-- {
+		p := cri
+		if n > 0 {
+			p += "." + strconv.Itoa(n)
+		}
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		recs = append(recs, readRecords(t, p)...)
+	}
+	return recs
+}
+
+// finishPump calls done until it has finished.
+func finishPump(t *testing.T, p *pump) {
+	t.Helper()
+	for {
+		finished, err := p.done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if finished {
+			return
+		}
+	}
+}
+
+func TestPumpFormat(t *testing.T) {
+	dir := t.TempDir()
+	cri := filepath.Join(dir, "default_web_uid", "app", "0.log")
+	base := filepath.Join(dir, "pods", "uid", "logs", "app", "0")
+	p, err := createPump("cid", cri, base, logConfig{maxSize: 1 << 20, maxFiles: 4}, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errp, state := rawPaths(base)
+	long := strings.Repeat("x", maxLogLine+10)
+	appendRaw(t, out, "hello\n\nwindows\r\n"+long+"\nunfinished")
+	appendRaw(t, errp, "oops\n")
+	if _, err := p.step(); err != nil {
+		t.Fatal(err)
+	}
+	appendRaw(t, out, " line\nno newline at the end")
+	if _, err := p.step(); err != nil {
+		t.Fatal(err)
+	}
+	finishPump(t, p)
+	var got []string
+	for _, r := range readRecords(t, cri) {
+		tag := "F"
+		if r.partial {
+			tag = "P"
+		}
+		got = append(got, fmt.Sprintf("%s %s %d:%.10s", r.stream, tag, len(r.text), r.text))
+	}
+	want := []string{
+		"stdout F 5:hello", "stdout F 0:", "stdout F 7:windows",
+		fmt.Sprintf("stdout P %d:xxxxxxxxxx", maxLogLine), "stdout F 10:xxxxxxxxxx",
+		"stderr F 4:oops", "stdout F 15:unfinished", "stdout F 21:no newline",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, f := range []string{out, errp, state} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s left after done: %v", f, err)
+		}
+	}
+}
+
+// TestPumpExactlyOnceAcrossKills: a pump killed at random points (after
+// writing records but before committing them, in the middle of a
+// rotation's renames, after the rotation's commit) and opened again from
+// its files converts every line exactly once, in order, across the
+// rotated files.
+func TestPumpExactlyOnceAcrossKills(t *testing.T) {
+	for _, maxFiles := range []int{0, 3, 200} {
+		t.Run(fmt.Sprintf("max-files %d", maxFiles), func(t *testing.T) {
+			dir := t.TempDir()
+			cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
+			base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
+			cfg := logConfig{maxSize: 4096, maxFiles: maxFiles}
+			p, err := createPump("cid", cri, base, cfg, newScratch())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, state := rawPaths(base)
+			rng := rand.New(rand.NewPCG(1, uint64(maxFiles)))
+			kills, next := 0, 0
+			arm := func(p *pump) {
+				p.crashPoint = func(where string) {
+					if rng.IntN(8) == 0 {
+						kills++
+						panic("killed at " + where)
+					}
+				}
+			}
+			arm(p)
+			const lines = 5000
+			for next <= lines {
+				for k := rng.IntN(60); k > 0 && next < lines; k-- {
+					appendRaw(t, out, fmt.Sprintf("line %d\n", next))
+					next++
+				}
+				if p == nil {
+					if p, err = openPump(state, cfg, newScratch()); err != nil {
+						t.Fatalf("reopen after kill %d: %v", kills, err)
+					}
+					arm(p)
+				}
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							p.close()
+							p = nil
+						}
+					}()
+					if _, err := p.step(); err != nil {
+						t.Fatal(err)
+					}
+					if next == lines {
+						p.crashPoint = nil
+						finishPump(t, p)
+						p = nil
+						next++ // done
+					}
+				}()
+			}
+			if kills < 10 {
+				t.Fatalf("only %d kills", kills)
+			}
+			recs := attemptRecords(t, cri, maxFiles)
+			if maxFiles < 200 {
+				// Rotation drops the oldest files: what is left is a
+				// contiguous tail ending with the last line.
+				if len(recs) == 0 {
+					t.Fatal("no records")
+				}
+				first, _ := strconv.Atoi(strings.TrimPrefix(recs[0].text, "line "))
+				for i, r := range recs {
+					if r.text != fmt.Sprintf("line %d", first+i) {
+						t.Fatalf("record %d is %q, want line %d (after %d kills)", i, r.text, first+i, kills)
+					}
+				}
+				if last := recs[len(recs)-1].text; last != fmt.Sprintf("line %d", lines-1) {
+					t.Fatalf("last record %q", last)
+				}
+				return
+			}
+			if len(recs) != lines {
+				seen := map[string]int{}
+				for _, r := range recs {
+					seen[r.text]++
+				}
+				var missing []int
+				for i := range lines {
+					if seen[fmt.Sprintf("line %d", i)] != 1 {
+						missing = append(missing, i)
+					}
+				}
+				t.Errorf("%d records, want %d (after %d kills); not once: %v", len(recs), lines, kills, missing)
+			}
+			for i, r := range recs {
+				if r.text != fmt.Sprintf("line %d", i) {
+					t.Fatalf("record %d is %q (after %d kills)", i, r.text, kills)
+				}
+			}
+			t.Logf("%d kills, %d records", kills, len(recs))
+		})
+	}
+}
+
+// TestPumpBoundedStep: a backlog larger than one step's share is converted
+// over several steps, each saying there is more, with nothing lost.
+func TestPumpBoundedStep(t *testing.T) {
+	dir := t.TempDir()
+	cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
+	base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
+	p, err := createPump("cid", cri, base, logConfig{}, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := rawPaths(base)
+	const lines = 40000 // 40 bytes each: 1.6 MB, more than stepChunks*pumpChunk
+	var b strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&b, "%-38d|\n", i)
+	}
+	appendRaw(t, out, b.String())
+	steps := 0
+	for {
+		more, err := p.step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps++
+		if !more {
+			break
+		}
+	}
+	if steps < 2 {
+		t.Errorf("%d steps for %d bytes, want the backlog split", steps, b.Len())
+	}
+	recs := readRecords(t, cri)
+	if len(recs) != lines {
+		t.Fatalf("%d records, want %d", len(recs), lines)
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf("%-38d|", i); r.text != want {
+			t.Fatalf("record %d = %q, want %q", i, r.text, want)
+		}
+	}
+}
