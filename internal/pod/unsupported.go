@@ -4,10 +4,11 @@ import "reflect"
 
 // Messages for Kubernetes fields that tug reads but does not implement.
 const (
-	msgNotYet     = "not supported by tug yet"
-	msgServerSet  = "written by the Kubernetes API server, not part of a manifest; remove it"
-	msgUIDDerived = "tug derives the pod UID from the source and the pod name; remove it"
-	msgStatus     = "status is written by tug; remove it"
+	msgNotYet        = "not supported by tug yet"
+	msgServerIgnored = "ignored: written by the Kubernetes API server, not part of a manifest"
+	msgServerSet     = "written by the Kubernetes API server, not part of a manifest; remove it"
+	msgUIDDerived    = "tug derives the pod UID from the source and the pod name; remove it"
+	msgStatus        = "status is written by tug; remove it"
 
 	// The three kinds of message for a Kubernetes field tug does not run:
 	// msgAPIServer (a real error: only a cluster can satisfy it; the
@@ -27,6 +28,13 @@ var ignoredFields = map[reflect.Type]map[string]string{
 	reflect.TypeFor[ObjectMeta](): {
 		"ownerReferences": "ignored on a node: there is no garbage collector to follow owners",
 		"finalizers":      "ignored on a node: there is no API server to hold the deletion",
+		// Written by the API server (podman kube generate and kubectl get
+		// -o yaml copy them): meaningless in a manifest, harmless.
+		"creationTimestamp": msgServerIgnored,
+		"resourceVersion":   msgServerIgnored,
+		"selfLink":          msgServerIgnored,
+		"generation":        msgServerIgnored,
+		"managedFields":     msgServerIgnored,
 	},
 	reflect.TypeFor[PodSpec](): {
 		"schedulerName":                "ignored on a node: only a scheduler reads it",
@@ -65,13 +73,8 @@ var notImplemented = map[reflect.Type]map[string]string{
 	reflect.TypeFor[ObjectMeta](): {
 		"generateName":               msgAPIServer + "the API server generates names; set metadata.name",
 		"uid":                        msgUIDDerived,
-		"selfLink":                   msgServerSet,
-		"resourceVersion":            msgServerSet,
-		"generation":                 msgServerSet,
-		"creationTimestamp":          msgServerSet,
 		"deletionTimestamp":          msgServerSet,
 		"deletionGracePeriodSeconds": msgServerSet,
-		"managedFields":              msgServerSet,
 	},
 	reflect.TypeFor[PodSpec](): {
 		"ephemeralContainers":   msgNotYet,

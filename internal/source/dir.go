@@ -519,7 +519,9 @@ func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
 		e.m.Pods, e.m.Err = prev.m.Pods, prev.m.Err
 		return e
 	}
-	e.m.Pods, e.m.Err = pod.Parse(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname})
+	e.m.Pods, e.m.Err = pod.Parse(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname,
+		// Parsed again only when the file changes: logged once per version.
+		Warn: func(w *pod.FieldError) { d.log.Warn("manifest: accepted, ignored on a node", "file", path, "err", w) }})
 	if e.m.Err != nil {
 		e.m.Pods = nil
 		var fe *pod.FieldError
