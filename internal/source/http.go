@@ -405,7 +405,9 @@ func capValidator(v string) string {
 func (h *HTTP) parse(body []byte) ([]*pod.Pod, error) {
 	h.parses.Add(1)
 	return pod.Parse(body, pod.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname,
-		Warn: func(w *pod.FieldError) { h.log.Warn("manifest: accepted, ignored on a node", "source", h.origin.Source, "err", w) }})
+		Warn: func(w *pod.FieldError) {
+			h.log.Warn("manifest: accepted, ignored on a node", "source", h.origin.Source, "err", w)
+		}})
 }
 
 // poll fetches the URL once and reports what changed.
