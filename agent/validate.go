@@ -76,7 +76,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if *level != "" {
-			pl := newPolicy(cfg, map[string]string{src: *level})
+			pl := newPolicy(cfg, map[string]string{src: *level}, nil)
 			blocked := false
 			for _, p := range pods {
 				var perr *policy.Error

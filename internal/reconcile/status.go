@@ -94,6 +94,11 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	if n.blocked != "" {
 		st.Reason, st.Message = pod.ReasonBlocked, n.blocked
 	}
+	if n.failedAs != "" && n.admitted == nil {
+		// Refused by node admission and never run: Failed, as the kubelet
+		// leaves a static pod that does not fit the node.
+		st.Phase, st.Reason = pod.PhaseFailed, n.failedAs
+	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
 	}
@@ -115,6 +120,8 @@ func podWaiting(n podNotes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod
 		return w
 	}
 	switch {
+	case n.failedAs != "":
+		return pod.StateWaiting{Reason: n.failedAs, Message: "the pod does not match this node"}
 	case n.blocked != "":
 		return pod.StateWaiting{Reason: pod.ReasonBlocked, Message: "the pod is blocked by the admission policy"}
 	case n.refused.Reason != "":
