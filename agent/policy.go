@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"runtime"
 	"strings"
-	"path/filepath"
 
 	"tug/internal/config"
 	"tug/internal/policy"
