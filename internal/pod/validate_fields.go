@@ -63,14 +63,19 @@ func (v *validator) podFields(s *PodSpec) {
 				v.fail(p+".name", "required")
 			case len(sy.Name) > 253 || !sysctlName.MatchString(sy.Name):
 				v.fail(p+".name", "invalid sysctl name %q: lower case dot- or slash-separated words", sy.Name)
-			case names[strings.ReplaceAll(sy.Name, "/", ".")]:
+			case names[SysctlDotted(sy.Name)]:
 				v.fail(p+".name", "duplicate sysctl %q", sy.Name)
 			}
-			names[strings.ReplaceAll(sy.Name, "/", ".")] = true
+			names[SysctlDotted(sy.Name)] = true
 		}
 	}
-	if s.HostPID && s.ShareProcessNamespace != nil && *s.ShareProcessNamespace {
+	switch {
+	case s.HostPID && s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
 		v.fail("spec.shareProcessNamespace", "cannot be true together with hostPID")
+	case s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
+		// TODO(fields): a PID namespace cannot be pinned like the others (it
+		// dies with its first process) and tug runs no pause process.
+		v.fail("spec.shareProcessNamespace", msgNotOnNode+"tug runs no pause process to hold a PID namespace the containers could share; use hostPID (privileged policy) or one container")
 	}
 	for i, a := range s.HostAliases {
 		p := indexPath("spec.hostAliases", i)
@@ -187,4 +192,23 @@ func (v *validator) containerFields(p string, c *Container, init bool) {
 	if sc := c.SecurityContext; sc != nil && sc.ProcMount != nil && *sc.ProcMount != "Default" && *sc.ProcMount != "Unmasked" {
 		v.fail(p+".securityContext.procMount", "unsupported value %q: must be \"Default\" or \"Unmasked\"", *sc.ProcMount)
 	}
+}
+
+// SysctlDotted returns a sysctl name in the dotted form: Kubernetes also
+// accepts slashes as separators, and then a dot is part of a name
+// ("net/ipv4/conf/eth0.100/forwarding" is
+// "net.ipv4.conf.eth0/100.forwarding" dotted, as /proc/sys sees it).
+func SysctlDotted(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '/':
+			return '.'
+		case '.':
+			return '/'
+		}
+		return r
+	}, name)
 }

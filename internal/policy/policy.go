@@ -116,7 +116,7 @@ func (pl *Policy) node(p *pod.Pod) []Violation {
 	}
 	if psc := p.Spec.SecurityContext; psc != nil {
 		for i, sy := range psc.Sysctls {
-			name := strings.ReplaceAll(sy.Name, "/", ".")
+			name := pod.SysctlDotted(sy.Name)
 			switch {
 			case p.Spec.HostNetwork && strings.HasPrefix(name, "net."):
 				out = append(out, Violation{Path: idx("spec.securityContext.sysctls", i) + ".name",

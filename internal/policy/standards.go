@@ -204,4 +204,4 @@ var safeSysctls = map[string]bool{
 
 // SafeSysctl reports whether name ("net.ipv4.tcp_syncookies", or with
 // slashes) is in the safe set.
-func SafeSysctl(name string) bool { return safeSysctls[strings.ReplaceAll(name, "/", ".")] }
+func SafeSysctl(name string) bool { return safeSysctls[pod.SysctlDotted(name)] }
