@@ -185,6 +185,7 @@ func terminated(r *pod.RuntimeContainer) *pod.StateTerminated {
 		StartedAt:   r.StartedAt,
 		FinishedAt:  r.FinishedAt,
 		ContainerID: "containerd://" + r.ID,
+		Message:     r.Message,
 	}
 	switch {
 	case r.OOMKilled && r.ExitCode != 0:
