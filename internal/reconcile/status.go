@@ -23,6 +23,8 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.waiting[c.Name]), true)
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch t := cs.State.Terminated; {
+		case c.IsSidecar() && len(byName[c.Name]) > 0:
+			// A sidecar is done with the init phase once it has started.
 		case t != nil && t.ExitCode == 0:
 		case t != nil && p.Spec.RestartPolicy == pod.RestartNever:
 			initDone, initFailed = false, true
@@ -85,6 +87,17 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	default:
 		st.Phase = pod.PhasePending
 	}
+	if p.BackoffLimit != nil && !initFailed && st.Phase == pod.PhaseFailed && !jobOver(p, byName) {
+		st.Phase = pod.PhaseRunning // a failed container of a Job is retried
+	}
+	if p.BackoffLimit != nil && !initFailed && jobOver(p, byName) {
+		// A Job's pod: done once no container is retried any more.
+		st.Phase = pod.PhaseSucceeded
+		if stopped > succeeded {
+			st.Phase, st.Reason = pod.PhaseFailed, "BackoffLimitExceeded"
+			st.Message = fmt.Sprintf("Job has reached the specified backoff limit (%d)", *p.BackoffLimit)
+		}
+	}
 	if n.syncErr != "" {
 		st.Reason, st.Message = "SyncError", n.syncErr
 	}
@@ -110,6 +123,18 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"),
 	}
 	return st
+}
+
+// jobOver reports whether every app container of a Job's pod has exited
+// and will not be retried.
+func jobOver(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
+	for _, c := range p.Spec.Containers {
+		last := latest(byName[c.Name])
+		if last == nil || last.State != pod.RunExited || restartsIn(p, last) {
+			return false
+		}
+	}
+	return len(p.Spec.Containers) > 0
 }
 
 // podWaiting is w, or, for a container with no record and no reason of
