@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd"
+
 	"tug/internal/pod"
 )
 
@@ -108,6 +110,11 @@ spec:
     spec:
       restartPolicy: Never
       terminationGracePeriodSeconds: 5
+      initContainers:
+        - name: proxy
+          image: %s
+          restartPolicy: Always
+          command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
       containers:
         - name: main
           image: %s
@@ -119,12 +126,23 @@ metadata:
   name: %s
 spec:
   ports: [{port: 80}]
-`, name, backoff, name, tg.image, q(script), name)
+`, name, backoff, name, tg.image, tg.image, q(script), name)
 	}
 	tg.writeManifest("migrate.yaml", job("migrate", "echo migrated", 2))
 	tg.writeManifest("broken.yaml", job("broken", "echo failing; exit 3", 1))
 	tg.waitPod(startTimeout, "migrate-pod", "Succeeded", phaseIs(pod.PhaseSucceeded))
 	tg.waitLog(logTimeout, "migrate-pod", "main", 0, "migrated")
+	// Its sidecar is stopped once the Job's container is done.
+	tg.waitFor(startTimeout, "the Job's sidecar to stop", func() (bool, error) {
+		c, ok, err := tg.container(tg.uid("migrate-pod"), "proxy")
+		if err != nil || !ok {
+			return false, fmt.Errorf("sidecar %v %v", ok, err)
+		}
+		if c.Status == containerd.Running {
+			return false, fmt.Errorf("sidecar still running: %v", c)
+		}
+		return true, nil
+	})
 	v := tg.waitPod(startTimeout, "broken-pod", "Failed/BackoffLimitExceeded", reasonIs(pod.PhaseFailed, "BackoffLimitExceeded", "backoff limit (1)"))
 	if cs := v.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount != 1 {
 		t.Errorf("container statuses %+v, want one retry", cs)
@@ -153,9 +171,11 @@ func TestSecurityContextFields(t *testing.T) {
 		name:          "ids",
 		restartPolicy: "Never",
 		containers: []ctrYAML{{name: "main", image: tg.image,
-			script: "id; cat /proc/sys/net/ipv4/ping_group_range; echo 'rows: 3' > /tmp/msg",
+			script: "id; cat /proc/sys/net/ipv4/ping_group_range; hostname; grep -E 'registry|fleet' /etc/hosts; echo 'rows: 3' > /tmp/msg",
 			extra:  "      terminationMessagePath: /tmp/msg\n"}},
-		extra: `  hostAliases:
+		extra: `  hostname: box
+  subdomain: fleet
+  hostAliases:
     - {ip: 10.1.2.3, hostnames: [registry.local]}
   securityContext:
     runAsUser: 1000
@@ -172,7 +192,16 @@ func TestSecurityContextFields(t *testing.T) {
 
 	v := tg.waitPod(startTimeout, "ids", "Succeeded", phaseIs(pod.PhaseSucceeded))
 	// fsGroup and supplementalGroups join the primary group's line.
-	tg.waitLog(logTimeout, "ids", "main", 0, "uid=1000 gid=3000 groups=2000,3000,4000", "0\t2000")
+	tg.waitLog(logTimeout, "ids", "main", 0, "uid=1000 gid=3000 groups=2000,3000,4000", "0\t2000",
+		"box", "10.1.2.3\tregistry.local")
+	lines, err := tg.logLines("ids", "main", 0)
+	fqdn := false
+	for _, l := range lines {
+		fqdn = fqdn || strings.HasSuffix(l.Text, "\tbox.fleet.default.svc.cluster.local\tbox")
+	}
+	if err != nil || !fqdn {
+		t.Errorf("/etc/hosts lacks the pod's FQDN line: %q %v", lines, err)
+	}
 	if term := v.Status.ContainerStatuses[0].State.Terminated; term == nil || term.Message != "rows: 3\n" {
 		t.Errorf("terminated state %+v, want the message %q", term, "rows: 3\n")
 	}
