@@ -62,6 +62,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("host name: %w", err)
 		}
 	}
+	node, err := newNode(cfg, hostname)
+	if err != nil {
+		return err
+	}
+	log.Info("node labels and taints", "labels", node.Labels, "taints", node.Taints)
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find tug's own path for the log driver: %w", err)
@@ -152,7 +157,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Cache:        lifecycle,
 		Desired:      store,
 		Sources:      sources,
-		Admission:    newPolicy(cfg, levels),
+		Admission:    newPolicy(cfg, levels, node),
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,

@@ -2,8 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"runtime"
+	"strings"
 
 	"tug/internal/config"
 	"tug/internal/policy"
@@ -11,8 +15,9 @@ import (
 
 // newPolicy builds the admission policy of "tug run" (and of "tug validate
 // --policy"): a level per source (sources maps a source name to its level's
-// flag value, validated by config) and the node-wide rules of cfg.
-func newPolicy(cfg config.Config, sources map[string]string) *policy.Policy {
+// flag value, validated by config), the node-wide rules of cfg and the
+// node's labels and taints (nil: not checked).
+func newPolicy(cfg config.Config, sources map[string]string, node *policy.Node) *policy.Policy {
 	levels := make(map[string]policy.Level, len(sources))
 	for src, l := range sources {
 		levels[src] = policy.Level(l)
@@ -24,7 +29,24 @@ func newPolicy(cfg config.Config, sources map[string]string) *policy.Policy {
 		AllowHostStateMounts: cfg.AllowHostStateMounts,
 		Protected:            protectedPaths(cfg),
 		Resolve:              resolveExisting,
+		Node:                 node,
 	}
+}
+
+// newNode returns the node's labels (the standard ones and --node-labels,
+// which may override them) and taints, for node admission.
+func newNode(cfg config.Config, hostname string) (*policy.Node, error) {
+	labels := policy.StandardLabels(hostname, runtime.GOOS, runtime.GOARCH)
+	extra, err := policy.ParseNodeLabels(cfg.NodeLabels)
+	if err != nil {
+		return nil, fmt.Errorf("--node-labels: %w", err)
+	}
+	maps.Copy(labels, extra)
+	taints, err := policy.ParseTaints(cfg.RegisterWithTaints)
+	if err != nil {
+		return nil, fmt.Errorf("--register-with-taints: %w", err)
+	}
+	return &policy.Node{Name: strings.ToLower(hostname), Labels: labels, Taints: taints}, nil
 }
 
 // protectedPaths are the host paths no pod may mount without

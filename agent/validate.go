@@ -18,7 +18,9 @@ import (
 const validateUsage = `usage: tug validate [--policy LEVEL] [--allow-privileged] [--allow-host-state-mounts] PATH...
 
 Checks each manifest file, or every manifest of a directory, exactly as the
-agent would read it, and prints every problem as file:line:col lines. With
+agent would read it, and prints every problem as file:line:col lines, and
+each field or kind accepted but ignored on a node as a "warning:" line (a
+file with warnings only still passes). With
 --policy it also applies the admission policy of that level.
 
 `
@@ -64,6 +66,8 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		pf, err := pod.ParseFile(data, pod.ParseOptions{
 			Origin:   pod.Origin{Source: src, File: path},
 			Hostname: hostname,
+			// Accepted but ignored on a node: reported, exit status 0.
+			Warn: func(w *pod.FieldError) { fmt.Fprintln(stderr, "warning:", w) },
 		})
 		pods := pf.Pods
 		parsed[path] = pf
@@ -75,7 +79,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if *level != "" {
-			pl := newPolicy(cfg, map[string]string{src: *level})
+			pl := newPolicy(cfg, map[string]string{src: *level}, nil)
 			blocked := false
 			for _, p := range pods {
 				var perr *policy.Error

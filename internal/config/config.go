@@ -154,6 +154,13 @@ type Config struct {
 	// MaxPods is how many pods tug runs at most; pods beyond it wait with
 	// status OutOfpods (0: no limit). Default 110, the kubelet's.
 	MaxPods int `yaml:"max-pods"`
+	// NodeLabels are the node's labels besides kubernetes.io/hostname, os
+	// and arch, as "key=value,...": a pod's nodeSelector and required node
+	// affinity are checked against them. Default none.
+	NodeLabels string `yaml:"node-labels"`
+	// RegisterWithTaints are the node's taints, "key=value:Effect,...": a
+	// pod must tolerate each NoSchedule and NoExecute one. Default none.
+	RegisterWithTaints string `yaml:"register-with-taints"`
 
 	// FilePolicy is the Pod Security Standards level (privileged, baseline
 	// or restricted) of the manifest directory's pods. Default privileged.
@@ -318,6 +325,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.MemoryQoS, "memory-qos", c.MemoryQoS, "set memory.min and memory.high like the kubelet's MemoryQoS (cgroup v2)")
 	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "maximum processes per pod (-1: no limit)")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "maximum pods run at once; others wait (0: no limit)")
+	fs.StringVar(&c.NodeLabels, "node-labels", c.NodeLabels, "node labels key=value,... that pods' nodeSelector and node affinity are checked against (besides kubernetes.io/hostname, os and arch)")
+	fs.StringVar(&c.RegisterWithTaints, "register-with-taints", c.RegisterWithTaints, "node taints key=value:Effect,... that pods must tolerate")
 	fs.StringVar(&c.FilePolicy, "file-policy", c.FilePolicy, "Pod Security Standards level of the manifest directory's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.URLPolicy, "url-policy", c.URLPolicy, "Pod Security Standards level of --manifest-url's pods: privileged, baseline or restricted")
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")

@@ -75,13 +75,17 @@ func (n *Namespaces) Init() error {
 
 // EnsureNamespaces pins the pod's namespaces, or finds them pinned already.
 // A hostNetwork pod shares the host's network and UTS namespaces (as in
-// Kubernetes) and gets only its own IPC namespace.
+// Kubernetes) and gets only its own IPC namespace; a hostIPC pod shares the
+// host's IPC namespace.
 func (n *Namespaces) EnsureNamespaces(_ context.Context, p *pod.Pod) (pod.Namespaces, error) {
 	dir := filepath.Join(n.dir, p.Metadata.UID)
 	path := func(kind string) string { return filepath.Join(dir, kind) }
-	want := []string{"net", "ipc", "uts"}
+	want := []string{"net", "uts"}
 	if p.Spec.HostNetwork {
-		want = []string{"ipc"}
+		want = nil
+	}
+	if !p.Spec.HostIPC {
+		want = append(want, "ipc")
 	}
 	var missing []string
 	for _, k := range want {
@@ -97,7 +101,10 @@ func (n *Namespaces) EnsureNamespaces(_ context.Context, p *pod.Pod) (pod.Namesp
 			return pod.Namespaces{}, fmt.Errorf("create namespaces of pod %s: %w", p.FullName(), err)
 		}
 	}
-	ns := pod.Namespaces{IPC: path("ipc"), Net: n.nodeNet}
+	ns := pod.Namespaces{Net: n.nodeNet}
+	if !p.Spec.HostIPC {
+		ns.IPC = path("ipc")
+	}
 	if !p.Spec.HostNetwork {
 		ns.Net, ns.UTS = path("net"), path("uts")
 	}

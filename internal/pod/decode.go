@@ -124,8 +124,9 @@ type decoder struct {
 	file   string
 	index  *nodeIndex
 	errs   []error
-	budget int // nodes left to visit; bounds alias expansion
-	limit  int // the initial budget
+	warns  []error // *FieldError: fields accepted and ignored
+	budget int     // nodes left to visit; bounds alias expansion
+	limit  int     // the initial budget
 }
 
 func newDecoder(file string, doc *yaml.Node) *decoder {
@@ -153,6 +154,11 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 // (an unknown or duplicate key in the mapping at path).
 func (d *decoder) report(n *yaml.Node, path, format string, args ...any) {
 	d.errs = append(d.errs, &FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+}
+
+// warn records a field that is accepted and ignored.
+func (d *decoder) warn(n *yaml.Node, path, msg string) {
+	d.warns = append(d.warns, &FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: msg})
 }
 
 // exhausted reports whether the node budget ran out: the document was cut
@@ -245,6 +251,13 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			if !isEmpty(val) {
 				d.fail(k, fpath, msgStatus)
 			}
+			return
+		}
+		if t == reflect.TypeFor[ObjectMeta]() && name == "creationTimestamp" && isNull(val) {
+			return // written as null by kubeadm and kubectl --dry-run=client
+		}
+		if msg, ok := ignoredFields[t][name]; ok {
+			d.warn(k, fpath, msg)
 			return
 		}
 		if msg, ok := notImplemented[t][name]; ok {

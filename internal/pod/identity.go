@@ -26,13 +26,43 @@ func UID(source, namespace, name string) string {
 // FullName returns "namespace/name".
 func (p *Pod) FullName() string { return p.Metadata.Namespace + "/" + p.Metadata.Name }
 
-// Hostname returns the pod's hostname as Kubernetes sets it: the pod name
-// (the static name, with the node's hostname appended), cut to 63
-// characters with no trailing '-' or '.'.
+// Hostname returns the pod's hostname as Kubernetes sets it: spec.hostname
+// or else the pod name (the static name, with the node's hostname
+// appended), cut to 63 characters with no trailing '-' or '.'; with
+// setHostnameAsFQDN and a subdomain, the FQDN (see FQDN), cut to 64.
 func (p *Pod) Hostname() string {
-	h := p.Metadata.Name
+	h := p.Spec.Hostname
+	if h == "" {
+		h = p.Metadata.Name
+	}
 	if len(h) > 63 {
 		h = strings.TrimRight(h[:63], "-.")
 	}
+	if f := p.FQDN(); f != "" && p.Spec.SetHostnameAsFQDN != nil && *p.Spec.SetHostnameAsFQDN {
+		if len(f) > 64 {
+			f = strings.TrimRight(f[:64], "-.")
+		}
+		return f
+	}
 	return h
+}
+
+// ClusterDomain is the domain of a pod's FQDN. tug has no cluster DNS; it
+// uses Kubernetes' default domain so that names match a cluster's.
+const ClusterDomain = "cluster.local"
+
+// FQDN returns "<hostname>.<subdomain>.<namespace>.svc.cluster.local" for
+// a pod with a subdomain, as Kubernetes names it, or "".
+func (p *Pod) FQDN() string {
+	if p.Spec.Subdomain == "" {
+		return ""
+	}
+	h := p.Spec.Hostname
+	if h == "" {
+		h = p.Metadata.Name
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h + "." + p.Spec.Subdomain + "." + p.Metadata.Namespace + ".svc." + ClusterDomain
 }

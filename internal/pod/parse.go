@@ -24,6 +24,10 @@ type ParseOptions struct {
 	// does for static pods. It is lowercased and trimmed first, as the
 	// kubelet does with the node name; "" leaves names as written.
 	Hostname string
+	// Warn, when set, is called with each warning of the file, in order
+	// of position: a field or kind accepted but ignored on a node, each
+	// reported once per file. It is called also when Parse fails.
+	Warn func(*FieldError)
 }
 
 // maxErrors bounds the errors Parse reports for one file; the rest are
@@ -72,6 +76,9 @@ func parse(data []byte, opts ParseOptions) (*parser, error) {
 		}
 		p.document(&doc)
 	}
+	if opts.Warn != nil {
+		p.reportWarnings(opts.Warn)
+	}
 	if len(p.errs) > 0 {
 		return nil, sortErrors(p.file, p.errs)
 	}
@@ -99,6 +106,28 @@ type parser struct {
 	seen     map[string]int // namespace/name -> line of its first definition
 	objects  []*Object
 	seenObj  map[ObjectKey]int // line of each object's first definition
+	warns    []error           // *FieldError
+}
+
+// reportWarnings calls warn for each warning in order of position, once
+// per field name and message.
+func (p *parser) reportWarnings(warn func(*FieldError)) {
+	slices.SortStableFunc(p.warns, func(a, b error) int {
+		fa, fb := a.(*FieldError), b.(*FieldError)
+		return cmp.Or(cmp.Compare(fa.Line, fb.Line), cmp.Compare(fa.Col, fb.Col))
+	})
+	seen := make(map[string]bool)
+	for _, w := range p.warns {
+		fe := w.(*FieldError)
+		name := fe.Path
+		if i := strings.LastIndexAny(name, ".]"); i >= 0 {
+			name = name[i+1:]
+		}
+		if key := name + "\x00" + fe.Msg; !seen[key] {
+			seen[key] = true
+			warn(fe)
+		}
+	}
 }
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -121,7 +150,10 @@ func (p *parser) document(doc *yaml.Node) {
 	}
 	root := doc.Content[0]
 	d := newDecoder(p.file, doc)
-	defer func() { p.errs = append(p.errs, d.errs...) }()
+	defer func() {
+		p.errs = append(p.errs, d.errs...)
+		p.warns = append(p.warns, d.warns...)
+	}()
 	if root.Kind != yaml.MappingNode {
 		d.fail(root, "", "expected a Pod manifest (a mapping), got %s", describe(root))
 		return
@@ -132,10 +164,16 @@ func (p *parser) document(doc *yaml.Node) {
 		p.pod(d, root, "")
 	case kind.Value == "List" || kind.Value == "PodList":
 		p.list(d, root)
+	case isWorkloadKind(kind.Value):
+		p.workload(d, root, kind.Value)
 	case isObjectKind(kind.Value):
 		p.object(d, root, kind.Value, "")
-	default:
+	case strings.EqualFold(kind.Value, "Pod"):
 		d.fail(kind, "kind", "unsupported kind %q: tug runs Pods (kind: Pod, or kind: List of Pods)", kind.Value)
+	default:
+		// Service, ServiceAccount, Ingress, ...: cluster objects beside
+		// the pod, which mean nothing on a node.
+		d.warn(kind, "kind", skippedKindWarning(kind.Value))
 	}
 }
 
@@ -234,6 +272,7 @@ func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
 	v := &validator{file: p.file, prefix: prefix, index: d.index}
 	v.pod(pod)
 	d.errs = append(d.errs, v.errs...)
+	d.warns = append(d.warns, v.warns...)
 
 	if m := pod.Metadata; m.ManifestName != "" {
 		key := m.Namespace + "/" + m.Name

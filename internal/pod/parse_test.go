@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -470,4 +471,36 @@ func TestNotImplementedTable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestParseWarnings: the files of testdata/warn parse, and their warnings
+// (fields and kinds accepted but ignored on a node, each once) are the
+// golden .warn file.
+func TestParseWarnings(t *testing.T) {
+	for _, file := range manifestFiles(t, "warn") {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			opts := testOptions(filepath.Base(file))
+			opts.Warn = func(w *FieldError) { out.WriteString(w.Error() + "\n") }
+			pods, err := Parse(data, opts)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			for _, p := range pods {
+				fmt.Fprintf(&out, "pod %s/%s workload=%q backoffLimit=%v priority=%d\n", p.Metadata.Namespace, p.Metadata.Name, p.Workload, ptrString(p.BackoffLimit), PodPriority(p))
+			}
+			golden(t, strings.TrimSuffix(file, filepath.Ext(file))+".warn", []byte(out.String()))
+		})
+	}
+}
+
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }

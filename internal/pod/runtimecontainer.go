@@ -37,4 +37,8 @@ type RuntimeContainer struct {
 	CreatedAt    time.Time
 	StartedAt    time.Time
 	FinishedAt   time.Time
+	// Message is what an exited container wrote to its
+	// terminationMessagePath (at most 4096 bytes), for its terminated
+	// state.
+	Message string
 }

@@ -15,6 +15,12 @@ type Pod struct {
 	// the store found them (nil before binding, or when it references
 	// none): bookkeeping beside the manifest, not part of the pod's hash.
 	Bound *Bound `yaml:"-" json:"-"`
+	// Workload is the kind the pod came from when the file held a
+	// Deployment, DaemonSet, StatefulSet, ReplicaSet or Job ("" for a Pod).
+	// BackoffLimit is a Job's: how many times a failed container is
+	// restarted before the pod is Failed (nil when not a Job).
+	Workload     string `yaml:"-" json:"workload,omitempty"`
+	BackoffLimit *int32 `yaml:"-" json:"backoffLimit,omitempty"`
 }
 
 // ObjectMeta is the subset of Kubernetes ObjectMeta a manifest may set.
@@ -49,6 +55,89 @@ type PodSpec struct {
 	// ImagePullSecrets name Secrets of type kubernetes.io/dockerconfigjson
 	// in the pod's namespace whose credentials pull its images.
 	ImagePullSecrets []LocalObjectReference `yaml:"imagePullSecrets" json:"imagePullSecrets,omitempty"`
+
+	// HostPID and HostIPC run the pod in the node's PID and IPC namespaces
+	// (allowed by the privileged policy only). ShareProcessNamespace gives
+	// the pod's containers one PID namespace.
+	HostPID               bool  `yaml:"hostPID" json:"hostPID,omitempty"`
+	HostIPC               bool  `yaml:"hostIPC" json:"hostIPC,omitempty"`
+	ShareProcessNamespace *bool `yaml:"shareProcessNamespace" json:"shareProcessNamespace,omitempty"`
+	// HostAliases are extra /etc/hosts entries.
+	HostAliases []HostAlias `yaml:"hostAliases" json:"hostAliases,omitempty"`
+	// Hostname, Subdomain and SetHostnameAsFQDN name the pod's host as
+	// Kubernetes does: hostname (default: the pod name), and with a
+	// subdomain the FQDN <hostname>.<subdomain>.<namespace>.svc.<domain>
+	// in /etc/hosts (and as the hostname itself with setHostnameAsFQDN).
+	Hostname          string `yaml:"hostname" json:"hostname,omitempty"`
+	Subdomain         string `yaml:"subdomain" json:"subdomain,omitempty"`
+	SetHostnameAsFQDN *bool  `yaml:"setHostnameAsFQDN" json:"setHostnameAsFQDN,omitempty"`
+	// EnableServiceLinks is accepted: a node has no Services, so there are
+	// no service environment variables to add either way.
+	EnableServiceLinks *bool `yaml:"enableServiceLinks" json:"enableServiceLinks,omitempty"`
+
+	// NodeSelector, Affinity (its required node affinity) and Tolerations
+	// are checked against the node's labels and taints when the pod is
+	// admitted, as the kubelet's admission does for static pods.
+	NodeSelector map[string]string `yaml:"nodeSelector" json:"nodeSelector,omitempty"`
+	Affinity     *Affinity         `yaml:"affinity" json:"affinity,omitempty"`
+	Tolerations  []Toleration      `yaml:"tolerations" json:"tolerations,omitempty"`
+	// PriorityClassName and Priority order pods for eviction: the two
+	// system classes have their Kubernetes priorities (see PodPriority).
+	PriorityClassName string `yaml:"priorityClassName" json:"priorityClassName,omitempty"`
+	Priority          *int32 `yaml:"priority" json:"priority,omitempty"`
+}
+
+// HostAlias is one /etc/hosts line: IP and its names.
+type HostAlias struct {
+	IP        string   `yaml:"ip" json:"ip"`
+	Hostnames []string `yaml:"hostnames" json:"hostnames,omitempty"`
+}
+
+// Affinity holds the node affinity tug checks; pod affinity and
+// anti-affinity, and preferred terms, are for a scheduler and are accepted
+// with a warning.
+type Affinity struct {
+	NodeAffinity *NodeAffinity `yaml:"nodeAffinity" json:"nodeAffinity,omitempty"`
+}
+
+// NodeAffinity is the required part of a pod's node affinity.
+type NodeAffinity struct {
+	Required *NodeSelector `yaml:"requiredDuringSchedulingIgnoredDuringExecution" json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// NodeSelector matches a node when any of its terms does.
+type NodeSelector struct {
+	NodeSelectorTerms []NodeSelectorTerm `yaml:"nodeSelectorTerms" json:"nodeSelectorTerms"`
+}
+
+// NodeSelectorTerm matches when all its requirements do. matchFields can
+// only name metadata.name, the node's name.
+type NodeSelectorTerm struct {
+	MatchExpressions []NodeSelectorRequirement `yaml:"matchExpressions" json:"matchExpressions,omitempty"`
+	MatchFields      []NodeSelectorRequirement `yaml:"matchFields" json:"matchFields,omitempty"`
+}
+
+// NodeSelectorRequirement is key, operator (In, NotIn, Exists,
+// DoesNotExist, Gt, Lt) and values.
+type NodeSelectorRequirement struct {
+	Key      string   `yaml:"key" json:"key"`
+	Operator string   `yaml:"operator" json:"operator"`
+	Values   []string `yaml:"values" json:"values,omitempty"`
+}
+
+// Toleration lets a pod run on a node with a matching taint.
+type Toleration struct {
+	Key               string `yaml:"key" json:"key,omitempty"`
+	Operator          string `yaml:"operator" json:"operator,omitempty"` // Equal (default) or Exists
+	Value             string `yaml:"value" json:"value,omitempty"`
+	Effect            string `yaml:"effect" json:"effect,omitempty"` // "" matches every effect
+	TolerationSeconds *int64 `yaml:"tolerationSeconds" json:"tolerationSeconds,omitempty"`
+}
+
+// Sysctl is one namespaced kernel parameter set in the pod's namespaces.
+type Sysctl struct {
+	Name  string `yaml:"name" json:"name"`
+	Value string `yaml:"value" json:"value"`
 }
 
 // PodSecurityContext is the subset of the Kubernetes pod-level security
@@ -59,6 +148,16 @@ type PodSecurityContext struct {
 	RunAsGroup     *int64          `yaml:"runAsGroup" json:"runAsGroup,omitempty"`
 	RunAsNonRoot   *bool           `yaml:"runAsNonRoot" json:"runAsNonRoot,omitempty"`
 	SeccompProfile *SeccompProfile `yaml:"seccompProfile" json:"seccompProfile,omitempty"`
+	// FSGroup is added to every container's supplementary groups, and
+	// emptyDir volumes are made group-owned and writable by it.
+	// FSGroupChangePolicy (OnRootMismatch or Always) is accepted.
+	FSGroup             *int64  `yaml:"fsGroup" json:"fsGroup,omitempty"`
+	FSGroupChangePolicy *string `yaml:"fsGroupChangePolicy" json:"fsGroupChangePolicy,omitempty"`
+	// SupplementalGroups are added to every container's groups.
+	SupplementalGroups []int64 `yaml:"supplementalGroups" json:"supplementalGroups,omitempty"`
+	// Sysctls are set in the pod's namespaces; names outside the safe set
+	// need the privileged policy.
+	Sysctls []Sysctl `yaml:"sysctls" json:"sysctls,omitempty"`
 }
 
 // SeccompProfileType is RuntimeDefault, Unconfined or Localhost.
@@ -141,6 +240,27 @@ type Container struct {
 	VolumeMounts    []VolumeMount    `yaml:"volumeMounts" json:"volumeMounts,omitempty"`
 	SecurityContext *SecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
 	Resources       Resources        `yaml:"resources" json:"resources,omitzero"`
+	// RestartPolicy is set only on init containers, to Always: a sidecar,
+	// started in order with the init containers, kept running beside the
+	// app containers and stopped after them.
+	RestartPolicy *RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitempty"`
+	// TerminationMessagePath is the file, in the container, whose content
+	// becomes the message of its terminated state; with
+	// TerminationMessagePolicy FallbackToLogsOnError the tail of its log
+	// is used when the file is empty and the container failed.
+	TerminationMessagePath   string `yaml:"terminationMessagePath" json:"terminationMessagePath,omitempty"`
+	TerminationMessagePolicy string `yaml:"terminationMessagePolicy" json:"terminationMessagePolicy,omitempty"`
+	// Stdin, StdinOnce and TTY are accepted: a node agent attaches no
+	// terminal or input stream; output goes to the log either way.
+	Stdin     bool `yaml:"stdin" json:"stdin,omitempty"`
+	StdinOnce bool `yaml:"stdinOnce" json:"stdinOnce,omitempty"`
+	TTY       bool `yaml:"tty" json:"tty,omitempty"`
+}
+
+// IsSidecar reports whether c is a sidecar init container
+// (restartPolicy: Always).
+func (c *Container) IsSidecar() bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == RestartAlways
 }
 
 // ResourceName names a compute resource.
@@ -212,6 +332,9 @@ type SecurityContext struct {
 	RunAsNonRoot             *bool           `yaml:"runAsNonRoot" json:"runAsNonRoot,omitempty"`
 	AllowPrivilegeEscalation *bool           `yaml:"allowPrivilegeEscalation" json:"allowPrivilegeEscalation,omitempty"`
 	SeccompProfile           *SeccompProfile `yaml:"seccompProfile" json:"seccompProfile,omitempty"`
+	// ProcMount is Default or Unmasked (the latter needs the privileged
+	// policy and leaves /proc unmasked).
+	ProcMount *string `yaml:"procMount" json:"procMount,omitempty"`
 }
 
 // ContainerSecurity returns c's security context with the pod-level

@@ -4,12 +4,66 @@ import "reflect"
 
 // Messages for Kubernetes fields that tug reads but does not implement.
 const (
-	msgNotYet     = "not supported by tug yet"
-	msgServerSet  = "written by the Kubernetes API server, not part of a manifest; remove it"
-	msgUIDDerived = "tug derives the pod UID from the source and the pod name; remove it"
-	msgStatus     = "status is written by tug; remove it"
-	msgAPIServer  = "needs an API server (tug has none): "
+	msgNotYet        = "not supported by tug yet"
+	msgServerIgnored = "ignored: written by the Kubernetes API server, not part of a manifest"
+	msgServerSet     = "written by the Kubernetes API server, not part of a manifest; remove it"
+	msgUIDDerived    = "tug derives the pod UID from the source and the pod name; remove it"
+	msgStatus        = "status is written by tug; remove it"
+
+	// The three kinds of message for a Kubernetes field tug does not run:
+	// msgAPIServer (a real error: only a cluster can satisfy it; the
+	// message says why and what to do instead), msgNotOnNode (a real error
+	// tug could lift one day, with what to do instead) and the warnings of
+	// ignoredFields (accepted, with no effect on a node).
+	msgAPIServer = "needs an API server (tug has none): "
+	msgNotOnNode = "not implemented by tug: "
+	msgCloudDisk = msgAPIServer + "a cloud or network disk is attached by the cluster's volume controllers; use a persistentVolumeClaim (a local directory on the node) or a hostPath volume instead"
+	msgHostMount = msgNotOnNode + "mount it on the node and use a hostPath volume instead"
 )
+
+// ignoredFields lists, per manifest type, the Kubernetes fields tug
+// accepts and ignores on a node, with the warning given (once per field
+// and file) when a manifest sets one. The table is read-only.
+var ignoredFields = map[reflect.Type]map[string]string{
+	reflect.TypeFor[ObjectMeta](): {
+		"ownerReferences": "ignored on a node: there is no garbage collector to follow owners",
+		"finalizers":      "ignored on a node: there is no API server to hold the deletion",
+		// Written by the API server (podman kube generate and kubectl get
+		// -o yaml copy them): meaningless in a manifest, harmless.
+		"creationTimestamp": msgServerIgnored,
+		"resourceVersion":   msgServerIgnored,
+		"selfLink":          msgServerIgnored,
+		"generation":        msgServerIgnored,
+		"managedFields":     msgServerIgnored,
+	},
+	reflect.TypeFor[PodSpec](): {
+		"schedulerName":                "ignored on a node: only a scheduler reads it",
+		"preemptionPolicy":             "ignored on a node: only a scheduler preempts",
+		"topologySpreadConstraints":    "ignored on a node: only a scheduler spreads pods",
+		"schedulingGates":              "ignored on a node: only a scheduler waits for gates",
+		"nodeName":                     "ignored on a node: the pod runs on this node",
+		"serviceAccountName":           "ignored on a node: there are no service accounts and no token is mounted",
+		"serviceAccount":               "ignored on a node: there are no service accounts and no token is mounted",
+		"automountServiceAccountToken": "ignored on a node: there are no service accounts and no token is mounted",
+		"readinessGates":               "ignored on a node: no controller sets the conditions it waits for",
+	},
+	reflect.TypeFor[Affinity](): {
+		"podAffinity":     "ignored on a node: only a scheduler places pods beside others",
+		"podAntiAffinity": "ignored on a node: only a scheduler places pods apart",
+	},
+	reflect.TypeFor[NodeAffinity](): {
+		"preferredDuringSchedulingIgnoredDuringExecution": "ignored on a node: a preference only matters to a scheduler (the required terms are checked)",
+	},
+	reflect.TypeFor[PodSecurityContext](): {
+		"seLinuxOptions":      "ignored: tug does not apply SELinux labels (SELinux is off on the nodes it runs on)",
+		"seLinuxChangePolicy": "ignored: tug does not apply SELinux labels (SELinux is off on the nodes it runs on)",
+		"windowsOptions":      "ignored on a Linux node",
+	},
+	reflect.TypeFor[SecurityContext](): {
+		"seLinuxOptions": "ignored: tug does not apply SELinux labels (SELinux is off on the nodes it runs on)",
+		"windowsOptions": "ignored on a Linux node",
+	},
+}
 
 // notImplemented lists, per manifest type, the Kubernetes Pod v1 fields tug
 // does not implement, with the message reported when a manifest sets one. A
@@ -17,66 +71,31 @@ const (
 // The table is read-only.
 var notImplemented = map[reflect.Type]map[string]string{
 	reflect.TypeFor[ObjectMeta](): {
-		"generateName":               msgNotYet,
+		"generateName":               msgAPIServer + "the API server generates names; set metadata.name",
 		"uid":                        msgUIDDerived,
-		"ownerReferences":            msgNotYet,
-		"finalizers":                 msgNotYet,
-		"selfLink":                   msgServerSet,
-		"resourceVersion":            msgServerSet,
-		"generation":                 msgServerSet,
-		"creationTimestamp":          msgServerSet,
 		"deletionTimestamp":          msgServerSet,
 		"deletionGracePeriodSeconds": msgServerSet,
-		"managedFields":              msgServerSet,
 	},
 	reflect.TypeFor[PodSpec](): {
-		"ephemeralContainers":          msgNotYet,
-		"activeDeadlineSeconds":        msgNotYet,
-		"nodeSelector":                 msgNotYet,
-		"nodeName":                     msgNotYet,
-		"affinity":                     msgNotYet,
-		"tolerations":                  msgNotYet,
-		"schedulerName":                msgNotYet,
-		"schedulingGates":              msgNotYet,
-		"topologySpreadConstraints":    msgNotYet,
-		"priorityClassName":            msgNotYet,
-		"priority":                     msgNotYet,
-		"preemptionPolicy":             msgNotYet,
-		"serviceAccountName":           msgNotYet,
-		"serviceAccount":               msgNotYet,
-		"automountServiceAccountToken": msgNotYet,
-		"hostPID":                      msgNotYet,
-		"hostIPC":                      msgNotYet,
-		"hostUsers":                    msgNotYet,
-		"shareProcessNamespace":        msgNotYet,
-		"hostname":                     msgNotYet,
-		"subdomain":                    msgNotYet,
-		"setHostnameAsFQDN":            msgNotYet,
-		"hostAliases":                  msgNotYet,
-		"readinessGates":               msgNotYet,
-		"runtimeClassName":             msgNotYet,
-		"enableServiceLinks":           msgNotYet,
-		"overhead":                     msgNotYet,
-		"os":                           msgNotYet,
-		"resourceClaims":               msgNotYet,
-		"resources":                    msgNotYet,
+		"ephemeralContainers":   msgNotYet,
+		"activeDeadlineSeconds": msgNotYet,
+		"hostUsers":             msgNotYet,
+		"runtimeClassName":      msgNotYet,
+		"overhead":              msgNotYet,
+		"os":                    msgNotYet,
+		"resourceClaims":        msgNotYet,
+		"resources":             msgNotYet,
 	},
 	reflect.TypeFor[Resources](): {
 		"claims": msgNotYet,
 	},
 	reflect.TypeFor[Container](): {
-		"resizePolicy":             msgNotYet,
-		"restartPolicy":            msgNotYet + " on a container (sidecar containers)",
-		"livenessProbe":            msgNotYet,
-		"readinessProbe":           msgNotYet,
-		"startupProbe":             msgNotYet,
-		"lifecycle":                msgNotYet,
-		"volumeDevices":            msgNotYet,
-		"terminationMessagePath":   msgNotYet,
-		"terminationMessagePolicy": msgNotYet,
-		"stdin":                    msgNotYet,
-		"stdinOnce":                msgNotYet,
-		"tty":                      msgNotYet,
+		"resizePolicy":   msgNotYet,
+		"livenessProbe":  msgNotYet,
+		"readinessProbe": msgNotYet,
+		"startupProbe":   msgNotYet,
+		"lifecycle":      msgNotYet,
+		"volumeDevices":  msgNotYet,
 	},
 	reflect.TypeFor[VolumeMount](): {
 		"mountPropagation":  msgNotYet,
@@ -84,46 +103,36 @@ var notImplemented = map[reflect.Type]map[string]string{
 		"subPathExpr":       msgNotYet,
 	},
 	reflect.TypeFor[PodSecurityContext](): {
-		"fsGroup":                  msgNotYet,
-		"fsGroupChangePolicy":      msgNotYet,
-		"supplementalGroups":       msgNotYet,
 		"supplementalGroupsPolicy": msgNotYet,
-		"sysctls":                  msgNotYet,
-		"seLinuxOptions":           msgNotYet,
-		"seLinuxChangePolicy":      msgNotYet,
 		"appArmorProfile":          msgNotYet,
-		"windowsOptions":           msgNotYet,
 	},
 	reflect.TypeFor[SecurityContext](): {
-		"procMount":       msgNotYet,
-		"seLinuxOptions":  msgNotYet,
 		"appArmorProfile": msgNotYet,
-		"windowsOptions":  msgNotYet,
 	},
 	reflect.TypeFor[Volume](): {
-		"awsElasticBlockStore": msgNotYet,
-		"azureDisk":            msgNotYet,
-		"azureFile":            msgNotYet,
-		"cephfs":               msgNotYet,
-		"cinder":               msgNotYet,
-		"csi":                  msgNotYet,
-		"ephemeral":            msgNotYet,
-		"fc":                   msgNotYet,
-		"flexVolume":           msgNotYet,
-		"flocker":              msgNotYet,
-		"gcePersistentDisk":    msgNotYet,
-		"gitRepo":              msgNotYet,
-		"glusterfs":            msgNotYet,
+		"awsElasticBlockStore": msgCloudDisk,
+		"azureDisk":            msgCloudDisk,
+		"azureFile":            msgCloudDisk,
+		"cephfs":               msgHostMount,
+		"cinder":               msgCloudDisk,
+		"csi":                  msgCloudDisk,
+		"ephemeral":            msgAPIServer + "an ephemeral volume is a claim the API server creates; use an emptyDir instead",
+		"fc":                   msgHostMount,
+		"flexVolume":           msgHostMount,
+		"flocker":              msgCloudDisk,
+		"gcePersistentDisk":    msgCloudDisk,
+		"gitRepo":              msgNotOnNode + "gitRepo is deprecated in Kubernetes; clone into an emptyDir from an init container instead",
+		"glusterfs":            msgHostMount,
 		"image":                msgNotYet,
-		"iscsi":                msgNotYet,
-		"nfs":                  msgNotYet,
-		"photonPersistentDisk": msgNotYet,
-		"portworxVolume":       msgNotYet,
-		"quobyte":              msgNotYet,
-		"rbd":                  msgNotYet,
-		"scaleIO":              msgNotYet,
-		"storageos":            msgNotYet,
-		"vsphereVolume":        msgNotYet,
+		"iscsi":                msgHostMount,
+		"nfs":                  msgHostMount,
+		"photonPersistentDisk": msgCloudDisk,
+		"portworxVolume":       msgCloudDisk,
+		"quobyte":              msgCloudDisk,
+		"rbd":                  msgHostMount,
+		"scaleIO":              msgCloudDisk,
+		"storageos":            msgCloudDisk,
+		"vsphereVolume":        msgCloudDisk,
 	},
 	reflect.TypeFor[VolumeProjection](): {
 		"serviceAccountToken": msgAPIServer + "a service account token is issued by the API server; mount a Secret with the token instead",

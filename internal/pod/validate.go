@@ -36,6 +36,7 @@ type validator struct {
 	prefix string     // path of the pod in the document: "" or "items[2]"
 	index  *nodeIndex // nil for Validate
 	errs   []error
+	warns  []error // *FieldError: accepted, ignored on a node
 }
 
 // fail reports a problem with the value at path (relative to the pod).
@@ -148,6 +149,7 @@ func (v *validator) spec(s *PodSpec) {
 	}
 
 	v.dns(s)
+	v.podFields(s)
 	volumes := v.volumes(s.Volumes)
 	if sc := s.SecurityContext; sc != nil {
 		v.runAs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup)
@@ -271,6 +273,7 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 	v.ports(p, c.Ports, init, hostNetwork)
 	v.resources(p+".resources", &c.Resources)
 	v.volumeMounts(p, c.VolumeMounts, volumes)
+	v.containerFields(p, c, init)
 	if sc := c.SecurityContext; sc != nil {
 		v.securityContext(p+".securityContext", sc)
 	}
@@ -472,6 +475,13 @@ func (v *validator) resources(p string, r *Resources) {
 		for _, name := range sortedResourceNames(list.rl) {
 			q := list.rl[name]
 			switch {
+			case !slices.Contains(resourceNames, name) && strings.Contains(string(name), "/"):
+				// An extended resource: reported once, on the field the
+				// file has (a limit also defaults the request).
+				if list.path == p+".requests" && !v.written(keyPath(list.path, string(name))) && v.index != nil {
+					continue
+				}
+				v.failKey(list.path, string(name), "extended resource %q: needs a device plugin, which tug does not run; give the container the device with a hostPath volume (privileged where needed) instead", name)
 			case !slices.Contains(resourceNames, name):
 				v.failKey(list.path, string(name), "unsupported resource %q: must be \"cpu\", \"memory\" or \"ephemeral-storage\"", name)
 			case q.MilliValue() < 0:

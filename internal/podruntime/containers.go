@@ -107,6 +107,11 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
+	if m, err := r.terminationMount(p, c, id); err != nil {
+		return "", err
+	} else if m != nil {
+		mounts = append(mounts, *m)
+	}
 
 	// env is read now, from the objects bound to the pod: fixed for the
 	// life of this container, as in Kubernetes.

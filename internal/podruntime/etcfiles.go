@@ -48,7 +48,7 @@ func (r *Runtime) writeEtcFiles(p *pod.Pod, sb pod.Sandbox) error {
 		return fmt.Errorf("write hostname file: %w", err)
 	}
 	if !p.Spec.HostNetwork {
-		if err := writeIfChanged(r.hostsPath(uid), hostsFile(h, sb.IP)); err != nil {
+		if err := writeIfChanged(r.hostsPath(uid), hostsFile(h, p.FQDN(), sb.IP, p.Spec.HostAliases)); err != nil {
 			return fmt.Errorf("write hosts file: %w", err)
 		}
 	}
@@ -74,8 +74,9 @@ func writeIfChanged(path string, data []byte) error {
 }
 
 // hostsFile is the kubelet's managed /etc/hosts: localhost entries, then
-// the pod's hostname at its IP (when it has one).
-func hostsFile(hostname, ip string) []byte {
+// the pod's FQDN (with a subdomain) and hostname at its IP (when it has
+// one), then the pod's hostAliases.
+func hostsFile(hostname, fqdn, ip string, aliases []pod.HostAlias) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Kubernetes-managed hosts file (written by tug).\n")
 	b.WriteString("127.0.0.1\tlocalhost\n")
@@ -84,8 +85,17 @@ func hostsFile(hostname, ip string) []byte {
 	b.WriteString("fe00::0\tip6-mcastprefix\n")
 	b.WriteString("fe00::1\tip6-allnodes\n")
 	b.WriteString("fe00::2\tip6-allrouters\n")
-	if ip != "" {
+	switch {
+	case ip != "" && fqdn != "":
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", ip, fqdn, strings.SplitN(hostname, ".", 2)[0])
+	case ip != "":
 		fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
+	}
+	if len(aliases) > 0 {
+		b.WriteString("\n# Entries added by HostAliases.\n")
+		for _, a := range aliases {
+			fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
+		}
 	}
 	return b.Bytes()
 }

@@ -58,13 +58,22 @@ options ndots:1 timeout:2
 }
 
 func TestHostsFile(t *testing.T) {
-	got := string(hostsFile("web-node1", "10.244.0.7"))
+	got := string(hostsFile("web-node1", "", "10.244.0.7", nil))
 	for _, line := range []string{"127.0.0.1\tlocalhost\n", "::1\tlocalhost ip6-localhost ip6-loopback\n", "10.244.0.7\tweb-node1\n"} {
 		if !strings.Contains(got, line) {
 			t.Errorf("hosts file lacks %q:\n%s", line, got)
 		}
 	}
-	if strings.Contains(string(hostsFile("web-node1", "")), "web-node1") {
+	if strings.Contains(string(hostsFile("web-node1", "", "", nil)), "web-node1") {
 		t.Error("a pod without an IP is listed")
+	}
+}
+
+func TestHostsFileFQDNAndAliases(t *testing.T) {
+	got := string(hostsFile("box", "box.fleet.edge.svc.cluster.local", "10.244.0.7", []pod.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"registry.local", "mirror.local"}}}))
+	for _, want := range []string{"10.244.0.7\tbox.fleet.edge.svc.cluster.local\tbox\n", "# Entries added by HostAliases.\n10.1.2.3\tregistry.local\tmirror.local\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("hosts file lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -104,6 +104,9 @@ func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Con
 				rc.FinishedAt = r.recordVanished(ctx, rec.ID)
 			}
 		}
+		if rc.State == pod.RunExited {
+			rc.Message = r.terminationMessage(&rc)
+		}
 		out = append(out, rc)
 	}
 	sort.SliceStable(out, func(i, j int) bool {

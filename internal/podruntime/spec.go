@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,7 +64,8 @@ func containerSpecOpts(sp specParams) []oci.SpecOpts {
 		withSeccomp(seccompProfile, privileged, sp.Seccomp),
 		withRunAsNonRoot(sec, podName(sp.Pod), c.Name),
 		withReadonlyRootfs(sec),
-		withNamespaces(sp.Sandbox.Namespaces),
+		withNamespaces(sp.Sandbox.Namespaces, sp.Pod != nil && sp.Pod.Spec.HostPID),
+		withPodSecurity(sp.Pod, sec),
 		withHostname(sp.Hostname),
 		withMounts(sp.Mounts),
 		withCgroup(sp.Sandbox.CgroupParent, sp.ID),
@@ -332,11 +334,15 @@ func withReadonlyRootfs(sc *pod.SecurityContext) oci.SpecOpts {
 
 // withNamespaces joins the pod's network, IPC and UTS namespaces by path;
 // an empty path means the host's namespace (the entry is removed from the
-// spec). The PID and mount namespaces are always new.
-func withNamespaces(ns pod.Namespaces) oci.SpecOpts {
+// spec). The mount namespace is always new, and so is the PID namespace
+// unless hostPID.
+func withNamespaces(ns pod.Namespaces, hostPID bool) oci.SpecOpts {
 	opts := []oci.SpecOpts{
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.MountNamespace}),
+	}
+	if hostPID {
+		opts[0] = oci.WithHostNamespace(specs.PIDNamespace)
 	}
 	for _, n := range []struct {
 		typ  specs.LinuxNamespaceType
@@ -422,5 +428,46 @@ func bindMount(source, dest string, readOnly bool) specs.Mount {
 		Source:      source,
 		Destination: dest,
 		Options:     []string{"rbind", "rprivate", mode},
+	}
+}
+
+// withPodSecurity applies the rest of the pod's securityContext: fsGroup
+// and supplementalGroups join the process's supplementary groups (after
+// the image's, as the kubelet adds them), sysctls are set in the pod's
+// namespaces, and procMount Unmasked leaves /proc unmasked. Apply after
+// withUser.
+func withPodSecurity(p *pod.Pod, sec *pod.SecurityContext) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if p != nil && p.Spec.SecurityContext != nil {
+			psc := p.Spec.SecurityContext
+			if s.Process == nil {
+				s.Process = &specs.Process{}
+			}
+			var groups []int64
+			if psc.FSGroup != nil {
+				groups = append(groups, *psc.FSGroup)
+			}
+			groups = append(groups, psc.SupplementalGroups...)
+			for _, g := range groups {
+				if !slices.Contains(s.Process.User.AdditionalGids, uint32(g)) {
+					s.Process.User.AdditionalGids = append(s.Process.User.AdditionalGids, uint32(g))
+				}
+			}
+			if len(psc.Sysctls) > 0 {
+				if s.Linux == nil {
+					s.Linux = &specs.Linux{}
+				}
+				if s.Linux.Sysctl == nil {
+					s.Linux.Sysctl = map[string]string{}
+				}
+				for _, sy := range psc.Sysctls {
+					s.Linux.Sysctl[pod.SysctlDotted(sy.Name)] = sy.Value
+				}
+			}
+		}
+		if sec != nil && sec.ProcMount != nil && *sec.ProcMount == "Unmasked" && s.Linux != nil {
+			s.Linux.MaskedPaths, s.Linux.ReadonlyPaths = nil, nil
+		}
+		return nil
 	}
 }

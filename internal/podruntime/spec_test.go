@@ -304,7 +304,7 @@ func TestWithNamespacesAndHostname(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := mustGenerate(t, withNamespaces(tt.ns), withHostname("web"))
+			s := mustGenerate(t, withNamespaces(tt.ns, false), withHostname("web"))
 			if got := nsMap(s); !maps.Equal(got, tt.want) {
 				t.Errorf("namespaces = %v, want %v", got, tt.want)
 			}
@@ -444,5 +444,34 @@ func TestSpecCgroupAndResources(t *testing.T) {
 				containerSpecOpts(specParams{ID: "c1", Container: &pod.Container{Name: "app", Command: []string{"sh"}}, Sandbox: tt.sb, Resources: tt.res, Hostname: "h"})...)
 			tt.want(t, mustGenerate(t, opts...))
 		})
+	}
+}
+
+func TestWithPodSecurity(t *testing.T) {
+	fsGroup := int64(2000)
+	unmasked := "Unmasked"
+	p := &pod.Pod{Spec: pod.PodSpec{HostPID: true, SecurityContext: &pod.PodSecurityContext{
+		FSGroup:            &fsGroup,
+		SupplementalGroups: []int64{4000, 2000},
+		Sysctls:            []pod.Sysctl{{Name: "net.ipv4.ping_group_range", Value: "0 1000"}, {Name: "net/ipv4/conf/eth0.100/forwarding", Value: "1"}},
+	}}}
+	s := mustGenerate(t, withNamespaces(pod.Namespaces{}, true), withPodSecurity(p, &pod.SecurityContext{ProcMount: &unmasked}))
+	if got := s.Process.User.AdditionalGids; !slices.Contains(got, 2000) || !slices.Contains(got, 4000) || len(got) != len(slices.Compact(slices.Sorted(slices.Values(got)))) {
+		t.Errorf("additional gids %v, want 2000 and 4000 once each", got)
+	}
+	if s.Linux.Sysctl["net.ipv4.ping_group_range"] != "0 1000" || s.Linux.Sysctl["net.ipv4.conf.eth0/100.forwarding"] != "1" {
+		t.Errorf("sysctls %v", s.Linux.Sysctl)
+	}
+	if len(s.Linux.MaskedPaths) != 0 || len(s.Linux.ReadonlyPaths) != 0 {
+		t.Errorf("procMount Unmasked left masked paths %v / read-only paths %v", s.Linux.MaskedPaths, s.Linux.ReadonlyPaths)
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == specs.PIDNamespace {
+			t.Errorf("hostPID: the spec still has a PID namespace")
+		}
+	}
+	d := mustGenerate(t, withPodSecurity(p, nil))
+	if len(d.Linux.MaskedPaths) == 0 {
+		t.Error("without procMount Unmasked the masked paths are gone")
 	}
 }

@@ -40,6 +40,9 @@ type Policy struct {
 	// "/run/containerd". It is the only I/O the policy does, and it is the
 	// caller's. An error leaves the path as written.
 	Resolve func(path string) (string, error)
+	// Node, when set, holds the node's labels and taints: a pod that does
+	// not match them is refused with a *NodeMismatch before any other rule.
+	Node *Node
 }
 
 // LevelOf returns the level of source.
@@ -83,10 +86,15 @@ func (e *Error) Lines() []string { return strings.Split(e.Error(), "\n") }
 
 func (e *Error) Unwrap() error { return ErrBlocked }
 
-// Admit returns nil when p may run on this node, else an *Error listing
-// every rule it breaks: its source's level, then the node-wide rules.
+// Admit returns nil when p may run on this node, else a *NodeMismatch when
+// it does not match the node's labels or taints (see Node), else an *Error
+// listing every rule it breaks: its source's level, then the node-wide
+// rules.
 func (pl *Policy) Admit(p *pod.Pod) error {
 	src := p.Metadata.Source
+	if err := pl.Node.Admit(p); err != nil {
+		return err
+	}
 	v := Check(p, pl.LevelOf(src))
 	v = append(v, pl.node(p)...)
 	if len(v) == 0 {
@@ -105,6 +113,22 @@ func (pl *Policy) node(p *pod.Pod) []Violation {
 					Msg: "true is not allowed on this node (--allow-privileged is false)"})
 			}
 		})
+	}
+	if psc := p.Spec.SecurityContext; psc != nil {
+		for i, sy := range psc.Sysctls {
+			name := pod.SysctlDotted(sy.Name)
+			switch {
+			case p.Spec.HostNetwork && strings.HasPrefix(name, "net."):
+				out = append(out, Violation{Path: idx("spec.securityContext.sysctls", i) + ".name",
+					Msg: strconv.Quote(sy.Name) + " would change the node's own network settings (hostNetwork: true); refused whatever the policy"})
+			case p.Spec.HostIPC && (strings.HasPrefix(name, "kernel.shm") || strings.HasPrefix(name, "kernel.msg") || strings.HasPrefix(name, "kernel.sem") || strings.HasPrefix(name, "fs.mqueue.")):
+				out = append(out, Violation{Path: idx("spec.securityContext.sysctls", i) + ".name",
+					Msg: strconv.Quote(sy.Name) + " would change the node's own IPC settings (hostIPC: true); refused whatever the policy"})
+			case !namespacedSysctl(name):
+				out = append(out, Violation{Path: idx("spec.securityContext.sysctls", i) + ".name",
+					Msg: strconv.Quote(sy.Name) + " is not a namespaced sysctl: it would change the whole node; refused whatever the policy"})
+			}
+		}
 	}
 	if !pl.AllowHostStateMounts {
 		for i, vol := range p.Spec.Volumes {
@@ -165,4 +189,15 @@ func each(p *pod.Pod, f func(path string, c *pod.Container)) {
 	for i := range p.Spec.Containers {
 		f(idx("spec.containers", i), &p.Spec.Containers[i])
 	}
+}
+
+// namespacedSysctl reports whether a sysctl (dotted) is set per network or
+// IPC namespace, the only ones a pod may set (as the kubelet allows).
+func namespacedSysctl(name string) bool {
+	switch name {
+	case "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
+		"kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem":
+		return true
+	}
+	return strings.HasPrefix(name, "fs.mqueue.") || strings.HasPrefix(name, "net.")
 }

@@ -74,10 +74,15 @@ func (c *checker) must(path, what string) {
 
 func (c *checker) pod(p *pod.Pod) {
 	s := &p.Spec
-	// Host namespaces: hostNetwork (hostPID and hostIPC are refused by the
-	// decoder: tug does not implement them).
+	// Host namespaces.
 	if s.HostNetwork {
 		c.notAllowed("spec.hostNetwork", "true")
+	}
+	if s.HostPID {
+		c.notAllowed("spec.hostPID", "true")
+	}
+	if s.HostIPC {
+		c.notAllowed("spec.hostIPC", "true")
 	}
 	// HostPath volumes (baseline); restricted allows only ephemeral and
 	// projected volume types, of which tug has emptyDir.
@@ -92,6 +97,11 @@ func (c *checker) pod(p *pod.Pod) {
 	}
 	if sp := psc.SeccompProfile; sp != nil && sp.Type == pod.SeccompUnconfined {
 		c.notAllowed("spec.securityContext.seccompProfile.type", strconv.Quote(string(sp.Type)))
+	}
+	for i, sy := range psc.Sysctls {
+		if !SafeSysctl(sy.Name) {
+			c.notAllowed(idx("spec.securityContext.sysctls", i)+".name", strconv.Quote(sy.Name)+" (not in the safe set)")
+		}
 	}
 	if c.restricted() {
 		if psc.RunAsNonRoot != nil && !*psc.RunAsNonRoot {
@@ -139,6 +149,9 @@ func (c *checker) container(path string, ct *pod.Container, psc *pod.PodSecurity
 	if sp := sc.SeccompProfile; sp != nil && sp.Type == pod.SeccompUnconfined {
 		c.notAllowed(scp+".seccompProfile.type", strconv.Quote(string(sp.Type)))
 	}
+	if sc.ProcMount != nil && *sc.ProcMount == "Unmasked" {
+		c.notAllowed(scp+".procMount", `"Unmasked"`)
+	}
 	if !c.restricted() {
 		return
 	}
@@ -172,3 +185,23 @@ func (c *checker) container(path string, ct *pod.Container, psc *pod.PodSecurity
 }
 
 func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// safeSysctls are the sysctls the baseline level allows (the Pod Security
+// Standards' safe set): namespaced, and unable to affect other pods or the
+// node. Read-only.
+var safeSysctls = map[string]bool{
+	"kernel.shm_rmid_forced":              true,
+	"net.ipv4.ip_local_port_range":        true,
+	"net.ipv4.ip_local_reserved_ports":    true,
+	"net.ipv4.ip_unprivileged_port_start": true,
+	"net.ipv4.tcp_syncookies":             true,
+	"net.ipv4.ping_group_range":           true,
+	"net.ipv4.tcp_keepalive_time":         true,
+	"net.ipv4.tcp_fin_timeout":            true,
+	"net.ipv4.tcp_keepalive_intvl":        true,
+	"net.ipv4.tcp_keepalive_probes":       true,
+}
+
+// SafeSysctl reports whether name ("net.ipv4.tcp_syncookies", or with
+// slashes) is in the safe set.
+func SafeSysctl(name string) bool { return safeSysctls[pod.SysctlDotted(name)] }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ type podNotes struct {
 	syncErr    string
 	refused    pod.StateWaiting         // why the pod is not run (HostPortInUse, OutOfpods)
 	blocked    string                   // why admission refused the pod's current version ("" if admitted)
+	failedAs   string                   // the pod's reason when that refusal fails it (NodeAffinity, Taint)
 	admitted   *pod.Pod                 // the last version admission admitted, nil if none since tug started
 	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
@@ -79,6 +81,14 @@ func (n *notes) refuse(uid string, w pod.StateWaiting) (changed bool) {
 	return changed
 }
 
+// podFailure is an admission refusal that fails the pod (phase Failed)
+// with a reason of its own, as the kubelet's node admission does: a pod
+// that does not match the node's labels or taints (policy.NodeMismatch).
+type podFailure interface {
+	error
+	PodReason() string
+}
+
 // admission records admission's answer (err) for p and returns the version
 // of the pod to run: p when admitted, else the last admitted version (nil if
 // there is none). changed reports a change of the Blocked state or message.
@@ -92,6 +102,11 @@ func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
 	}
 	changed = msg != pn.blocked
 	pn.blocked = msg
+	pn.failedAs = ""
+	var r podFailure
+	if errors.As(err, &r) {
+		pn.failedAs = r.PodReason()
+	}
 	if err == nil {
 		pn.admitted = p
 	}

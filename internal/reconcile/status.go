@@ -23,6 +23,8 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.waiting[c.Name]), true)
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch t := cs.State.Terminated; {
+		case c.IsSidecar() && len(byName[c.Name]) > 0:
+			// A sidecar is done with the init phase once it has started.
 		case t != nil && t.ExitCode == 0:
 		case t != nil && p.Spec.RestartPolicy == pod.RestartNever:
 			initDone, initFailed = false, true
@@ -85,6 +87,17 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	default:
 		st.Phase = pod.PhasePending
 	}
+	if p.BackoffLimit != nil && !initFailed && st.Phase == pod.PhaseFailed && !jobOver(p, byName) {
+		st.Phase = pod.PhaseRunning // a failed container of a Job is retried
+	}
+	if p.BackoffLimit != nil && !initFailed && jobOver(p, byName) {
+		// A Job's pod: done once no container is retried any more.
+		st.Phase = pod.PhaseSucceeded
+		if stopped > succeeded {
+			st.Phase, st.Reason = pod.PhaseFailed, "BackoffLimitExceeded"
+			st.Message = fmt.Sprintf("Job has reached the specified backoff limit (%d)", *p.BackoffLimit)
+		}
+	}
 	if n.syncErr != "" {
 		st.Reason, st.Message = "SyncError", n.syncErr
 	}
@@ -93,6 +106,11 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	}
 	if n.blocked != "" {
 		st.Reason, st.Message = pod.ReasonBlocked, n.blocked
+	}
+	if n.failedAs != "" && n.admitted == nil {
+		// Refused by node admission and never run: Failed, as the kubelet
+		// leaves a static pod that does not fit the node.
+		st.Phase, st.Reason = pod.PhaseFailed, n.failedAs
 	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
@@ -107,6 +125,18 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	return st
 }
 
+// jobOver reports whether every app container of a Job's pod has exited
+// and will not be retried.
+func jobOver(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
+	for _, c := range p.Spec.Containers {
+		last := latest(byName[c.Name])
+		if last == nil || last.State != pod.RunExited || restartsIn(p, last) {
+			return false
+		}
+	}
+	return len(p.Spec.Containers) > 0
+}
+
 // podWaiting is w, or, for a container with no record and no reason of
 // its own, why the whole pod is not run: blocked by the admission policy,
 // or refused (HostPortInUse, OutOfpods).
@@ -115,6 +145,8 @@ func podWaiting(n podNotes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod
 		return w
 	}
 	switch {
+	case n.failedAs != "":
+		return pod.StateWaiting{Reason: n.failedAs, Message: "the pod does not match this node"}
 	case n.blocked != "":
 		return pod.StateWaiting{Reason: pod.ReasonBlocked, Message: "the pod is blocked by the admission policy"}
 	case n.refused.Reason != "":
@@ -178,6 +210,7 @@ func terminated(r *pod.RuntimeContainer) *pod.StateTerminated {
 		StartedAt:   r.StartedAt,
 		FinishedAt:  r.FinishedAt,
 		ContainerID: "containerd://" + r.ID,
+		Message:     r.Message,
 	}
 	switch {
 	case r.OOMKilled && r.ExitCode != 0:

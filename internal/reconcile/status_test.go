@@ -111,3 +111,64 @@ func TestStartErrorReason(t *testing.T) {
 		}
 	}
 }
+
+// TestComputeStatusFieldsOfIssue13: sidecars, Jobs' backoffLimit and node
+// admission in a pod's status.
+func TestComputeStatusFieldsOfIssue13(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(name string, attempt int, state pod.RunState, code int, init bool) pod.RuntimeContainer {
+		return pod.RuntimeContainer{ID: fmt.Sprintf("%s-%d", name, attempt), PodUID: "u", Name: name, Attempt: attempt, Init: init,
+			State: state, ExitCode: code, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(time.Second)}
+	}
+	limit := int32(2)
+	always := pod.RestartAlways
+	tests := []struct {
+		name       string
+		policy     pod.RestartPolicy
+		sidecar    bool
+		job        bool
+		recs       []pod.RuntimeContainer
+		failedAs   string
+		wantPhase  pod.Phase
+		wantReason string // the pod's
+		wantInit   bool
+	}{
+		{"sidecar running counts as initialized", pod.RestartAlways, true, false,
+			[]pod.RuntimeContainer{rec("init", 0, pod.RunRunning, 0, true)}, "", pod.PhasePending, "", true},
+		{"sidecar restarting beside the app", pod.RestartAlways, true, false,
+			[]pod.RuntimeContainer{rec("init", 1, pod.RunExited, 1, true), rec("app", 0, pod.RunRunning, 0, false)}, "", pod.PhaseRunning, "", true},
+		{"job retried below its limit", pod.RestartNever, false, true,
+			[]pod.RuntimeContainer{rec("app", 1, pod.RunExited, 1, false)}, "", pod.PhaseRunning, "", true},
+		{"job over its limit", pod.RestartOnFailure, false, true,
+			[]pod.RuntimeContainer{rec("app", 2, pod.RunExited, 1, false)}, "", pod.PhaseFailed, "BackoffLimitExceeded", true},
+		{"job completed", pod.RestartOnFailure, false, true,
+			[]pod.RuntimeContainer{rec("app", 1, pod.RunExited, 0, false)}, "", pod.PhaseSucceeded, "", true},
+		{"refused by node affinity", pod.RestartAlways, false, false, nil, "NodeAffinity", pod.PhaseFailed, "NodeAffinity", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inits []string
+			if tt.sidecar {
+				inits = []string{"init"}
+			}
+			p := testPod(tt.policy, inits, []string{"app"})
+			if tt.sidecar {
+				p.Spec.InitContainers[0].RestartPolicy = &always
+			}
+			if tt.job {
+				p.BackoffLimit = &limit
+			}
+			n := podNotes{waiting: map[string]pod.StateWaiting{}, conditions: map[string]pod.Condition{}, firstSeen: t0}
+			if tt.failedAs != "" {
+				n.blocked, n.failedAs = "spec.nodeSelector[site]: no", tt.failedAs
+			}
+			st := computeStatus(p, tt.recs, n, t0.Add(time.Minute))
+			if st.Phase != tt.wantPhase || st.Reason != tt.wantReason {
+				t.Errorf("phase %s reason %q, want %s %q", st.Phase, st.Reason, tt.wantPhase, tt.wantReason)
+			}
+			if init := st.Conditions[0]; (init.Status == "True") != tt.wantInit {
+				t.Errorf("Initialized = %+v, want %v", init, tt.wantInit)
+			}
+		})
+	}
+}

@@ -210,7 +210,14 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 		}
 	}
 	if appsStarted && !changed {
-		return true, nil
+		// The init phase is over; its sidecars stay running.
+		var errs []error
+		for i := range p.Spec.InitContainers {
+			if c := &p.Spec.InitContainers[i]; c.IsSidecar() {
+				errs = append(errs, s.syncSidecar(ctx, p, c, sb, byName[c.Name], res))
+			}
+		}
+		return true, errors.Join(errs...)
 	}
 	if changed {
 		for _, c := range p.Spec.Containers {
@@ -226,6 +233,20 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 		last := latest(recs)
 		hash := pod.ContainerHash(p, c)
 		current := last != nil && last.SpecHash == hash
+		if c.IsSidecar() {
+			// Started in order, then left running: the next init
+			// container starts once the sidecar runs.
+			if current && last.State == pod.RunRunning {
+				continue
+			}
+			if current && last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res) {
+				return false, nil
+			}
+			if _, err := s.start(ctx, p, c, true, recs, sb); err != nil {
+				return false, err
+			}
+			continue
+		}
 		id := ""
 		switch {
 		case current && last.State == pod.RunExited && last.ExitCode == 0:
@@ -268,7 +289,7 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 	case last.State == pod.RunRunning:
 		s.notes.clear(p.Metadata.UID, c.Name)
 		return nil
-	case last.State == pod.RunExited && !restarts(p.Spec.RestartPolicy, last.ExitCode):
+	case last.State == pod.RunExited && !restartsIn(p, last):
 		s.notes.clear(p.Metadata.UID, c.Name)
 		return nil
 	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
@@ -276,6 +297,63 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 	}
 	_, err := s.start(ctx, p, c, false, recs, sb)
 	return err
+}
+
+// syncSidecar keeps a sidecar init container running beside the app
+// containers: restarted whatever its exit code (after its back-off), as a
+// container of a restartPolicy Always pod, until the app containers are
+// done for good (a Job's pod that completed), when it is stopped.
+func (s *podSyncer) syncSidecar(ctx context.Context, p *pod.Pod, c *pod.Container, sb pod.Sandbox, recs []pod.RuntimeContainer, res *syncResult) error {
+	last := latest(recs)
+	if appsDone(p, s.appRecords(ctx, p)) {
+		if last != nil && last.State == pod.RunRunning {
+			return s.stopOnly(ctx, p, *last)
+		}
+		return nil
+	}
+	switch {
+	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
+	case last.State == pod.RunRunning:
+		s.notes.clear(p.Metadata.UID, c.Name)
+		return nil
+	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
+		return nil
+	}
+	_, err := s.start(ctx, p, c, true, recs, sb)
+	return err
+}
+
+// appRecords lists the pod's app containers' records (nil on error: then
+// the sidecars are kept, the safe side).
+func (s *podSyncer) appRecords(ctx context.Context, p *pod.Pod) map[string][]pod.RuntimeContainer {
+	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
+	if err != nil {
+		return nil
+	}
+	return groupByName(all)
+}
+
+// appsDone reports whether every app container of p has exited and will
+// not be restarted (never true under restartPolicy Always).
+func appsDone(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
+	if byName == nil || p.Spec.RestartPolicy == pod.RestartAlways {
+		return false
+	}
+	for _, c := range p.Spec.Containers {
+		last := latest(byName[c.Name])
+		if last == nil || last.State != pod.RunExited || restartsIn(p, last) {
+			return false
+		}
+	}
+	return true
+}
+
+// stopOnly stops a container and keeps its record (for its status).
+func (s *podSyncer) stopOnly(ctx context.Context, p *pod.Pod, r pod.RuntimeContainer) error {
+	if err := s.rt.StopContainer(ctx, r.ID, p.GracePeriod()); err != nil {
+		return fmt.Errorf("stop sidecar %q: %w", r.Name, err)
+	}
+	return nil
 }
 
 // backedOff reports whether the exited container last may restart now. If
@@ -346,8 +424,23 @@ func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
 	}
-	if err := s.removeAll(ctx, p, all); err != nil {
+	// Sidecars go after the app containers they serve, in reverse order.
+	var apps []pod.RuntimeContainer
+	sidecars := map[string][]pod.RuntimeContainer{}
+	for _, r := range all {
+		if c := initContainer(p, r.Name); r.Init && c != nil && c.IsSidecar() {
+			sidecars[r.Name] = append(sidecars[r.Name], r)
+			continue
+		}
+		apps = append(apps, r)
+	}
+	if err := s.removeAll(ctx, p, apps); err != nil {
 		return err
+	}
+	for i := len(p.Spec.InitContainers) - 1; i >= 0; i-- {
+		if err := s.removeAll(ctx, p, sidecars[p.Spec.InitContainers[i].Name]); err != nil {
+			return err
+		}
 	}
 	if err := s.removeSandbox(ctx, p.Metadata.UID); err != nil {
 		return fmt.Errorf("remove sandbox of pod %s: %w", p.FullName(), err)
@@ -357,6 +450,16 @@ func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	}
 	s.notes.forget(p.Metadata.UID)
 	s.backoff.Forget(p.Metadata.UID)
+	return nil
+}
+
+// initContainer returns p's init container of that name, or nil.
+func initContainer(p *pod.Pod, name string) *pod.Container {
+	for i := range p.Spec.InitContainers {
+		if p.Spec.InitContainers[i].Name == name {
+			return &p.Spec.InitContainers[i]
+		}
+	}
 	return nil
 }
 
@@ -396,6 +499,17 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// restartsIn reports whether exited container last of p is started again:
+// as its restart policy says, except in a Job's pod, where a failed
+// container is retried until it has failed backoffLimit+1 times (each try a
+// new pod in Kubernetes, a new attempt here), whatever the policy.
+func restartsIn(p *pod.Pod, last *pod.RuntimeContainer) bool {
+	if p.BackoffLimit != nil {
+		return last.ExitCode != 0 && last.Attempt < int(*p.BackoffLimit)
+	}
+	return restarts(p.Spec.RestartPolicy, last.ExitCode)
 }
 
 // restarts reports whether a container that exited with code is started

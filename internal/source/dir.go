@@ -520,7 +520,9 @@ func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
 		return e
 	}
 	var parsed pod.Parsed
-	parsed, e.m.Err = pod.ParseFile(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname})
+	parsed, e.m.Err = pod.ParseFile(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname,
+		// Parsed again only when the file changes: logged once per version.
+		Warn: func(w *pod.FieldError) { d.log.Warn("manifest: accepted, ignored on a node", "file", path, "err", w) }})
 	e.m.Pods, e.m.Objects = parsed.Pods, parsed.Objects
 	for _, o := range parsed.Objects {
 		for _, w := range o.Warnings { // once per content: a file is parsed when it changes

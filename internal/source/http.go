@@ -405,7 +405,10 @@ func capValidator(v string) string {
 
 func (h *HTTP) parse(body []byte) (pod.Parsed, error) {
 	h.parses.Add(1)
-	return pod.ParseFile(body, pod.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname})
+	return pod.ParseFile(body, pod.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname,
+		Warn: func(w *pod.FieldError) {
+			h.log.Warn("manifest: accepted, ignored on a node", "source", h.origin.Source, "err", w)
+		}})
 }
 
 // poll fetches the URL once and reports what changed.

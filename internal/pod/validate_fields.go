@@ -1,0 +1,214 @@
+package pod
+
+import (
+	"math"
+	"net/netip"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Checks of the pod fields of the securityContext, host namespace,
+// hostname and scheduling areas (issue 13 points 4 to 6).
+
+// PriorityClasses are the priorities of the two built-in Kubernetes
+// priority classes, which tug knows without an API server.
+var priorityClasses = map[string]int32{
+	"system-node-critical":    2000001000,
+	"system-cluster-critical": 2000000000,
+}
+
+// PodPriority returns the pod's priority, as Kubernetes resolves it:
+// spec.priority when set, else that of a built-in priorityClassName, else 0.
+// A higher priority is evicted later.
+func PodPriority(p *Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return priorityClasses[p.Spec.PriorityClassName]
+}
+
+// sysctlName is Kubernetes' sysctl name syntax (dots or slashes).
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+// warnAt records a warning for the field at p (relative to the pod).
+func (v *validator) warnAt(p, msg string) {
+	full := joinPath(v.prefix, p)
+	var pos position
+	if v.index != nil {
+		pos = v.index.find(full)
+	}
+	v.warns = append(v.warns, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: msg})
+}
+
+// podFields checks the pod-level fields of points 4 to 6.
+func (v *validator) podFields(s *PodSpec) {
+	if sc := s.SecurityContext; sc != nil {
+		if sc.FSGroup != nil && (*sc.FSGroup < 0 || *sc.FSGroup > math.MaxInt32) {
+			v.fail("spec.securityContext.fsGroup", "must be between 0 and 2147483647, inclusive")
+		}
+		if p := sc.FSGroupChangePolicy; p != nil && *p != "OnRootMismatch" && *p != "Always" {
+			v.fail("spec.securityContext.fsGroupChangePolicy", "unsupported value %q: must be \"OnRootMismatch\" or \"Always\"", *p)
+		}
+		for i, g := range sc.SupplementalGroups {
+			if g < 0 || g > math.MaxInt32 {
+				v.fail(indexPath("spec.securityContext.supplementalGroups", i), "must be between 0 and 2147483647, inclusive")
+			}
+		}
+		names := map[string]bool{}
+		for i, sy := range sc.Sysctls {
+			p := indexPath("spec.securityContext.sysctls", i)
+			switch {
+			case sy.Name == "":
+				v.fail(p+".name", "required")
+			case len(sy.Name) > 253 || !sysctlName.MatchString(sy.Name):
+				v.fail(p+".name", "invalid sysctl name %q: lower case dot- or slash-separated words", sy.Name)
+			case names[SysctlDotted(sy.Name)]:
+				v.fail(p+".name", "duplicate sysctl %q", sy.Name)
+			}
+			names[SysctlDotted(sy.Name)] = true
+		}
+	}
+	switch {
+	case s.HostPID && s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
+		v.fail("spec.shareProcessNamespace", "cannot be true together with hostPID")
+	case s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
+		// TODO(fields): a PID namespace cannot be pinned like the others (it
+		// dies with its first process) and tug runs no pause process.
+		v.fail("spec.shareProcessNamespace", msgNotOnNode+"tug runs no pause process to hold a PID namespace the containers could share; use hostPID (privileged policy) or one container")
+	}
+	for i, a := range s.HostAliases {
+		p := indexPath("spec.hostAliases", i)
+		if _, err := netip.ParseAddr(a.IP); err != nil {
+			v.fail(p+".ip", "must be a valid IP address, got %q", a.IP)
+		}
+		for j, h := range a.Hostnames {
+			if !isDNS1123Subdomain(h) {
+				v.fail(indexPath(p+".hostnames", j), "invalid hostname %q: %s", h, dns1123SubdomainMsg)
+			}
+		}
+	}
+	if s.Hostname != "" && !isDNS1123Label(s.Hostname) {
+		v.fail("spec.hostname", "invalid hostname %q: %s", s.Hostname, dns1123LabelMsg)
+	}
+	if s.Subdomain != "" && !isDNS1123Label(s.Subdomain) {
+		v.fail("spec.subdomain", "invalid subdomain %q: %s", s.Subdomain, dns1123LabelMsg)
+	}
+	for _, k := range sortedKeys(s.NodeSelector) {
+		if msg := qualifiedNameError(k); msg != "" {
+			v.failKey("spec.nodeSelector", k, "invalid key %q: %s", k, msg)
+		}
+	}
+	if a := s.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.Required != nil {
+		p := "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+		if len(a.NodeAffinity.Required.NodeSelectorTerms) == 0 {
+			v.fail(p, "at least one term is required")
+		}
+		for i, t := range a.NodeAffinity.Required.NodeSelectorTerms {
+			for j, r := range t.MatchExpressions {
+				v.nodeSelectorRequirement(indexPath(indexPath(p, i)+".matchExpressions", j), r, false)
+			}
+			for j, r := range t.MatchFields {
+				v.nodeSelectorRequirement(indexPath(indexPath(p, i)+".matchFields", j), r, true)
+			}
+		}
+	}
+	for i, t := range s.Tolerations {
+		p := indexPath("spec.tolerations", i)
+		switch t.Operator {
+		case "", "Equal":
+			if t.Key == "" {
+				v.fail(p+".operator", "must be \"Exists\" when key is empty")
+			}
+		case "Exists":
+			if t.Value != "" {
+				v.fail(p+".value", "must be empty when operator is \"Exists\"")
+			}
+		default:
+			v.fail(p+".operator", "unsupported value %q: must be \"Equal\" or \"Exists\"", t.Operator)
+		}
+		switch t.Effect {
+		case "", "NoSchedule", "PreferNoSchedule", "NoExecute":
+		default:
+			v.fail(p+".effect", "unsupported value %q: must be \"NoSchedule\", \"PreferNoSchedule\" or \"NoExecute\"", t.Effect)
+		}
+	}
+	if n := s.PriorityClassName; n != "" {
+		if _, ok := priorityClasses[n]; !ok && s.Priority == nil {
+			v.warnAt("spec.priorityClassName", "ignored on a node: PriorityClass "+`"`+Truncate(n)+`"`+" is a cluster object (only system-node-critical and system-cluster-critical are known); set spec.priority for the eviction order")
+		}
+	}
+}
+
+// nodeSelectorRequirement checks one matchExpressions or matchFields entry.
+func (v *validator) nodeSelectorRequirement(p string, r NodeSelectorRequirement, field bool) {
+	switch {
+	case field && r.Key != "metadata.name":
+		v.fail(p+".key", "unsupported value %q: matchFields can only name \"metadata.name\"", r.Key)
+	case !field:
+		if msg := qualifiedNameError(r.Key); msg != "" {
+			v.fail(p+".key", "invalid key %q: %s", r.Key, msg)
+		}
+	}
+	switch r.Operator {
+	case "In", "NotIn":
+		if len(r.Values) == 0 {
+			v.fail(p+".values", "must be specified when operator is %q", r.Operator)
+		}
+	case "Exists", "DoesNotExist":
+		if len(r.Values) > 0 && !field {
+			v.fail(p+".values", "must be empty when operator is %q", r.Operator)
+		}
+	case "Gt", "Lt":
+		if len(r.Values) != 1 {
+			v.fail(p+".values", "must have one integer when operator is %q", r.Operator)
+		}
+	default:
+		v.fail(p+".operator", "unsupported value %q: must be \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\" or \"Lt\"", r.Operator)
+	}
+}
+
+// containerFields checks the container fields of points 4 and 5.
+func (v *validator) containerFields(p string, c *Container, init bool) {
+	if c.RestartPolicy != nil {
+		switch {
+		case !init:
+			v.fail(p+".restartPolicy", "only init containers may set restartPolicy (\"Always\": a sidecar)")
+		case *c.RestartPolicy != RestartAlways:
+			v.fail(p+".restartPolicy", "unsupported value %q: an init container's restartPolicy can only be \"Always\" (a sidecar)", *c.RestartPolicy)
+		}
+	}
+	if mp := c.TerminationMessagePath; mp != "" && (!path.IsAbs(mp) || hasDotDot(mp)) {
+		v.fail(p+".terminationMessagePath", "must be an absolute path without '..'")
+	}
+	switch c.TerminationMessagePolicy {
+	case "", "File", "FallbackToLogsOnError":
+	default:
+		v.fail(p+".terminationMessagePolicy", "unsupported value %q: must be \"File\" or \"FallbackToLogsOnError\"", c.TerminationMessagePolicy)
+	}
+	if c.StdinOnce && !c.Stdin {
+		v.fail(p+".stdinOnce", "requires stdin: true")
+	}
+	if sc := c.SecurityContext; sc != nil && sc.ProcMount != nil && *sc.ProcMount != "Default" && *sc.ProcMount != "Unmasked" {
+		v.fail(p+".securityContext.procMount", "unsupported value %q: must be \"Default\" or \"Unmasked\"", *sc.ProcMount)
+	}
+}
+
+// SysctlDotted returns a sysctl name in the dotted form: Kubernetes also
+// accepts slashes as separators, and then a dot is part of a name
+// ("net/ipv4/conf/eth0.100/forwarding" is
+// "net.ipv4.conf.eth0/100.forwarding" dotted, as /proc/sys sees it).
+func SysctlDotted(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '/':
+			return '.'
+		case '.':
+			return '/'
+		}
+		return r
+	}, name)
+}

@@ -1,0 +1,205 @@
+package pod
+
+import (
+	"fmt"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Workload kinds that mean "run this pod here", read as podman kube play
+// reads them: the pod template runs as one pod named "<name>-pod" in the
+// workload's namespace, whatever the replica count. A Job's template runs to
+// completion (its restartPolicy is OnFailure or Never) and its backoffLimit
+// bounds the restarts of a failed container (see Pod.BackoffLimit).
+
+// workloadAPIVersions are the apiVersions of the workload kinds.
+var workloadAPIVersions = map[string]string{
+	"Deployment":  "apps/v1",
+	"DaemonSet":   "apps/v1",
+	"StatefulSet": "apps/v1",
+	"ReplicaSet":  "apps/v1",
+	"Job":         "batch/v1",
+}
+
+// workloadSpecIgnored are the fields of a workload's spec that only a
+// controller reads, with the warning given. selector and template are read.
+var workloadSpecIgnored = map[string]string{
+	"strategy":                             "ignored on a node: the pod is replaced in place when the file changes",
+	"updateStrategy":                       "ignored on a node: the pod is replaced in place when the file changes",
+	"minReadySeconds":                      "ignored on a node: no controller waits for it",
+	"revisionHistoryLimit":                 "ignored on a node: tug keeps one previous spec",
+	"progressDeadlineSeconds":              "ignored on a node: no controller watches the rollout",
+	"paused":                               "ignored on a node: no controller rolls the pod out",
+	"serviceName":                          "ignored on a node: there are no Services",
+	"podManagementPolicy":                  "ignored on a node: one pod runs",
+	"persistentVolumeClaimRetentionPolicy": "ignored on a node: claims are kept until their object is removed",
+	"volumeClaimTemplates":                 "ignored on a node: declare a PersistentVolumeClaim object in the file instead",
+	"ordinals":                             "ignored on a node: one pod runs",
+	"completions":                          "ignored on a node: the pod runs once to completion",
+	"parallelism":                          "ignored on a node: one pod runs",
+	"completionMode":                       "ignored on a node: one pod runs",
+	"activeDeadlineSeconds":                "ignored on a node: not enforced for Jobs",
+	"ttlSecondsAfterFinished":              "ignored on a node: the finished pod stays until its file is removed",
+	"suspend":                              "ignored on a node: remove the file to stop the Job",
+	"manualSelector":                       "ignored on a node: one pod runs",
+	"podFailurePolicy":                     "ignored on a node: only backoffLimit is applied",
+	"backoffLimitPerIndex":                 "ignored on a node: one pod runs",
+	"maxFailedIndexes":                     "ignored on a node: one pod runs",
+	"podReplacementPolicy":                 "ignored on a node: one pod runs",
+	"successPolicy":                        "ignored on a node: the pod runs once to completion",
+	"managedBy":                            "ignored on a node: tug runs the Job",
+}
+
+// isWorkloadKind reports whether kind is one of the workload kinds.
+func isWorkloadKind(kind string) bool {
+	_, ok := workloadAPIVersions[kind]
+	return ok
+}
+
+// workload decodes a Deployment, DaemonSet, StatefulSet, ReplicaSet or Job
+// into the pod of its template. Field paths keep the workload's shape
+// ("spec.template.spec.containers[0].image"), so errors point at the file.
+func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
+	var apiVersion, meta, spec *yaml.Node
+	d.pairs(root, "", func(k, v *yaml.Node, name string) {
+		d.index.values[name] = posOf(v)
+		switch name {
+		case "apiVersion":
+			apiVersion = v
+		case "kind":
+		case "metadata":
+			meta = v
+		case "spec":
+			spec = v
+		case "status":
+			if !isEmpty(v) {
+				d.fail(k, name, msgStatus)
+			}
+		default:
+			d.report(k, name, "unknown field %q", name)
+		}
+	})
+	want := workloadAPIVersions[kind]
+	if apiVersion == nil || apiVersion.Kind != yaml.ScalarNode || apiVersion.Value != want {
+		got := ""
+		if apiVersion != nil {
+			got = apiVersion.Value
+		}
+		n := root
+		if apiVersion != nil {
+			n = apiVersion
+		}
+		d.fail(n, "apiVersion", "unsupported apiVersion %q for kind %s: must be %q", got, kind, want)
+	}
+	var name, namespace *yaml.Node
+	if meta != nil && meta.Kind == yaml.MappingNode {
+		name, namespace = scalarField(meta, "name"), scalarField(meta, "namespace")
+	}
+	if name == nil {
+		d.fail(root, "metadata.name", "required")
+		return
+	}
+	if spec == nil || spec.Kind != yaml.MappingNode {
+		d.fail(root, "spec", "required: a %s needs spec.template", kind)
+		return
+	}
+	var template *yaml.Node
+	backoff := int32(-1)
+	d.pairs(spec, "spec", func(k, v *yaml.Node, field string) {
+		path := joinPath("spec", field)
+		switch field {
+		case "template":
+			template = v
+		case "selector":
+			// Matches the template's labels on a cluster; one pod here.
+		case "replicas":
+			if v.Kind == yaml.ScalarNode && v.Value != "1" && v.Value != "0" {
+				d.warn(k, path, fmt.Sprintf("ignored on a node: one replica runs (the file asks for %s)", Truncate(v.Value)))
+			}
+		case "backoffLimit":
+			if kind != "Job" {
+				d.report(k, path, "unknown field %q", field)
+				return
+			}
+			if b, ok := d.integer(v, path, 32); ok {
+				if b < 0 {
+					d.fail(v, path, "must be greater than or equal to 0")
+					return
+				}
+				backoff = int32(b)
+			}
+		default:
+			if msg, ok := workloadSpecIgnored[field]; ok {
+				d.warn(k, path, msg)
+				return
+			}
+			d.report(k, path, "unknown field %q", field)
+		}
+	})
+	if template == nil || template.Kind != yaml.MappingNode {
+		d.fail(spec, "spec.template", "required: the pod template to run")
+		return
+	}
+	// The template's metadata, with the pod's name and namespace added
+	// (positioned at the workload's own name), as a Pod's.
+	tmeta := &yaml.Node{Kind: yaml.MappingNode, Line: template.Line, Column: template.Column}
+	var tspec *yaml.Node
+	d.pairs(template, "spec.template", func(k, v *yaml.Node, field string) {
+		switch field {
+		case "metadata":
+			if v.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(v.Content); i += 2 {
+					if key := v.Content[i].Value; key == "name" || key == "namespace" {
+						continue // the workload's own are used
+					}
+					tmeta.Content = append(tmeta.Content, v.Content[i], v.Content[i+1])
+				}
+			}
+		case "spec":
+			tspec = v
+		default:
+			d.report(k, joinPath("spec.template", field), "unknown field %q", field)
+		}
+	})
+	podName := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name.Value + "-pod", Line: name.Line, Column: name.Column}
+	tmeta.Content = append(tmeta.Content, scalarNode("name", name), podName)
+	if namespace != nil {
+		tmeta.Content = append(tmeta.Content, scalarNode("namespace", namespace), namespace)
+	}
+	podNode := &yaml.Node{Kind: yaml.MappingNode, Line: template.Line, Column: template.Column, Content: []*yaml.Node{
+		scalarNode("apiVersion", template), scalarNode("v1", template),
+		scalarNode("kind", template), scalarNode("Pod", template),
+		scalarNode("metadata", template), tmeta,
+	}}
+	if tspec != nil {
+		podNode.Content = append(podNode.Content, scalarNode("spec", tspec), tspec)
+	}
+	before := len(p.pods)
+	p.pod(d, podNode, "spec.template")
+	if len(p.pods) == before {
+		return
+	}
+	pd := p.pods[len(p.pods)-1]
+	pd.Workload = kind
+	if kind == "Job" {
+		if backoff < 0 {
+			backoff = 6 // Kubernetes' default
+		}
+		pd.BackoffLimit = &backoff
+		if pd.Spec.RestartPolicy == RestartAlways && !d.index.quiet("spec.template.spec.restartPolicy") {
+			d.errs = append(d.errs, d.errorAt("spec.template.spec.restartPolicy", `a Job's pod must have restartPolicy "OnFailure" or "Never"`))
+		}
+	}
+}
+
+// scalarNode returns a plain string scalar positioned at at.
+func scalarNode(value string, at *yaml.Node) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Line: at.Line, Column: at.Column}
+}
+
+// skippedKinds are kinds a pod file may carry that mean nothing on a node:
+// they are skipped with a warning naming the kind.
+func skippedKindWarning(kind string) string {
+	return "kind " + strconv.Quote(Truncate(kind)) + " skipped: tug runs Pods (and the pod template of a Deployment, DaemonSet, StatefulSet or Job) on this node; a " + Truncate(kind) + " needs an API server"
+}
