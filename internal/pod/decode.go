@@ -242,7 +242,11 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	info := structInfos[t]
 	d.pairs(n, path, func(k, val *yaml.Node, name string) {
 		fpath := joinPath(path, name)
+		msg, ignored := ignoredFields[t][name]
 		if i, ok := info.fields[name]; ok {
+			if ignored { // kept, yet warned about (serviceAccountName: for the downward API only)
+				d.warn(k, fpath, msg)
+			}
 			d.index.keys[fpath] = posOf(k)
 			d.decode(val, v.Field(i), fpath)
 			return
@@ -256,7 +260,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		if t == reflect.TypeFor[ObjectMeta]() && name == "creationTimestamp" && isNull(val) {
 			return // written as null by kubeadm and kubectl --dry-run=client
 		}
-		if msg, ok := ignoredFields[t][name]; ok {
+		if ignored {
 			d.warn(k, fpath, msg)
 			return
 		}

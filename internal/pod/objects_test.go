@@ -180,3 +180,13 @@ func TestBindDigest(t *testing.T) {
 		t.Fatalf("missing = %+v", p3.Bound.Missing)
 	}
 }
+
+func TestFieldValueServiceAccountName(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{{"", "default"}, {"gateway", "gateway"}} {
+		p := &Pod{Spec: PodSpec{ServiceAccountName: tc.set}}
+		got, err := p.FieldValue("spec.serviceAccountName", NodeInfo{})
+		if err != nil || got != tc.want {
+			t.Errorf("serviceAccountName %q: got %q, %v; want %q", tc.set, got, err, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"path"
@@ -150,9 +151,7 @@ func (p *Pod) FieldValue(fp string, node NodeInfo) (string, error) {
 	case "spec.nodeName":
 		return node.NodeName, nil
 	case "spec.serviceAccountName":
-		// TODO(lead): the field itself is issue 13's scheduler-fields part;
-		// Kubernetes defaults it to "default".
-		return "default", nil
+		return cmp.Or(p.Spec.ServiceAccountName, "default"), nil // Kubernetes' default
 	case "status.podIP", "status.podIPs":
 		return node.PodIP, nil
 	case "status.hostIP", "status.hostIPs":

@@ -84,6 +84,9 @@ type PodSpec struct {
 	// PriorityClassName and Priority order pods for eviction: the two
 	// system classes have their Kubernetes priorities (see PodPriority).
 	PriorityClassName string `yaml:"priorityClassName" json:"priorityClassName,omitempty"`
+	// ServiceAccountName is kept for the downward API only (a node has no
+	// service accounts); warned about as ignored. Empty reads as "default".
+	ServiceAccountName string `yaml:"serviceAccountName" json:"serviceAccountName,omitempty"`
 	Priority          *int32 `yaml:"priority" json:"priority,omitempty"`
 }
 
