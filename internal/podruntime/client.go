@@ -147,6 +147,9 @@ type Runtime struct {
 
 	importMu sync.Mutex            // serialises archive imports
 	imported map[string]archiveKey // archives already imported, by file name
+	// archiveOf maps an image name to the archive it was imported from
+	// (the image GC keeps it while that file is in ImageDir).
+	archiveOf map[string]string
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
@@ -181,8 +184,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		resolver: docker.NewResolver(docker.ResolverOptions{
 			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
 		}),
-		pulls:    map[string]*pullCall{},
-		imported: map[string]archiveKey{},
+		pulls:     map[string]*pullCall{},
+		imported:  map[string]archiveKey{},
+		archiveOf: map[string]string{},
 	}
 	r.removeStaleStaging()
 	return r, nil
