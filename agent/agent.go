@@ -172,6 +172,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return rt.WatchEvents(ctx, lifecycle.Wake)
 		},
 	}
+	imageGC, err := newImageGC(cfg, rt, store, lifecycle, sources, log.With("component", "imagegc"))
+	if err != nil {
+		return err
+	}
+	components["image gc"] = imageGC.Run
 	if web != nil {
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
