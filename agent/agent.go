@@ -79,6 +79,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if _, err := evictionThresholds(cfg); err != nil {
+		return err
+	}
 	store := podconfig.New()
 	dir := source.NewDir(source.DirConfig{
 		Path:     cfg.PodManifestPath,

@@ -12,6 +12,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/reclaim/eviction"
 	"tug/internal/reclaim/imagegc"
 )
 
@@ -108,4 +109,18 @@ func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Stor
 		Images: a, InUse: a, FS: a,
 		Log: log,
 	})
+}
+
+// evictionThresholds parses --eviction-hard, --eviction-soft and
+// --eviction-soft-grace-period, so that a bad value stops tug at start.
+// TODO(lead): build eviction.New with these thresholds, an
+// eviction.NodeObserver{NodeFS: cfg.RootDir, ImageFS: rt.ImageFSPath},
+// the image GC's DeleteUnusedImages in ReclaimDisk, a Pods adapter (the
+// store's pods with their cgroup working set and their emptyDir and
+// writable-layer usage) and an Evicter in reconcile (stop the pod's
+// containers within the given grace, show Failed/Evicted with the message,
+// and start it again only when Manager.Admit lets it); run it as a
+// component and serve Manager.Conditions in GET /node.
+func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
+	return eviction.ParseThresholds(cfg.EvictionHard, cfg.EvictionSoft, cfg.EvictionSoftGracePeriod)
 }

@@ -82,7 +82,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/api",
-		"tug/internal/reclaim/imagegc",
+		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 	}, modules: []string{"gopkg.in/yaml.v3"}},
 }
 
