@@ -94,6 +94,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	if n.blocked != "" {
 		st.Reason, st.Message = pod.ReasonBlocked, n.blocked
 	}
+	if n.evicted != nil {
+		st.Phase, st.Reason, st.Message = pod.PhaseFailed, ReasonEvicted, n.evicted.message
+	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
 	}
