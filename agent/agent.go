@@ -79,7 +79,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if _, err := evictionThresholds(cfg); err != nil {
+	thresholds, err := evictionThresholds(cfg)
+	if err != nil {
 		return err
 	}
 	store := podconfig.New()
@@ -145,6 +146,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
+	pressure := &pressureRef{}
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -158,6 +160,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
 		MaxPods:      cfg.MaxPods,
+		Pressure:     pressure,
 		Backoff: &reconcile.CrashBackoff{
 			Initial: cfg.CrashLoopBackOffInitial,
 			Max:     cfg.CrashLoopBackOffMax,
@@ -180,6 +183,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	components["image gc"] = imageGC.Run
+	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups}, imageGC, log.With("component", "eviction"))
+	if err != nil {
+		return err
+	}
+	pressure.m = evictions
+	components["eviction manager"] = evictions.Run
 	if web != nil {
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"tug/internal/config"
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/qos"
 	"tug/internal/reclaim/eviction"
 	"tug/internal/reclaim/imagegc"
+	"tug/internal/reconcile"
 )
 
 // imageGCAdapter gives the image GC what it reads: the runtime's images
@@ -96,8 +99,7 @@ var errNotReady = errors.New("not every source has reported")
 // newImageGC builds the image GC of --image-gc-high-threshold,
 // --image-gc-low-threshold and --minimum-image-ttl-duration.
 // TODO(lead): pass the agent's prometheus.Registerer (Config.Registerer)
-// once /metrics uses client_golang, and give the eviction manager
-// (internal/reclaim/eviction) gc.DeleteUnusedImages as a disk reclaimer.
+// once /metrics uses client_golang.
 func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Store, cache *pleg.PLEG, sources []string, log *slog.Logger) (*imagegc.Manager, error) {
 	a := imageGCAdapter{rt: rt, store: store, cache: cache, sources: sources, log: log}
 	return imagegc.New(imagegc.Config{
@@ -113,14 +115,91 @@ func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Stor
 
 // evictionThresholds parses --eviction-hard, --eviction-soft and
 // --eviction-soft-grace-period, so that a bad value stops tug at start.
-// TODO(lead): build eviction.New with these thresholds, an
-// eviction.NodeObserver{NodeFS: cfg.RootDir, ImageFS: rt.ImageFSPath},
-// the image GC's DeleteUnusedImages in ReclaimDisk, a Pods adapter (the
-// store's pods with their cgroup working set and their emptyDir and
-// writable-layer usage) and an Evicter in reconcile (stop the pod's
-// containers within the given grace, show Failed/Evicted with the message,
-// and start it again only when Manager.Admit lets it); run it as a
-// component and serve Manager.Conditions in GET /node.
 func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
 	return eviction.ParseThresholds(cfg.EvictionHard, cfg.EvictionSoft, cfg.EvictionSoftGracePeriod)
+}
+
+// evictionPods gives the eviction manager the pods that run (wanted, not
+// evicted, with containers) and their usage: the pod cgroup's memory
+// working set and tasks, and each disk-backed emptyDir's usage.
+// TODO(lead): per-container usage (writable layer and logs) for the
+// container ephemeral-storage limits and the per-container part of the
+// messages; the observability engineer's cgroup stats may serve.
+type evictionPods struct {
+	store   *podconfig.Store
+	cache   *pleg.PLEG
+	loop    *reconcile.Loop
+	rt      *podruntime.Runtime
+	cgroups *qos.Manager
+}
+
+func (e evictionPods) ActivePods() []*pod.Pod {
+	var out []*pod.Pod
+	for _, p := range e.store.Pods() {
+		if !e.loop.Evicted(p.Metadata.UID) && len(e.cache.PodContainers(p.Metadata.UID)) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (e evictionPods) PodStats(_ context.Context, p *pod.Pod) (eviction.PodStats, bool) {
+	var st eviction.PodStats
+	mem, pids, err := e.cgroups.PodUsage(p)
+	ok := err == nil
+	st.Pod.Memory, st.Pod.PIDs = mem, pids
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir == nil || v.EmptyDir.Medium == pod.StorageMediumMemory {
+			continue
+		}
+		b, inodes, err := e.rt.EmptyDirUsage(p.Metadata.UID, v.Name)
+		if err != nil {
+			continue
+		}
+		if st.EmptyDirs == nil {
+			st.EmptyDirs = map[string]int64{}
+		}
+		st.EmptyDirs[v.Name] = b
+		st.Pod.Disk += b
+		st.Pod.Inodes += inodes
+		ok = true
+	}
+	return st, ok
+}
+
+// pressureRef lets the sync loop ask the eviction manager, which is built
+// after it (the manager evicts through the loop).
+type pressureRef struct{ m *eviction.Manager }
+
+func (r *pressureRef) Admit(p *pod.Pod, bestEffort bool) (bool, string) {
+	if r.m == nil {
+		return true, ""
+	}
+	return r.m.Admit(p, bestEffort)
+}
+
+// newEviction builds the eviction manager: the node's signals from /proc
+// and statfs of --root-dir (nodefs) and containerd's snapshotter root
+// (imagefs), the image GC as its disk reclaimer, and the sync loop as its
+// evicter. TODO(lead): pass the Registerer (kubelet_evictions) and the
+// event recorder (Evicted), and serve Manager.Conditions in GET /node and
+// tug node.
+func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold, pods evictionPods, gc *imagegc.Manager, log *slog.Logger) (*eviction.Manager, error) {
+	imageFS, err := pods.rt.ImageFSPath(ctx)
+	if err != nil {
+		log.Warn("image filesystem unknown: imagefs signals read --root-dir's", "err", err)
+	}
+	return eviction.New(eviction.Config{
+		Thresholds: th,
+		Observer:   eviction.NodeObserver{NodeFS: cfg.RootDir, ImageFS: imageFS},
+		Pods:       pods,
+		Evicter:    pods.loop,
+		ReclaimDisk: []func(context.Context) error{func(ctx context.Context) error {
+			_, err := gc.DeleteUnusedImages(ctx)
+			return err
+		}},
+		PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod,
+		MaxPodGracePeriod:        time.Duration(cfg.EvictionMaxPodGracePeriod) * time.Second,
+		Log:                      log,
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/errdefs"
@@ -98,4 +99,35 @@ func (r *Runtime) ImageFSPath(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("introspect snapshotter %s: %w", r.cfg.Snapshotter, ErrNoImageFS)
+}
+
+// EmptyDirUsage returns the disk space (allocated blocks) and inodes used
+// under the pod's emptyDir volume name, for the eviction manager's
+// sizeLimit check. A missing directory uses nothing. Symlinks are not
+// followed. Safe for concurrent use.
+func (r *Runtime) EmptyDirUsage(uid, name string) (bytes, inodes int64, err error) {
+	root := r.emptyDirPath(uid, name)
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		inodes++
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			bytes += st.Blocks * 512
+		} else {
+			bytes += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage of emptyDir %s of pod %s: %w", name, uid, err)
+	}
+	return bytes, inodes, nil
 }

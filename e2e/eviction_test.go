@@ -1,0 +1,69 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// evictionTimeout covers the eviction manager's 10 s period, the pod's
+// removal and the 10 s an evicted pod stays down at least.
+const evictionTimeout = 60 * time.Second
+
+// TestEmptyDirSizeLimitEviction: a pod that writes past its disk emptyDir's
+// sizeLimit is evicted (Failed/Evicted with the kubelet's message, its
+// containers and emptyDir removed) and, still wanted by its source, is
+// started again with an empty emptyDir. A marker on a hostPath makes it
+// write only the first time.
+func TestEmptyDirSizeLimitEviction(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	marker := filepath.Join(tg.base, "marker")
+	if err := os.MkdirAll(marker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `if [ ! -f /marker/wrote ]; then touch /marker/wrote; dd if=/dev/zero of=/scratch/big bs=1024 count=2048; fi; ls /scratch; ` + idle
+	tg.writeManifest("filler.yaml", podYAML{name: "filler",
+		containers: []ctrYAML{{name: "main", image: tg.image, script: script, mounts: []mountYAML{
+			{name: "scratch", path: "/scratch"}, {name: "marker", path: "/marker"},
+		}}},
+		volumes: []volYAML{{"scratch", "emptyDir: {sizeLimit: 1Mi}"}, hostPathVol("marker", marker, "Directory")},
+	}.String())
+	first := tg.waitRunning(startTimeout, "filler", "main", 0)
+	const msg = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+	tg.waitPod(evictionTimeout, "filler", "Failed/Evicted", func(v *pod.View) error {
+		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" || v.Status.Message != msg {
+			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
+		}
+		return nil
+	})
+	tg.waitFor(evictionTimeout, "the evicted pod's containers to be removed", func() (bool, error) {
+		cs, err := tg.podContainers(tg.uid("filler"))
+		return err == nil && len(cs) == 0, err
+	})
+	// Started again, fresh: attempt 0 of a new container, an empty
+	// emptyDir, and no new eviction.
+	again := tg.waitRunning(evictionTimeout, "filler", "main", 0)
+	if again.PID == first.PID {
+		t.Errorf("the pod was not started again: %v", again)
+	}
+	tg.waitPod(startTimeout, "filler", "Running", func(v *pod.View) error {
+		if v.Status.Phase != pod.PhaseRunning || v.Status.Reason != "" {
+			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
+		}
+		return nil
+	})
+	tg.waitForOutput(startTimeout, "starting evicted pod again")
+	big := filepath.Join(tg.rootDir, "pods", tg.uid("filler"), "volumes", "empty-dir", "scratch", "big")
+	if _, err := os.Stat(big); !os.IsNotExist(err) {
+		t.Errorf("the file that outgrew the emptyDir is still there after the restart: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(big)); err != nil {
+		t.Errorf("the restarted pod has no emptyDir: %v", err)
+	}
+}
