@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,46 @@ func TestEmptyDirSizeLimitEviction(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(big)); err != nil {
 		t.Errorf("the restarted pod has no emptyDir: %v", err)
 	}
+}
+
+// TestMemoryPressureEvictsBestEffortFirst: with a memory.available
+// threshold above what the node has (100Gi: always under pressure), the
+// first pod evicted is the BestEffort one, whose usage exceeds its zero
+// request, not the Guaranteed one within its request (named to sort first,
+// so that a ranking that ignored usage would pick it); the evicted pod
+// shows the kubelet's message and is not started again while the node is
+// under MemoryPressure.
+func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
+	tg := startTug(t, tugOpts{args: []string{"--eviction-hard", "memory.available<100Gi"}})
+	tg.writeManifest("a-guaranteed.yaml", resourcesPod("a-guaranteed", tg.image, idle,
+		"        limits: {cpu: 100m, memory: 64Mi}\n", "Always"))
+	tg.writeManifest("z-besteffort.yaml", shPod("z-besteffort", tg.image, idle))
+	guaranteed := tg.waitRunning(startTimeout, "a-guaranteed", "main", 0)
+	tg.waitRunning(startTimeout, "z-besteffort", "main", 0)
+	v := tg.waitPod(evictionTimeout, "z-besteffort", "Failed/Evicted", func(v *pod.View) error {
+		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" {
+			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
+		}
+		return nil
+	})
+	if want := "The node was low on resource: memory. Threshold quantity: 100Gi, available: "; !strings.HasPrefix(v.Status.Message, want) {
+		t.Errorf("message %q, want it to start with %q", v.Status.Message, want)
+	}
+	g, err := tg.podView("a-guaranteed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Status.Phase != pod.PhaseRunning {
+		t.Errorf("the Guaranteed pod was evicted before the BestEffort one: %s/%s %q", g.Status.Phase, g.Status.Reason, g.Status.Message)
+	}
+	if c, ok, err := tg.container(tg.uid("a-guaranteed"), "main"); err != nil || !ok || c.PID != guaranteed.PID {
+		t.Errorf("the Guaranteed pod's container changed: %v %v %v", c, ok, err)
+	}
+	// Under MemoryPressure a BestEffort pod is not admitted again.
+	tg.waitPod(evictionTimeout, "z-besteffort", "held by the node condition", func(v *pod.View) error {
+		if v.Status.Reason != "Evicted" || v.Status.Message != "The node had condition: [MemoryPressure]. " {
+			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
+		}
+		return nil
+	})
 }
