@@ -193,7 +193,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
-	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Node: nodeView{name: hostname, m: evictions}, Log: log.With("component", "api")}
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)

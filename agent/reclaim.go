@@ -203,3 +203,14 @@ func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold
 		Log:                      log,
 	})
 }
+
+// nodeView is GET /node: the host name and the eviction manager's
+// conditions.
+type nodeView struct {
+	name string
+	m    *eviction.Manager
+}
+
+func (n nodeView) Node() pod.NodeView {
+	return pod.NodeView{Metadata: pod.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
+}

@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +103,22 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 	}
 	if c, ok, err := tg.container(tg.uid("a-guaranteed"), "main"); err != nil || !ok || c.PID != guaranteed.PID {
 		t.Errorf("the Guaranteed pod's container changed: %v %v %v", c, ok, err)
+	}
+	// The node condition, in GET /node and tug node.
+	node, err := tg.api().Node(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := map[string]string{}
+	for _, c := range node.Status.Conditions {
+		conds[c.Type] = c.Status + "/" + c.Reason
+	}
+	if want := map[string]string{"MemoryPressure": "True/KubeletHasInsufficientMemory", "DiskPressure": "False/KubeletHasNoDiskPressure", "PIDPressure": "False/KubeletHasSufficientPID"}; !maps.Equal(conds, want) || node.Metadata.Name != "e2e" {
+		t.Errorf("GET /node: %s %v, want e2e %v", node.Metadata.Name, conds, want)
+	}
+	out, stderr, code := tg.runCLI("node")
+	if code != 0 || findLine(out, "MemoryPressure", "True", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available") == "" {
+		t.Errorf("tug node = %d, %q, stderr %q: no MemoryPressure True line", code, out, stderr)
 	}
 	// Under MemoryPressure a BestEffort pod is not admitted again.
 	tg.waitPod(evictionTimeout, "z-besteffort", "held by the node condition", func(v *pod.View) error {

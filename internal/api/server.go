@@ -44,6 +44,8 @@ type Server struct {
 	Status StatusSource
 	// Health is asked by /healthz and /readyz; nil means always healthy.
 	Health HealthChecker
+	// Node supplies GET /node; nil means a node with no conditions.
+	Node NodeSource
 	// Log receives listener events and failed writes; nil discards them.
 	Log *slog.Logger
 	// IdleTimeout closes a keep-alive connection that sends no new request
@@ -62,6 +64,7 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /pods                      a PodList, sorted by namespace and name
 //	GET /pods/{namespace}/{name}   one pod, by static name or manifest name
 //	GET /manifests                 {"items": [ManifestStatus...]}
+//	GET /node                      the node and its pressure conditions
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -70,6 +73,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /pods", s.listPods)
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /manifests", s.listManifests)
+	mux.HandleFunc("GET /node", s.getNode)
 	return mux
 }
 

@@ -8,22 +8,15 @@ import (
 	"tug/internal/pod"
 )
 
-// Node condition types, as in a Kubernetes Node's status.
+// Node condition types (pod's names).
 const (
-	MemoryPressure = "MemoryPressure"
-	DiskPressure   = "DiskPressure"
-	PIDPressure    = "PIDPressure"
+	MemoryPressure = pod.NodeMemoryPressure
+	DiskPressure   = pod.NodeDiskPressure
+	PIDPressure    = pod.NodePIDPressure
 )
 
-// NodeCondition is one node condition, shaped like Kubernetes'
-// NodeCondition (GET /node, tug node).
-type NodeCondition struct {
-	Type               string    `json:"type"`
-	Status             string    `json:"status"` // "True" or "False"
-	Reason             string    `json:"reason"`
-	Message            string    `json:"message"`
-	LastTransitionTime time.Time `json:"lastTransitionTime"`
-}
+// NodeCondition is one node condition (GET /node, tug node).
+type NodeCondition = pod.NodeCondition
 
 // conditionText is the kubelet's reasons and messages per condition, for
 // false and true.
@@ -76,7 +69,6 @@ func (m *Manager) computeConditions(now time.Time, met []Threshold) []NodeCondit
 
 // Conditions returns the node conditions MemoryPressure, DiskPressure and
 // PIDPressure as of the last pass. The slice is the caller's.
-// TODO(lead): serve them in GET /node and print them in tug node.
 func (m *Manager) Conditions() []NodeCondition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
