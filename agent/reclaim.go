@@ -121,10 +121,9 @@ func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
 
 // evictionPods gives the eviction manager the pods that run (wanted, not
 // evicted, with containers) and their usage: the pod cgroup's memory
-// working set and tasks, and each disk-backed emptyDir's usage.
-// TODO(lead): per-container usage (writable layer and logs) for the
-// container ephemeral-storage limits and the per-container part of the
-// messages; the observability engineer's cgroup stats may serve.
+// working set and tasks, each disk-backed emptyDir's usage, and each
+// current container's writable layer and logs. Per-container memory is not
+// read (the messages then name no container for memory).
 type evictionPods struct {
 	store   *podconfig.Store
 	cache   *pleg.PLEG
@@ -143,11 +142,30 @@ func (e evictionPods) ActivePods() []*pod.Pod {
 	return out
 }
 
-func (e evictionPods) PodStats(_ context.Context, p *pod.Pod) (eviction.PodStats, bool) {
+func (e evictionPods) PodStats(ctx context.Context, p *pod.Pod) (eviction.PodStats, bool) {
 	var st eviction.PodStats
 	mem, pids, err := e.cgroups.PodUsage(p)
 	ok := err == nil
 	st.Pod.Memory, st.Pod.PIDs = mem, pids
+	latest := map[string]pod.RuntimeContainer{}
+	for _, c := range e.cache.PodContainers(p.Metadata.UID) {
+		if l, seen := latest[c.Name]; !c.Init && (!seen || c.Attempt > l.Attempt) {
+			latest[c.Name] = c
+		}
+	}
+	for name, c := range latest {
+		b, inodes, err := e.rt.ContainerDiskUsage(ctx, p, c)
+		if err != nil {
+			continue
+		}
+		if st.Containers == nil {
+			st.Containers = map[string]eviction.Usage{}
+		}
+		st.Containers[name] = eviction.Usage{Disk: b, Inodes: inodes}
+		st.Pod.Disk += b
+		st.Pod.Inodes += inodes
+		ok = true
+	}
 	for _, v := range p.Spec.Volumes {
 		if v.EmptyDir == nil || v.EmptyDir.Medium == pod.StorageMediumMemory {
 			continue

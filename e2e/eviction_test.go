@@ -128,3 +128,32 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 		return nil
 	})
 }
+
+// TestEphemeralStorageLimitEviction: a container writing past its
+// ephemeral-storage limit into its own writable layer gets its pod
+// evicted with the kubelet's message, and the pod starts again fresh.
+func TestEphemeralStorageLimitEviction(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	marker := filepath.Join(tg.base, "marker")
+	if err := os.MkdirAll(marker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `if [ ! -f /marker/wrote ]; then touch /marker/wrote; dd if=/dev/zero of=/big bs=1024 count=3072; fi; ` + idle
+	tg.writeManifest("writer.yaml", podYAML{name: "writer",
+		containers: []ctrYAML{{name: "main", image: tg.image, script: script, mounts: []mountYAML{{name: "marker", path: "/marker"}},
+			extra: "      resources:\n        limits: {ephemeral-storage: 2Mi}\n"}},
+		volumes: []volYAML{hostPathVol("marker", marker, "Directory")},
+	}.String())
+	first := tg.waitRunning(startTimeout, "writer", "main", 0)
+	const msg = `Container main exceeded its local ephemeral storage limit "2Mi". `
+	tg.waitPod(evictionTimeout, "writer", "Failed/Evicted", func(v *pod.View) error {
+		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" || v.Status.Message != msg {
+			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
+		}
+		return nil
+	})
+	again := tg.waitRunning(evictionTimeout, "writer", "main", 0)
+	if again.PID == first.PID {
+		t.Errorf("the pod was not started again: %v", again)
+	}
+}

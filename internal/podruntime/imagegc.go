@@ -9,9 +9,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/platforms"
+
+	"tug/internal/pod"
 )
 
 // StoredImage is one image of tug's containerd namespace as the image GC
@@ -128,6 +131,37 @@ func (r *Runtime) EmptyDirUsage(uid, name string) (bytes, inodes int64, err erro
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of emptyDir %s of pod %s: %w", name, uid, err)
+	}
+	return bytes, inodes, nil
+}
+
+// ContainerDiskUsage returns what container id uses of the node's disk:
+// its writable layer (the snapshotter's usage of its active snapshot) and
+// the log files of its attempt, for the eviction manager's ephemeral-storage
+// limits. Safe for concurrent use.
+func (r *Runtime) ContainerDiskUsage(ctx context.Context, p *pod.Pod, c pod.RuntimeContainer) (bytes, inodes int64, err error) {
+	ctx = r.ctx(ctx)
+	cont, err := r.client.LoadContainer(ctx, c.ID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, notFound(err))
+	}
+	info, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata)
+	if err != nil {
+		return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, notFound(err))
+	}
+	if info.SnapshotKey != "" {
+		u, err := r.client.SnapshotService(info.Snapshotter).Usage(ctx, info.SnapshotKey)
+		if err != nil {
+			return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, err)
+		}
+		bytes, inodes = u.Size, u.Inodes
+	}
+	logs, _ := filepath.Glob(r.ContainerLogPath(p, c.Name, c.Attempt) + "*")
+	for _, l := range logs {
+		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() {
+			bytes += fi.Size()
+			inodes++
+		}
 	}
 	return bytes, inodes, nil
 }
