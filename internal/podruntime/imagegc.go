@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/platforms"
@@ -141,21 +140,13 @@ func (r *Runtime) EmptyDirUsage(uid, name string) (bytes, inodes int64, err erro
 // limits. Safe for concurrent use.
 func (r *Runtime) ContainerDiskUsage(ctx context.Context, p *pod.Pod, c pod.RuntimeContainer) (bytes, inodes int64, err error) {
 	ctx = r.ctx(ctx)
-	cont, err := r.client.LoadContainer(ctx, c.ID)
+	// The container's snapshot is keyed by its ID (startContainer): one
+	// call, no container lookup.
+	u, err := r.client.SnapshotService(r.cfg.Snapshotter).Usage(ctx, c.ID)
 	if err != nil {
 		return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, notFound(err))
 	}
-	info, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata)
-	if err != nil {
-		return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, notFound(err))
-	}
-	if info.SnapshotKey != "" {
-		u, err := r.client.SnapshotService(info.Snapshotter).Usage(ctx, info.SnapshotKey)
-		if err != nil {
-			return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, err)
-		}
-		bytes, inodes = u.Size, u.Inodes
-	}
+	bytes, inodes = u.Size, u.Inodes
 	logs, _ := filepath.Glob(r.ContainerLogPath(p, c.Name, c.Attempt) + "*")
 	for _, l := range logs {
 		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() {

@@ -161,7 +161,9 @@ func (m *Manager) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+		start := time.Now()
 		_, err := m.Synchronize(ctx)
+		m.cfg.Log.Debug("eviction pass", "duration", time.Since(start))
 		switch {
 		case err != nil && !failing:
 			m.cfg.Log.Warn("eviction manager: pass failed", "err", err)
