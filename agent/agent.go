@@ -183,7 +183,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	components["image gc"] = imageGC.Run
-	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups}, imageGC, log.With("component", "eviction"))
+	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}, imageGC, log.With("component", "eviction"))
 	if err != nil {
 		return err
 	}

@@ -37,24 +37,7 @@ func TestEmptyDirSizeLimitEviction(t *testing.T) {
 		}}},
 		volumes: []volYAML{{"scratch", "emptyDir: {sizeLimit: 1Mi}"}, hostPathVol("marker", marker, "Directory")},
 	}.String())
-	first := tg.waitRunning(startTimeout, "filler", "main", 0)
-	const msg = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
-	tg.waitPod(evictionTimeout, "filler", "Failed/Evicted", func(v *pod.View) error {
-		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" || v.Status.Message != msg {
-			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
-		}
-		return nil
-	})
-	tg.waitFor(evictionTimeout, "the evicted pod's containers to be removed", func() (bool, error) {
-		cs, err := tg.podContainers(tg.uid("filler"))
-		return err == nil && len(cs) == 0, err
-	})
-	// Started again, fresh: attempt 0 of a new container, an empty
-	// emptyDir, and no new eviction.
-	again := tg.waitRunning(evictionTimeout, "filler", "main", 0)
-	if again.PID == first.PID {
-		t.Errorf("the pod was not started again: %v", again)
-	}
+	tg.waitEvictedAndBack("filler", `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `)
 	tg.waitPod(startTimeout, "filler", "Running", func(v *pod.View) error {
 		if v.Status.Phase != pod.PhaseRunning || v.Status.Reason != "" {
 			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
@@ -144,16 +127,27 @@ func TestEphemeralStorageLimitEviction(t *testing.T) {
 			extra: "      resources:\n        limits: {ephemeral-storage: 2Mi}\n"}},
 		volumes: []volYAML{hostPathVol("marker", marker, "Directory")},
 	}.String())
-	first := tg.waitRunning(startTimeout, "writer", "main", 0)
-	const msg = `Container main exceeded its local ephemeral storage limit "2Mi". `
-	tg.waitPod(evictionTimeout, "writer", "Failed/Evicted", func(v *pod.View) error {
+	tg.waitEvictedAndBack("writer", `Container main exceeded its local ephemeral storage limit "2Mi". `)
+}
+
+// waitEvictedAndBack waits for the pod named name (its one container
+// "main" running) to be evicted with message msg and its containers
+// removed, then for it to run again: a new attempt 0.
+func (tg *tug) waitEvictedAndBack(name, msg string) {
+	tg.t.Helper()
+	first := tg.waitRunning(startTimeout, name, "main", 0)
+	tg.waitPod(evictionTimeout, name, "Failed/Evicted", func(v *pod.View) error {
 		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" || v.Status.Message != msg {
 			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
 		}
 		return nil
 	})
-	again := tg.waitRunning(evictionTimeout, "writer", "main", 0)
+	tg.waitFor(evictionTimeout, "the evicted pod's containers to be removed", func() (bool, error) {
+		cs, err := tg.podContainers(tg.uid(name))
+		return err == nil && len(cs) == 0, err
+	})
+	again := tg.waitRunning(evictionTimeout, name, "main", 0)
 	if again.PID == first.PID {
-		t.Errorf("the pod was not started again: %v", again)
+		tg.t.Errorf("pod %s was not started again: %v", name, again)
 	}
 }

@@ -174,9 +174,16 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-// Synchronize is one pass: local storage limits, then node thresholds. It
-// returns the pod it evicted, if any.
+// Synchronize is one pass: it observes the node and updates the
+// conditions (before it reads the pods' stats, which may depend on them),
+// then enforces local storage limits, then the node thresholds. It returns
+// the pod it evicted, if any.
 func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
+	obs, err := m.cfg.Observer.Observe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("observe node: %w", err)
+	}
+	met := m.update(m.cfg.Clock.Now(), obs)
 	pods := m.cfg.Pods.ActivePods()
 	stats := make(map[string]PodStats, len(pods))
 	for _, p := range pods {
@@ -187,12 +194,6 @@ func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
 	if p, err := m.localStorageEviction(ctx, pods, stats); p != nil || err != nil {
 		return p, err
 	}
-	obs, err := m.cfg.Observer.Observe(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("observe node: %w", err)
-	}
-	now := m.cfg.Clock.Now()
-	met := m.update(now, obs)
 	if len(met) == 0 {
 		return nil, nil
 	}
