@@ -84,6 +84,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	thresholds, err := evictionThresholds(cfg)
+	if err != nil {
+		return err
+	}
 	store := podconfig.New()
 	dir := source.NewDir(source.DirConfig{
 		Path:     cfg.PodManifestPath,
@@ -149,6 +153,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
+	pressure := &pressureRef{}
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -162,6 +167,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
 		MaxPods:      cfg.MaxPods,
+		Pressure:     pressure,
 		Backoff: &reconcile.CrashBackoff{
 			Initial: cfg.CrashLoopBackOffInitial,
 			Max:     cfg.CrashLoopBackOffMax,
@@ -183,11 +189,22 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		},
 	}
 	components["container logs"] = rt.RunLogs
+	imageGC, err := newImageGC(cfg, rt, store, lifecycle, sources, log.With("component", "imagegc"))
+	if err != nil {
+		return err
+	}
+	components["image gc"] = imageGC.Run
+	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}, imageGC, log.With("component", "eviction"))
+	if err != nil {
+		return err
+	}
+	pressure.m = evictions
+	components["eviction manager"] = evictions.Run
 	if web != nil {
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
-	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"), LogsDir: cfg.PodLogsDir}
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Node: nodeView{name: hostname, m: evictions}, Log: log.With("component", "api"), LogsDir: cfg.PodLogsDir}
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)

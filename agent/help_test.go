@@ -27,6 +27,7 @@ func TestHelp(t *testing.T) {
 		{"pods", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"inspect", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"logs", []string{"-socket", "-n", "-namespace", "-c", "-container", "-f", "-follow", "-p", "-previous", "-tail", "-since", "-timestamps"}},
+		{"node", []string{"-socket", "-o"}},
 		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},
 		{"version", nil},
 	}

@@ -52,6 +52,9 @@ var commands = []command{
 		return inspectPod(context.Background(), args, stdout, stderr)
 	}},
 	{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", logsCmd},
+	{"node", "              show the node's pressure conditions (MemoryPressure, DiskPressure, PIDPressure)", func(args []string, stdout, stderr io.Writer) int {
+		return showNode(context.Background(), args, stdout, stderr)
+	}},
 	{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", signCmd},
 	{"version", "           print the version", versionCmd},
 	{"help", "[COMMAND]     list the commands, or print COMMAND's usage and flags (as COMMAND --help)", nil},

@@ -101,6 +101,13 @@ func (c *Client) Logs(ctx context.Context, ns, name string, o LogOptions, w io.W
 	return nil
 }
 
+// Node returns the node and its conditions.
+func (c *Client) Node(ctx context.Context) (pod.NodeView, error) {
+	var v pod.NodeView
+	err := c.get(ctx, "/node", &v)
+	return v, err
+}
+
 // get fetches path and decodes its JSON answer into out. A failed
 // connection is an *UnreachableError, an answer other than 200 a
 // *StatusError.

@@ -44,6 +44,8 @@ type Server struct {
 	Status StatusSource
 	// Health is asked by /healthz and /readyz; nil means always healthy.
 	Health HealthChecker
+	// Node supplies GET /node; nil means a node with no conditions.
+	Node NodeSource
 	// Log receives listener events and failed writes; nil discards them.
 	Log *slog.Logger
 	// IdleTimeout closes a keep-alive connection that sends no new request
@@ -67,6 +69,7 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /manifests                 {"items": [ManifestStatus...]}
 //	GET /pods/{namespace}/{name}/log  a container's output, as kubectl logs
 //	    (?container=&follow=&previous=&tailLines=&sinceSeconds=&timestamps=)
+//	GET /node                      the node and its pressure conditions
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -76,6 +79,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/log", s.getLog)
+	mux.HandleFunc("GET /node", s.getNode)
 	return mux
 }
 

@@ -177,6 +177,33 @@ type Config struct {
 	// names none: runtime-default (containerd's default profile) or
 	// unconfined (Kubernetes' default). Default runtime-default.
 	DefaultSeccomp string `yaml:"default-seccomp"`
+
+	// Reclaim (issue 15), the kubelet's flags and defaults.
+	// ImageGCHighThresholdPercent: the image filesystem usage (percent) at
+	// which unused images are removed; 100 disables. Default 85.
+	ImageGCHighThresholdPercent int `yaml:"image-gc-high-threshold"`
+	// ImageGCLowThresholdPercent: the usage the image GC frees down to.
+	// Default 80.
+	ImageGCLowThresholdPercent int `yaml:"image-gc-low-threshold"`
+	// MinimumImageTTLDuration: an unused image is kept this long after it
+	// was first seen. Default 2m.
+	MinimumImageTTLDuration time.Duration `yaml:"minimum-image-ttl-duration"`
+	// EvictionHard: hard eviction thresholds, kubelet syntax
+	// ("memory.available<100Mi,nodefs.available<10%"); "none" for none.
+	// Default (empty): memory.available<100Mi, nodefs.available<10%,
+	// nodefs.inodesFree<5%, imagefs.available<15%.
+	EvictionHard string `yaml:"eviction-hard"`
+	// EvictionSoft: soft eviction thresholds, same syntax. Default none.
+	EvictionSoft string `yaml:"eviction-soft"`
+	// EvictionSoftGracePeriod: how long each soft threshold must hold
+	// ("memory.available=1m30s"). Default none.
+	EvictionSoftGracePeriod string `yaml:"eviction-soft-grace-period"`
+	// EvictionPressureTransitionPeriod: how long a node pressure condition
+	// stays after its threshold was last met. Default 5m.
+	EvictionPressureTransitionPeriod time.Duration `yaml:"eviction-pressure-transition-period"`
+	// EvictionMaxPodGracePeriod: the most grace (seconds) a pod evicted for
+	// a soft threshold gets; 0 means the pod's own. Default 0.
+	EvictionMaxPodGracePeriod int `yaml:"eviction-max-pod-grace-period"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -264,6 +291,11 @@ func Default() Config {
 		FilePolicy:     "privileged",
 		URLPolicy:      "baseline",
 		DefaultSeccomp: "runtime-default",
+
+		ImageGCHighThresholdPercent:      85,
+		ImageGCLowThresholdPercent:       80,
+		MinimumImageTTLDuration:          2 * time.Minute,
+		EvictionPressureTransitionPeriod: 5 * time.Minute,
 	}
 }
 
@@ -332,6 +364,14 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
 	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
 	fs.StringVar(&c.DefaultSeccomp, "default-seccomp", c.DefaultSeccomp, "seccomp profile of containers that name none: runtime-default or unconfined")
+	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "image filesystem usage percent at which unused images are removed (100: never)")
+	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "image filesystem usage percent the image GC frees down to")
+	fs.DurationVar(&c.MinimumImageTTLDuration, "minimum-image-ttl-duration", c.MinimumImageTTLDuration, "minimum age of an unused image before it is removed")
+	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, "hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's; none: none)")
+	fs.StringVar(&c.EvictionSoft, "eviction-soft", c.EvictionSoft, "soft eviction thresholds, same syntax as --eviction-hard")
+	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "grace period of each soft threshold, e.g. memory.available=1m30s")
+	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")
+	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "maximum grace period (seconds) of a pod evicted for a soft threshold (0: the pod's own)")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -451,6 +491,12 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if c.ImageGCHighThresholdPercent < 1 || c.ImageGCHighThresholdPercent > 100 || c.ImageGCLowThresholdPercent < 1 || c.ImageGCLowThresholdPercent > c.ImageGCHighThresholdPercent {
+		errs = append(errs, fmt.Errorf("image-gc-high-threshold %d, image-gc-low-threshold %d: want 1 <= low <= high <= 100", c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent))
+	}
+	if c.MinimumImageTTLDuration < 0 || c.EvictionPressureTransitionPeriod < 0 || c.EvictionMaxPodGracePeriod < 0 {
+		errs = append(errs, errors.New("minimum-image-ttl-duration, eviction-pressure-transition-period and eviction-max-pod-grace-period may not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -87,7 +87,7 @@ type PodSpec struct {
 	// ServiceAccountName is kept for the downward API only (a node has no
 	// service accounts); warned about as ignored. Empty reads as "default".
 	ServiceAccountName string `yaml:"serviceAccountName" json:"serviceAccountName,omitempty"`
-	Priority          *int32 `yaml:"priority" json:"priority,omitempty"`
+	Priority           *int32 `yaml:"priority" json:"priority,omitempty"`
 }
 
 // HostAlias is one /etc/hosts line: IP and its names.

@@ -162,6 +162,9 @@ type Runtime struct {
 
 	importMu sync.Mutex            // serialises archive imports
 	imported map[string]archiveKey // archives already imported, by file name
+	// archiveOf maps an image name to the archive it was imported from
+	// (the image GC keeps it while that file is in ImageDir).
+	archiveOf map[string]string
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
@@ -198,8 +201,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		resolver: docker.NewResolver(docker.ResolverOptions{
 			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
 		}),
-		pulls:    map[string]*pullCall{},
-		imported: map[string]archiveKey{},
+		pulls:     map[string]*pullCall{},
+		imported:  map[string]archiveKey{},
+		archiveOf: map[string]string{},
 	}
 	if cfg.LogDriver == LogDriverFile {
 		lc := logConfig{maxSize: cfg.LogMaxSize, maxFiles: max(cfg.LogMaxFiles-1, 0)}

@@ -36,4 +36,7 @@ var (
 	// ErrNoTask means a container has no task to wait for: it was never
 	// started.
 	ErrNoTask = errors.New("podruntime: container has no task")
+	// ErrNoImageFS means containerd's snapshotter does not say where its
+	// root is, so the image filesystem cannot be measured.
+	ErrNoImageFS = errors.New("podruntime: snapshotter exports no root")
 )

@@ -326,6 +326,7 @@ func (r *Runtime) importArchive(ctx context.Context, name string, key archiveKey
 		if err := containerd.NewImage(r.client, img).Unpack(ctx, r.cfg.Snapshotter); err != nil {
 			return fmt.Errorf("import image archive %s: unpack %s: %w", path, img.Name, err)
 		}
+		r.archiveOf[img.Name] = name
 		r.log.Info("imported image", "image", img.Name, "digest", img.Target.Digest.String(), "file", path,
 			"duration", time.Since(start).Round(time.Millisecond))
 	}

@@ -50,6 +50,9 @@ type Config struct {
 	// removed. Which pods run is deterministic: pods that already have
 	// containers (adopted after a restart) first, then by namespace/name.
 	MaxPods int
+	// Pressure, when set, is asked before an evicted pod is started again
+	// (the eviction manager's Admit); nil lets it start at once.
+	Pressure Pressure
 	// RetryMin and RetryMax bound the delay before a failed sync is retried
 	// (defaults 1 s and 1 min).
 	RetryMin, RetryMax time.Duration
@@ -76,6 +79,7 @@ type Loop struct {
 	killed    map[string]time.Time // orphans housekeeping removed lately
 	held      map[string]*pod.Pod  // pods beyond MaxPods, by UID; only touched by Run
 	done      chan string          // UIDs of workers that ended
+	evictions chan string          // UIDs of pods Evict marked, to sync now
 }
 
 // New returns a sync loop that drives pods through cfg.Runtime and
@@ -94,7 +98,7 @@ func New(cfg Config) *Loop {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
 	n := &notes{now: cfg.Clock}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, pressure: cfg.Pressure}
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
 	l.notes = n
 	return l
@@ -111,6 +115,7 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 		killed:    map[string]time.Time{},
 		held:      map[string]*pod.Pod{},
 		done:      make(chan string),
+		evictions: make(chan string, 16),
 	}
 }
 
@@ -152,6 +157,10 @@ func (l *Loop) Run(ctx context.Context) error {
 			}
 		case <-resync.C:
 			for _, w := range l.workers {
+				w.resync()
+			}
+		case uid := <-l.evictions:
+			if w := l.workers[uid]; w != nil {
 				w.resync()
 			}
 		case <-housekeeping:

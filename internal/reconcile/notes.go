@@ -29,6 +29,7 @@ type podNotes struct {
 	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
+	evicted    *evictedNote // set while the pod is evicted
 }
 
 func (n *notes) pod(uid string, now time.Time) *podNotes {

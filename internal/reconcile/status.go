@@ -112,6 +112,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		// leaves a static pod that does not fit the node.
 		st.Phase, st.Reason = pod.PhaseFailed, n.failedAs
 	}
+	if n.evicted != nil {
+		st.Phase, st.Reason, st.Message = pod.PhaseFailed, ReasonEvicted, n.evicted.message
+	}
 	if n.ip != "" {
 		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
 	}

@@ -27,6 +27,8 @@ type podSyncer struct {
 	backoff *CrashBackoff
 	now     clock.Clock
 	log     *slog.Logger // nil: no log
+	// pressure decides when an evicted pod may start again (nil: at once).
+	pressure Pressure
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -60,6 +62,9 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		return res, nil
 	}
 	uid := p.Metadata.UID
+	if down, err := s.syncEvicted(ctx, p, &res); down || err != nil {
+		return res, err
+	}
 	sb, err := s.sandbox(ctx, p)
 	var inUse *pod.HostPortInUseError
 	if errors.As(err, &inUse) {

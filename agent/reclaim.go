@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"tug/internal/config"
+	"tug/internal/pleg"
+	"tug/internal/pod"
+	"tug/internal/podconfig"
+	"tug/internal/podruntime"
+	"tug/internal/qos"
+	"tug/internal/reclaim/eviction"
+	"tug/internal/reclaim/imagegc"
+	"tug/internal/reconcile"
+)
+
+// imageGCAdapter gives the image GC what it reads: the runtime's images
+// and image filesystem, and the images in use (every container's, and every
+// pod's the sources want, which for the URL source is its checkpoint: the
+// images offline boot needs).
+type imageGCAdapter struct {
+	rt    *podruntime.Runtime
+	store *podconfig.Store
+	cache *pleg.PLEG
+	// sources must all have reported (the URL source: from the server or
+	// its checkpoint) before any image counts as unused.
+	sources []string
+	log     *slog.Logger
+}
+
+var (
+	_ imagegc.Images = imageGCAdapter{}
+	_ imagegc.InUse  = imageGCAdapter{}
+	_ imagegc.FS     = imageGCAdapter{}
+)
+
+func (a imageGCAdapter) ListImages(ctx context.Context) ([]imagegc.Image, error) {
+	list, err := a.rt.StoredImages(ctx)
+	out := make([]imagegc.Image, 0, len(list))
+	for _, si := range list {
+		out = append(out, imagegc.Image{ID: si.Digest, Refs: si.Names, Size: si.Size, Pinned: si.Pinned, CreatedAt: si.CreatedAt})
+	}
+	return out, err
+}
+
+func (a imageGCAdapter) RemoveImage(ctx context.Context, ref string) error {
+	return a.rt.RemoveImage(ctx, ref)
+}
+
+func (a imageGCAdapter) ImagesInUse(context.Context) (map[string]bool, error) {
+	for _, src := range a.sources {
+		if !a.store.Ready(src) {
+			return nil, fmt.Errorf("source %s has not reported yet: %w", src, errNotReady)
+		}
+	}
+	used := map[string]bool{}
+	add := func(ref string) {
+		used[ref] = true
+		if n, err := podruntime.NormalizeRef(ref); err == nil {
+			used[n] = true
+		}
+	}
+	for _, c := range a.cache.All() {
+		add(c.Image)
+		if c.ImageID != "" {
+			used[c.ImageID] = true
+		}
+	}
+	for _, p := range a.store.Pods() {
+		for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, c := range list {
+				add(c.Image)
+			}
+		}
+	}
+	return used, nil
+}
+
+func (a imageGCAdapter) ImageFS(ctx context.Context) (capacity, available uint64, err error) {
+	path, err := a.rt.ImageFSPath(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), nil
+}
+
+// errNotReady defers the image GC until every source has reported.
+var errNotReady = errors.New("not every source has reported")
+
+// newImageGC builds the image GC of --image-gc-high-threshold,
+// --image-gc-low-threshold and --minimum-image-ttl-duration.
+// TODO(lead): pass the agent's prometheus.Registerer (Config.Registerer)
+// once /metrics uses client_golang.
+func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Store, cache *pleg.PLEG, sources []string, log *slog.Logger) (*imagegc.Manager, error) {
+	a := imageGCAdapter{rt: rt, store: store, cache: cache, sources: sources, log: log}
+	return imagegc.New(imagegc.Config{
+		Policy: imagegc.Policy{
+			HighThresholdPercent: cfg.ImageGCHighThresholdPercent,
+			LowThresholdPercent:  cfg.ImageGCLowThresholdPercent,
+			MinAge:               cfg.MinimumImageTTLDuration,
+		},
+		Images: a, InUse: a, FS: a,
+		Log: log,
+	})
+}
+
+// evictionThresholds parses --eviction-hard, --eviction-soft and
+// --eviction-soft-grace-period, so that a bad value stops tug at start.
+func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
+	return eviction.ParseThresholds(cfg.EvictionHard, cfg.EvictionSoft, cfg.EvictionSoftGracePeriod)
+}
+
+// evictionPods gives the eviction manager the pods that run (wanted, not
+// evicted, with containers) and their usage: the pod cgroup's memory
+// working set and tasks, each disk-backed emptyDir's usage, and each
+// current container's writable layer and logs. A container's disk usage
+// (containerd walks its writable layer) is read only when it has an
+// ephemeral-storage limit or while the node is under DiskPressure, when
+// the ranking needs it: 30 containers walked every 10 s cost containerd
+// about a core-percent. Per-container memory is not read (the messages
+// then name no container for memory).
+type evictionPods struct {
+	store   *podconfig.Store
+	cache   *pleg.PLEG
+	loop    *reconcile.Loop
+	rt      *podruntime.Runtime
+	cgroups *qos.Manager
+	// pressure reports the node conditions (nil: none yet).
+	pressure *pressureRef
+}
+
+func (e evictionPods) ActivePods() []*pod.Pod {
+	var out []*pod.Pod
+	for _, p := range e.store.Pods() {
+		if !e.loop.Evicted(p.Metadata.UID) && len(e.cache.PodContainers(p.Metadata.UID)) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (e evictionPods) PodStats(ctx context.Context, p *pod.Pod) (eviction.PodStats, bool) {
+	var st eviction.PodStats
+	mem, pids, err := e.cgroups.PodUsage(p)
+	ok := err == nil
+	st.Pod.Memory, st.Pod.PIDs = mem, pids
+	latest := map[string]pod.RuntimeContainer{}
+	for _, c := range e.cache.PodContainers(p.Metadata.UID) {
+		if l, seen := latest[c.Name]; !c.Init && (!seen || c.Attempt > l.Attempt) {
+			latest[c.Name] = c
+		}
+	}
+	diskPressure := e.pressure != nil && e.pressure.diskPressure()
+	for name, c := range latest {
+		if _, limited := containerSpec(p, name).Resources.Limits[pod.ResourceEphemeralStorage]; !limited && !diskPressure {
+			continue
+		}
+		b, inodes, err := e.rt.ContainerDiskUsage(ctx, p, c)
+		if err != nil {
+			continue
+		}
+		if st.Containers == nil {
+			st.Containers = map[string]eviction.Usage{}
+		}
+		st.Containers[name] = eviction.Usage{Disk: b, Inodes: inodes}
+		st.Pod.Disk += b
+		st.Pod.Inodes += inodes
+		ok = true
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir == nil || v.EmptyDir.Medium == pod.StorageMediumMemory {
+			continue
+		}
+		b, inodes, err := e.rt.EmptyDirUsage(p.Metadata.UID, v.Name)
+		if err != nil {
+			continue
+		}
+		if st.EmptyDirs == nil {
+			st.EmptyDirs = map[string]int64{}
+		}
+		st.EmptyDirs[v.Name] = b
+		st.Pod.Disk += b
+		st.Pod.Inodes += inodes
+		ok = true
+	}
+	return st, ok
+}
+
+// containerSpec returns p's app container name (zero if none).
+func containerSpec(p *pod.Pod, name string) pod.Container {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return pod.Container{}
+}
+
+// pressureRef lets the sync loop ask the eviction manager, which is built
+// after it (the manager evicts through the loop).
+type pressureRef struct{ m *eviction.Manager }
+
+// diskPressure reports whether the node is under DiskPressure.
+func (r *pressureRef) diskPressure() bool {
+	if r.m == nil {
+		return false
+	}
+	for _, c := range r.m.Conditions() {
+		if c.Type == eviction.DiskPressure && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *pressureRef) Admit(p *pod.Pod, bestEffort bool) (bool, string) {
+	if r.m == nil {
+		return true, ""
+	}
+	return r.m.Admit(p, bestEffort)
+}
+
+// newEviction builds the eviction manager: the node's signals from /proc
+// and statfs of --root-dir (nodefs) and containerd's snapshotter root
+// (imagefs), the image GC as its disk reclaimer, and the sync loop as its
+// evicter. TODO(lead): pass the Registerer (kubelet_evictions) and the
+// event recorder (Evicted), and serve Manager.Conditions in GET /node and
+// tug node.
+func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold, pods evictionPods, gc *imagegc.Manager, log *slog.Logger) (*eviction.Manager, error) {
+	imageFS, err := pods.rt.ImageFSPath(ctx)
+	if err != nil {
+		log.Warn("image filesystem unknown: imagefs signals read --root-dir's", "err", err)
+	}
+	return eviction.New(eviction.Config{
+		Thresholds: th,
+		Observer:   eviction.NodeObserver{NodeFS: cfg.RootDir, ImageFS: imageFS},
+		Pods:       pods,
+		Evicter:    pods.loop,
+		ReclaimDisk: []func(context.Context) error{func(ctx context.Context) error {
+			_, err := gc.DeleteUnusedImages(ctx)
+			return err
+		}},
+		PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod,
+		MaxPodGracePeriod:        time.Duration(cfg.EvictionMaxPodGracePeriod) * time.Second,
+		Log:                      log,
+	})
+}
+
+// nodeView is GET /node: the host name and the eviction manager's
+// conditions.
+type nodeView struct {
+	name string
+	m    *eviction.Manager
+}
+
+func (n nodeView) Node() pod.NodeView {
+	return pod.NodeView{Metadata: pod.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
+}

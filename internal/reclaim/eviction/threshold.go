@@ -1,0 +1,183 @@
+package eviction
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// Signal names what a threshold watches, with the kubelet's names.
+type Signal string
+
+// The signals tug observes.
+const (
+	SignalMemoryAvailable   Signal = "memory.available"
+	SignalNodeFsAvailable   Signal = "nodefs.available"
+	SignalNodeFsInodesFree  Signal = "nodefs.inodesFree"
+	SignalImageFsAvailable  Signal = "imagefs.available"
+	SignalImageFsInodesFree Signal = "imagefs.inodesFree"
+	SignalPIDAvailable      Signal = "pid.available"
+)
+
+// signalOrder is the order in which met thresholds are acted on: memory
+// first (the kubelet's evictionSignalToPriority puts memory before disk).
+var signalOrder = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable}
+
+// resource is the name of what a signal is short of, as the kubelet's
+// eviction messages spell it.
+var resource = map[Signal]string{
+	SignalMemoryAvailable:   "memory",
+	SignalNodeFsAvailable:   "ephemeral-storage",
+	SignalNodeFsInodesFree:  "inodes",
+	SignalImageFsAvailable:  "ephemeral-storage",
+	SignalImageFsInodesFree: "inodes",
+	SignalPIDAvailable:      "pids",
+}
+
+// DefaultHard is the kubelet's default --eviction-hard on Linux. As in the
+// kubelet, it applies only when --eviction-hard is not given at all: a
+// value given replaces all of it.
+const DefaultHard = "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%"
+
+// Threshold is one parsed threshold: the signal is met when what is
+// available falls below Quantity bytes (or count), or below Percentage of
+// the capacity when Quantity is 0.
+type Threshold struct {
+	Signal      Signal
+	Quantity    int64
+	Percentage  float64 // 0..1
+	GracePeriod time.Duration
+	Hard        bool
+}
+
+// value returns the threshold in the signal's unit for a capacity.
+func (t Threshold) value(capacity int64) int64 {
+	if t.Quantity > 0 {
+		return t.Quantity
+	}
+	return int64(t.Percentage * float64(capacity))
+}
+
+// String prints the threshold in the flag syntax.
+func (t Threshold) String() string {
+	if t.Quantity > 0 {
+		return fmt.Sprintf("%s<%s", t.Signal, formatQuantity(t.Signal, t.Quantity))
+	}
+	return fmt.Sprintf("%s<%s%%", t.Signal, strconv.FormatFloat(t.Percentage*100, 'f', -1, 64))
+}
+
+// ParseThresholds parses the kubelet's --eviction-hard, --eviction-soft and
+// --eviction-soft-grace-period values (comma-separated; thresholds
+// "signal<quantity" or "signal<percent%", grace periods "signal=duration").
+// An empty hard is DefaultHard; "none" means no hard threshold. Every soft
+// threshold needs a grace period and every grace period a soft threshold.
+func ParseThresholds(hard, soft, grace string) ([]Threshold, error) {
+	if hard == "" {
+		hard = DefaultHard
+	}
+	if hard == "none" {
+		hard = ""
+	}
+	out, err := parseList(hard, true)
+	if err != nil {
+		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	softs, err := parseList(soft, false)
+	if err != nil {
+		return nil, fmt.Errorf("--eviction-soft: %w", err)
+	}
+	graces := map[Signal]time.Duration{}
+	for item := range splitList(grace) {
+		name, val, ok := strings.Cut(item, "=")
+		sig := Signal(strings.TrimSpace(name))
+		if !ok || resource[sig] == "" {
+			return nil, fmt.Errorf("--eviction-soft-grace-period: %w: %q", ErrInvalidThreshold, item)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(val))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("--eviction-soft-grace-period: %w: %q", ErrInvalidThreshold, item)
+		}
+		graces[sig] = d
+	}
+	for i := range softs {
+		d, ok := graces[softs[i].Signal]
+		if !ok {
+			return nil, fmt.Errorf("--eviction-soft: %w: %s has no grace period", ErrInvalidThreshold, softs[i].Signal)
+		}
+		softs[i].GracePeriod = d
+		delete(graces, softs[i].Signal)
+	}
+	for sig := range graces {
+		return nil, fmt.Errorf("--eviction-soft-grace-period: %w: %s has no soft threshold", ErrInvalidThreshold, sig)
+	}
+	return append(out, softs...), nil
+}
+
+func splitList(s string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for item := range strings.SplitSeq(s, ",") {
+			if item = strings.TrimSpace(item); item != "" && !yield(item) {
+				return
+			}
+		}
+	}
+}
+
+func parseList(s string, hard bool) ([]Threshold, error) {
+	var out []Threshold
+	for item := range splitList(s) {
+		name, val, ok := strings.Cut(item, "<")
+		sig := Signal(strings.TrimSpace(name))
+		val = strings.TrimSpace(val)
+		if !ok || resource[sig] == "" {
+			return nil, fmt.Errorf("%w: %q (want signal<quantity with a signal of %v)", ErrInvalidThreshold, item, signalOrder)
+		}
+		if slices.ContainsFunc(out, func(t Threshold) bool { return t.Signal == sig }) {
+			return nil, fmt.Errorf("%w: %s given twice", ErrInvalidThreshold, sig)
+		}
+		t := Threshold{Signal: sig, Hard: hard}
+		if pct, ok := strings.CutSuffix(val, "%"); ok {
+			f, err := strconv.ParseFloat(pct, 64)
+			if err != nil || f <= 0 || f > 100 {
+				return nil, fmt.Errorf("%w: %q (a percentage in (0,100])", ErrInvalidThreshold, item)
+			}
+			t.Percentage = f / 100
+		} else {
+			q, err := pod.ParseQuantity(val)
+			if err != nil || q.Value() <= 0 {
+				return nil, fmt.Errorf("%w: %q (a positive quantity)", ErrInvalidThreshold, item)
+			}
+			t.Quantity = q.Value()
+		}
+		out = append(out, t)
+	}
+	slices.SortStableFunc(out, func(a, b Threshold) int {
+		return cmp.Compare(slices.Index(signalOrder, a.Signal), slices.Index(signalOrder, b.Signal))
+	})
+	return out, nil
+}
+
+// formatQuantity prints an amount the way a Kubernetes quantity does:
+// bytes in the largest binary unit that divides them, counts plainly.
+func formatQuantity(sig Signal, v int64) string {
+	if r := resource[sig]; r != "memory" && r != "ephemeral-storage" {
+		return strconv.FormatInt(v, 10)
+	}
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+		if v != 0 && v%u.size == 0 {
+			return strconv.FormatInt(v/u.size, 10) + u.suffix
+		}
+	}
+	if v > 1<<10 {
+		return strconv.FormatInt(v/(1<<10), 10) + "Ki"
+	}
+	return strconv.FormatInt(v, 10)
+}
