@@ -232,9 +232,8 @@ func (r *pressureRef) Admit(p *pod.Pod, bestEffort bool) (bool, string) {
 // newEviction builds the eviction manager: the node's signals from /proc
 // and statfs of --root-dir (nodefs) and containerd's snapshotter root
 // (imagefs), the image GC as its disk reclaimer, and the sync loop as its
-// evicter. TODO(lead): pass the Registerer (kubelet_evictions) and the
-// event recorder (Evicted), and serve Manager.Conditions in GET /node and
-// tug node.
+// evicter. Pods are ranked with their
+// spec.priority (or priorityClassName's).
 func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold, pods evictionPods, gc *imagegc.Manager, log *slog.Logger) (*eviction.Manager, error) {
 	imageFS, err := pods.rt.ImageFSPath(ctx)
 	if err != nil {
@@ -249,6 +248,7 @@ func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold
 			_, err := gc.DeleteUnusedImages(ctx)
 			return err
 		}},
+		Priority:                 pod.PodPriority,
 		PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod,
 		MaxPodGracePeriod:        time.Duration(cfg.EvictionMaxPodGracePeriod) * time.Second,
 		Log:                      log,

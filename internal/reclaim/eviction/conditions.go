@@ -80,7 +80,7 @@ func (m *Manager) Conditions() []NodeCondition {
 // DiskPressure or PIDPressure no pod may (a critical pod always may). When
 // it may not, message is the kubelet's ("The node had condition:
 // [DiskPressure]. ") and the pod's reason is Reason. reconcile calls it
-// before starting an evicted pod again. TODO(lead): wire it.
+// before starting an evicted pod again.
 func (m *Manager) Admit(p *pod.Pod, bestEffort bool) (ok bool, message string) {
 	if m.priority(p) >= SystemCriticalPriority {
 		return true, ""

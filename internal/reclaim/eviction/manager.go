@@ -71,7 +71,7 @@ type Pods interface {
 
 // Evicter stops every container of p within grace and marks it Failed with
 // reason Evicted and message; the pod stays wanted by its source and is
-// started again once Admit lets it (TODO(lead): reconcile implements it).
+// started again once Admit lets it.
 type Evicter interface {
 	Evict(ctx context.Context, p *pod.Pod, message string, grace time.Duration) error
 }
@@ -91,9 +91,8 @@ type Config struct {
 	// ReclaimDisk runs, in order, before a pod is evicted for a disk
 	// signal (image GC's DeleteUnusedImages, container GC).
 	ReclaimDisk []func(ctx context.Context) error
-	// Priority returns a pod's priority; nil means 0 for every pod.
-	// TODO(lead): pass the pod's spec.priority (priorityClassName
-	// resolved) once the manifest field lands (issue 13).
+	// Priority returns a pod's priority (pod.PodPriority); nil means 0
+	// for every pod.
 	Priority func(p *pod.Pod) int32
 	// Period is how often Run evaluates; 0 means 10s (the kubelet's).
 	Period time.Duration
