@@ -17,7 +17,10 @@ import (
 // problem with its line, column and field path, and tells a Kubernetes field
 // tug does not implement from a field that does not exist.
 
-var quantityType = reflect.TypeFor[Quantity]()
+var (
+	quantityType    = reflect.TypeFor[Quantity]()
+	intOrStringType = reflect.TypeFor[IntOrString]()
+)
 
 // position is a 1-based line and column in the source.
 type position struct{ line, col int }
@@ -200,6 +203,10 @@ func (d *decoder) into(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	if t == quantityType {
 		d.quantity(n, v, path)
+		return
+	}
+	if t == intOrStringType {
+		d.intOrString(n, v, path)
 		return
 	}
 	switch t.Kind() {
@@ -466,6 +473,23 @@ func (d *decoder) quantity(n *yaml.Node, v reflect.Value, path string) {
 		}
 	}
 	d.fail(n, path, "expected a quantity such as \"128Mi\", got %s", describe(n))
+}
+
+// intOrString decodes a port given by number or by name.
+func (d *decoder) intOrString(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!int", "!!float":
+			if i, ok := d.integer(n, path, 32); ok {
+				v.Set(reflect.ValueOf(FromInt(int32(i))))
+			}
+			return
+		case "!!str":
+			v.Set(reflect.ValueOf(FromString(n.Value)))
+			return
+		}
+	}
+	d.fail(n, path, "expected a number or a name, got %s", describe(n))
 }
 
 // isNull reports whether n is a null scalar ("null", "~" or nothing).

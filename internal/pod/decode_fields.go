@@ -26,7 +26,7 @@ func buildStructInfos(roots ...reflect.Type) map[reflect.Type]*structInfo {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
 			t = t.Elem()
 		}
-		if t.Kind() != reflect.Struct || t == quantityType || infos[t] != nil {
+		if t.Kind() != reflect.Struct || t == quantityType || t == intOrStringType || infos[t] != nil {
 			return
 		}
 		info := &structInfo{fields: make(map[string]int)}

@@ -15,7 +15,8 @@ const DefaultTerminationGracePeriodSeconds = 30
 // ":latest" or untagged image without digest, else IfNotPresent), port
 // protocol TCP and, with hostNetwork, hostPort = containerPort on app
 // containers, dnsPolicy ClusterFirst, and a request for every resource
-// that has a limit but no request (set to the limit). It also normalises capability names to the form without
+// that has a limit but no request (set to the limit), and the probe
+// defaults (see defaultProbe). It also normalises capability names to the form without
 // "CAP_". SetDefaults is idempotent; Parse calls it.
 func SetDefaults(p *Pod) {
 	if p.APIVersion == "" {
@@ -69,9 +70,53 @@ func defaultContainer(c *Container, hostPorts bool) {
 			c.Resources.Requests[name] = limit
 		}
 	}
+	for _, pr := range []*Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(pr)
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
+	}
 	if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
 		trimCapPrefix(sc.Capabilities.Add)
 		trimCapPrefix(sc.Capabilities.Drop)
+	}
+}
+
+// defaultProbe sets Kubernetes' probe defaults (a nil probe is left
+// alone): timeoutSeconds 1, periodSeconds 10, successThreshold 1,
+// failureThreshold 3, and an httpGet's path "/" and scheme HTTP.
+func defaultProbe(p *Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	defaultHTTPGet(p.HTTPGet)
+}
+
+func defaultHTTPGet(g *HTTPGetAction) {
+	if g == nil {
+		return
+	}
+	if g.Path == "" {
+		g.Path = "/"
+	}
+	if g.Scheme == "" {
+		g.Scheme = URISchemeHTTP
 	}
 }
 

@@ -33,11 +33,18 @@ type containerHashInput struct {
 // into its OCI spec (namespace and name, hostNetwork, the volumes it
 // mounts, the pod's securityContext), so a change in it means the container must be recreated, and a
 // change elsewhere in the pod (labels, another container, a volume it does
-// not mount, restartPolicy) does not. The pod should be defaulted (Parse
+// not mount, restartPolicy, the container's probes) does not. The pod should be defaulted (Parse
 // does this), so that writing a default out does not change the hash. The
 // hash is stable across runs and tug versions as long as new Container
 // fields are added with omitempty.
 func ContainerHash(p *Pod, c *Container) string {
+	// The probes are not part of the container: the prober re-arms them
+	// when they change, without recreating the container.
+	if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+		cc := *c
+		cc.LivenessProbe, cc.ReadinessProbe, cc.StartupProbe = nil, nil, nil
+		c = &cc
+	}
 	in := containerHashInput{
 		Namespace:   p.Metadata.Namespace,
 		Pod:         p.Metadata.Name,

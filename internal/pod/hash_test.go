@@ -130,3 +130,22 @@ func TestGracePeriod(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerHashIgnoresProbes checks that a probe change does not
+// recreate the container (the prober re-arms it) while a hook change does.
+func TestContainerHashIgnoresProbes(t *testing.T) {
+	p := &Pod{Metadata: ObjectMeta{Name: "p", Namespace: "default"}, Spec: PodSpec{Containers: []Container{{Name: "c", Image: "busybox"}}}}
+	before := ContainerHash(p, &p.Spec.Containers[0])
+	p.Spec.Containers[0].ReadinessProbe = &Probe{TCPSocket: &TCPSocketAction{Port: FromInt(80)}}
+	p.Spec.Containers[0].LivenessProbe = &Probe{Exec: &ExecAction{Command: []string{"true"}}}
+	if got := ContainerHash(p, &p.Spec.Containers[0]); got != before {
+		t.Errorf("probes changed the container hash: %s, want %s", got, before)
+	}
+	if p.Spec.Containers[0].ReadinessProbe == nil {
+		t.Fatal("ContainerHash modified the container")
+	}
+	p.Spec.Containers[0].Lifecycle = &Lifecycle{PreStop: &LifecycleHandler{Sleep: &SleepAction{Seconds: 1}}}
+	if got := ContainerHash(p, &p.Spec.Containers[0]); got == before {
+		t.Error("a preStop hook did not change the container hash")
+	}
+}

@@ -243,6 +243,13 @@ type Container struct {
 	VolumeMounts    []VolumeMount    `yaml:"volumeMounts" json:"volumeMounts,omitempty"`
 	SecurityContext *SecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
 	Resources       Resources        `yaml:"resources" json:"resources,omitzero"`
+	// LivenessProbe, ReadinessProbe and StartupProbe are run by tug's
+	// prober (internal/prober); Lifecycle holds the postStart and preStop
+	// hooks. Init containers have them only as sidecars.
+	LivenessProbe  *Probe     `yaml:"livenessProbe" json:"livenessProbe,omitempty"`
+	ReadinessProbe *Probe     `yaml:"readinessProbe" json:"readinessProbe,omitempty"`
+	StartupProbe   *Probe     `yaml:"startupProbe" json:"startupProbe,omitempty"`
+	Lifecycle      *Lifecycle `yaml:"lifecycle" json:"lifecycle,omitempty"`
 	// RestartPolicy is set only on init containers, to Always: a sidecar,
 	// started in order with the init containers, kept running beside the
 	// app containers and stopped after them.

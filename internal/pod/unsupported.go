@@ -90,12 +90,11 @@ var notImplemented = map[reflect.Type]map[string]string{
 		"claims": msgNotYet,
 	},
 	reflect.TypeFor[Container](): {
-		"resizePolicy":   msgNotYet,
-		"livenessProbe":  msgNotYet,
-		"readinessProbe": msgNotYet,
-		"startupProbe":   msgNotYet,
-		"lifecycle":      msgNotYet,
-		"volumeDevices":  msgNotYet,
+		"resizePolicy":  msgNotYet,
+		"volumeDevices": msgNotYet,
+	},
+	reflect.TypeFor[Lifecycle](): {
+		"stopSignal": msgNotYet,
 	},
 	reflect.TypeFor[VolumeMount](): {
 		"mountPropagation":  msgNotYet,

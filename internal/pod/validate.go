@@ -274,6 +274,7 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 	v.resources(p+".resources", &c.Resources)
 	v.volumeMounts(p, c.VolumeMounts, volumes)
 	v.containerFields(p, c, init)
+	v.probes(p, c, init)
 	if sc := c.SecurityContext; sc != nil {
 		v.securityContext(p+".securityContext", sc)
 	}
