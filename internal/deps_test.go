@@ -70,6 +70,12 @@ var allowedImports = map[string]allowed{
 	// kubelet_image_garbage_collected_total and kubelet_evictions.
 	"tug/internal/reclaim/imagegc":  {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
 	"tug/internal/reclaim/eviction": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
+	// Probes (issue 12): the handlers dial from inside a pod's netns (x/sys
+	// for setns), grpc for grpc.health.v1 (containerd's own version), the
+	// Prometheus client for prober_probe_total and _duration_seconds.
+	"tug/internal/prober": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
+		"google.golang.org/grpc", "golang.org/x/sys", "github.com/prometheus/client_golang",
+	}},
 	// Test code only: the one package that may import testing.
 	"tug/internal/testutil": {testing: true, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api", "github.com/vishvananda/netlink",
@@ -83,6 +89,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/api",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
+		"tug/internal/prober",
 	}, modules: []string{"gopkg.in/yaml.v3"}},
 }
 

@@ -1,0 +1,123 @@
+package podruntime
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"syscall"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+)
+
+// execOutputMax bounds the output kept of an exec (probes and hooks keep
+// the first 10 KiB for their message; the rest is read and dropped).
+const execOutputMax = 64 << 10
+
+// ExecSync runs cmd in container id's task, as the container's process
+// (its user, environment, working directory and capabilities), waits for
+// it and returns its exit code and its combined stdout and stderr (the
+// first 64 KiB). When ctx ends first the exec process is killed (SIGKILL),
+// waited for and deleted, and the error wraps ctx.Err(): no exec process
+// outlives the call. Probes and lifecycle hooks run through it.
+func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string) (int, []byte, error) {
+	if len(cmd) == 0 {
+		return 0, nil, fmt.Errorf("exec in %s: empty command", id)
+	}
+	nsctx := r.ctx(context.WithoutCancel(ctx))
+	cont, err := r.client.LoadContainer(nsctx, id)
+	if errdefs.IsNotFound(err) {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, ErrContainerNotFound)
+	} else if err != nil {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	spec, err := cont.Spec(nsctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("exec in %s: read spec: %w", id, err)
+	}
+	task, err := cont.Task(nsctx, nil)
+	if errdefs.IsNotFound(err) {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, ErrNoTask)
+	} else if err != nil {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	pspec := *spec.Process
+	pspec.Args = cmd
+	pspec.Terminal = false
+	var out limitedBuffer
+	execID := newExecID()
+	proc, err := task.Exec(nsctx, execID, &pspec, cio.NewCreator(cio.WithStreams(nil, &out, &out)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	// The process is deleted on every path, on a context of its own:
+	// the caller's may be over.
+	defer func() {
+		dctx, cancel := context.WithTimeout(nsctx, cleanupTimeout)
+		defer cancel()
+		if _, err := proc.Delete(dctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			r.log.Warn("delete exec process", "container", id, "exec", execID, "err", err)
+		}
+	}()
+	exited, err := proc.Wait(nsctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	if err := proc.Start(nsctx); err != nil {
+		return 0, nil, fmt.Errorf("exec in %s: start: %w", id, err)
+	}
+	select {
+	case st := <-exited:
+		proc.IO().Wait()
+		code, _, err := st.Result()
+		if err != nil {
+			return 0, out.Bytes(), fmt.Errorf("exec in %s: %w", id, err)
+		}
+		return int(code), out.Bytes(), nil
+	case <-ctx.Done():
+		if err := proc.Kill(nsctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+			r.log.Warn("kill exec process", "container", id, "exec", execID, "err", err)
+		}
+		kctx, cancel := context.WithTimeout(nsctx, killTimeout)
+		defer cancel()
+		select {
+		case <-exited:
+		case <-kctx.Done():
+		}
+		proc.IO().Cancel()
+		return 0, out.Bytes(), fmt.Errorf("exec in %s: %w", id, ctx.Err())
+	}
+}
+
+func newExecID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "exec-" + hex.EncodeToString(b[:])
+}
+
+// limitedBuffer keeps the first execOutputMax bytes written to it and
+// drops the rest; it is safe for the two writers (stdout, stderr).
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := execOutputMax - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
