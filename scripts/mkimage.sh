@@ -9,6 +9,9 @@
 #   /bin/<applet>           symlinks to busybox for every applet (busybox --list)
 #   /etc/passwd, /etc/group root and nobody, as in the upstream busybox image
 #   /etc /proc /sys /dev /tmp /root /var/www   empty directories
+#   /bin/grpchealth         a static grpc.health.v1 server (scripts/grpchealth,
+#                           built with the host's Go for the image's arch) that
+#                           the grpc probe tests run
 #
 # config: Env PATH=/bin:/usr/bin:/sbin:/usr/sbin, Cmd ["sh"], os linux, and the
 # host's architecture in Go's naming (amd64, arm64, arm/v7, ...).  index.json
@@ -30,6 +33,9 @@ die() { log "ERROR: $*"; exit 1; }
 OUT=$1
 NAME=$2
 SELF=${BASH_SOURCE[0]}
+GRPCHEALTH_SRC=$(cd "$(dirname "$SELF")/grpchealth" && pwd)
+GO=${GO:-go}
+command -v "$GO" >/dev/null || die "no Go toolchain ($GO): it builds /bin/grpchealth"
 
 BUSYBOX=/usr/bin/busybox
 [ -x "$BUSYBOX" ] || BUSYBOX=/bin/busybox
@@ -48,7 +54,7 @@ case $last in
 esac
 
 # ---------------------------------------------------------------- idempotency
-if [ -s "$OUT" ] && [ "$OUT" -nt "$BUSYBOX" ] && [ "$OUT" -nt "$SELF" ] &&
+if [ -s "$OUT" ] && [ "$OUT" -nt "$BUSYBOX" ] && [ "$OUT" -nt "$SELF" ] && [ "$OUT" -nt "$GRPCHEALTH_SRC/main.go" ] &&
     tar -xOf "$OUT" index.json 2>/dev/null | grep -qF "\"io.containerd.image.name\":\"$NAME\""; then
     log "$OUT is up to date ($NAME)"
     exit 0
@@ -94,6 +100,10 @@ for a in $("$BUSYBOX" --list); do
     ln -s busybox "$root/bin/$a"
     n=$((n + 1))
 done
+# the grpc.health.v1 server of the grpc probe tests, static for the image's arch
+(cd "$GRPCHEALTH_SRC" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=${variant#v} \
+    "$GO" build -trimpath -ldflags '-s -w' -o "$root/bin/grpchealth" .) ||
+    die "building grpchealth failed"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' > "$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
 
