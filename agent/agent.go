@@ -22,6 +22,7 @@ import (
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
 	"tug/internal/policy"
+	"tug/internal/prober"
 	"tug/internal/qos"
 	"tug/internal/reconcile"
 	"tug/internal/redact"
@@ -154,6 +155,16 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
 	pressure := &pressureRef{}
+	// The prober asks the loop for a sync when a liveness probe fails; the
+	// loop is built below.
+	var resync func(uid string)
+	probes := prober.New(prober.Config{
+		Exec:   rt.ExecSync,
+		Notify: func(uid string) { resync(uid) },
+		// TODO(lead): Events (the event ring) and Registerer (the
+		// /metrics registry) once the observability branch is merged.
+		Log: log.With("component", "prober"),
+	})
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -177,10 +188,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// TODO(lead): placed last to keep the merge small.
 		Claims:    store,
 		ClaimDirs: rt,
+		Prober:    probes,
 	})
+	resync = loop.Resync
 	view := reconcile.View{Store: store, Loop: loop}
 	components := map[string]func(context.Context) error{
 		"sync loop":   loop.Run,
+		"prober":      probes.Run,
 		"file source": dir.Run,
 		"image dir":   rt.WatchImages,
 		"pleg":        lifecycle.Run,

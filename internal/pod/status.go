@@ -22,6 +22,7 @@ const (
 	ConditionInitialized     = "Initialized"
 	ConditionContainersReady = "ContainersReady"
 	ConditionReady           = "Ready"
+	ConditionPodScheduled    = "PodScheduled" // always True: a static pod is on its node
 )
 
 // Waiting reasons, as the kubelet reports them.

@@ -120,4 +120,3 @@ func (b *limitedBuffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
-

@@ -194,7 +194,11 @@ func (l *Loop) Status(p *pod.Pod) pod.Status {
 	recs := l.cfg.Cache.PodContainers(p.Metadata.UID)
 	now := l.now.Now()
 	var st pod.Status
-	l.notes.with(p.Metadata.UID, now, func(n *podNotes) { st = computeStatus(p, recs, *n, now) })
+	l.notes.with(p.Metadata.UID, now, func(n *podNotes) {
+		nn := *n
+		nn.probes = l.cfg.Prober
+		st = computeStatus(p, recs, nn, now)
+	})
 	if l.cfg.Network != nil {
 		if ip := l.cfg.Network.HostIP(); ip.IsValid() {
 			st.HostIP = ip.String()

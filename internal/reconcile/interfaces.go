@@ -113,6 +113,25 @@ type ClaimRemover interface {
 	RemoveClaims(keep map[pod.ObjectKey]bool) ([]pod.ObjectKey, error)
 }
 
+// Prober runs the probes of the pods' containers (implemented by
+// prober.Manager).
+type Prober interface {
+	// Sync arms the probes of p's running containers (recs: its
+	// containers) and stops those of containers that no longer run.
+	Sync(p *pod.Pod, recs []pod.RuntimeContainer, sb pod.Sandbox)
+	// Remove stops the probes of every container of pod uid.
+	Remove(uid string)
+	// Ready reports whether running container id (spec c) is ready: its
+	// startup and readiness probes succeeded (true without probes).
+	Ready(id string, c *pod.Container) bool
+	// Started reports whether its startup probe succeeded (true without).
+	Started(id string, c *pod.Container) bool
+	// Unhealthy reports a failed liveness or startup probe, with the
+	// message ("Liveness probe failed: ...") and the probe's
+	// terminationGracePeriodSeconds (nil: the pod's).
+	Unhealthy(id string) (msg string, grace *int64, bad bool)
+}
+
 // Admission decides whether a pod may run on this node (implemented by
 // policy.Policy). It is pure: the same pod gets the same answer.
 type Admission interface {

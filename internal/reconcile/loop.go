@@ -65,6 +65,10 @@ type Config struct {
 	// no pod uses (issue 13).
 	Claims    ClaimSet
 	ClaimDirs ClaimRemover
+	// Prober, when set, runs the containers' probes (issue 12): a failed
+	// liveness or startup probe restarts the container, readiness sets
+	// its Ready. Nil: no probes, a running container is ready.
+	Prober Prober
 }
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.
@@ -80,6 +84,7 @@ type Loop struct {
 	held      map[string]*pod.Pod  // pods beyond MaxPods, by UID; only touched by Run
 	done      chan string          // UIDs of workers that ended
 	evictions chan string          // UIDs of pods Evict marked, to sync now
+	wakes     chan string          // UIDs of pods Resync asked for
 }
 
 // New returns a sync loop that drives pods through cfg.Runtime and
@@ -99,9 +104,20 @@ func New(cfg Config) *Loop {
 	}
 	n := &notes{now: cfg.Clock}
 	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, pressure: cfg.Pressure}
+	s.probes = cfg.Prober
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
 	l.notes = n
 	return l
+}
+
+// Resync asks for a sync of pod uid soon (a probe failed). It never
+// blocks: when many are pending, the pod waits for its next resync. Safe
+// for concurrent use.
+func (l *Loop) Resync(uid string) {
+	select {
+	case l.wakes <- uid:
+	default:
+	}
 }
 
 func newLoop(cfg Config, fns syncFuncs) *Loop {
@@ -116,6 +132,7 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 		held:      map[string]*pod.Pod{},
 		done:      make(chan string),
 		evictions: make(chan string, 16),
+		wakes:     make(chan string, 256),
 	}
 }
 
@@ -160,6 +177,10 @@ func (l *Loop) Run(ctx context.Context) error {
 				w.resync()
 			}
 		case uid := <-l.evictions:
+			if w := l.workers[uid]; w != nil {
+				w.resync()
+			}
+		case uid := <-l.wakes:
 			if w := l.workers[uid]; w != nil {
 				w.resync()
 			}

@@ -29,7 +29,20 @@ type podNotes struct {
 	ip         string                   // the pod's address, once its sandbox is set up
 	conditions map[string]pod.Condition // by type
 	firstSeen  time.Time
-	evicted    *evictedNote // set while the pod is evicted
+	evicted    *evictedNote      // set while the pod is evicted
+	killed     map[string]string // probe messages of the containers a probe failure stopped, by container ID
+	probes     Prober            // set by Status for computeStatus (nil: no probes)
+}
+
+// killedFor records that a failed probe stopped container id of pod uid.
+func (n *notes) killedFor(uid, id, msg string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	pn := n.pod(uid, n.now.Now())
+	if pn.killed == nil {
+		pn.killed = map[string]string{}
+	}
+	pn.killed[id] = msg
 }
 
 func (n *notes) pod(uid string, now time.Time) *podNotes {

@@ -21,6 +21,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
 		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.waiting[c.Name]), true)
+		probeStatus(n, c, &cs, true)
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch t := cs.State.Terminated; {
 		case c.IsSidecar() && len(byName[c.Name]) > 0:
@@ -47,6 +48,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 			w.Reason = pod.ReasonPodInitializing
 		}
 		cs := containerStatus(c, byName[c.Name], w, false)
+		probeStatus(n, c, &cs, false)
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		switch {
 		case cs.State.Running != nil:
@@ -124,6 +126,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		condition(n.conditions, pod.ConditionInitialized, initDone, now, "ContainersNotInitialized"),
 		condition(n.conditions, pod.ConditionContainersReady, allReady, now, "ContainersNotReady"),
 		condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"),
+		condition(n.conditions, pod.ConditionPodScheduled, true, now, ""),
 	}
 	return st
 }

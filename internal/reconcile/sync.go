@@ -29,6 +29,8 @@ type podSyncer struct {
 	log     *slog.Logger // nil: no log
 	// pressure decides when an evicted pod may start again (nil: at once).
 	pressure Pressure
+	// probes runs the containers' probes (nil: none).
+	probes Prober
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -102,6 +104,9 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	}
 	s.notes.syncFailed(uid, "")
 	byName := groupByName(all)
+	if s.probes != nil {
+		s.probes.Sync(p, all, sb)
+	}
 
 	// Containers that are no longer in the manifest go first.
 	wanted := map[string]bool{}
@@ -242,6 +247,14 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 			// Started in order, then left running: the next init
 			// container starts once the sidecar runs.
 			if current && last.State == pod.RunRunning {
+				if s.unhealthy(ctx, p, c, last, res) {
+					return false, nil
+				}
+				if s.probes != nil && !s.probes.Started(last.ID, c) {
+					// Its startup probe gates the next init container.
+					res.after(time.Second)
+					return false, nil
+				}
 				continue
 			}
 			if current && last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res) {
@@ -293,6 +306,7 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 		// this one still runs in the old class's cgroup. Start moves it.
 	case last.State == pod.RunRunning:
 		s.notes.clear(p.Metadata.UID, c.Name)
+		s.unhealthy(ctx, p, c, last, res)
 		return nil
 	case last.State == pod.RunExited && !restartsIn(p, last):
 		s.notes.clear(p.Metadata.UID, c.Name)
@@ -320,6 +334,7 @@ func (s *podSyncer) syncSidecar(ctx context.Context, p *pod.Pod, c *pod.Containe
 	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
 	case last.State == pod.RunRunning:
 		s.notes.clear(p.Metadata.UID, c.Name)
+		s.unhealthy(ctx, p, c, last, res)
 		return nil
 	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
 		return nil
@@ -425,6 +440,9 @@ func startErrorReason(err error, prev string) string {
 // with the pod's grace period), removes them, then the sandbox and what was
 // prepared for the pod.
 func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
+	if s.probes != nil {
+		s.probes.Remove(p.Metadata.UID)
+	}
 	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)

@@ -1,0 +1,5 @@
+package prober
+
+import "os"
+
+func unixGetpid() int { return os.Getpid() }

@@ -1,0 +1,60 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// unhealthy stops running container last of c when its liveness or
+// startup probe failed, and reports whether it did. The exit then goes the
+// way of any exit: restarted under the pod's restartPolicy after its
+// crash back-off; the probe's message becomes the message of the
+// container's terminated state.
+func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container, last *pod.RuntimeContainer, res *syncResult) bool {
+	if s.probes == nil {
+		return false
+	}
+	msg, grace, bad := s.probes.Unhealthy(last.ID)
+	if !bad {
+		return false
+	}
+	s.notes.killedFor(p.Metadata.UID, last.ID, msg)
+	g := p.GracePeriod()
+	if grace != nil {
+		g = time.Duration(*grace) * time.Second
+	}
+	if s.log != nil {
+		s.log.Info("killing unhealthy container", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
+	}
+	// TODO(hooks): run c's preStop hook here, within g, before the stop.
+	if err := s.rt.StopContainer(ctx, last.ID, g); err != nil && s.log != nil {
+		s.log.Warn("stop unhealthy container", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
+	}
+	res.after(time.Millisecond) // read the exit back and restart it
+	return true
+}
+
+// probeStatus applies the probes' results to a container's status: a
+// running container is ready and started as its probes say, and a
+// container a probe killed shows why.
+func probeStatus(n podNotes, c *pod.Container, cs *pod.ContainerStatus, init bool) {
+	for _, t := range []*pod.StateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+		if t != nil {
+			if msg := n.killed[strings.TrimPrefix(t.ContainerID, "containerd://")]; msg != "" {
+				t.Message = msg
+			}
+		}
+	}
+	if n.probes == nil || cs.State.Running == nil || (init && !c.IsSidecar()) {
+		return
+	}
+	id := strings.TrimPrefix(cs.ContainerID, "containerd://")
+	cs.Ready = n.probes.Ready(id, c)
+	if !init {
+		started := n.probes.Started(id, c)
+		cs.Started = &started
+	}
+}
