@@ -13,9 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"tug/internal/api"
+	"tug/internal/cgstats"
 	"tug/internal/config"
+	"tug/internal/events"
 	"tug/internal/network"
 	"tug/internal/pleg"
 	"tug/internal/pod"
@@ -44,6 +47,8 @@ var (
 	_ reconcile.PodStatuser    = (*reconcile.Loop)(nil)
 	_ api.StatusSource         = reconcile.View{}
 	_ api.HealthChecker        = health{}
+	_ api.EventSource          = (*events.Ring)(nil)
+	_ api.SourceLister         = sourceStatus{}
 )
 
 // runAgent is "tug run": it builds the components and runs them until ctx
@@ -97,6 +102,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		levels[web.Name()] = cfg.URLPolicy
 	}
 
+	// One metrics registry for every component (served on /metrics) and
+	// one event ring (tug events, GET /events).
+	registry := newRegistry()
+	ring := events.New(events.DefaultSize, nil, hostname)
+
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:         cfg.ContainerdAddress,
 		Namespace:       cfg.ContainerdNamespace,
@@ -109,6 +119,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LogMaxFiles:     cfg.ContainerLogMaxFiles,
 		ResolvConf:      cfg.ResolvConf,
 		Log:             log.With("component", "podruntime"),
+		Recorder:        ring,
 
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
@@ -134,7 +145,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cgroups.Init(ctx); err != nil {
 		return err
 	}
-	lifecycle := pleg.New(pleg.Config{Lister: rt, Period: cfg.PLEGRelistPeriod, Log: log.With("component", "pleg")})
+	lifecycle := pleg.New(pleg.Config{Lister: rt, Period: cfg.PLEGRelistPeriod, Log: log.With("component", "pleg"), Registerer: registry})
 	// The first relist fills the cache before anything reads it, so that
 	// housekeeping and status see the containers a previous tug left.
 	if err := lifecycle.Relist(ctx); err != nil {
@@ -142,12 +153,17 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
+	var cache reconcile.ContainerCache = lifecycle
+	if cfg.TestFaultWedgeSyncLoop > 0 {
+		log.Warn("test fault: the sync loop will wedge", "after", cfg.TestFaultWedgeSyncLoop)
+		cache = wedgeCache{PLEG: lifecycle, at: time.Now().Add(cfg.TestFaultWedgeSyncLoop)}
+	}
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
 		Network:      podNet,
 		Cgroups:      cgroups,
-		Cache:        lifecycle,
+		Cache:        cache,
 		Desired:      store,
 		Sources:      sources,
 		Admission:    newPolicy(cfg, levels),
@@ -160,7 +176,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Max:     cfg.CrashLoopBackOffMax,
 			Reset:   cfg.CrashLoopBackOffReset,
 		},
-		Log: log.With("component", "reconcile"),
+		Log:        log.With("component", "reconcile"),
+		Registerer: registry,
+		Recorder:   ring,
 	})
 	view := reconcile.View{Store: store, Loop: loop}
 	components := map[string]func(context.Context) error{
@@ -176,7 +194,20 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
-	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api")}
+	srcStatus := sourceStatus{store: store, sources: sources, fetch: view.Fetch}
+	if reader, err := cgstats.NewReader(); err != nil {
+		log.Warn("no per-container usage on /metrics", "err", err)
+	} else {
+		cgstats.NewCollector(lifecycle, reader, registry, log.With("component", "cgstats"))
+	}
+	// TODO(lead): pass registry (a prometheus.Registerer) to the prober
+	// (prober_*), the eviction manager (kubelet_evictions) and the image GC
+	// (kubelet_image_garbage_collected_total), and ring (their eventRecorder)
+	// to them, when they are merged.
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
+		Registry: registry, Sources: srcStatus, Events: ring}
+	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
+		log.With("component", "systemd")).Run
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)
@@ -191,6 +222,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	return runAll(ctx, log, components)
+}
+
+// loopStale is how long the sync loop may go without a turn before the
+// systemd watchdog stops being fed: twice --sync-frequency, at least 20 s
+// (the loop turns every 2 s for housekeeping when it is not stuck).
+func loopStale(syncFrequency time.Duration) time.Duration {
+	return max(2*syncFrequency, 20*time.Second)
 }
 
 // newHTTPSource builds the --manifest-url source. Its checkpoint lives

@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/pod"
 )
@@ -46,9 +49,22 @@ type Server struct {
 	Health HealthChecker
 	// Log receives listener events and failed writes; nil discards them.
 	Log *slog.Logger
+	// Registry is served on /metrics; the server registers its own
+	// collectors on it (the status gauges and kubelet_http_requests_total)
+	// when it first builds a handler. nil: a registry of the server's own.
+	Registry *prometheus.Registry
+	// Sources reports the manifest sources' readiness for /metrics; nil
+	// means none.
+	Sources SourceLister
+	// Events serves GET /events and the last events of GET /pods/...;
+	// nil means none.
+	Events EventSource
 	// IdleTimeout closes a keep-alive connection that sends no new request
 	// for this long, on both listeners. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+
+	metricsOnce sync.Once
+	requests    *prometheus.CounterVec
 }
 
 // DefaultIdleTimeout is the default Server.IdleTimeout.
@@ -62,6 +78,7 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /pods                      a PodList, sorted by namespace and name
 //	GET /pods/{namespace}/{name}   one pod, by static name or manifest name
 //	GET /manifests                 {"items": [ManifestStatus...]}
+//	GET /events                    an EventList, oldest first (?namespace=&pod=&watch=true)
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -70,7 +87,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /pods", s.listPods)
 	mux.HandleFunc("GET /pods/{namespace}/{name}", s.getPod)
 	mux.HandleFunc("GET /manifests", s.listManifests)
-	return mux
+	mux.HandleFunc("GET /events", s.listEvents)
+	return s.counted("socket", mux)
 }
 
 // HealthHandler returns only /healthz, /readyz and /metrics, meant for the
@@ -78,7 +96,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.healthRoutes(mux)
-	return mux
+	return s.counted("health", mux)
 }
 
 func (s *Server) healthRoutes(mux *http.ServeMux) {
