@@ -26,6 +26,7 @@ func TestHelp(t *testing.T) {
 		{"validate", []string{"-policy", "-allow-privileged", "-allow-host-state-mounts"}},
 		{"pods", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"inspect", []string{"-socket", "-n", "-namespace", "-o"}},
+		{"events", []string{"-socket", "-n", "-namespace", "-o", "-watch"}},
 		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},
 		{"version", nil},
 	}
