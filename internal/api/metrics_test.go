@@ -187,4 +187,3 @@ func TestEvents(t *testing.T) {
 		}
 	}
 }
-
