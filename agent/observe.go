@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -95,44 +96,39 @@ func newNotifier(sources sourceStatus, loop *reconcile.Loop, p *pleg.PLEG, view 
 		notify: func(state string) error { _, err := daemon.SdNotify(false, state); return err }}
 }
 
-// Run sends the notifications until ctx ends, then STOPPING=1.
+// Run sends the notifications until ctx ends, then STOPPING=1. The
+// watchdog runs in a goroutine of its own that reads only the PLEG's and
+// the loop's timestamps: the pod counts of STATUS= come through the pod
+// store, which a wedged loop can block, and that must not stop the
+// watchdog from noticing.
 func (n *notifier) Run(ctx context.Context) error {
 	watchdog, err := daemon.SdWatchdogEnabled(false)
 	if err != nil {
 		n.log.Warn("systemd watchdog settings", "err", err)
 	}
-	defer n.send("STOPPING=1\nSTATUS=stopping; pods keep running")
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		n.send("STOPPING=1\nSTATUS=stopping; pods keep running")
+	}()
+	if watchdog > 0 {
+		n.log.Info("systemd watchdog on", "interval", watchdog)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.watchdog(ctx, watchdog/2)
+		}()
+	}
 	start := time.Now()
 	var readyAt time.Time // when the sources were all seen ready
 	poll := time.NewTicker(readyPoll)
 	defer poll.Stop()
-	var dog <-chan time.Time
-	if watchdog > 0 {
-		t := time.NewTicker(watchdog / 2)
-		defer t.Stop()
-		dog = t.C
-		n.log.Info("systemd watchdog on", "interval", watchdog)
-	}
-	ready, wasHealthy := false, true
+	ready := false
 	lastStatus := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-dog:
-			err := n.healthy()
-			if err == nil {
-				n.send("WATCHDOG=1")
-			}
-			if (err == nil) != wasHealthy {
-				if err != nil {
-					n.log.Error("not telling the systemd watchdog tug is alive", "err", err)
-					n.send("STATUS=unhealthy: " + err.Error())
-				} else {
-					n.log.Info("healthy again: telling the systemd watchdog tug is alive")
-				}
-			}
-			wasHealthy = err == nil
 		case now := <-poll.C:
 			if !ready {
 				all, missing := n.sources.allReady()
@@ -154,11 +150,39 @@ func (n *notifier) Run(ctx context.Context) error {
 				lastStatus = now
 				continue
 			}
-			if now.Sub(lastStatus) >= statusPeriod && wasHealthy {
+			if now.Sub(lastStatus) >= statusPeriod && n.healthy() == nil {
 				n.send("STATUS=" + n.status())
 				lastStatus = now
 			}
 		}
+	}
+}
+
+// watchdog sends WATCHDOG=1 every period while tug is healthy, and says
+// in STATUS= (and the log) when it stops and starts again.
+func (n *notifier) watchdog(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	wasHealthy := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := n.healthy()
+		if err == nil {
+			n.send("WATCHDOG=1")
+		}
+		if (err == nil) != wasHealthy {
+			if err != nil {
+				n.log.Error("not telling the systemd watchdog tug is alive", "err", err)
+				n.send("STATUS=unhealthy: " + err.Error())
+			} else {
+				n.log.Info("healthy again: telling the systemd watchdog tug is alive")
+			}
+		}
+		wasHealthy = err == nil
 	}
 }
 
