@@ -28,7 +28,10 @@
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
-#                     network setup per pod vs the same with ip commands (scripts/benchnet);
+#                     network setup per pod vs the same with ip commands (scripts/benchnet),
+#                     the metrics collector's CPU at 30 pods scraped every 15 s vs tug idle, and
+#                     the /metrics scrape time (scripts/benchday2; BENCHDAY2_ARGS, e.g.
+#                     -eviction-args '--eviction-hard=...' to measure the eviction manager too);
 #                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
@@ -145,7 +148,8 @@ bench:
 		  $(GO) test -tags e2e -p 1 -run='^$$' -bench=. -benchmem ./internal/... && \
 		  $(GO) run ./scripts/benchstart && \
 		  $(GO) run ./scripts/benchidle && \
-		  $(GO) run ./scripts/benchnet ) || rc=$$?; \
+		  $(GO) run ./scripts/benchnet && \
+		  $(GO) run ./scripts/benchday2 $(BENCHDAY2_ARGS) ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc
