@@ -25,6 +25,9 @@
 #                     V2G_TIMEOUT (the whole guest run, s), V2G_DIR (kernel,
 #                     binaries, runs' logs: /var/tmp/tug-v2guest). Alone:
 #                     CI=true make test-v2; check the guest: scripts/v2guest.sh selftest
+#   make test-systemd tug under a real systemd in the QEMU guest (Type=notify, READY,
+#                     STATUS, the watchdog's kill of a wedged tug, the restart adopting
+#                     the pod; scripts/systemdtest.sh); part of make test
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
@@ -68,7 +71,7 @@ V2_TEST_TIMEOUT ?= 6m
 # fails if it matches none.
 E2E_V2_RUN ?= ^TestQoS
 
-.PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 test-systemd bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -88,7 +91,7 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit fuzz build build-arm64 e2e test-v2
+test: lint test-unit fuzz build build-arm64 e2e test-v2 test-systemd
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded time (package:Target; go test -fuzz takes one at a time).
@@ -138,6 +141,18 @@ test-v2:
 		E2E_V2_RUN='$(value E2E_V2_RUN)' \
 		V2_TEST_TIMEOUT=$(V2_TEST_TIMEOUT) \
 		scripts/v2tests.sh $(V2_BIN)
+
+# test-systemd: tug under a real systemd (PID 1 of the QEMU guest, booted
+# with V2G_SYSTEMD=1): the repository's unit, READY=1 and STATUS=, a kill
+# by the watchdog when the sync loop is wedged (the hidden test fault), the
+# restart adopting the pod (scripts/systemdtest.sh). A few minutes under TCG.
+test-systemd:
+	@scripts/v2guest.sh setup
+	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
+	mkdir -p $(V2_BIN)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-systemd ./agent
+	V2G_SYSTEMD=1 scripts/v2guest.sh run -- sh scripts/systemdtest.sh \
+		$(V2_BIN)/tug-systemd $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
 bench:
 	@rc=0; \
