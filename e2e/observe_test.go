@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"tug/internal/api"
+	"tug/internal/events"
 	"tug/internal/testutil"
 )
 
@@ -164,6 +165,21 @@ func TestMetricsAndEvents(t *testing.T) {
 	waitFor(t, startTimeout, "a Killing event", func() (bool, error) {
 		return slices.Contains(reasons(), "Killing"), nil
 	})
+
+	// Warnings: a container that keeps crashing backs off; a hostPath
+	// that is not there fails the mount.
+	tg.writeManifest("crash.yaml", shPod("crash", tg.image, "exit 1"))
+	tg.writeManifest("nodir.yaml", shPod("nodir", tg.image, idle, `      volumeMounts: [{name: v, mountPath: /v}]
+  volumes:
+    - name: v
+      hostPath: {path: /nonexistent-observe, type: Directory}
+`))
+	for _, w := range []struct{ pod, reason string }{{"crash", "BackOff"}, {"nodir", "FailedMount"}} {
+		waitFor(t, startTimeout, w.pod+": a "+w.reason+" warning", func() (bool, error) {
+			evs, err := tg.api().Events(context.Background(), api.EventQuery{UID: tg.uid(w.pod)})
+			return slices.ContainsFunc(evs, func(e events.Event) bool { return e.Reason == w.reason && e.Type == "Warning" }), err
+		})
+	}
 }
 
 // TestPrometheusScrapesTug: a real Prometheus server (Debian's package),
