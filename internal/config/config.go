@@ -119,6 +119,11 @@ type Config struct {
 	// runs or has failed, prints their status and exits (non-zero if any
 	// failed). Default false.
 	RunOnce bool `yaml:"runonce"`
+	// TestFaultWedgeSyncLoop is a test-only fault (the hidden flag
+	// --test-fault-wedge-sync-loop, never in a config file): this long
+	// after start the sync loop blocks for good, so that the systemd
+	// watchdog test sees tug killed. 0: off.
+	TestFaultWedgeSyncLoop time.Duration `yaml:"-"`
 	// RunOnceTimeout bounds how long --runonce waits. Default 5m.
 	RunOnceTimeout time.Duration `yaml:"runonce-timeout"`
 
@@ -532,6 +537,9 @@ func (c Config) cgroupRoot() string {
 	return c.CgroupRoot
 }
 
+// testFaultFlag is the hidden test-only flag of Config.TestFaultWedgeSyncLoop.
+const testFaultFlag = "test-fault-wedge-sync-loop"
+
 // Parse builds the configuration from the command line of "tug run":
 // defaults, then the --config file if one is named, then the flags given.
 func Parse(name string, args []string) (Config, error) {
@@ -541,6 +549,7 @@ func Parse(name string, args []string) (Config, error) {
 	first.StringVar(&file, "config", "", "")
 	probe := Default()
 	probe.BindFlags(first)
+	first.Duration(testFaultFlag, 0, "")
 	if err := first.Parse(args); err != nil {
 		return Config{}, err // flag.ErrHelp after -h: the caller prints PrintFlags
 	}
@@ -553,6 +562,7 @@ func Parse(name string, args []string) (Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.String("config", file, "YAML config file whose keys mirror the flags")
 	c.BindFlags(fs)
+	fs.DurationVar(&c.TestFaultWedgeSyncLoop, testFaultFlag, 0, "") // hidden: not in BindFlags, so not in help
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

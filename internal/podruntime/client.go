@@ -90,6 +90,8 @@ type Config struct {
 	PullTimeout time.Duration
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
+	// Recorder receives the Pulled events; nil: none.
+	Recorder eventRecorder
 	// Clock tells the start and exit times recorded on containers; nil: the
 	// system clock.
 	Clock clock.Clock

@@ -72,9 +72,15 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	id := ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
-	img, err := r.ensureImage(ctx, p, c)
+	began := time.Now()
+	img, pulled, err := r.ensureImagePulled(ctx, p, c)
 	if err != nil {
 		return "", err
+	}
+	if pulled {
+		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Successfully pulled image %q in %s", c.Image, time.Since(began).Round(time.Millisecond)))
+	} else {
+		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 	}
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {
