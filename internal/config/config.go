@@ -165,6 +165,10 @@ type Config struct {
 	// names none: runtime-default (containerd's default profile) or
 	// unconfined (Kubernetes' default). Default runtime-default.
 	DefaultSeccomp string `yaml:"default-seccomp"`
+	// ShimGrouping is which containers share one containerd shim process:
+	// pod (every container of a pod) or node (every container of tug's
+	// namespace). Default pod.
+	ShimGrouping string `yaml:"shim-grouping"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -251,6 +255,7 @@ func Default() Config {
 		FilePolicy:     "privileged",
 		URLPolicy:      "baseline",
 		DefaultSeccomp: "runtime-default",
+		ShimGrouping:   "pod",
 	}
 }
 
@@ -316,6 +321,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
 	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
 	fs.StringVar(&c.DefaultSeccomp, "default-seccomp", c.DefaultSeccomp, "seccomp profile of containers that name none: runtime-default or unconfined")
+	fs.StringVar(&c.ShimGrouping, "shim-grouping", c.ShimGrouping, "containers that share one containerd shim: pod or node")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -427,6 +433,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultSeccomp != "runtime-default" && c.DefaultSeccomp != "unconfined" {
 		errs = append(errs, fmt.Errorf("default-seccomp: %q is not runtime-default or unconfined", c.DefaultSeccomp))
+	}
+	if c.ShimGrouping != "pod" && c.ShimGrouping != "node" {
+		errs = append(errs, fmt.Errorf("shim-grouping: %q is not pod or node", c.ShimGrouping))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -107,6 +107,11 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
+	group, releaseGroup, err := r.shimGroupFor(ctx, p.Metadata.UID, id)
+	if err != nil {
+		return "", err
+	}
+	defer releaseGroup()
 
 	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, containerSpecOpts(specParams{
 		ID:              id,
@@ -119,6 +124,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
 		Seccomp:         seccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
+		ShimGroup:       group,
 	})...)
 	cont, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
@@ -126,6 +132,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
+		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
 	if err != nil {
@@ -143,6 +150,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	task, err := cont.NewTask(sctx, r.logCreator(logPath))
+	releaseGroup()
 	if err != nil {
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("create task: %w", err)
