@@ -28,7 +28,8 @@
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
-#                     network setup per pod vs the same with ip commands (scripts/benchnet);
+#                     network setup per pod vs the same with ip commands (scripts/benchnet),
+#                     PSS of tug and what it runs per pod vs podman kube play (scripts/benchfootprint);
 #                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
@@ -145,7 +146,8 @@ bench:
 		  $(GO) test -tags e2e -p 1 -run='^$$' -bench=. -benchmem ./internal/... && \
 		  $(GO) run ./scripts/benchstart && \
 		  $(GO) run ./scripts/benchidle && \
-		  $(GO) run ./scripts/benchnet ) || rc=$$?; \
+		  $(GO) run ./scripts/benchnet && \
+		  $(GO) run ./scripts/benchfootprint ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -30,6 +30,8 @@ type TugConfig struct {
 	Healthz bool
 	// Netns names tug's network namespace: bench-<Netns>-<pid>.
 	Netns string
+	// Args are more flags of tug run.
+	Args []string
 }
 
 // Tug is a tug instance under test, in a network namespace of its own.
@@ -123,6 +125,7 @@ func (t *Tug) Start() error {
 		}
 		args = append(args, "--healthz-port", strconv.Itoa(port))
 	}
+	args = append(args, t.cfg.Args...)
 	logf, err := os.Create(t.LogPath)
 	if err != nil {
 		return fmt.Errorf("tug log: %w", err)
