@@ -36,6 +36,7 @@
 #                     the metrics collector's CPU at 30 pods scraped every 15 s vs tug idle, and
 #                     the /metrics scrape time (scripts/benchday2; BENCHDAY2_ARGS, e.g.
 #                     -eviction-args '--eviction-hard=...' to measure the eviction manager too);
+#                     PSS of tug and what it runs per pod vs podman kube play (scripts/benchfootprint);
 #                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
@@ -166,7 +167,8 @@ bench:
 		  $(GO) run ./scripts/benchidle && \
 		  $(GO) run ./scripts/benchlogs && \
 		  $(GO) run ./scripts/benchnet && \
-		  $(GO) run ./scripts/benchday2 $(BENCHDAY2_ARGS) ) || rc=$$?; \
+		  $(GO) run ./scripts/benchday2 $(BENCHDAY2_ARGS) && \
+		  $(GO) run ./scripts/benchfootprint ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -134,6 +134,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
 		NodeName:                 hostname,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
+		ShimGrouping:             cfg.ShimGrouping,
 	})
 	if err != nil {
 		return err

@@ -209,6 +209,10 @@ type Config struct {
 	// EvictionMaxPodGracePeriod: the most grace (seconds) a pod evicted for
 	// a soft threshold gets; 0 means the pod's own. Default 0.
 	EvictionMaxPodGracePeriod int `yaml:"eviction-max-pod-grace-period"`
+	// ShimGrouping is which containers share one containerd shim process:
+	// pod (every container of a pod) or node (every container of tug's
+	// namespace). Default pod.
+	ShimGrouping string `yaml:"shim-grouping"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -301,6 +305,7 @@ func Default() Config {
 		ImageGCLowThresholdPercent:       80,
 		MinimumImageTTLDuration:          2 * time.Minute,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
+		ShimGrouping:                     "pod",
 	}
 }
 
@@ -377,6 +382,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "grace period of each soft threshold, e.g. memory.available=1m30s")
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")
 	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "maximum grace period (seconds) of a pod evicted for a soft threshold (0: the pod's own)")
+	fs.StringVar(&c.ShimGrouping, "shim-grouping", c.ShimGrouping, "containers that share one containerd shim: pod or node")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -491,6 +497,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultSeccomp != "runtime-default" && c.DefaultSeccomp != "unconfined" {
 		errs = append(errs, fmt.Errorf("default-seccomp: %q is not runtime-default or unconfined", c.DefaultSeccomp))
+	}
+	if c.ShimGrouping != "pod" && c.ShimGrouping != "node" {
+		errs = append(errs, fmt.Errorf("shim-grouping: %q is not pod or node", c.ShimGrouping))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
