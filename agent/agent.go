@@ -13,9 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"tug/internal/api"
+	"tug/internal/cgstats"
 	"tug/internal/config"
+	"tug/internal/events"
 	"tug/internal/network"
 	"tug/internal/pleg"
 	"tug/internal/pod"
@@ -45,6 +48,8 @@ var (
 	_ reconcile.PodStatuser    = (*reconcile.Loop)(nil)
 	_ api.StatusSource         = reconcile.View{}
 	_ api.HealthChecker        = health{}
+	_ api.EventSource          = (*events.Ring)(nil)
+	_ api.SourceLister         = sourceStatus{}
 )
 
 // runAgent is "tug run": it builds the components and runs them until ctx
@@ -107,6 +112,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		levels[web.Name()] = cfg.URLPolicy
 	}
 
+	// One metrics registry for every component (served on /metrics) and
+	// one event ring (tug events, GET /events).
+	registry := newRegistry()
+	ring := events.New(events.DefaultSize, nil, hostname)
+
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:         cfg.ContainerdAddress,
 		Namespace:       cfg.ContainerdNamespace,
@@ -120,10 +130,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LogDriver:       cfg.ContainerLogDriver,
 		ResolvConf:      cfg.ResolvConf,
 		Log:             log.With("component", "podruntime"),
+		Recorder:        ring,
 
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
 		NodeName:                 hostname,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
+		ShimGrouping:             cfg.ShimGrouping,
 	})
 	if err != nil {
 		return err
@@ -146,7 +158,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cgroups.Init(ctx); err != nil {
 		return err
 	}
-	lifecycle := pleg.New(pleg.Config{Lister: rt, Period: cfg.PLEGRelistPeriod, Log: log.With("component", "pleg")})
+	lifecycle := pleg.New(pleg.Config{Lister: rt, Period: cfg.PLEGRelistPeriod, Log: log.With("component", "pleg"), Registerer: registry})
 	// The first relist fills the cache before anything reads it, so that
 	// housekeeping and status see the containers a previous tug left.
 	if err := lifecycle.Relist(ctx); err != nil {
@@ -155,22 +167,27 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// A pod defined by both runs from the file: the device owner's word.
 	store.SetSourceOrder(sources...)
 	pressure := &pressureRef{}
+	var cache reconcile.ContainerCache = lifecycle
+	if cfg.TestFaultWedgeSyncLoop > 0 {
+		log.Warn("test fault: the sync loop will wedge", "after", cfg.TestFaultWedgeSyncLoop)
+		cache = wedgeCache{PLEG: lifecycle, at: time.Now().Add(cfg.TestFaultWedgeSyncLoop)}
+	}
 	// The prober asks the loop for a sync when a liveness probe fails; the
 	// loop is built below.
 	var resync func(uid string)
 	probes := prober.New(prober.Config{
-		Exec:   rt.ExecSync,
-		Notify: func(uid string) { resync(uid) },
-		// TODO(lead): Events (the event ring) and Registerer (the
-		// /metrics registry) once the observability branch is merged.
-		Log: log.With("component", "prober"),
+		Exec:       rt.ExecSync,
+		Notify:     func(uid string) { resync(uid) },
+		Events:     ring,
+		Registerer: registry,
+		Log:        log.With("component", "prober"),
 	})
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
 		Network:      podNet,
 		Cgroups:      cgroups,
-		Cache:        lifecycle,
+		Cache:        cache,
 		Desired:      store,
 		Sources:      sources,
 		Admission:    newPolicy(cfg, levels, node),
@@ -184,11 +201,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Max:     cfg.CrashLoopBackOffMax,
 			Reset:   cfg.CrashLoopBackOffReset,
 		},
-		Log: log.With("component", "reconcile"),
-		// TODO(lead): placed last to keep the merge small.
-		Claims:    store,
-		ClaimDirs: rt,
-		Prober:    probes,
+		Log:        log.With("component", "reconcile"),
+		Registerer: registry,
+		Recorder:   ring,
+		Claims:     store,
+		ClaimDirs:  rt,
+		Prober:     probes,
 	})
 	resync = loop.Resync
 	view := reconcile.View{Store: store, Loop: loop}
@@ -203,12 +221,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		},
 	}
 	components["container logs"] = rt.RunLogs
-	imageGC, err := newImageGC(cfg, rt, store, lifecycle, sources, log.With("component", "imagegc"))
+	imageGC, err := newImageGC(cfg, rt, store, lifecycle, sources, registry, log.With("component", "imagegc"))
 	if err != nil {
 		return err
 	}
 	components["image gc"] = imageGC.Run
-	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}, imageGC, log.With("component", "eviction"))
+	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}, imageGC, registry, ring, log.With("component", "eviction"))
 	if err != nil {
 		return err
 	}
@@ -218,7 +236,17 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
-	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Node: nodeView{name: hostname, m: evictions}, Log: log.With("component", "api"), LogsDir: cfg.PodLogsDir}
+	srcStatus := sourceStatus{store: store, sources: sources, fetch: view.Fetch}
+	if reader, err := cgstats.NewReader(); err != nil {
+		log.Warn("no per-container usage on /metrics", "err", err)
+	} else {
+		cgstats.NewCollector(lifecycle, reader, registry, log.With("component", "cgstats"))
+	}
+	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
+		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
+		Registry: registry, Sources: srcStatus, Events: ring}
+	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
+		log.With("component", "systemd")).Run
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)
@@ -233,6 +261,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	return runAll(ctx, log, components)
+}
+
+// loopStale is how long the sync loop may go without a turn before the
+// systemd watchdog stops being fed: twice --sync-frequency, at least 20 s
+// (the loop turns every 2 s for housekeeping when it is not stuck).
+func loopStale(syncFrequency time.Duration) time.Duration {
+	return max(2*syncFrequency, 20*time.Second)
 }
 
 // newHTTPSource builds the --manifest-url source. Its checkpoint lives

@@ -39,7 +39,8 @@ its errors as file:line:col lines.
 
 const inspectUsage = `usage: tug inspect [-n NAMESPACE] [-o yaml|json] [--socket PATH] POD
 
-Prints one pod, its spec and its status, as YAML (or JSON). POD is the name
+Prints one pod, its spec and its status, as YAML (or JSON), with its most
+recent event (lastEvent; "tug events POD" lists them all). POD is the name
 "tug pods" shows, or the name written in the manifest.
 
 `
@@ -122,12 +123,14 @@ func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *output != "yaml" && *output != "json" {
 		return usageError(stderr, inspectUsage, fmt.Sprintf("unknown output format %q", *output))
 	}
-	v, err := (&api.Client{SocketPath: *socket}).Pod(ctx, ns, pos[0])
+	client := &api.Client{SocketPath: *socket}
+	v, err := client.Pod(ctx, ns, pos[0])
 	if err == nil {
+		out := withLastEvent(ctx, client, v)
 		if *output == "json" {
-			err = writeJSON(stdout, v)
+			err = writeJSON(stdout, out)
 		} else {
-			err = writeYAML(stdout, v)
+			err = writeYAML(stdout, out)
 		}
 	}
 	if err != nil {

@@ -28,6 +28,7 @@ func TestHelp(t *testing.T) {
 		{"inspect", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"logs", []string{"-socket", "-n", "-namespace", "-c", "-container", "-f", "-follow", "-p", "-previous", "-tail", "-since", "-timestamps"}},
 		{"node", []string{"-socket", "-o"}},
+		{"events", []string{"-socket", "-n", "-namespace", "-o", "-watch"}},
 		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},
 		{"version", nil},
 	}

@@ -6,6 +6,7 @@
 //	tug validate [--policy LEVEL] PATH...  check manifests, print file:line:col errors
 //	tug pods                 list pods and broken manifests (from the agent)
 //	tug inspect POD          print one pod and its status as YAML
+//	tug events [-w] [POD]    list (and follow) the agent's recent events
 //	tug sign --key KEY FILE  write a signed bundle for --manifest-verify-key
 //	tug version              print the version
 //	tug help [COMMAND]       list the commands, or COMMAND's flags
@@ -54,6 +55,9 @@ var commands = []command{
 	{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", logsCmd},
 	{"node", "              show the node's pressure conditions (MemoryPressure, DiskPressure, PIDPressure)", func(args []string, stdout, stderr io.Writer) int {
 		return showNode(context.Background(), args, stdout, stderr)
+	}},
+	{"events", "[-w] [POD]  list the agent's recent events, -w to follow them", func(args []string, stdout, stderr io.Writer) int {
+		return eventsCmd(context.Background(), args, stdout, stderr)
 	}},
 	{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", signCmd},
 	{"version", "           print the version", versionCmd},

@@ -8,7 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tug/internal/config"
+	"tug/internal/events"
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
@@ -98,9 +101,8 @@ var errNotReady = errors.New("not every source has reported")
 
 // newImageGC builds the image GC of --image-gc-high-threshold,
 // --image-gc-low-threshold and --minimum-image-ttl-duration.
-// TODO(lead): pass the agent's prometheus.Registerer (Config.Registerer)
-// once /metrics uses client_golang.
-func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Store, cache *pleg.PLEG, sources []string, log *slog.Logger) (*imagegc.Manager, error) {
+// kubelet_image_garbage_collected_total goes to reg.
+func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Store, cache *pleg.PLEG, sources []string, reg prometheus.Registerer, log *slog.Logger) (*imagegc.Manager, error) {
 	a := imageGCAdapter{rt: rt, store: store, cache: cache, sources: sources, log: log}
 	return imagegc.New(imagegc.Config{
 		Policy: imagegc.Policy{
@@ -109,7 +111,8 @@ func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Stor
 			MinAge:               cfg.MinimumImageTTLDuration,
 		},
 		Images: a, InUse: a, FS: a,
-		Log: log,
+		Registerer: reg,
+		Log:        log,
 	})
 }
 
@@ -234,7 +237,7 @@ func (r *pressureRef) Admit(p *pod.Pod, bestEffort bool) (bool, string) {
 // (imagefs), the image GC as its disk reclaimer, and the sync loop as its
 // evicter. Pods are ranked with their
 // spec.priority (or priorityClassName's).
-func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold, pods evictionPods, gc *imagegc.Manager, log *slog.Logger) (*eviction.Manager, error) {
+func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold, pods evictionPods, gc *imagegc.Manager, reg prometheus.Registerer, rec *events.Ring, log *slog.Logger) (*eviction.Manager, error) {
 	imageFS, err := pods.rt.ImageFSPath(ctx)
 	if err != nil {
 		log.Warn("image filesystem unknown: imagefs signals read --root-dir's", "err", err)
@@ -251,6 +254,8 @@ func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold
 		Priority:                 pod.PodPriority,
 		PressureTransitionPeriod: cfg.EvictionPressureTransitionPeriod,
 		MaxPodGracePeriod:        time.Duration(cfg.EvictionMaxPodGracePeriod) * time.Second,
+		Events:                   rec,
+		Registerer:               reg,
 		Log:                      log,
 	})
 }

@@ -92,6 +92,8 @@ type tugOpts struct {
 	// tug's (its tg.netns), for two instances on one node. By default each
 	// tug gets a new one.
 	netns string
+	// env is added to tug's environment (e.g. NOTIFY_SOCKET).
+	env []string
 }
 
 // tug is one tug agent under test, with its directories, its containerd
@@ -115,6 +117,7 @@ type tug struct {
 	fileCheck   time.Duration
 	healthzPort int      // 0: no TCP health listener
 	args        []string // tugOpts.args
+	env         []string // tugOpts.env
 	client      *containerd.Client
 
 	out *syncBuffer // tug's stdout and stderr, all runs
@@ -153,6 +156,7 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		fileCheck:   fileCheck,
 		healthzPort: opts.healthzPort,
 		args:        opts.args,
+		env:         opts.env,
 		out:         &syncBuffer{},
 	}
 	if tg.netns == "" {
@@ -195,6 +199,9 @@ func (tg *tug) Start() {
 	args := tg.runArgs()
 	cmd := tg.command(context.Background(), args...)
 	cmd.Stdout, cmd.Stderr = tg.out, tg.out
+	if len(tg.env) > 0 {
+		cmd.Env = append(os.Environ(), tg.env...)
+	}
 	// If the test binary dies, tug goes with it (the pods stay, like after
 	// any tug crash; the next run's cleanup does not see them, but the
 	// namespace name is unique).

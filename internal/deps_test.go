@@ -36,10 +36,12 @@ var allowedImports = map[string]allowed{
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it).
 	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
-	"tug/internal/pleg":      {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
+	// client_golang: each package owns and registers its metrics (issue 15).
+	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
 	// The sync loop defines the interfaces of the adapters and never
 	// imports them (nor qos: reconcile→qos passed the old deny-list).
-	"tug/internal/reconcile": {internal: []string{"tug/internal/pod", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"}},
+	"tug/internal/reconcile": {internal: []string{"tug/internal/pod", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
+		modules: []string{"github.com/prometheus/client_golang"}},
 	// The containerd adapter. Beyond containerd and runtime-spec (STYLE.md):
 	// containerd's API module, typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
@@ -63,7 +65,9 @@ var allowedImports = map[string]allowed{
 		"github.com/containerd/cgroups/v3", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
 	}},
 	"tug/internal/policy": {internal: []string{"tug/internal/pod"}},
-	"tug/internal/api":    {internal: []string{"tug/internal/pod"}},
+	// client_golang serves /metrics (issue 15); events for the Event type
+	// of GET /events.
+	"tug/internal/api": {internal: []string{"tug/internal/pod", "tug/internal/events"}, modules: []string{"github.com/prometheus/client_golang"}},
 
 	// Reclaim (issue 15): image GC and the eviction manager read and act
 	// through their own interfaces; the Prometheus client for
@@ -76,6 +80,13 @@ var allowedImports = map[string]allowed{
 	"tug/internal/prober": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
 		"google.golang.org/grpc", "golang.org/x/sys", "github.com/prometheus/client_golang",
 	}},
+	// Reads container cgroups' usage through cgroups/v3 (issue 15) and
+	// exports it with client_golang.
+	"tug/internal/cgstats": {internal: []string{"tug/internal/pod"}, modules: []string{
+		"github.com/containerd/cgroups/v3", "github.com/prometheus/client_golang",
+	}},
+	// The event ring: a leaf over pod.
+	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// Test code only: the one package that may import testing.
 	"tug/internal/testutil": {testing: true, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api", "github.com/vishvananda/netlink",
@@ -87,10 +98,13 @@ var allowedImports = map[string]allowed{
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
-		"tug/internal/policy", "tug/internal/api",
+		"tug/internal/policy", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober",
-	}, modules: []string{"gopkg.in/yaml.v3"}},
+	}, modules: []string{"gopkg.in/yaml.v3",
+		// The metrics registry (Go and process collectors) and systemd's
+		// notify protocol (issue 15).
+		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22"}},
 }
 
 // everyPackage lists the tug packages any package may import.

@@ -248,7 +248,7 @@ up() {
     trap 'on_error $LINENO' ERR
     LIB_ON_DIE=show_logs
     mkdir -p "$DIR"
-    ensure_packages docker-registry
+    ensure_packages docker-registry prometheus # prometheus: the e2e test of a real scraper (TestPrometheusScrapesTug)
     start_containerd
     start_registry
     setup_image

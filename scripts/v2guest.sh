@@ -177,6 +177,7 @@ for a in $(cat /proc/cmdline); do
     case $a in
         v2g.moddir=*) MODDIR=${a#v2g.moddir=} ;;
         v2g.image=*) IMAGE_TAR=${a#v2g.image=} ;;
+        v2g.systemd=1) SYSTEMD=1 ;;
     esac
 done
 say "started (kernel $(uname -r))"
@@ -225,6 +226,45 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [grpc]
   address = "/run/containerd/containerd.sock"
 EOF
+# V2G_SYSTEMD=1: systemd becomes PID 1 and runs containerd and CMD as
+# units (v2g.target, no default dependencies: nothing of the host's units
+# starts), so that CMD can test a service under a real service manager.
+# Its containerd is containerd.service (in /run, it overrides the
+# package's), so that a unit that wants containerd.service gets this one.
+# CMD's end powers the guest off.
+if [ "${SYSTEMD:-}" = 1 ]; then
+    mkdir -p /run/systemd/system
+    cat > /run/systemd/system/v2g.target <<EOF
+[Unit]
+Description=v2guest command under systemd
+DefaultDependencies=no
+Requires=v2g-cmd.service
+EOF
+    cat > /run/systemd/system/containerd.service <<EOF
+[Unit]
+DefaultDependencies=no
+[Service]
+ExecStart=/usr/bin/containerd --config /run/v2guest/containerd.toml --log-level warn
+StandardOutput=append:/v2out/containerd.log
+StandardError=append:/v2out/containerd.log
+Delegate=yes
+KillMode=process
+EOF
+    cat > /run/systemd/system/v2g-cmd.service <<EOF
+[Unit]
+DefaultDependencies=no
+Requires=containerd.service
+After=containerd.service
+[Service]
+Type=oneshot
+Environment=V2G_OUT=/v2out TMPDIR=/run/v2guest/tmp PATH=$PATH HOME=/root V2G_IMAGE=${IMAGE_TAR:-}
+ExecStart=/bin/sh -c 'until ctr version >/dev/null 2>&1; do sleep 0.1; done; if [ -n "\$V2G_IMAGE" ]; then ctr image import "\$V2G_IMAGE" >/dev/null; fi; sh /v2out/cmd.sh < /dev/null > /v2out/output.log 2>&1; echo \$\$? > /v2out/exit_status; cat /v2out/output.log > /dev/console; sync'
+ExecStopPost=/bin/systemctl --no-block poweroff --force --force
+TimeoutStartSec=infinity
+EOF
+    say "exec systemd"
+    exec /lib/systemd/systemd --unit=v2g.target --log-target=console --log-level=notice
+fi
 containerd --config /run/v2guest/containerd.toml --log-level warn > /v2out/containerd.log 2>&1 &
 i=0
 until [ -S /run/containerd/containerd.sock ] && ctr version >/dev/null 2>&1; do
@@ -351,6 +391,7 @@ run_guest() {
     append+=" mitigations=off tsc=reliable no_timer_check i8042.noaux i8042.nokbd 8250.nr_uarts=1"
     append+=" rdinit=/init v2g.init=$V2G_DIR/guest-init.sh v2g.moddir=$MODDIR"
     [ -n "$IMAGE_TAR" ] && append+=" v2g.image=$IMAGE_TAR"
+    [ "${V2G_SYSTEMD:-}" = 1 ] && append+=" v2g.systemd=1"
 
     log "booting ($ACCEL, ${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT}s), run dir $RUN"
     local t0=$SECONDS rc=0 tpid

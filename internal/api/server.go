@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/pod"
 )
@@ -48,12 +51,25 @@ type Server struct {
 	Node NodeSource
 	// Log receives listener events and failed writes; nil discards them.
 	Log *slog.Logger
+	// Registry is served on /metrics; the server registers its own
+	// collectors on it (the status gauges and kubelet_http_requests_total)
+	// when it first builds a handler. nil: a registry of the server's own.
+	Registry *prometheus.Registry
+	// Sources reports the manifest sources' readiness for /metrics; nil
+	// means none.
+	Sources SourceLister
+	// Events serves GET /events and the last events of GET /pods/...;
+	// nil means none.
+	Events EventSource
 	// IdleTimeout closes a keep-alive connection that sends no new request
 	// for this long, on both listeners. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// LogsDir is the pod logs directory (--pod-logs-dir) the log endpoint
 	// reads; empty: no container has logs.
 	LogsDir string
+
+	metricsOnce sync.Once
+	requests    *prometheus.CounterVec
 }
 
 // DefaultIdleTimeout is the default Server.IdleTimeout.
@@ -70,6 +86,7 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /pods/{namespace}/{name}/log  a container's output, as kubectl logs
 //	    (?container=&follow=&previous=&tailLines=&sinceSeconds=&timestamps=)
 //	GET /node                      the node and its pressure conditions
+//	GET /events                    an EventList, oldest first (?namespace=&pod=&watch=true)
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -80,7 +97,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/log", s.getLog)
 	mux.HandleFunc("GET /node", s.getNode)
-	return mux
+	mux.HandleFunc("GET /events", s.listEvents)
+	return s.counted("socket", mux)
 }
 
 // HealthHandler returns only /healthz, /readyz and /metrics, meant for the
@@ -88,7 +106,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.healthRoutes(mux)
-	return mux
+	return s.counted("health", mux)
 }
 
 func (s *Server) healthRoutes(mux *http.ServeMux) {

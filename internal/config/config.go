@@ -119,6 +119,11 @@ type Config struct {
 	// runs or has failed, prints their status and exits (non-zero if any
 	// failed). Default false.
 	RunOnce bool `yaml:"runonce"`
+	// TestFaultWedgeSyncLoop is a test-only fault (the hidden flag
+	// --test-fault-wedge-sync-loop, never in a config file): this long
+	// after start the sync loop blocks for good, so that the systemd
+	// watchdog test sees tug killed. 0: off.
+	TestFaultWedgeSyncLoop time.Duration `yaml:"-"`
 	// RunOnceTimeout bounds how long --runonce waits. Default 5m.
 	RunOnceTimeout time.Duration `yaml:"runonce-timeout"`
 
@@ -204,6 +209,10 @@ type Config struct {
 	// EvictionMaxPodGracePeriod: the most grace (seconds) a pod evicted for
 	// a soft threshold gets; 0 means the pod's own. Default 0.
 	EvictionMaxPodGracePeriod int `yaml:"eviction-max-pod-grace-period"`
+	// ShimGrouping is which containers share one containerd shim process:
+	// pod (every container of a pod) or node (every container of tug's
+	// namespace). Default pod.
+	ShimGrouping string `yaml:"shim-grouping"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -296,6 +305,7 @@ func Default() Config {
 		ImageGCLowThresholdPercent:       80,
 		MinimumImageTTLDuration:          2 * time.Minute,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
+		ShimGrouping:                     "pod",
 	}
 }
 
@@ -372,6 +382,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "grace period of each soft threshold, e.g. memory.available=1m30s")
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")
 	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "maximum grace period (seconds) of a pod evicted for a soft threshold (0: the pod's own)")
+	fs.StringVar(&c.ShimGrouping, "shim-grouping", c.ShimGrouping, "containers that share one containerd shim: pod or node")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -487,6 +498,9 @@ func (c *Config) Validate() error {
 	if c.DefaultSeccomp != "runtime-default" && c.DefaultSeccomp != "unconfined" {
 		errs = append(errs, fmt.Errorf("default-seccomp: %q is not runtime-default or unconfined", c.DefaultSeccomp))
 	}
+	if c.ShimGrouping != "pod" && c.ShimGrouping != "node" {
+		errs = append(errs, fmt.Errorf("shim-grouping: %q is not pod or node", c.ShimGrouping))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -532,6 +546,9 @@ func (c Config) cgroupRoot() string {
 	return c.CgroupRoot
 }
 
+// testFaultFlag is the hidden test-only flag of Config.TestFaultWedgeSyncLoop.
+const testFaultFlag = "test-fault-wedge-sync-loop"
+
 // Parse builds the configuration from the command line of "tug run":
 // defaults, then the --config file if one is named, then the flags given.
 func Parse(name string, args []string) (Config, error) {
@@ -541,6 +558,7 @@ func Parse(name string, args []string) (Config, error) {
 	first.StringVar(&file, "config", "", "")
 	probe := Default()
 	probe.BindFlags(first)
+	first.Duration(testFaultFlag, 0, "")
 	if err := first.Parse(args); err != nil {
 		return Config{}, err // flag.ErrHelp after -h: the caller prints PrintFlags
 	}
@@ -553,6 +571,7 @@ func Parse(name string, args []string) (Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.String("config", file, "YAML config file whose keys mirror the flags")
 	c.BindFlags(fs)
+	fs.DurationVar(&c.TestFaultWedgeSyncLoop, testFaultFlag, 0, "") // hidden: not in BindFlags, so not in help
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tug/internal/clock"
 	"tug/internal/pod"
 )
@@ -49,6 +51,9 @@ type Config struct {
 	Clock clock.Clock
 	// Log receives the generator's logs; default: discarded.
 	Log *slog.Logger
+	// Registerer gets the relist metrics (kubelet_pleg_relist_duration_seconds
+	// and kubelet_pleg_relist_interval_seconds); nil: not registered.
+	Registerer prometheus.Registerer
 }
 
 // PLEG is the relist-based pod lifecycle event generator. Run relists
@@ -79,6 +84,9 @@ type PLEG struct {
 	failing  bool       // the last relist failed; guarded by relistMu
 	failedAt time.Time  // when relists started failing; guarded by relistMu
 	dropping bool       // the last send was dropped; guarded by relistMu
+	started  time.Time  // when the previous relist started; guarded by relistMu
+
+	relistDuration, relistInterval prometheus.Histogram
 
 	mu         sync.RWMutex // guards the cache below; written with relistMu held too
 	byID       map[string]pod.RuntimeContainer
@@ -104,7 +112,17 @@ func New(cfg Config) *PLEG {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &PLEG{
+	p := &PLEG{
+		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_pleg_relist_duration_seconds",
+			Help:    "Duration in seconds for relisting pods in PLEG.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		relistInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_pleg_relist_interval_seconds",
+			Help:    "Interval in seconds between relisting in PLEG.",
+			Buckets: prometheus.DefBuckets,
+		}),
 		lister:       cfg.Lister,
 		period:       cfg.Period,
 		healthyAfter: cfg.HealthyAfter,
@@ -113,6 +131,10 @@ func New(cfg Config) *PLEG {
 		events:       make(chan Event, cfg.ChannelSize),
 		wake:         make(chan struct{}, 1),
 	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(p.relistDuration, p.relistInterval)
+	}
+	return p
 }
 
 // Run relists at once, then every Period after the previous relist ended,
@@ -155,6 +177,11 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	defer p.relistMu.Unlock()
 
 	start := p.clock.Now()
+	if !p.started.IsZero() {
+		p.relistInterval.Observe(start.Sub(p.started).Seconds())
+	}
+	p.started = start
+	defer func() { p.relistDuration.Observe(p.clock.Now().Sub(start).Seconds()) }()
 	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	list, err := p.lister.ListContainers(lctx)
 	cancel()

@@ -26,6 +26,12 @@ const (
 	DefaultLogMaxSize  = 10 << 20
 	DefaultLogMaxFiles = 5
 	DefaultSnapshotter = "overlayfs"
+	// ShimGroupingPod runs every container of a pod (init containers,
+	// sidecars, app containers, and each restart) under one shim.
+	ShimGroupingPod = "pod"
+	// ShimGroupingNode runs every container of tug's namespace under one
+	// shim.
+	ShimGroupingNode   = "node"
 	DefaultPullTimeout = 5 * time.Minute
 	// DefaultConnectTimeout bounds the dial to containerd in New.
 	DefaultConnectTimeout = 10 * time.Second
@@ -88,8 +94,15 @@ type Config struct {
 	Snapshotter string
 	// PullTimeout bounds one registry pull; default 5 minutes.
 	PullTimeout time.Duration
+	// ShimGrouping is --shim-grouping: which containers share one
+	// containerd-shim-runc-v2 process, ShimGroupingPod (the default: every
+	// container of a pod) or ShimGroupingNode (every container of tug's
+	// namespace).
+	ShimGrouping string
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
+	// Recorder receives the Pulled events; nil: none.
+	Recorder eventRecorder
 	// Clock tells the start and exit times recorded on containers; nil: the
 	// system clock.
 	Clock clock.Clock
@@ -140,6 +153,13 @@ func (c *Config) setDefaults() error {
 	if c.Snapshotter == "" {
 		c.Snapshotter = DefaultSnapshotter
 	}
+	switch c.ShimGrouping {
+	case "":
+		c.ShimGrouping = ShimGroupingPod
+	case ShimGroupingPod, ShimGroupingNode:
+	default:
+		return fmt.Errorf("podruntime: %w: %q", ErrShimGrouping, c.ShimGrouping)
+	}
 	if c.PullTimeout <= 0 {
 		c.PullTimeout = DefaultPullTimeout
 	}
@@ -169,7 +189,8 @@ type Runtime struct {
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
 
-	pumps *logPumps // the file log driver's converter; nil with the binary driver
+	pumps     *logPumps  // the file log driver's converter; nil with the binary driver
+	shimLocks keyedMutex // serialises the start of a shim group's first task (see shimGroupFor)
 }
 
 // New connects to containerd at cfg.Address with cfg.Namespace as the

@@ -72,9 +72,15 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	id := ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
-	img, err := r.ensureImage(ctx, p, c)
+	began := time.Now()
+	img, pulled, err := r.ensureImagePulled(ctx, p, c)
 	if err != nil {
 		return "", err
+	}
+	if pulled {
+		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Successfully pulled image %q in %s", c.Image, time.Since(began).Round(time.Millisecond)))
+	} else {
+		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 	}
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {
@@ -112,6 +118,11 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	} else if m != nil {
 		mounts = append(mounts, *m)
 	}
+	group, releaseGroup, err := r.shimGroupFor(ctx, p.Metadata.UID, id)
+	if err != nil {
+		return "", err
+	}
+	defer releaseGroup()
 
 	// env is read now, from the objects bound to the pod: fixed for the
 	// life of this container, as in Kubernetes.
@@ -132,6 +143,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
 		Seccomp:         seccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
+		ShimGroup:       group,
 	})...)
 	cont, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
@@ -139,6 +151,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
+		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
 	if err != nil {
@@ -163,6 +176,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		}
 	}
 	task, err := cont.NewTask(sctx, creator)
+	releaseGroup()
 	if err != nil {
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("create task: %w", err)

@@ -3,6 +3,9 @@ package podruntime
 import "errors"
 
 var (
+	// ErrShimGrouping means Config.ShimGrouping is neither "pod" nor
+	// "node".
+	ErrShimGrouping = errors.New("podruntime: unknown shim grouping")
 	// ErrImageNotPresent means the image is not in containerd's image store
 	// (unpacked for the snapshotter) and imagePullPolicy is Never.
 	ErrImageNotPresent = errors.New("podruntime: image not present")

@@ -59,9 +59,16 @@ func pullPolicy(c *pod.Container) pod.PullPolicy {
 //     name is present, it is used with a warning, so that a device that is
 //     offline keeps running what it has.
 func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error) {
+	img, _, err := r.ensureImagePulled(ctx, p, c)
+	return img, err
+}
+
+// ensureImagePulled is ensureImage that also reports whether the image was
+// pulled from its registry (for the Pulled event).
+func (r *Runtime) ensureImagePulled(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, bool, error) {
 	ref, err := NormalizeRef(c.Image)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch pullPolicy(c) {
 	case pod.PullNever:
@@ -69,30 +76,31 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 		if errors.Is(err, ErrImageNotPresent) {
 			err = fmt.Errorf("%w: %w", pod.ErrImageNeverPull, err)
 		}
-		return img, err
+		return img, false, err
 	case pod.PullIfNotPresent:
 		img, err := r.localImage(ctx, ref)
 		if err == nil {
-			return img, nil
+			return img, false, nil
 		}
 		if !errors.Is(err, ErrImageNotPresent) {
-			return nil, err
+			return nil, false, err
 		}
-		return r.pull(ctx, ref, r.keyringFor(p))
+		img, err = r.pull(ctx, ref, r.keyringFor(p))
+		return img, err == nil, err
 	default: // Always
 		img, err := r.pull(ctx, ref, r.keyringFor(p))
 		if err == nil {
-			return img, nil
+			return img, true, nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, false, err
 		}
 		local, lerr := r.localImage(ctx, ref)
 		if lerr != nil {
-			return nil, err
+			return nil, false, err
 		}
 		r.log.Warn("pull failed, using the image that is present", "image", ref, "err", err)
-		return local, nil
+		return local, false, nil
 	}
 }
 

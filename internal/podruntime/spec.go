@@ -32,6 +32,7 @@ type specParams struct {
 	Hostname        string
 	AllowPrivileged bool
 	Seccomp         seccompConfig
+	ShimGroup       string // the runc shim's group (see shimGroupFor); empty: a shim of its own
 }
 
 // containerSpecOpts returns tug's options for a container's spec, to apply
@@ -70,6 +71,7 @@ func containerSpecOpts(sp specParams) []oci.SpecOpts {
 		withMounts(sp.Mounts),
 		withCgroup(sp.Sandbox.CgroupParent, sp.ID),
 		withResources(sp.Resources),
+		withShimGroup(sp.ShimGroup),
 	}
 }
 

@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/clock"
 	"tug/internal/pleg"
@@ -69,6 +72,12 @@ type Config struct {
 	// liveness or startup probe restarts the container, readiness sets
 	// its Ready. Nil: no probes, a running container is ready.
 	Prober Prober
+	// Registerer gets kubelet_pod_worker_duration_seconds; nil: not
+	// registered.
+	Registerer prometheus.Registerer
+	// Recorder receives the pods' events (Created, Started, Killing,
+	// BackOff, Failed, FailedMount, ...); nil: none.
+	Recorder eventRecorder
 }
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.
@@ -85,6 +94,7 @@ type Loop struct {
 	done      chan string          // UIDs of workers that ended
 	evictions chan string          // UIDs of pods Evict marked, to sync now
 	wakes     chan string          // UIDs of pods Resync asked for
+	beat      atomic.Int64         // Unix nanoseconds of Run's last turn
 }
 
 // New returns a sync loop that drives pods through cfg.Runtime and
@@ -103,9 +113,18 @@ func New(cfg Config) *Loop {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
 	n := &notes{now: cfg.Clock}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, pressure: cfg.Pressure}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, rec: cfg.Recorder, pressure: cfg.Pressure}
+	workerDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubelet_pod_worker_duration_seconds",
+		Help:    "Duration in seconds to sync a single pod, by operation type: create, sync or kill.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"operation_type"})
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(workerDuration)
+	}
+	observe := func(op string, d time.Duration) { workerDuration.WithLabelValues(op).Observe(d.Seconds()) }
 	s.probes = cfg.Prober
-	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox})
+	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l
 }
@@ -152,6 +171,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 	updates, events := l.cfg.Updates, l.cfg.Events
 	for {
+		l.beat.Store(time.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return nil
@@ -195,6 +215,17 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.admitHeld(ctx, &wg)
 		}
 	}
+}
+
+// LastIteration is when Run last began a turn of its loop (zero before
+// Run): with housekeeping on, a loop that is not wedged turns at least
+// every HousekeepingPeriod. Safe for concurrent use.
+func (l *Loop) LastIteration() time.Time {
+	ns := l.beat.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 func (l *Loop) apply(ctx context.Context, wg *sync.WaitGroup, c podconfig.Change) {

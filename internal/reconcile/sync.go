@@ -26,7 +26,8 @@ type podSyncer struct {
 	notes   *notes
 	backoff *CrashBackoff
 	now     clock.Clock
-	log     *slog.Logger // nil: no log
+	log     *slog.Logger  // nil: no log
+	rec     eventRecorder // nil: no events
 	// pressure decides when an evicted pod may start again (nil: at once).
 	pressure Pressure
 	// probes runs the containers' probes (nil: none).
@@ -82,17 +83,18 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if s.notes.refuse(uid, pod.StateWaiting{}) && s.log != nil {
 		s.log.Info("pod no longer refused", "pod", p.FullName(), "uid", uid)
 	}
-	if err == nil {
-		err = s.rt.PreparePod(ctx, p, sb)
-		if errors.Is(err, pod.ErrCreateContainerConfig) {
-			// A ConfigMap, Secret or claim a volume needs is missing: the
-			// containers wait, naming it, until an update brings it.
-			for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
-				for _, c := range list {
-					s.notes.wait(uid, c.Name, pod.ReasonCreateContainerConfigError, err.Error())
-				}
+	if err != nil {
+		s.event(p, "", eventWarning, reasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+err.Error())
+	} else if err = s.rt.PreparePod(ctx, p, sb); errors.Is(err, pod.ErrCreateContainerConfig) {
+		// A ConfigMap, Secret or claim a volume needs is missing: the
+		// containers wait, naming it, until an update brings it.
+		for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, c := range list {
+				s.notes.wait(uid, c.Name, pod.ReasonCreateContainerConfigError, err.Error())
 			}
 		}
+	} else if err != nil {
+		s.event(p, "", eventWarning, reasonFailedMount, err.Error())
 	}
 	if err != nil {
 		s.notes.syncFailed(uid, err.Error())
@@ -385,6 +387,7 @@ func (s *podSyncer) backedOff(p *pod.Pod, name string, last *pod.RuntimeContaine
 		return true
 	}
 	s.notes.wait(p.Metadata.UID, name, pod.ReasonCrashLoopBackOff, backoffMessage(due.Sub(last.FinishedAt), p, name))
+	s.event(p, name, eventWarning, reasonBackOff, "Back-off restarting failed container "+name+" in pod "+p.Metadata.Name)
 	res.after(wait)
 	return false
 }
@@ -412,9 +415,14 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	prev := s.notes.clear(p.Metadata.UID, c.Name) // the back-off it waited for is over
 	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, sb, s.cg.Container(p, c))
 	if err != nil {
-		s.notes.wait(p.Metadata.UID, c.Name, startErrorReason(err, prev), err.Error())
+		reason := startErrorReason(err, prev)
+		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
+		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
 		return "", err
 	}
+	// StartContainer creates and starts: both events at once.
+	s.event(p, c.Name, eventNormal, reasonCreated, "Created container "+c.Name)
+	s.event(p, c.Name, eventNormal, reasonStarted, "Started container "+c.Name)
 	return id, nil
 }
 
@@ -511,6 +519,9 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if r.State == pod.RunRunning {
+				s.event(p, r.Name, eventNormal, reasonKilling, "Stopping container "+r.Name)
+			}
 			if err := s.rt.StopContainer(ctx, r.ID, p.GracePeriod()); err != nil {
 				errs[i] = fmt.Errorf("stop container %q: %w", r.Name, err)
 				return

@@ -25,6 +25,10 @@ type syncFuncs struct {
 	// removeSandbox removes what a pod that is gone left of its sandbox
 	// (housekeeping calls it for UIDs without a worker).
 	removeSandbox func(ctx context.Context, uid string) error
+	// observe, when set, is told how long each sync or kill took, with the
+	// kubelet's operation type: create (the worker's first sync), sync or
+	// kill.
+	observe func(operation string, d time.Duration)
 }
 
 // worker owns one pod UID. It holds at most one pending piece of work: a
@@ -104,7 +108,7 @@ func (w *worker) deliverLocked(wk *work, interrupt bool) {
 // run processes work until the pod is killed or ctx ends. Stopping tug
 // (ctx) leaves the pod running.
 func (w *worker) run(ctx context.Context) {
-	failing := false
+	failing, first := false, true
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,10 +130,19 @@ func (w *worker) run(ctx context.Context) {
 			err error
 			res syncResult
 		)
+		began, op := time.Now(), "sync"
 		if wk.kill {
+			op = "kill"
 			err = w.fns.kill(ctx, wk.pod)
 		} else {
+			if first {
+				op = "create"
+			}
+			first = false
 			res, err = w.fns.sync(ctx, wait, wk.pod)
+		}
+		if w.fns.observe != nil {
+			w.fns.observe(op, time.Since(began))
 		}
 		cancel()
 		switch {

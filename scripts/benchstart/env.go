@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -56,7 +57,7 @@ func setup(ctx context.Context, o options) (e *env, err error) {
 
 	t, err := bench.NewTug(ctx, bench.TugConfig{
 		Bin: o.Tug, Dir: dir, Containerd: o.Containerd, Namespace: nsTug, Hostname: hostname,
-		LogLevel: "debug", Netns: "tug",
+		LogLevel: "debug", Netns: "tug", Args: strings.Fields(o.tugArgs),
 	})
 	if err != nil {
 		return e, err

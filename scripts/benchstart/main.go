@@ -47,6 +47,7 @@ type options struct {
 	loggerDiag bool
 	pickupLog  *regexp.Regexp
 	idleStart  string
+	tugArgs    string
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	)
 	o.Flags(flag.CommandLine)
 	flag.IntVar(&o.runs, "runs", 5, "measured runs per method and N")
+	flag.StringVar(&o.tugArgs, "tug-args", "", "more flags of tug run, space-separated (e.g. --shim-grouping=node)")
 	flag.StringVar(&ns, "n", "1,10,30", "comma-separated numbers of pods started at once")
 	flag.BoolVar(&o.loggerDiag, "logger-diag", false, "also measure ctr all-at-once with tug's log driver (what the logger costs)")
 	flag.StringVar(&pickup, "pickup-log", `source=file:`, "regexp of the tug log line that marks a new file as picked up (N=1)")

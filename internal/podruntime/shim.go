@@ -1,0 +1,137 @@
+package podruntime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	tasktypes "github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// shimGroupAnnotation is the OCI annotation by which the runc shim v2
+// groups containers: when a container's task is created, the shim's start
+// looks for the socket of the group's shim and, if one answers, the task
+// joins it; only a group's first container starts a shim. containerd's CRI
+// sets the sibling key io.kubernetes.cri.sandbox-id on a sandbox's
+// containers. The shim's socket is named after containerd's address, the
+// namespace and the group, so two tug instances never share a shim.
+const shimGroupAnnotation = "io.containerd.runc.v2.group"
+
+// LabelShimGroup is the shim group a container was created in (see
+// shimGroupFor).
+const LabelShimGroup = labelPrefix + "shim-group"
+
+// shimGroupFor returns the shim group for a new container (id) of the pod
+// with UID uid: the group of the newest container of the pod (of any pod
+// with ShimGroupingNode) whose task is alive (created, running or paused),
+// or, when there is none, a new group named after the pod (the node) and
+// id. release must be called once the container's task is created (or its
+// start failed): until then no other container of the pod (the node) finds
+// that there is no live task and starts a second new group.
+//
+// A shim ends when the last task it serves is deleted, yet it answers on
+// its socket for a moment after that. A fixed group name would let a
+// container started in that moment (the next init container, right after
+// the previous one was reaped) join a shim that is exiting, and die with
+// it. A group whose tasks are all gone is therefore never joined again.
+// What remains is a task that exits and is deleted while the new one is
+// being created: see docs/decisions.md.
+func (r *Runtime) shimGroupFor(ctx context.Context, uid, id string) (group string, release func(), err error) {
+	key, filter, fresh := uid, `labels."`+LabelPodUID+`"==`+strconv.Quote(uid), "tug-pod-"+id
+	if r.cfg.ShimGrouping == ShimGroupingNode {
+		key, filter, fresh = "", `labels."`+LabelShimGroup+`"`, "tug-node-"+id
+	}
+	unlock := r.shimLocks.lock(key)
+	group, err = r.liveShimGroup(ctx, filter, id)
+	if err != nil || group != "" {
+		unlock()
+		return group, func() {}, err
+	}
+	return fresh, sync.OnceFunc(unlock), nil
+}
+
+// liveShimGroup returns the shim group label of the newest container that
+// filter selects (id aside) whose task is alive, "" when there is none.
+func (r *Runtime) liveShimGroup(ctx context.Context, filter, id string) (string, error) {
+	recs, err := r.client.ContainerService().List(ctx, filter)
+	if err != nil {
+		return "", fmt.Errorf("list containers for the shim group: %w", err)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].CreatedAt.After(recs[j].CreatedAt) })
+	for _, rec := range recs {
+		group := rec.Labels[LabelShimGroup]
+		if group == "" || rec.ID == id {
+			continue
+		}
+		resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: rec.ID})
+		if err != nil {
+			if errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+				continue
+			}
+			return "", fmt.Errorf("get task of %s for the shim group: %w", rec.ID, err)
+		}
+		switch resp.Process.Status {
+		case tasktypes.Status_CREATED, tasktypes.Status_RUNNING, tasktypes.Status_PAUSED, tasktypes.Status_PAUSING:
+			return group, nil
+		}
+	}
+	return "", nil
+}
+
+// keyedMutex is a mutex per key; a key's entry lives while it is locked or
+// waited for. The zero value is ready to use.
+type keyedMutex struct {
+	mu   sync.Mutex
+	keys map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int // holders and waiters
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.keys == nil {
+		k.keys = map[string]*keyedEntry{}
+	}
+	e := k.keys[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.keys[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.keys, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// withShimGroup sets the runc shim's group annotation; an empty group sets
+// nothing (the container gets a shim of its own).
+func withShimGroup(group string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		if group == "" {
+			return nil
+		}
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[shimGroupAnnotation] = group
+		return nil
+	}
+}

@@ -1,0 +1,117 @@
+#!/bin/sh
+# systemdtest.sh TUG UNIT ARCHIVE IMAGE: tug under a real systemd (run in the
+# QEMU guest booted with V2G_SYSTEMD=1 by `make test-systemd`, systemd as
+# PID 1). It installs UNIT (the repository's systemd/tug.service, hardening
+# included) with a drop-in for the test's directories and WatchdogSec=10s,
+# and checks:
+#   1. systemctl start returns only once tug sent READY=1, and STATUS= has
+#      the pod counts;
+#   2. with the sync loop wedged (the hidden --test-fault-wedge-sync-loop),
+#      tug stops sending WATCHDOG=1, says so in STATUS=, and systemd kills
+#      it (watchdog) and restarts it;
+#   3. the restarted tug adopts the pod: its task has the same pid;
+#   4. systemctl stop leaves the pod running.
+# Prints PASS/FAIL lines; exits 0 only if everything passed.
+set -u
+TUG=$1 UNIT=$2 ARCHIVE=$3 IMAGE=$4
+D=/run/tugtest
+NS=tugsystemd
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+show() { systemctl show -p "$1" --value tug; }
+taskpid() { ctr -n $NS tasks ls 2>/dev/null | awk '$3 == "RUNNING" { print $2; exit }'; }
+waitfor() { # waitfor SECONDS CMD...: until CMD succeeds
+    t=$1; shift
+    i=0
+    while [ $i -lt $((t * 5)) ]; do "$@" && return 0; sleep 0.2; i=$((i + 1)); done
+    return 1
+}
+
+mkdir -p $D/manifests $D/images $D/root $D/logs $D/run
+cp "$ARCHIVE" $D/images/
+cat > $D/manifests/web.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: $IMAGE
+      imagePullPolicy: Never
+      command: ["sleep", "86400"]
+YAML
+install -m 644 "$UNIT" /etc/systemd/system/tug.service
+mkdir -p /etc/systemd/system/tug.service.d
+cat > /etc/systemd/system/tug.service.d/test.conf <<CONF
+[Unit]
+After=
+Wants=
+DefaultDependencies=no
+[Service]
+StandardOutput=append:${V2G_OUT:-/tmp}/tug.log
+StandardError=append:${V2G_OUT:-/tmp}/tug.log
+EnvironmentFile=-$D/fault.env
+ExecStart=
+ExecStart=$TUG run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 \$FAULT
+WatchdogSec=10s
+RestartSec=1
+ConfigurationDirectory=
+$(echo "${SYSTEMDTEST_EXTRA:-}" | tr " " "\n")
+CONF
+systemctl daemon-reload
+
+# 1. READY and STATUS.
+t0=$(date +%s)
+if systemctl start tug; then
+    pass "systemctl start tug returned after READY=1 ($(( $(date +%s) - t0 ))s)"
+else
+    fail "systemctl start tug: $(show Result)"
+fi
+[ "$(show ActiveState)" = active ] && pass "tug is active" || fail "tug is $(show ActiveState)"
+case "$(show StatusText)" in *pods:*) pass "STATUS=$(show StatusText)" ;; *) fail "STATUS= without pod counts: '$(show StatusText)'" ;; esac
+if waitfor 60 sh -c "[ -n \"\$(ctr -n $NS tasks ls 2>/dev/null | awk '\$3 == \"RUNNING\"')\" ]"; then
+    pid1=$(taskpid)
+    pass "the pod runs (task pid $pid1)"
+else
+    fail "the pod does not run"; pid1=none
+    echo "---- tug's log (out/tug.log)"; tail -n 40 "${V2G_OUT:-/tmp}/tug.log"
+fi
+
+# 2. The wedge: restart tug with the fault, then take it away so that the
+# restart after the watchdog's kill runs normally.
+echo "FAULT=--test-fault-wedge-sync-loop=3s" > $D/fault.env
+systemctl restart tug || fail "systemctl restart tug with the fault"
+rm -f $D/fault.env
+n0=$(show NRestarts)
+saw_unhealthy=
+wedged() {
+    case "$(show StatusText)" in unhealthy*) saw_unhealthy=1 ;; esac
+    [ "$(show NRestarts)" -gt "$n0" ]
+}
+if waitfor 90 wedged; then
+    pass "systemd restarted the wedged tug (NRestarts $(show NRestarts))"
+else
+    fail "no restart within 90s of the wedge (NRestarts $(show NRestarts), state $(show ActiveState), status '$(show StatusText)')"
+fi
+[ -n "$saw_unhealthy" ] && pass "STATUS= said unhealthy before the kill" || echo "note: the unhealthy STATUS= was not seen between polls"
+if journalctl -u tug --no-pager 2>/dev/null | grep -qi watchdog; then pass "the journal names the watchdog"; fi
+
+# 3. Adoption.
+waitfor 60 sh -c '[ "$(systemctl show -p ActiveState --value tug)" = active ]' || fail "tug not active after the restart"
+waitfor 30 sh -c "systemctl show -p StatusText --value tug | grep -q 'pods:'" || true
+pid2=$(taskpid)
+[ "$pid1" = "$pid2" ] && pass "the restarted tug adopted the pod (task pid $pid2)" || fail "the task pid changed: $pid1 -> $pid2"
+
+# 4. Stop.
+systemctl stop tug
+pid3=$(taskpid)
+[ "$pid3" = "$pid1" ] && pass "systemctl stop tug left the pod running" || fail "after stop the task pid is '$pid3'"
+
+# Clean up the pod's task and container (the guest is thrown away anyway).
+for c in $(ctr -n $NS containers ls -q); do ctr -n $NS tasks kill -s KILL "$c" 2>/dev/null; done
+echo "systemd test: $fails failure(s)"
+[ $fails -eq 0 ]
