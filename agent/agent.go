@@ -207,6 +207,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Claims:     store,
 		ClaimDirs:  rt,
 		Prober:     probes,
+		Hooks:      prober.Hooks{Exec: rt.ExecSync},
 	})
 	resync = loop.Resync
 	view := reconcile.View{Store: store, Loop: loop}

@@ -72,6 +72,9 @@ type Config struct {
 	// liveness or startup probe restarts the container, readiness sets
 	// its Ready. Nil: no probes, a running container is ready.
 	Prober Prober
+	// Hooks, when set, runs the containers' postStart and preStop hooks
+	// (issue 12). Nil: hooks are not run.
+	Hooks Hooks
 	// Registerer gets kubelet_pod_worker_duration_seconds; nil: not
 	// registered.
 	Registerer prometheus.Registerer
@@ -124,6 +127,7 @@ func New(cfg Config) *Loop {
 	}
 	observe := func(op string, d time.Duration) { workerDuration.WithLabelValues(op).Observe(d.Seconds()) }
 	s.probes = cfg.Prober
+	s.hooks = cfg.Hooks
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l

@@ -29,8 +29,7 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 	if s.log != nil {
 		s.log.Info("killing unhealthy container", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
 	}
-	// TODO(hooks): run c's preStop hook here, within g, before the stop.
-	if err := s.rt.StopContainer(ctx, last.ID, g); err != nil && s.log != nil {
+	if err := s.stopContainer(ctx, p, c, *last, g, nil); err != nil && s.log != nil {
 		s.log.Warn("stop unhealthy container", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
 	}
 	res.after(time.Millisecond) // read the exit back and restart it

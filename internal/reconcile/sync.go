@@ -32,6 +32,8 @@ type podSyncer struct {
 	pressure Pressure
 	// probes runs the containers' probes (nil: none).
 	probes Prober
+	// hooks runs the containers' lifecycle hooks (nil: none).
+	hooks Hooks
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -372,7 +374,7 @@ func appsDone(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
 
 // stopOnly stops a container and keeps its record (for its status).
 func (s *podSyncer) stopOnly(ctx context.Context, p *pod.Pod, r pod.RuntimeContainer) error {
-	if err := s.rt.StopContainer(ctx, r.ID, p.GracePeriod()); err != nil {
+	if err := s.stopContainer(ctx, p, containerSpec(p, r.Name), r, p.GracePeriod(), nil); err != nil {
 		return fmt.Errorf("stop sidecar %q: %w", r.Name, err)
 	}
 	return nil
@@ -423,6 +425,9 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	// StartContainer creates and starts: both events at once.
 	s.event(p, c.Name, eventNormal, reasonCreated, "Created container "+c.Name)
 	s.event(p, c.Name, eventNormal, reasonStarted, "Started container "+c.Name)
+	if err := s.postStart(ctx, p, c, id, sb); err != nil {
+		return id, err
+	}
 	return id, nil
 }
 
@@ -522,7 +527,7 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 			if r.State == pod.RunRunning {
 				s.event(p, r.Name, eventNormal, reasonKilling, "Stopping container "+r.Name)
 			}
-			if err := s.rt.StopContainer(ctx, r.ID, p.GracePeriod()); err != nil {
+			if err := s.stopContainer(ctx, p, containerSpec(p, r.Name), r, p.GracePeriod(), nil); err != nil {
 				errs[i] = fmt.Errorf("stop container %q: %w", r.Name, err)
 				return
 			}

@@ -1,0 +1,64 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// Hooks runs containers' lifecycle hooks (postStart, preStop) with the
+// same handlers as the probes: exec through Exec in the container,
+// httpGet and tcpSocket from inside the pod's network namespace, and
+// sleep. Its zero value runs every action but exec.
+type Hooks struct {
+	// Exec runs cmd in container id (podruntime.Runtime.ExecSync).
+	Exec func(ctx context.Context, id string, cmd []string) (int, []byte, error)
+}
+
+// hookTimeout bounds an exec or HTTP action when ctx has no deadline
+// (a postStart hook: the kubelet gives it none; the pod's worker waits).
+const hookTimeout = 24 * time.Hour
+
+// Run runs hook h of container c (its ID id) of pod p, whose sandbox is
+// sb, until it is done or ctx ends. It returns nil on success, an error
+// wrapping ErrHookFailed when the action failed, another error when it
+// could not be run. A sleep action returns nil when ctx ends first (the
+// grace period ran out: the stop goes on, as for the kubelet). A
+// tcpSocket action (accepted by the API, ignored by the kubelet) opens and
+// closes a connection.
+func (hk Hooks) Run(ctx context.Context, p *pod.Pod, c *pod.Container, id string, sb pod.Sandbox, h *pod.LifecycleHandler) error {
+	if h == nil {
+		return nil
+	}
+	if h.Sleep != nil {
+		t := time.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	target := Target{NetNS: sb.Net, PodIP: sb.IP, Ports: c.Ports}
+	if hk.Exec != nil {
+		target.Exec = containerExec{id: id, exec: hk.Exec}
+	}
+	timeout := hookTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	handler := h.Handler()
+	res, msg, err := Run(ctx, handler, target, timeout)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s hook: %w", handler.Kind(), err)
+	case res != Success:
+		if msg == "" {
+			msg = res.String()
+		}
+		return fmt.Errorf("%w: %s: %s", ErrHookFailed, handler.Kind(), msg)
+	}
+	return nil
+}
