@@ -58,7 +58,19 @@ func (hk Hooks) Run(ctx context.Context, p *pod.Pod, c *pod.Container, id string
 		if msg == "" {
 			msg = res.String()
 		}
-		return fmt.Errorf("%w: %s: %s", ErrHookFailed, handler.Kind(), msg)
+		return &HookError{Action: handler.Kind(), Message: msg}
 	}
 	return nil
 }
+
+// HookError is a hook's action that ran and failed; it is ErrHookFailed
+// for errors.Is, and its text is the action and why ("exec hook: ...").
+type HookError struct {
+	Action  string // exec, httpGet, tcpSocket
+	Message string // the command's output, the HTTP status, the dial error
+}
+
+func (e *HookError) Error() string { return e.Action + " hook: " + e.Message }
+
+// Is makes a HookError match ErrHookFailed.
+func (e *HookError) Is(target error) bool { return target == ErrHookFailed }

@@ -42,6 +42,10 @@ func (s *podSyncer) postStart(ctx context.Context, p *pod.Pod, c *pod.Container,
 	if err == nil {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// tug is stopping: the container keeps running, as every other.
+		return fmt.Errorf("container %q: postStart: %w", c.Name, err)
+	}
 	uid := p.Metadata.UID
 	msg := "PostStartHook failed: " + err.Error()
 	s.event(p, c.Name, eventWarning, reasonFailedPostStartHook, msg)

@@ -1,9 +1,10 @@
 // Command grpchealth is a grpc.health.v1 server for tug's test image (built
 // into it by scripts/mkimage.sh as /bin/grpchealth; not part of tug). It
-// answers SERVING for the service "" and for the service named by -service,
-// unless the file named by -down exists (checked on every call), or after
-// SIGUSR1 (SIGUSR2 undoes it): then NOT_SERVING, so a test can see a grpc
-// probe fail while the process stays alive.
+// answers SERVING for the service "" (the server as a whole) and for the
+// service named by -service; the named service answers NOT_SERVING while
+// the file named by -down exists (checked on every call) or after SIGUSR1
+// (SIGUSR2 undoes it), so a test can see a grpc probe fail while the
+// process stays alive. Other names are NOT_FOUND.
 //
 //	grpchealth [-listen :9090] [-service NAME] [-down /tmp/grpc-down]
 package main
@@ -36,7 +37,9 @@ func (s *server) Check(_ context.Context, req *healthpb.HealthCheckRequest) (*he
 		return nil, status.Errorf(codes.NotFound, "unknown service %q", req.GetService())
 	}
 	st := healthpb.HealthCheckResponse_SERVING
-	if s.flipped.Load() {
+	if req.GetService() == "" {
+		// the server as a whole: alive
+	} else if s.flipped.Load() {
 		st = healthpb.HealthCheckResponse_NOT_SERVING
 	} else if _, err := os.Stat(s.down); s.down != "" && err == nil {
 		st = healthpb.HealthCheckResponse_NOT_SERVING
