@@ -318,6 +318,7 @@ func TestProbeRestartedTugKeepsHealthy(t *testing.T) {
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("keep.yaml", probePod("keep", tg.image, webScript(idle), `      livenessProbe:
         httpGet: {path: /healthz, port: 8080}
+        initialDelaySeconds: 2
         periodSeconds: 1
         failureThreshold: 1
       readinessProbe:
