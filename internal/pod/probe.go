@@ -159,6 +159,16 @@ func (v IntOrString) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v.IntVal)
 }
 
+// UnmarshalJSON reads a number or a name.
+func (v *IntOrString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		v.IsString, v.IntVal = true, 0
+		return json.Unmarshal(b, &v.StrVal)
+	}
+	v.IsString, v.StrVal = false, ""
+	return json.Unmarshal(b, &v.IntVal)
+}
+
 // ResolvePort returns the port number of v for a container with ports: the
 // number itself, or the containerPort of the port named v. It returns false
 // for a name no port has.

@@ -195,7 +195,7 @@ func runHTTP(ctx context.Context, a *pod.HTTPGetAction, t Target, timeout time.D
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Failure, "Get " + strconv.Quote(u.String()) + ": " + cause(err), nil
+		return Failure, cause(err), nil // a *url.Error: "Get \"url\": ..."
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -250,6 +250,10 @@ func runGRPC(ctx context.Context, a *pod.GRPCAction, t Target) (Result, string, 
 // refused", "context deadline exceeded").
 func cause(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
+		var u *url.Error
+		if errors.As(err, &u) {
+			return u.Op + " " + strconv.Quote(u.URL) + ": timeout"
+		}
 		return "timeout"
 	}
 	return err.Error()
