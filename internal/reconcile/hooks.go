@@ -90,6 +90,26 @@ func (s *podSyncer) stopContainer(ctx context.Context, p *pod.Pod, c *pod.Contai
 	return s.rt.StopContainer(ctx, r.ID, grace)
 }
 
+// preStopSandbox returns the pod's sandbox when one of the running
+// containers in recs has a network preStop hook (httpGet, tcpSocket), so
+// that concurrent stops do not each look it up; nil otherwise.
+func (s *podSyncer) preStopSandbox(ctx context.Context, p *pod.Pod, recs []pod.RuntimeContainer) *pod.Sandbox {
+	if s.hooks == nil {
+		return nil
+	}
+	for _, r := range recs {
+		c := containerSpec(p, r.Name)
+		if r.State != pod.RunRunning || c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+			continue
+		}
+		if h := c.Lifecycle.PreStop; h.HTTPGet != nil || h.TCPSocket != nil {
+			sb := s.hookSandbox(ctx, p, nil)
+			return &sb
+		}
+	}
+	return nil
+}
+
 // hookSandbox returns sb, or the running pod's sandbox as far as a hook
 // needs it (its network namespace and address) without creating anything.
 func (s *podSyncer) hookSandbox(ctx context.Context, p *pod.Pod, sb *pod.Sandbox) pod.Sandbox {

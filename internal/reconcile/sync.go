@@ -519,6 +519,7 @@ func (s *podSyncer) removeSandbox(ctx context.Context, uid string) error {
 // removeAll stops the given containers concurrently, then removes them.
 func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.RuntimeContainer) error {
 	errs := make([]error, len(recs))
+	sb := s.preStopSandbox(ctx, p, recs) // looked up once, not by each stop
 	var wg sync.WaitGroup
 	for i, r := range recs {
 		wg.Add(1)
@@ -527,7 +528,7 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 			if r.State == pod.RunRunning {
 				s.event(p, r.Name, eventNormal, reasonKilling, "Stopping container "+r.Name)
 			}
-			if err := s.stopContainer(ctx, p, containerSpec(p, r.Name), r, p.GracePeriod(), nil); err != nil {
+			if err := s.stopContainer(ctx, p, containerSpec(p, r.Name), r, p.GracePeriod(), sb); err != nil {
 				errs[i] = fmt.Errorf("stop container %q: %w", r.Name, err)
 				return
 			}
