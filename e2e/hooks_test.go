@@ -225,3 +225,18 @@ func TestProbeGRPCHealth(t *testing.T) {
 	}
 	tg.waitPod(10*time.Second, "grpc", "ready again", ready(true))
 }
+
+// TestHookHungPostStartDoesNotBlockRemoval: a postStart hook that never
+// returns holds its pod's sync, but removing the pod cuts it: the pod is
+// stopped and removed within its grace period.
+func TestHookHungPostStartDoesNotBlockRemoval(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	dir := hookDir(t, "hung")
+	postStart := execHook("postStart", "echo poststart >> /d/order; sleep 3600")
+	tg.writeManifest("hung.yaml", hookPod("hung", tg.image, dir, termScript, postStart, 5))
+	tg.waitOrder(startTimeout, dir, "started", "poststart")
+	uid := tg.uid("hung")
+	tg.removeManifest("hung.yaml")
+	tg.waitGone(20*time.Second, uid, "pod with a hung postStart removed")
+	tg.waitOrder(logTimeout, dir, "started", "poststart", "term")
+}

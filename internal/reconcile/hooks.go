@@ -28,6 +28,27 @@ const (
 // kubelet's minimumGracePeriodInSeconds).
 const minStopGrace = 2 * time.Second
 
+// hookCtxKey carries, in a sync's context, the context that a newer
+// update or the pod's removal cancels (syncPod's wait): a postStart hook
+// runs under it, so that a hook that never returns does not keep the pod
+// from being removed, while the stops and removals of the sync itself
+// run to their end under ctx.
+type hookCtxKey struct{}
+
+// withHookContext returns ctx carrying wait for the hooks run under it.
+func withHookContext(ctx, wait context.Context) context.Context {
+	return context.WithValue(ctx, hookCtxKey{}, wait)
+}
+
+// hookContext returns the context a postStart hook runs under: the wait
+// context ctx carries, else ctx.
+func hookContext(ctx context.Context) context.Context {
+	if w, ok := ctx.Value(hookCtxKey{}).(context.Context); ok && w != nil {
+		return w
+	}
+	return ctx
+}
+
 // postStart runs c's postStart hook in container id, just started. When
 // it fails, the container is stopped (its preStop hook first, as the
 // kubelet does), the failure becomes its waiting reason
@@ -38,13 +59,16 @@ func (s *podSyncer) postStart(ctx context.Context, p *pod.Pod, c *pod.Container,
 	if s.hooks == nil || c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return nil
 	}
-	err := s.hooks.Run(ctx, p, c, id, sb, c.Lifecycle.PostStart)
+	hctx := hookContext(ctx)
+	err := s.hooks.Run(hctx, p, c, id, sb, c.Lifecycle.PostStart)
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil {
-		// tug is stopping: the container keeps running, as every other.
-		return fmt.Errorf("container %q: postStart: %w", c.Name, err)
+	if hctx.Err() != nil {
+		// tug is stopping, or a newer version of the pod (its removal)
+		// cut the hook: the container is left running, and the next sync
+		// (or the kill) deals with it.
+		return fmt.Errorf("container %q: postStart interrupted: %w", c.Name, err)
 	}
 	uid := p.Metadata.UID
 	msg := "PostStartHook failed: " + err.Error()

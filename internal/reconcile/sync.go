@@ -63,6 +63,7 @@ func (r *syncResult) after(d time.Duration) {
 // admitted).
 func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 	var res syncResult
+	ctx = withHookContext(ctx, wait)
 	if p = s.admitted(p); p == nil {
 		return res, nil
 	}
