@@ -147,7 +147,8 @@ bench:
 		  $(GO) run ./scripts/benchstart && \
 		  $(GO) run ./scripts/benchidle && \
 		  $(GO) run ./scripts/benchlogs && \
-		  $(GO) run ./scripts/benchnet ) || rc=$$?; \
+		  $(GO) run ./scripts/benchnet && \
+		  $(GO) run ./scripts/benchprobe ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc
