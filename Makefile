@@ -168,7 +168,8 @@ bench:
 		  $(GO) run ./scripts/benchlogs && \
 		  $(GO) run ./scripts/benchnet && \
 		  $(GO) run ./scripts/benchday2 $(BENCHDAY2_ARGS) && \
-		  $(GO) run ./scripts/benchfootprint ) || rc=$$?; \
+		  $(GO) run ./scripts/benchfootprint && \
+		  $(GO) run ./scripts/benchprobe ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

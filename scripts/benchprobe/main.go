@@ -1,0 +1,403 @@
+// Command benchprobe measures what probes cost tug ("make bench", issue
+// 12): it starts tug with N pods, each running a busybox httpd, measures
+// tug's CPU over a window and its memory at the end, then adds three
+// probes per pod (httpGet readiness and tcpSocket liveness on its web
+// server, exec readiness on its second container) at periodSeconds 1, which re-arms them
+// without restarting a container (probes are not part of a container's
+// hash), waits for them to settle and measures the same window again. The
+// two windows are of the same run, the same pods and the same tug: the
+// difference is the probes'. A second probe round with the exec probe
+// left out gives the http/tcp cost alone; the exec probe's cost is shown
+// separately (it is mostly containerd's and runc's).
+//
+//	go run ./scripts/benchprobe [-pods 30] [-settle 5s] [-window 60s] [-tug ./tug] [-keep] [-markdown]
+//
+// Probe latency (a probe's due time to its result recorded) comes from
+// tug's tug_prober_probe_latency_seconds histogram when tug's API serves
+// /metrics; without it the latency is reported as not available. It needs
+// root and a containerd (scripts/testenv.sh up). It exits 0 whether the
+// targets are met or not: it is a measurement.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd"
+
+	"tug/internal/api"
+	"tug/internal/pod"
+	"tug/scripts/internal/bench"
+)
+
+const (
+	namespace = "bench-probe"
+	hostname  = "bench"
+)
+
+// Targets from issue 12 (http/tcp probes).
+const (
+	targetCPU     = 2.0 // % of one core added
+	targetRSS     = 5   // MiB added
+	targetLatency = 20 * time.Millisecond
+)
+
+type options struct {
+	bench.Options
+	pods   int
+	settle time.Duration
+	window time.Duration
+}
+
+func main() {
+	var o options
+	o.Flags(flag.CommandLine)
+	flag.IntVar(&o.pods, "pods", 30, "number of pods")
+	flag.DurationVar(&o.settle, "settle", 5*time.Second, "wait after each change, before measuring")
+	flag.DurationVar(&o.window, "window", 60*time.Second, "window measured, per phase")
+	flag.Parse()
+	err := o.Options.Check()
+	if err == nil && (o.pods < 1 || o.pods > 200) {
+		err = errors.New("-pods: from 1 to 200")
+	}
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		err = run(ctx, o)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchprobe:", err)
+		os.Exit(1)
+	}
+}
+
+// The probes of one phase, as container lines of the manifest.
+const (
+	netProbes = `      readinessProbe:
+        httpGet: {path: /index.html, port: 8080}
+        periodSeconds: 1
+      livenessProbe:
+        tcpSocket: {port: 8080}
+        periodSeconds: 1
+`
+	execProbe = `      readinessProbe:
+        exec: {command: ["true"]}
+        periodSeconds: 1
+`
+)
+
+// phase is one measured window.
+type phase struct {
+	name       string
+	main, side string // container lines of each container
+}
+
+type sample struct {
+	phase   string
+	cpu     float64 // % of one core
+	mem     bench.Memory
+	latency map[string]latency // by handler
+	window  time.Duration
+}
+
+type latency struct {
+	p99 float64 // seconds; NaN: not available
+	n   float64
+}
+
+func run(ctx context.Context, o options) (err error) {
+	client, err := bench.Connect(o.Containerd)
+	if err != nil {
+		return err
+	}
+	dir, err := bench.WorkDir("benchprobe")
+	if err != nil {
+		client.Close()
+		return err
+	}
+	var tug *bench.Tug
+	defer func() { err = errors.Join(err, teardown(client, tug, dir, o.Keep)) }()
+	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
+		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
+	}
+	tug, err = bench.NewTug(ctx, bench.TugConfig{
+		Bin: o.Tug, Dir: dir, Containerd: o.Containerd, Namespace: namespace, Hostname: hostname,
+		Healthz: true, Netns: "probe",
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeManifests(o, tug, "", ""); err != nil {
+		return err
+	}
+	if err := bench.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
+		return fmt.Errorf("image archive: %w", err)
+	}
+	if err := tug.Start(); err != nil {
+		return err
+	}
+	if err := waitRunning(ctx, tug, o.pods, 3*time.Minute); err != nil {
+		return err
+	}
+	pids, err := bench.TaskPIDs(ctx, client, namespace)
+	if err != nil {
+		return err
+	}
+	// Phases: none (the baseline), http+tcp, http+tcp+exec. A probe
+	// phase's latency counts the probes of its window only.
+	var samples []sample
+	for _, ph := range []phase{{"no probes", "", ""}, {"http+tcp", netProbes, ""}, {"http+tcp+exec", netProbes, execProbe}} {
+		if err := writeManifests(o, tug, ph.main, ph.side); err != nil {
+			return err
+		}
+		if err := bench.Sleep(ctx, o.settle+3*time.Second); err != nil { // the file check, then the re-arm
+			return err
+		}
+		before := scrape(ctx, tug)
+		fmt.Fprintf(os.Stderr, "benchprobe: measuring %q for %v\n", ph.name, o.window)
+		win, err := bench.StartCPU(bench.ProcSet{Name: "tug", PIDs: []int{tug.PID()}})
+		if err != nil {
+			return err
+		}
+		if err := bench.Sleep(ctx, o.window); err != nil {
+			return err
+		}
+		usage, window, err := win.Stop()
+		if err != nil {
+			return err
+		}
+		mem, err := bench.ReadMemory(tug.PID())
+		if err != nil {
+			return err
+		}
+		after := scrape(ctx, tug)
+		samples = append(samples, sample{phase: ph.name, cpu: usage[0].Percent, mem: mem, latency: diffP99(before, after), window: window})
+	}
+	now, err := bench.TaskPIDs(ctx, client, namespace)
+	if err != nil {
+		return err
+	}
+	for id, pid := range pids {
+		if now[id] != pid {
+			return fmt.Errorf("task %s was restarted during the run (pid %d, now %d): probes must not restart healthy containers", id, pid, now[id])
+		}
+	}
+	report(os.Stdout, o, samples)
+	return nil
+}
+
+// writeManifests writes the pods: "main" serves HTTP on 8080 (probed by
+// httpGet and tcpSocket), "side" sleeps (probed by exec: a readiness
+// probe runs for good, where a startup probe would stop at its first
+// success).
+func writeManifests(o options, tug *bench.Tug, mainProbes, sideProbes string) error {
+	for i := range o.pods {
+		name := fmt.Sprintf("probe-%02d", i)
+		m := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: main
+      image: %s
+      command: ["sh", "-c", "mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www"]
+%s    - name: side
+      image: %s
+      command: ["sleep", "86400"]
+%s`, name, o.Image, mainProbes, o.Image, sideProbes)
+		tmp := filepath.Join(tug.Staging, name+".yaml")
+		if err := os.WriteFile(tmp, []byte(m), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(tug.Manifests, name+".yaml")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitRunning waits until tug's API lists every pod Running.
+func waitRunning(ctx context.Context, tug *bench.Tug, pods int, timeout time.Duration) error {
+	c := &api.Client{SocketPath: filepath.Join(tug.RunDir, "tug.sock")}
+	deadline := time.Now().Add(timeout)
+	last := "no answer yet"
+	for time.Now().Before(deadline) {
+		if err := tug.Alive(); err != nil {
+			return err
+		}
+		if list, err := c.Pods(ctx); err != nil {
+			last = err.Error()
+		} else {
+			running := 0
+			for _, v := range list.Items {
+				if v.Status.Phase == pod.PhaseRunning && len(v.Status.ContainerStatuses) == 2 &&
+					v.Status.ContainerStatuses[0].State.Running != nil && v.Status.ContainerStatuses[1].State.Running != nil {
+					running++
+				}
+			}
+			if running == pods {
+				return nil
+			}
+			last = fmt.Sprintf("%d of %d pods running", running, pods)
+		}
+		if err := bench.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("pods not running within %v: %s", timeout, last)
+}
+
+// histogram is the cumulative buckets of one handler: le -> count.
+type histogram map[float64]float64
+
+// scrape reads tug_prober_probe_latency_seconds from GET /metrics on tug's
+// API socket; nil when tug does not serve it.
+func scrape(ctx context.Context, tug *bench.Tug) map[string]histogram {
+	sock := filepath.Join(tug.RunDir, "tug.sock")
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}, Timeout: 5 * time.Second}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://tug/metrics", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	out := map[string]histogram{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "tug_prober_probe_latency_seconds_bucket{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "tug_prober_probe_latency_seconds_bucket{"), "} ")
+		if !ok {
+			continue
+		}
+		var handler, le string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "handler":
+				handler = v
+			case "le":
+				le = v
+			}
+		}
+		bound, err1 := strconv.ParseFloat(le, 64)
+		n, err2 := strconv.ParseFloat(value, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if out[handler] == nil {
+			out[handler] = histogram{}
+		}
+		out[handler][bound] = n
+	}
+	return out
+}
+
+// diffP99 returns, per handler, the 99th percentile of the probes between
+// two scrapes (the upper bound of the bucket holding it).
+func diffP99(before, after map[string]histogram) map[string]latency {
+	out := map[string]latency{}
+	for handler, h := range after {
+		var bounds []float64
+		for b := range h {
+			bounds = append(bounds, b)
+		}
+		sort.Float64s(bounds)
+		total := h[math.Inf(1)] - before[handler][math.Inf(1)]
+		l := latency{p99: math.NaN(), n: total}
+		for _, b := range bounds {
+			if total > 0 && h[b]-before[handler][b] >= 0.99*total {
+				l.p99 = b
+				break
+			}
+		}
+		out[handler] = l
+	}
+	return out
+}
+
+func report(w io.Writer, o options, s []sample) {
+	fmt.Fprintf(w, "\nbenchprobe: %d pods, probes at periodSeconds 1, %v per phase, same tug and pods\n\n", o.pods, o.window)
+	t := bench.Table{Header: []string{"phase", "probes/s", "tug CPU (% of one core)", "RSS (MiB)", "PSS (MiB)", "p99 http", "p99 tcp", "p99 exec"}}
+	perPod := []int{0, 2, 3}
+	for i, x := range s {
+		t.Row(x.phase, perPod[i]*o.pods, fmt.Sprintf("%.3f%%", x.cpu), fmt.Sprintf("%.1f", bench.MiB(x.mem.RSS)), fmt.Sprintf("%.1f", bench.MiB(x.mem.PSS)),
+			p99(x.latency, "httpGet"), p99(x.latency, "tcpSocket"), p99(x.latency, "exec"))
+	}
+	t.Write(w, o.Markdown)
+	base, net, all := s[0], s[1], s[2]
+	dCPU := net.cpu - base.cpu
+	dRSS := bench.MiB(net.mem.RSS - base.mem.RSS)
+	dPSS := bench.MiB(net.mem.PSS - base.mem.PSS)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "http+tcp probes add %.3f%% of one core (target < %g%%)  %s  (ratio to the same run's baseline: %s)\n", dCPU, targetCPU, bench.Verdict(dCPU < targetCPU), bench.RatioString(net.cpu, base.cpu))
+	fmt.Fprintf(w, "http+tcp probes add %.1f MiB RSS (target < %d MiB)  %s, %.1f MiB PSS  %s\n", dRSS, targetRSS, bench.Verdict(dRSS < targetRSS), dPSS, bench.Verdict(dPSS < targetRSS))
+	for _, h := range []string{"httpGet", "tcpSocket"} {
+		if l, ok := net.latency[h]; ok && !math.IsNaN(l.p99) {
+			d := time.Duration(l.p99 * float64(time.Second))
+			fmt.Fprintf(w, "%s probe latency p99 <= %v over %.0f probes (target < %v)  %s\n", h, d, l.n, targetLatency, bench.Verdict(d < targetLatency))
+		} else {
+			fmt.Fprintf(w, "%s probe latency: not available (tug serves no /metrics with tug_prober_probe_latency_seconds)\n", h)
+		}
+	}
+	fmt.Fprintf(w, "exec probes (reported apart; their cost is containerd's exec): tug %+.3f%% of one core over http+tcp, %s\n", all.cpu-net.cpu, p99(all.latency, "exec"))
+}
+
+func p99(l map[string]latency, h string) string {
+	x, ok := l[h]
+	if !ok || math.IsNaN(x.p99) {
+		return "n/a"
+	}
+	return "<= " + time.Duration(x.p99*float64(time.Second)).String()
+}
+
+// teardown removes the pods through tug, stops it and removes what is
+// left; it uses its own context, so it also runs after an interrupt.
+func teardown(client *containerd.Client, tug *bench.Tug, dir string, keep bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	if tug != nil && !tug.Exited() {
+		ms, _ := filepath.Glob(filepath.Join(tug.Manifests, "*.yaml"))
+		for _, m := range ms {
+			errs = append(errs, os.Remove(m))
+		}
+		if err := bench.WaitGone(ctx, client, namespace, time.Minute, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "benchprobe: tug did not remove its pods: %v; removing them directly\n", err)
+		}
+		errs = append(errs, tug.Stop(20*time.Second))
+	}
+	errs = append(errs, bench.Purge(ctx, client, namespace, nil), bench.RemoveNamespace(ctx, client, namespace))
+	errs = append(errs, client.Close())
+	if err := errors.Join(errs...); err != nil {
+		keep = true
+		fmt.Fprintf(os.Stderr, "benchprobe: clean-up failed, keeping %s\n", dir)
+	}
+	return errors.Join(append(errs, bench.RemoveWorkDir("benchprobe", dir, keep))...)
+}
