@@ -193,10 +193,10 @@ func TestRenameReachesSinkFast(t *testing.T) {
 	}
 	slices.Sort(lat)
 	t.Logf("rename -> sink: min %v, median %v, max %v over %d renames", lat[0], lat[trials/2], lat[trials-1], trials)
-	for _, l := range lat {
-		if l > 100*time.Millisecond {
-			t.Errorf("a renamed file took %v to reach the sink, want <= 100ms", l)
-		}
+	// The median, not the maximum: a loaded CI machine may stall one
+	// rename, while a debounce or a rescan wait would delay them all.
+	if med := lat[trials/2]; med > 100*time.Millisecond {
+		t.Errorf("renamed files took a median %v to reach the sink, want <= 100ms (no debounce)", med)
 	}
 }
 
