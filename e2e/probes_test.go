@@ -338,3 +338,31 @@ func TestProbeRestartedTugKeepsHealthy(t *testing.T) {
 		t.Errorf("container replaced: %s, was %s", c, first)
 	}
 }
+
+// TestProbeSidecarStartupGates: a sidecar's startup probe holds the next
+// container back until it passes (the sidecar listens 4 s after its start).
+func TestProbeSidecarStartupGates(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("gate.yaml", podYAML{name: "gate",
+		init: []ctrYAML{{name: "proxy", image: tg.image, script: "sleep 4; mkdir -p /www && exec httpd -f -p 8080 -h /www", extra: `      restartPolicy: Always
+      startupProbe:
+        tcpSocket: {port: 8080}
+        periodSeconds: 1
+        failureThreshold: 30
+`}},
+		containers: []ctrYAML{{name: "main", image: tg.image, script: idle}},
+	}.String())
+	v := tg.waitPod(startTimeout, "gate", "main running", func(v *pod.View) error {
+		if statusOf(v, "main").State.Running == nil || statusOf(v, "proxy").State.Running == nil {
+			return fmt.Errorf("not running yet")
+		}
+		return nil
+	})
+	proxy, main := statusOf(&v, "proxy").State.Running.StartedAt, statusOf(&v, "main").State.Running.StartedAt
+	if d := main.Sub(proxy); d < 4*time.Second {
+		t.Errorf("main started %v after the sidecar, want at least 4 s (its startup probe)", d)
+	}
+	if !statusOf(&v, "proxy").Ready {
+		t.Error("the sidecar is not ready")
+	}
+}

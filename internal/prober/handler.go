@@ -63,6 +63,17 @@ type Target struct {
 	Ports []pod.ContainerPort
 	// Exec runs exec actions in the container.
 	Exec Execer
+	// Dial, when set, dials from NetNS (the Manager's pool of namespace
+	// threads); nil: DialContext, a new thread per dial.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// dial connects from the target's namespace.
+func (t Target) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if t.Dial != nil {
+		return t.Dial(ctx, network, addr)
+	}
+	return DialContext(ctx, t.NetNS, network, addr)
 }
 
 // maxBody is how much of an HTTP response or exec output is kept for the
@@ -134,7 +145,7 @@ func runTCP(ctx context.Context, a *pod.TCPSocketAction, t Target) (Result, stri
 	if err != nil {
 		return Unknown, "", err
 	}
-	conn, err := DialContext(ctx, t.NetNS, "tcp", addr)
+	conn, err := t.dial(ctx, "tcp", addr)
 	if err != nil {
 		return Failure, "dial tcp " + addr + ": " + cause(err), nil
 	}
@@ -172,11 +183,8 @@ func runHTTP(ctx context.Context, a *pod.HTTPGetAction, t Target, timeout time.D
 		}
 		req.Header.Add(h.Name, h.Value)
 	}
-	ns := t.NetNS
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return DialContext(ctx, ns, network, addr)
-		},
+		DialContext:           t.dial,
 		TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the kubelet does not verify probe certificates
 		DisableKeepAlives:     true,
 		ResponseHeaderTimeout: timeout,
@@ -214,11 +222,10 @@ func runGRPC(ctx context.Context, a *pod.GRPCAction, t Target) (Result, string, 
 	if err != nil {
 		return Unknown, "", err
 	}
-	ns := t.NetNS
 	conn, err := grpc.DialContext(ctx, "passthrough:///"+addr, //nolint:staticcheck // grpc 1.59 (containerd's) has no NewClient
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return DialContext(ctx, ns, "tcp", addr)
+			return t.dial(ctx, "tcp", addr)
 		}),
 		grpc.WithUserAgent(userAgent))
 	if err != nil {

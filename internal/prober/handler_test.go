@@ -169,7 +169,9 @@ func TestRunExec(t *testing.T) {
 
 // newNetns creates a network namespace with lo up and returns a path to
 // it, valid for the test.
-func newNetns(t *testing.T) string {
+func newNetns(t *testing.T) string { return newNetnsB(t) }
+
+func newNetnsB(t testing.TB) string {
 	testutil.RequireRoot(t)
 	type result struct {
 		h   netns.NsHandle
@@ -216,9 +218,15 @@ func TestDialInNetns(t *testing.T) {
 	go http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	port := portOf(t, ln.Addr())
 	h := pod.ProbeHandler{HTTPGet: &pod.HTTPGetAction{Path: "/", Port: pod.FromInt(port), Scheme: pod.URISchemeHTTP}}
-	for range 20 {
-		if res, msg, err := Run(context.Background(), h, Target{NetNS: ns, PodIP: "127.0.0.1"}, time.Second); res != Success {
-			t.Fatalf("probe in the pod's netns = %v, %q, %v; want successful", res, msg, err)
+	var pool nsPool
+	pooled := Target{NetNS: ns, PodIP: "127.0.0.1", Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return pool.dial(ctx, ns, network, addr)
+	}}
+	for _, target := range []Target{{NetNS: ns, PodIP: "127.0.0.1"}, pooled} {
+		for range 20 {
+			if res, msg, err := Run(context.Background(), h, target, time.Second); res != Success {
+				t.Fatalf("probe in the pod's netns (pooled %v) = %v, %q, %v; want successful", target.Dial != nil, res, msg, err)
+			}
 		}
 	}
 	// The node's localhost has no such listener (the port was picked in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"reflect"
 	"sync"
 	"time"
@@ -60,6 +61,8 @@ type Manager struct {
 	base    context.Context
 	stop    context.CancelFunc
 	started time.Time
+
+	pool nsPool // threads in the pods' namespaces
 
 	mu         sync.Mutex
 	containers map[string]*container // by container ID
@@ -123,6 +126,11 @@ func (m *Manager) Sync(p *pod.Pod, recs []pod.RuntimeContainer, sb pod.Sandbox) 
 		}
 		st.pod = p
 		target := Target{NetNS: sb.Net, PodIP: sb.IP, Ports: c.Ports}
+		if ns := sb.Net; ns != "" {
+			target.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return m.pool.dial(ctx, ns, network, addr)
+			}
+		}
 		if m.cfg.Exec != nil {
 			target.Exec = containerExec{id: r.ID, exec: m.cfg.Exec}
 		}

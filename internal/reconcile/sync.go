@@ -268,6 +268,10 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 			if _, err := s.start(ctx, p, c, true, recs, sb); err != nil {
 				return false, err
 			}
+			if s.probes != nil && c.StartupProbe != nil {
+				res.after(time.Second) // its startup probe gates the next one
+				return false, nil
+			}
 			continue
 		}
 		id := ""
