@@ -188,6 +188,7 @@ type Runtime struct {
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
+	reaps   sync.WaitGroup  // the reaps under way, waited for by Close
 
 	pumps     *logPumps  // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex // serialises the start of a shim group's first task (see shimGroupFor)
@@ -248,9 +249,22 @@ func (r *Runtime) removeStaleStaging() {
 	}
 }
 
-// Close closes the connection to containerd. Containers and their tasks keep
-// running: they belong to containerd's shims.
-func (r *Runtime) Close() error { return r.client.Close() }
+// Close waits (at most cleanupTimeout) for the reaps under way, then closes
+// the connection to containerd. Containers and their tasks keep running:
+// they belong to containerd's shims. A task deletion cut by the connection
+// closing would leave its shim running for good: containerd asks the shim
+// to exit within the deletion's request, and gives up when the request is
+// cancelled.
+func (r *Runtime) Close() error {
+	done := make(chan struct{})
+	go func() { r.reaps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cleanupTimeout):
+		r.log.Warn("closing with task deletions still under way: their shims may be left running")
+	}
+	return r.client.Close()
+}
 
 // ctx returns ctx in tug's containerd namespace. Every exported method
 // starts with it: client-side helpers (spec generation, leases) read the
