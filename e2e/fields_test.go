@@ -207,7 +207,12 @@ func TestSecurityContextFields(t *testing.T) {
 	}
 
 	tg.waitPod(startTimeout, "hostpid", "Succeeded", phaseIs(pod.PhaseSucceeded))
-	pl, err := tg.logLines("hostpid", "main", 0)
+	// The file log driver converts the shim's output a moment after the exit.
+	var pl []criLine
+	tg.waitFor(logTimeout, "the hostpid pod's line", func() (bool, error) {
+		pl, err = tg.logLines("hostpid", "main", 0)
+		return len(pl) > 0, err
+	})
 	if err != nil || len(pl) != 1 || !strings.HasPrefix(pl[0].Text, "pid1=") || pl[0].Text == "pid1=sh" {
 		t.Errorf("hostPID pod sees %v (%v) as PID 1, want the node's init", pl, err)
 	}
