@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,8 +14,25 @@ import (
 )
 
 // envCorpus names the directory of the real-world corpus when it is not at
-// its usual place beside the repository (../shared/corpus/realworld).
+// its usual place beside the repository (../shared/corpus/realworld, or
+// beside the repository a local clone was made from).
 const envCorpus = "TUG_CORPUS_REALWORLD"
+
+// corpusBesideRepo is ../shared/corpus/realworld seen from the repository
+// root, or, for a local clone (git clone . /tmp/x), seen from the
+// repository it was cloned from.
+func corpusBesideRepo() string {
+	rel := filepath.Join("shared", "corpus", "realworld")
+	dir := filepath.Join("..", "..", rel)
+	if _, err := os.Stat(dir); err == nil {
+		return dir
+	}
+	out, err := exec.Command("git", "config", "--get", "remote.origin.url").Output()
+	if origin := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(origin) {
+		return filepath.Join(filepath.Dir(origin), rel)
+	}
+	return dir
+}
 
 // TestCorpusRealworld runs "tug validate" on every file of the real-world
 // corpus (real Pod manifests from public repositories, read where they are
@@ -25,7 +43,7 @@ const envCorpus = "TUG_CORPUS_REALWORLD"
 func TestCorpusRealworld(t *testing.T) {
 	dir := os.Getenv(envCorpus)
 	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "corpus", "realworld")
+		dir = corpusBesideRepo()
 	}
 	if _, err := os.Stat(dir); err != nil {
 		testutil.Missing(t, "the real-world corpus is not at %s (set %s): %v", dir, envCorpus, err)
