@@ -188,6 +188,7 @@ type Runtime struct {
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
+	reaps   reapCount       // reaps under way: Close waits for them
 
 	pumps     *logPumps  // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex // serialises the start of a shim group's first task (see shimGroupFor)
@@ -248,9 +249,15 @@ func (r *Runtime) removeStaleStaging() {
 	}
 }
 
-// Close closes the connection to containerd. Containers and their tasks keep
+// Close closes the connection to containerd, once the reaps under way
+// (each bounded by cleanupTimeout) are done: a task delete cut short by the
+// closed connection can leave containerd without the task but with its
+// shim, which nothing would end then. Containers and their tasks keep
 // running: they belong to containerd's shims.
-func (r *Runtime) Close() error { return r.client.Close() }
+func (r *Runtime) Close() error {
+	r.reaps.wait()
+	return r.client.Close()
+}
 
 // ctx returns ctx in tug's containerd namespace. Every exported method
 // starts with it: client-side helpers (spec generation, leases) read the
