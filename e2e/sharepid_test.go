@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"tug/internal/pod"
@@ -29,4 +30,68 @@ func TestStopOverExitedContainer(t *testing.T) {
 		tg.waitPod(startTimeout, name, "Succeeded after the restart", phaseIs(pod.PhaseSucceeded))
 		tg.removePods(name)
 	}
+}
+
+// TestFSGroupVolumes: a runAsUser 1000 + fsGroup 2000 pod writes into a
+// claim directory (where root left a file before) and an emptyDir: the
+// volumes' directories get group 2000 and setgid, so what the pod writes
+// has group 2000, and the file already there has group 2000 and group
+// read-write; a hostPath is left alone.
+func TestFSGroupVolumes(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	host := t.TempDir()
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tg.writeManifest("claim.yaml", `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: grouped
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests: {storage: 10Mi}
+`)
+	// Root's file in the claim, from a first pod without fsGroup.
+	pre := func(name, script, sc string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+%s  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", %q]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    - {name: scratch, mountPath: /scratch}
+    - {name: host, mountPath: /host}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: grouped}
+  - name: scratch
+    emptyDir: {}
+  - name: host
+    hostPath: {path: %s}
+`, name, sc, tg.image, script, host)
+	}
+	tg.writeManifest("root.yaml", pre("root", "umask 077; echo x > /data/old", ""))
+	tg.waitPod(startTimeout, "root", "Succeeded", phaseIs(pod.PhaseSucceeded))
+	tg.removePods("root")
+
+	tg.writeManifest("grouped.yaml", pre("grouped",
+		"echo y > /data/new && echo z > /scratch/new && id -u && stat -c '%n %g %a' /data /data/old /data/new /scratch /scratch/new /host",
+		`  securityContext:
+    runAsUser: 1000
+    fsGroup: 2000
+    fsGroupChangePolicy: OnRootMismatch
+`))
+	tg.waitPod(startTimeout, "grouped", "Succeeded", phaseIs(pod.PhaseSucceeded))
+	tg.waitLog(logTimeout, "grouped", "main", 0, "1000",
+		"/data 2000 2777", "/data/old 2000 660", "/data/new 2000 644",
+		"/scratch 2000 2777", "/scratch/new 2000 644", "/host 0 755")
+	tg.removePods("grouped")
 }

@@ -190,6 +190,8 @@ type Runtime struct {
 	reaping map[string]bool // containers whose exited task is being reaped
 	reaps   reapCount       // reaps under way: Close waits for them
 
+	fsGroups fsGroupDone // volume directories given the pod's fsGroup (see applyFSGroup)
+
 	pumps     *logPumps  // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex // serialises the start of a shim group's first task (see shimGroupFor)
 }

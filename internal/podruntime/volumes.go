@@ -82,13 +82,17 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			err = r.prepareEmptyDir(uid, v.Name, v.EmptyDir)
+			if err = r.prepareEmptyDir(uid, v.Name, v.EmptyDir); err == nil {
+				err = r.applyFSGroup(p, r.emptyDirPath(uid, v.Name), false, false)
+			}
 		case v.HostPath != nil:
 			err = prepareHostPath(v.HostPath)
 		case v.IsObjectVolume():
 			err = r.prepareObjectVolume(p, v, node)
 		case v.PersistentVolumeClaim != nil:
-			err = r.prepareClaim(p, v)
+			if err = r.prepareClaim(p, v); err == nil {
+				err = r.applyFSGroup(p, r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
+			}
 		default:
 			err = ErrVolumeNotFound
 		}
@@ -368,6 +372,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	if err := checkPod(p); err != nil {
 		return err
 	}
+	r.fsGroups.forget(uid)
 	dir := r.podDir(uid)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		// Lazy unmount: a mount still busy is detached, never deleted through.
