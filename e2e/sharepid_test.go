@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"tug/internal/pod"
 )
@@ -94,4 +95,35 @@ spec:
 		"/data 2000 2777", "/data/old 2000 660", "/data/new 2000 644",
 		"/scratch 2000 2777", "/scratch/new 2000 644", "/host 0 755")
 	tg.removePods("grouped")
+}
+
+// TestShareProcessNamespace: the containers of a shareProcessNamespace pod
+// see each other's processes, and PID 1 of their namespace is the holder
+// (`tug pause`). A kill -9 of tug and a restart keep the pod as it is (no
+// container restarted); removing the pod leaves no holder and no shim (the
+// leak check of the harness).
+func TestShareProcessNamespace(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("shared.yaml", podYAML{name: "shared",
+		containers: []ctrYAML{
+			{name: "app", image: tg.image, script: "exec sleep 3601"},
+			{name: "peek", image: tg.image, script: "until ps | grep -q '[s]leep 3601'; do sleep 0.2; done; " +
+				"echo seen; echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); exec sleep 3600"},
+		},
+		extra: "  shareProcessNamespace: true\n"}.String())
+	app := tg.waitRunning(startTimeout, "shared", "app", 0)
+	peek := tg.waitRunning(startTimeout, "shared", "peek", 0)
+	tg.waitLog(logTimeout, "shared", "peek", 0, "seen", "pid1=/tug pause")
+
+	tg.Kill()
+	tg.Start()
+	tg.waitPod(startTimeout, "shared", "Running after the restart", phaseIs(pod.PhaseRunning))
+	time.Sleep(2 * time.Second) // a few syncs of the restarted tug
+	if again := tg.waitRunning(startTimeout, "shared", "app", 0); again.PID != app.PID {
+		t.Errorf("app restarted by the restart of tug: pid %d, then %d", app.PID, again.PID)
+	}
+	if again := tg.waitRunning(startTimeout, "shared", "peek", 0); again.PID != peek.PID {
+		t.Errorf("peek restarted by the restart of tug: pid %d, then %d", peek.PID, again.PID)
+	}
+	tg.removePods("shared")
 }

@@ -146,6 +146,13 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		Seccomp:         seccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
 		ShimGroup:       group,
 	})...)
+	if sharesPID(p) {
+		opt, err := r.withSharedPID(ctx, p)
+		if err != nil {
+			return "", err
+		}
+		specOpts = append(specOpts, opt)
+	}
 	cont, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(r.cfg.Snapshotter),

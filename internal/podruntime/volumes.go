@@ -75,6 +75,9 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 	if err := r.writeEtcFiles(p, sb); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
+	if err := r.ensureHolder(r.ctx(ctx), p, sb); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
+	}
 	var errs []error
 	node := r.nodeInfo(sb)
 	for i := range p.Spec.Volumes {
@@ -373,6 +376,9 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 		return err
 	}
 	r.fsGroups.forget(uid)
+	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
+		return fmt.Errorf("clean up pod %s: remove PID namespace holder: %w", p.FullName(), err)
+	}
 	dir := r.podDir(uid)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		// Lazy unmount: a mount still busy is detached, never deleted through.
