@@ -81,6 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "pause":
+		// PID 1 of the PID namespace a pod with shareProcessNamespace
+		// shares (podruntime's holder). Not listed: containerd runs it.
+		return runPause()
 	case "-h", "--help":
 		name = "help"
 	}

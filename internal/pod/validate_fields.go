@@ -72,10 +72,6 @@ func (v *validator) podFields(s *PodSpec) {
 	switch {
 	case s.HostPID && s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
 		v.fail("spec.shareProcessNamespace", "cannot be true together with hostPID")
-	case s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
-		// TODO(fields): a PID namespace cannot be pinned like the others (it
-		// dies with its first process) and tug runs no pause process.
-		v.fail("spec.shareProcessNamespace", msgNotOnNode+"tug runs no pause process to hold a PID namespace the containers could share; use hostPID (privileged policy) or one container")
 	}
 	for i, a := range s.HostAliases {
 		p := indexPath("spec.hostAliases", i)

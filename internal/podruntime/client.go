@@ -188,7 +188,9 @@ type Runtime struct {
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
-	reaps   sync.WaitGroup  // the reaps under way, waited for by Close
+	reaps   reapCount       // reaps under way: Close waits for them
+
+	fsGroups fsGroupDone // volume directories given the pod's fsGroup (see applyFSGroup)
 
 	pumps     *logPumps  // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex // serialises the start of a shim group's first task (see shimGroupFor)
@@ -249,20 +251,13 @@ func (r *Runtime) removeStaleStaging() {
 	}
 }
 
-// Close waits (at most cleanupTimeout) for the reaps under way, then closes
-// the connection to containerd. Containers and their tasks keep running:
-// they belong to containerd's shims. A task deletion cut by the connection
-// closing would leave its shim running for good: containerd asks the shim
-// to exit within the deletion's request, and gives up when the request is
-// cancelled.
+// Close closes the connection to containerd, once the reaps under way
+// (each bounded by cleanupTimeout) are done: a task delete cut short by the
+// closed connection can leave containerd without the task but with its
+// shim, which nothing would end then. Containers and their tasks keep
+// running: they belong to containerd's shims.
 func (r *Runtime) Close() error {
-	done := make(chan struct{})
-	go func() { r.reaps.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(cleanupTimeout):
-		r.log.Warn("closing with task deletions still under way: their shims may be left running")
-	}
+	r.reaps.wait()
 	return r.client.Close()
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -145,6 +146,13 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		Seccomp:         seccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
 		ShimGroup:       group,
 	})...)
+	if sharesPID(p) {
+		opt, err := r.withSharedPID(ctx, p)
+		if err != nil {
+			return "", err
+		}
+		specOpts = append(specOpts, opt)
+	}
 	cont, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
@@ -410,6 +418,8 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 // lost. It runs on a context of its own, bounded, so that a caller giving up
 // does not leave it half done. A task already deleted is not an error.
 func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time) error {
+	r.reaps.add()
+	defer r.reaps.done()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	rec := containers.Container{ID: id, Labels: exitLabels(code, at)}
@@ -424,6 +434,39 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 	r.logTaskDeleted(id)
 	r.log.Debug("reaped task", "container", id, "exit", code)
 	return nil
+}
+
+// reapCount counts the reaps under way, so that Close can wait for them.
+type reapCount struct {
+	mu   sync.Mutex
+	n    int
+	zero *sync.Cond
+}
+
+func (c *reapCount) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *reapCount) done() {
+	c.mu.Lock()
+	if c.n--; c.n == 0 && c.zero != nil {
+		c.zero.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// wait returns once no reap is under way.
+func (c *reapCount) wait() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.zero == nil {
+		c.zero = sync.NewCond(&c.mu)
+	}
+	for c.n > 0 {
+		c.zero.Wait()
+	}
 }
 
 // waitExit waits up to d for the task's exit; it reports whether it came.

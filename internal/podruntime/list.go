@@ -189,9 +189,7 @@ func (r *Runtime) reapAsync(ctx context.Context, id string, code uint32, at time
 	}
 	r.reaping[id] = true
 	r.reapMu.Unlock()
-	r.reaps.Add(1)
 	go func() {
-		defer r.reaps.Done()
 		if err := r.reap(ctx, id, code, at); err != nil {
 			r.log.Debug("reap exited task", "container", id, "err", err)
 		}

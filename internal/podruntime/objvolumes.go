@@ -77,7 +77,7 @@ func (r *Runtime) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeIn
 	if changed {
 		r.log.Info("volume files written", "pod", p.FullName(), "uid", p.Metadata.UID, "file", v.Name, "files", len(files))
 	}
-	return nil
+	return r.applyFSGroup(p, dir, true, changed)
 }
 
 // prepareClaim makes sure the claim the volume names is defined and

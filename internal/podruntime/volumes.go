@@ -75,6 +75,9 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 	if err := r.writeEtcFiles(p, sb); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
+	if err := r.ensureHolder(r.ctx(ctx), p, sb); err != nil {
+		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
+	}
 	var errs []error
 	node := r.nodeInfo(sb)
 	for i := range p.Spec.Volumes {
@@ -82,13 +85,17 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			err = r.prepareEmptyDir(uid, v.Name, v.EmptyDir)
+			if err = r.prepareEmptyDir(uid, v.Name, v.EmptyDir); err == nil {
+				err = r.applyFSGroup(p, r.emptyDirPath(uid, v.Name), false, false)
+			}
 		case v.HostPath != nil:
 			err = prepareHostPath(v.HostPath)
 		case v.IsObjectVolume():
 			err = r.prepareObjectVolume(p, v, node)
 		case v.PersistentVolumeClaim != nil:
-			err = r.prepareClaim(p, v)
+			if err = r.prepareClaim(p, v); err == nil {
+				err = r.applyFSGroup(p, r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
+			}
 		default:
 			err = ErrVolumeNotFound
 		}
@@ -367,6 +374,10 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	uid := p.Metadata.UID
 	if err := checkPod(p); err != nil {
 		return err
+	}
+	r.fsGroups.forget(uid)
+	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
+		return fmt.Errorf("clean up pod %s: remove PID namespace holder: %w", p.FullName(), err)
 	}
 	dir := r.podDir(uid)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
