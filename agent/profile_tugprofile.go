@@ -3,16 +3,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 )
 
 // A build for profiling (go build -tags tugprofile ./agent): "tug run"
 // writes a CPU profile to $TUG_CPUPROFILE and an execution trace to
-// $TUG_TRACE, from its start until it stops (docs/benchmarks.md: where the
+// $TUG_TRACE, from its start until it stops, and the heap in use when it
+// stops to $TUG_MEMPROFILE (docs/benchmarks.md: where the
 // start-up's time goes).
 func init() {
 	startProfiles = func(stderr io.Writer) func() {
@@ -36,6 +39,18 @@ func init() {
 			} else {
 				stops = append(stops, func() { trace.Stop(); f.Close() })
 			}
+		}
+		if path := os.Getenv("TUG_MEMPROFILE"); path != "" {
+			stops = append(stops, func() {
+				f, err := os.Create(path)
+				if err == nil {
+					runtime.GC()
+					err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+				}
+				if err != nil {
+					fmt.Fprintln(stderr, "tug: heap profile:", err)
+				}
+			})
 		}
 		return func() {
 			for _, stop := range stops {
