@@ -115,6 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	defer startProfiles(stderr)()
 	err := runAgent(ctx, args, stdout, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
