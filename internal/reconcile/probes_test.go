@@ -85,8 +85,8 @@ func TestSyncKillsUnhealthy(t *testing.T) {
 		t.Errorf("side ready %v running %v: want running, not ready", side.Ready, side.State.Running != nil)
 	}
 	for _, c := range st.Conditions {
-		if c.Type == pod.ConditionReady && c.Status != "False" {
-			t.Errorf("Ready %s, want False", c.Status)
+		if c.Type == pod.ConditionReady && (c.Status != "False" || !strings.HasPrefix(c.Message, "containers with unready status: [")) {
+			t.Errorf("Ready %s %q, want False naming the unready containers", c.Status, c.Message)
 		}
 	}
 	if err := s.killPod(ctx, p); err != nil {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"tug/internal/pod"
@@ -41,6 +42,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	}
 
 	var running, waiting, stopped, succeeded, ready int
+	var unready []string
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
 		w := podWaiting(n, byName[c.Name], n.waiting[c.Name])
@@ -50,6 +52,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		cs := containerStatus(c, byName[c.Name], w, false)
 		probeStatus(n, c, &cs, false)
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		if !cs.Ready {
+			unready = append(unready, c.Name)
+		}
 		switch {
 		case cs.State.Running != nil:
 			running++
@@ -124,8 +129,8 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	allReady := ready == len(p.Spec.Containers)
 	st.Conditions = []pod.Condition{
 		condition(n.conditions, pod.ConditionInitialized, initDone, now, "ContainersNotInitialized"),
-		condition(n.conditions, pod.ConditionContainersReady, allReady, now, "ContainersNotReady"),
-		condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"),
+		withMessage(condition(n.conditions, pod.ConditionContainersReady, allReady, now, "ContainersNotReady"), unready),
+		withMessage(condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"), unready),
 		condition(n.conditions, pod.ConditionPodScheduled, true, now, ""),
 	}
 	return st
@@ -248,6 +253,16 @@ func condition(prev map[string]pod.Condition, typ string, ok bool, now time.Time
 	}
 	if prev != nil {
 		prev[typ] = c
+	}
+	return c
+}
+
+// withMessage gives a false readiness condition the kubelet's message
+// naming the containers that are not ready (a failing readiness probe's
+// output is in its Unhealthy event, as with the kubelet).
+func withMessage(c pod.Condition, unready []string) pod.Condition {
+	if c.Status == "False" && len(unready) > 0 {
+		c.Message = "containers with unready status: [" + strings.Join(unready, " ") + "]"
 	}
 	return c
 }
