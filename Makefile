@@ -69,9 +69,9 @@ V2_BIN := $(V2G_DIR)/bin
 V2_IMAGE := docker.io/library/busybox:1.35
 V2_ARCHIVE := $(V2G_DIR)/busybox.tar
 V2_TEST_TIMEOUT ?= 6m
-# The e2e tests that are about cgroups (QoS, and /metrics reading them), run in the guest (-test.run); the run
+# The e2e tests that are about cgroups (QoS, /metrics reading them, memory-pressure eviction reading pod and container usage), run in the guest (-test.run); the run
 # fails if it matches none.
-E2E_V2_RUN ?= ^TestQoS|^TestMetricsAndEvents
+E2E_V2_RUN ?= ^TestQoS|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst
 
 .PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 test-systemd bench demo demo-stop testenv-up testenv-down clean
 

@@ -212,7 +212,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	components["image gc"] = imageGC.Run
-	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}, imageGC, registry, ring, log.With("component", "eviction"))
+	reader, readerErr := cgstats.NewReader()
+	evPods := evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}
+	if readerErr == nil {
+		evPods.memory = reader
+	}
+	evictions, err := newEviction(ctx, cfg, thresholds, evPods, imageGC, registry, ring, log.With("component", "eviction"))
 	if err != nil {
 		return err
 	}
@@ -223,8 +228,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		components["http source"] = web.Run
 	}
 	srcStatus := sourceStatus{store: store, sources: sources, fetch: view.Fetch}
-	if reader, err := cgstats.NewReader(); err != nil {
-		log.Warn("no per-container usage on /metrics", "err", err)
+	if readerErr != nil {
+		log.Warn("no per-container usage on /metrics", "err", readerErr)
 	} else {
 		cgstats.NewCollector(lifecycle, reader, registry, log.With("component", "cgstats"))
 	}

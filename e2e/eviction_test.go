@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"testing"
 	"time"
 
@@ -74,8 +75,16 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 		}
 		return nil
 	})
-	if want := "The node was low on resource: memory. Threshold quantity: 100Gi, available: "; !strings.HasPrefix(v.Status.Message, want) {
-		t.Errorf("message %q, want it to start with %q", v.Status.Message, want)
+	// The message names the container and its working set, read from its
+	// cgroup (cgstats: cgroup v1 or v2) under MemoryPressure; the ranking
+	// used the pod cgroup's (qos.PodUsage).
+	if want := regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: 100Gi, available: \d+[KMG]i\. Container main was using \d+(Ki|Mi)?, request is 0, has larger consumption of memory\. $`); !want.MatchString(v.Status.Message) {
+		t.Errorf("message %q, want it to match %s", v.Status.Message, want)
+	}
+	// The Evicted event, in tug events.
+	evOut, err := exec.Command(tugBin, "events", "--socket", tg.socketPath(), staticName("z-besteffort")).CombinedOutput()
+	if err != nil || findLine(string(evOut), "Warning", "Evicted", "pod/"+staticName("z-besteffort"), "The node was low on resource: memory.") == "" {
+		t.Errorf("tug events z-besteffort: no Warning Evicted line (%v)\n%s", err, evOut)
 	}
 	g, err := tg.podView("a-guaranteed")
 	if err != nil {
