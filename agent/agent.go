@@ -195,6 +195,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Recorder:   ring,
 		Claims:     store,
 		ClaimDirs:  rt,
+		PodDirs:    rt,
 	})
 	view := reconcile.View{Store: store, Loop: loop}
 	components := map[string]func(context.Context) error{

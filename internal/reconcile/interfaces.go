@@ -113,6 +113,16 @@ type ClaimRemover interface {
 	RemoveClaims(keep map[pod.ObjectKey]bool) ([]pod.ObjectKey, error)
 }
 
+// PodDirs lists and removes what pods leave on disk: their directory under
+// <root-dir>/pods and their log directories (implemented by
+// podruntime.Runtime).
+type PodDirs interface {
+	// PodDirUIDs returns the UIDs that have a pod or log directory.
+	PodDirUIDs() ([]string, error)
+	// RemovePodDirs removes the pod and log directories of uid.
+	RemovePodDirs(uid string) error
+}
+
 // Admission decides whether a pod may run on this node (implemented by
 // policy.Policy). It is pure: the same pod gets the same answer.
 type Admission interface {

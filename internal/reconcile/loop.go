@@ -68,6 +68,9 @@ type Config struct {
 	// no pod uses (issue 13).
 	Claims    ClaimSet
 	ClaimDirs ClaimRemover
+	// PodDirs, when set, lets housekeeping remove the pod and log
+	// directories of pods that are gone and left nothing else (issue 15).
+	PodDirs PodDirs
 	// Registerer gets kubelet_pod_worker_duration_seconds; nil: not
 	// registered.
 	Registerer prometheus.Registerer
