@@ -34,8 +34,9 @@
 #                     network setup per pod vs the same with ip commands (scripts/benchnet),
 #                     the log drivers' throughput and footprint, file vs binary (scripts/benchlogs);
 #                     the metrics collector's CPU at 30 pods scraped every 15 s vs tug idle, and
-#                     the /metrics scrape time (scripts/benchday2; BENCHDAY2_ARGS, e.g.
-#                     -eviction-args '--eviction-hard=...' to measure the eviction manager too);
+#                     the /metrics scrape time (scripts/benchday2; BENCHDAY2_ARGS, by default
+#                     -eviction-args with the kubelet's --eviction-hard: the eviction manager and
+#                     image GC measured too, against a baseline without them);
 #                     PSS of tug and what it runs per pod vs podman kube play (scripts/benchfootprint);
 #                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
@@ -69,9 +70,12 @@ V2_BIN := $(V2G_DIR)/bin
 V2_IMAGE := docker.io/library/busybox:1.35
 V2_ARCHIVE := $(V2G_DIR)/busybox.tar
 V2_TEST_TIMEOUT ?= 6m
-# The e2e tests that are about cgroups (QoS, and /metrics reading them), run in the guest (-test.run); the run
+# The e2e tests that are about cgroups (QoS, /metrics reading them, memory-pressure eviction reading pod and container usage), run in the guest (-test.run); the run
 # fails if it matches none.
-E2E_V2_RUN ?= ^TestQoS|^TestMetricsAndEvents
+# benchday2: the eviction manager (the kubelet's default hard thresholds) and
+# image GC measured in the same run as the baseline without them.
+BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
+E2E_V2_RUN ?= ^TestQoS|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst
 
 .PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 test-systemd bench demo demo-stop testenv-up testenv-down clean
 

@@ -208,6 +208,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ClaimDirs:  rt,
 		Prober:     probes,
 		Hooks:      prober.Hooks{Exec: rt.ExecSync},
+		PodDirs:    rt,
 	})
 	resync = loop.Resync
 	view := reconcile.View{Store: store, Loop: loop}
@@ -227,7 +228,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	components["image gc"] = imageGC.Run
-	evictions, err := newEviction(ctx, cfg, thresholds, evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}, imageGC, registry, ring, log.With("component", "eviction"))
+	reader, readerErr := cgstats.NewReader()
+	evPods := evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}
+	if readerErr == nil {
+		evPods.memory = reader
+	}
+	evictions, err := newEviction(ctx, cfg, thresholds, evPods, imageGC, registry, ring, log.With("component", "eviction"))
 	if err != nil {
 		return err
 	}
@@ -238,8 +244,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		components["http source"] = web.Run
 	}
 	srcStatus := sourceStatus{store: store, sources: sources, fetch: view.Fetch}
-	if reader, err := cgstats.NewReader(); err != nil {
-		log.Warn("no per-container usage on /metrics", "err", err)
+	if readerErr != nil {
+		log.Warn("no per-container usage on /metrics", "err", readerErr)
 	} else {
 		cgstats.NewCollector(lifecycle, reader, registry, log.With("component", "cgstats"))
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tug/internal/cgstats"
 	"tug/internal/config"
 	"tug/internal/events"
 	"tug/internal/pleg"
@@ -129,8 +131,9 @@ func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
 // (containerd walks its writable layer) is read only when it has an
 // ephemeral-storage limit or while the node is under DiskPressure, when
 // the ranking needs it: 30 containers walked every 10 s cost containerd
-// about a core-percent. Per-container memory is not read (the messages
-// then name no container for memory).
+// about a core-percent. Likewise each running container's memory working
+// set (its cgroup, for the message naming the container) is read only
+// while the node is under MemoryPressure.
 type evictionPods struct {
 	store   *podconfig.Store
 	cache   *pleg.PLEG
@@ -139,6 +142,14 @@ type evictionPods struct {
 	cgroups *qos.Manager
 	// pressure reports the node conditions (nil: none yet).
 	pressure *pressureRef
+	// memory reads a container cgroup's usage (nil: per-container memory
+	// is not read).
+	memory containerCgroups
+}
+
+// containerCgroups reads one container cgroup's usage (cgstats.Reader).
+type containerCgroups interface {
+	Read(group string) (cgstats.Stats, error)
 }
 
 func (e evictionPods) ActivePods() []*pod.Pod {
@@ -162,7 +173,22 @@ func (e evictionPods) PodStats(ctx context.Context, p *pod.Pod) (eviction.PodSta
 			latest[c.Name] = c
 		}
 	}
-	diskPressure := e.pressure != nil && e.pressure.diskPressure()
+	diskPressure := e.pressure != nil && e.pressure.has(eviction.DiskPressure)
+	if e.memory != nil && e.pressure != nil && e.pressure.has(eviction.MemoryPressure) {
+		for name, c := range latest {
+			if c.State != pod.RunRunning || c.CgroupParent == "" {
+				continue
+			}
+			cs, err := e.memory.Read(path.Join(c.CgroupParent, c.ID))
+			if err != nil {
+				continue
+			}
+			if st.Containers == nil {
+				st.Containers = map[string]eviction.Usage{}
+			}
+			st.Containers[name] = eviction.Usage{Memory: int64(cs.WorkingSet)}
+		}
+	}
 	for name, c := range latest {
 		if _, limited := containerSpec(p, name).Resources.Limits[pod.ResourceEphemeralStorage]; !limited && !diskPressure {
 			continue
@@ -174,7 +200,9 @@ func (e evictionPods) PodStats(ctx context.Context, p *pod.Pod) (eviction.PodSta
 		if st.Containers == nil {
 			st.Containers = map[string]eviction.Usage{}
 		}
-		st.Containers[name] = eviction.Usage{Disk: b, Inodes: inodes}
+		u := st.Containers[name]
+		u.Disk, u.Inodes = b, inodes
+		st.Containers[name] = u
 		st.Pod.Disk += b
 		st.Pod.Inodes += inodes
 		ok = true
@@ -212,13 +240,14 @@ func containerSpec(p *pod.Pod, name string) pod.Container {
 // after it (the manager evicts through the loop).
 type pressureRef struct{ m *eviction.Manager }
 
-// diskPressure reports whether the node is under DiskPressure.
-func (r *pressureRef) diskPressure() bool {
+// has reports whether the node condition typ (DiskPressure,
+// MemoryPressure) is true.
+func (r *pressureRef) has(typ string) bool {
 	if r.m == nil {
 		return false
 	}
 	for _, c := range r.m.Conditions() {
-		if c.Type == eviction.DiskPressure && c.Status == "True" {
+		if c.Type == typ && c.Status == "True" {
 			return true
 		}
 	}

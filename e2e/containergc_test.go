@@ -5,9 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/snapshots"
 )
 
@@ -71,5 +74,46 @@ func TestContainerGCKeepsThePreviousAttempt(t *testing.T) {
 		if !slices.Contains(active, c.SnapshotKey) && slices.ContainsFunc(after, func(a ctr) bool { return a.ID == c.ID }) {
 			t.Errorf("container %v has no active snapshot %q", c, c.SnapshotKey)
 		}
+	}
+}
+
+// TestHousekeepingRemovesLeftDirectories: a pod that is gone and left only
+// its directory under <root-dir>/pods (an emptyDir with a file) and its log
+// directory, nothing in containerd, no namespace, network or cgroup (a
+// crash half-way through its removal), has both removed by housekeeping,
+// while the directories of the pod that runs stay.
+func TestHousekeepingRemovesLeftDirectories(t *testing.T) {
+	const gone = "0badc0de-0000-4000-8000-000000000015"
+	var leftPod, leftLogs string
+	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
+		leftPod = filepath.Join(tg.rootDir, "pods", gone)
+		leftLogs = filepath.Join(tg.logsDir, "default_gone-e2e_"+gone)
+		for _, f := range []string{filepath.Join(leftPod, "volumes", "empty-dir", "scratch", "data"), filepath.Join(leftLogs, "main", "0.log")} {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				tg.t.Fatal(err)
+			}
+			if err := os.WriteFile(f, []byte("left behind\n"), 0o644); err != nil {
+				tg.t.Fatal(err)
+			}
+		}
+	}})
+	tg.writeManifest("web.yaml", shPod("web", tg.image, idle))
+	tg.waitRunning(startTimeout, "web", "main", 0)
+	tg.waitFor(startTimeout, "the gone pod's directories to be removed", func() (bool, error) {
+		_, errPod := os.Stat(leftPod)
+		_, errLogs := os.Stat(leftLogs)
+		return os.IsNotExist(errPod) && os.IsNotExist(errLogs), nil
+	})
+	tg.waitForOutput(startTimeout, "removing the directories of a pod that is gone", gone)
+	uid := tg.uid("web")
+	logDirs, err := filepath.Glob(filepath.Join(tg.logsDir, "*_"+uid))
+	if err != nil || len(logDirs) != 1 {
+		t.Errorf("log directory of the running pod: %v, %v, want one", logDirs, err)
+	}
+	if _, err := os.Stat(filepath.Join(tg.rootDir, "pods", uid)); err != nil {
+		t.Errorf("directory of the running pod: %v", err)
+	}
+	if c, ok, err := tg.container(uid, "main"); err != nil || !ok || c.Status != containerd.Running {
+		t.Errorf("the running pod's container: %v %v %v", c, ok, err)
 	}
 }

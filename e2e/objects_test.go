@@ -3,13 +3,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"tug/internal/api"
+	"tug/internal/events"
 	"tug/internal/pod"
 	"tug/internal/testutil"
 )
@@ -218,6 +222,16 @@ func TestObjectsMissing(t *testing.T) {
 	})
 	if cs, _ := tg.podContainers(tg.uid("late")); len(cs) != 0 {
 		t.Fatalf("containers created without the ConfigMap: %v", cs)
+	}
+	// A Warning event names the missing object (issue 15, point 7).
+	evs, err := tg.api().Events(context.Background(), api.EventQuery{UID: tg.uid("late")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(evs, func(e events.Event) bool {
+		return e.Type == "Warning" && e.Reason == "FailedMount" && strings.Contains(e.Message, `volume "cfg": configmap "later" not found`)
+	}) {
+		t.Errorf("no Warning FailedMount event naming the ConfigMap: %+v", evs)
 	}
 	tg.writeManifest("later.yaml", configMap("later", "  k: v\n"))
 	c := tg.waitRunning(30*time.Second, "late", "main", 0)

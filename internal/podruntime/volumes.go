@@ -379,16 +379,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
 		return fmt.Errorf("clean up pod %s: remove PID namespace holder: %w", p.FullName(), err)
 	}
-	dir := r.podDir(uid)
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		// Lazy unmount: a mount still busy is detached, never deleted through.
-		if err := mount.UnmountRecursive(real, unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("clean up pod %s: unmount volumes: %w", p.FullName(), err)
-		}
-		if err := os.RemoveAll(real); err != nil {
-			return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if err := r.removePodDir(uid); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 	}
 	if err := os.RemoveAll(r.podLogDir(p)); err != nil {

@@ -51,7 +51,8 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 		l.killed[c.PodUID] = now
 		l.start(ctx, wg, p).kill(p)
 	}
-	for _, uid := range l.sandboxUIDs() {
+	sandboxes := l.sandboxUIDs()
+	for _, uid := range sandboxes {
 		if seen[uid] || l.workers[uid] != nil || !l.unwanted(uid) {
 			continue
 		}
@@ -60,7 +61,32 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			l.cfg.Log.Warn("housekeeping: remove orphaned sandbox", "uid", uid, "err", err)
 		}
 	}
+	l.removePodDirs(seen, sandboxes)
 	l.removeClaims()
+}
+
+// removePodDirs removes the pod and log directories of pods that are gone
+// and left nothing else: no container (seen), no worker, no sandbox piece
+// (those go first, above; their directories on a later pass), not killed
+// within the last minute, and no source wants them, once every source has
+// reported.
+func (l *Loop) removePodDirs(seen map[string]bool, sandboxes []string) {
+	if l.cfg.PodDirs == nil || len(l.cfg.Sources) == 0 || !l.allReported() {
+		return
+	}
+	uids, err := l.cfg.PodDirs.PodDirUIDs()
+	if err != nil {
+		l.cfg.Log.Warn("housekeeping: list pod directories", "err", err)
+	}
+	for _, uid := range uids {
+		if seen[uid] || l.workers[uid] != nil || !l.killed[uid].IsZero() || slices.Contains(sandboxes, uid) || !l.unwanted(uid) {
+			continue
+		}
+		l.cfg.Log.Info("removing the directories of a pod that is gone", "uid", uid)
+		if err := l.cfg.PodDirs.RemovePodDirs(uid); err != nil {
+			l.cfg.Log.Warn("housekeeping: remove pod directories", "uid", uid, "err", err)
+		}
+	}
 }
 
 // removeClaims removes the directories of the claims no source defines and

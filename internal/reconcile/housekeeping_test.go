@@ -39,7 +39,9 @@ func TestHousekeeping(t *testing.T) {
 		wanted                       []string // the UIDs a source lists
 		killedAgo                    map[string]time.Duration
 		workers                      []string // UIDs with a worker already
+		podDirs                      []string // UIDs with a pod or log directory
 		wantKilled, wantSandboxes    []string
+		wantDirs                     []string // UIDs whose directories were removed
 	}{
 		{
 			name:       "orphan of a source that reported is removed",
@@ -111,6 +113,29 @@ func TestHousekeeping(t *testing.T) {
 			wantKilled: []string{"uid-a"},
 		},
 		{
+			name:     "the directories of a gone pod that left nothing else are removed once every source reported",
+			podDirs:  []string{"uid-dirs", "uid-logs"},
+			ready:    []string{srcFile, srcURL},
+			wantDirs: []string{"uid-dirs", "uid-logs"},
+		},
+		{
+			name:    "the directories of a gone pod stay while a source has not reported",
+			podDirs: []string{"uid-dirs"},
+			ready:   []string{srcFile},
+		},
+		{
+			name:       "directories of a wanted pod, a pod with containers, a worker, a sandbox or a recent kill are not touched",
+			containers: []pod.RuntimeContainer{hkContainer("uid-a", srcFile), hkContainer("uid-w", srcFile)},
+			namespaces: []string{"uid-ns"},
+			podDirs:    []string{"uid-a", "uid-w", "uid-ns", "uid-worker", "uid-killed", "uid-wanted", "uid-gone"},
+			ready:      []string{srcFile, srcURL},
+			wanted:     []string{"uid-w", "uid-wanted"},
+			workers:    []string{"uid-worker"},
+			killedAgo:  map[string]time.Duration{"uid-killed": 30 * time.Second},
+			wantKilled: []string{"uid-a"}, wantSandboxes: []string{"uid-ns"},
+			wantDirs: []string{"uid-gone"},
+		},
+		{
 			name:       "the sandbox of a pod with a worker is left to it",
 			namespaces: []string{"uid-a"},
 			ready:      []string{srcFile, srcURL},
@@ -160,6 +185,8 @@ func TestHousekeeping(t *testing.T) {
 				cg.pods[uid] = true
 			}
 			l.cfg.Sandbox, l.cfg.Network, l.cfg.Cgroups = sb, nw, cg
+			dirs := &fakePodDirs{uids: tt.podDirs}
+			l.cfg.PodDirs = dirs
 			now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			l.now = func() time.Time { return now }
 			for uid, ago := range tt.killedAgo {
@@ -204,6 +231,9 @@ func TestHousekeeping(t *testing.T) {
 			if !slices.Equal(got, tt.wantSandboxes) {
 				t.Errorf("removed sandboxes %v, want %v", got, tt.wantSandboxes)
 			}
+			if !slices.Equal(dirs.removed, tt.wantDirs) {
+				t.Errorf("removed the directories of %v, want %v", dirs.removed, tt.wantDirs)
+			}
 		})
 	}
 }
@@ -224,4 +254,18 @@ func TestHousekeepingForgetsOldKills(t *testing.T) {
 	if _, ok := l.killed["uid-new"]; !ok {
 		t.Error("a kill of 59 s ago was forgotten")
 	}
+}
+
+// fakePodDirs lists the UIDs that have directories and records removals.
+type fakePodDirs struct {
+	uids    []string
+	removed []string
+}
+
+func (f *fakePodDirs) PodDirUIDs() ([]string, error) {
+	return slices.Sorted(slices.Values(f.uids)), nil
+}
+func (f *fakePodDirs) RemovePodDirs(uid string) error {
+	f.removed = append(f.removed, uid)
+	return nil
 }

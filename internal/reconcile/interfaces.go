@@ -132,6 +132,16 @@ type Prober interface {
 	Unhealthy(id string) (msg string, grace *int64, bad bool)
 }
 
+// PodDirs lists and removes what pods leave on disk: their directory under
+// <root-dir>/pods and their log directories (implemented by
+// podruntime.Runtime).
+type PodDirs interface {
+	// PodDirUIDs returns the UIDs that have a pod or log directory.
+	PodDirUIDs() ([]string, error)
+	// RemovePodDirs removes the pod and log directories of uid.
+	RemovePodDirs(uid string) error
+}
+
 // Admission decides whether a pod may run on this node (implemented by
 // policy.Policy). It is pure: the same pod gets the same answer.
 type Admission interface {

@@ -75,6 +75,9 @@ type Config struct {
 	// Hooks, when set, runs the containers' postStart and preStop hooks
 	// (issue 12). Nil: hooks are not run.
 	Hooks Hooks
+	// PodDirs, when set, lets housekeeping remove the pod and log
+	// directories of pods that are gone and left nothing else (issue 15).
+	PodDirs PodDirs
 	// Registerer gets kubelet_pod_worker_duration_seconds; nil: not
 	// registered.
 	Registerer prometheus.Registerer

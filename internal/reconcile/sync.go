@@ -91,6 +91,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	} else if err = s.rt.PreparePod(ctx, p, sb); errors.Is(err, pod.ErrCreateContainerConfig) {
 		// A ConfigMap, Secret or claim a volume needs is missing: the
 		// containers wait, naming it, until an update brings it.
+		s.event(p, "", eventWarning, reasonFailedMount, err.Error())
 		for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
 			for _, c := range list {
 				s.notes.wait(uid, c.Name, pod.ReasonCreateContainerConfigError, err.Error())

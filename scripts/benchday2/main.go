@@ -11,10 +11,13 @@
 // and, when -eviction-args is given, the same two with tug restarted with
 // those flags (the eviction manager's, e.g. "--eviction-hard=memory.available<100Mi";
 // the restart adopts the pods), so that its cost is measured in the same
-// run too. It then times a burst of /metrics scrapes at N pods (target
+// run too. The baseline tug runs with -baseline-args, by default
+// "--eviction-hard=none --image-gc-high-threshold=100": no eviction
+// manager pass observes anything and no image GC runs, so the idle
+// baseline is tug without the day-2 reclaim. It then times a burst of /metrics scrapes at N pods (target
 // under 20 ms) and reports tug's PSS (/proc/PID/smaps_rollup).
 //
-//	go run ./scripts/benchday2 [-pods 30] [-settle 10s] [-window 60s] [-rounds 2] [-scrape-every 15s] [-eviction-args ARGS] [-tug ./tug] [-keep] [-markdown]
+//	go run ./scripts/benchday2 [-pods 30] [-settle 10s] [-window 60s] [-rounds 2] [-scrape-every 15s] [-baseline-args ARGS] [-eviction-args ARGS] [-tug ./tug] [-keep] [-markdown]
 //
 // It needs root and a containerd (scripts/testenv.sh up). It prints
 // PASS/FAIL against issue 15's targets (the added CPU under 1 % of one
@@ -63,6 +66,7 @@ type options struct {
 	rounds       int
 	scrapeEvery  time.Duration
 	scrapes      int
+	baselineArgs string
 	evictionArgs string
 }
 
@@ -75,6 +79,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "idle/scrape window pairs per configuration (alternating, to spread drift)")
 	flag.DurationVar(&o.scrapeEvery, "scrape-every", 15*time.Second, "scrape interval in the scrape windows")
 	flag.IntVar(&o.scrapes, "scrapes", 50, "scrapes of the timing burst")
+	flag.StringVar(&o.baselineArgs, "baseline-args", "--eviction-hard=none --image-gc-high-threshold=100", "flags of the baseline tug (space-separated): by default no eviction manager and no image GC")
 	flag.StringVar(&o.evictionArgs, "eviction-args", "", "flags that turn the eviction manager on (space-separated); empty: not measured")
 	flag.Parse()
 	err := o.Check()
@@ -122,7 +127,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
 		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
-	configs := []config{{name: "tug"}}
+	configs := []config{{name: "tug", args: strings.Fields(o.baselineArgs)}}
 	if o.evictionArgs != "" {
 		configs = append(configs, config{name: "tug + eviction", args: strings.Fields(o.evictionArgs)})
 	}

@@ -69,17 +69,23 @@ type fakeNode struct {
 	obs      map[Signal]Observation
 	reclaim  func() // what a reclaim frees (changes obs)
 	reclaims int
+	observes int
 }
 
-func (f *fakeNode) Observe(context.Context) (map[Signal]Observation, error) { return f.obs, nil }
+func (f *fakeNode) Observe(context.Context) (map[Signal]Observation, error) {
+	f.observes++
+	return f.obs, nil
+}
 
 type fakePods struct {
 	pods  []*pod.Pod
 	stats map[string]PodStats
+	read  []string // the pods whose stats were read
 }
 
 func (f *fakePods) ActivePods() []*pod.Pod { return f.pods }
 func (f *fakePods) PodStats(_ context.Context, p *pod.Pod) (PodStats, bool) {
+	f.read = append(f.read, p.Metadata.UID)
 	st, ok := f.stats[p.Metadata.UID]
 	return st, ok
 }
@@ -130,6 +136,7 @@ func TestSynchronize(t *testing.T) {
 	scratch := pod.Volume{Name: "scratch", EmptyDir: &pod.EmptyDirVolumeSource{SizeLimit: &size}}
 	tests := []struct {
 		name       string
+		none       bool // --eviction-hard=none: no threshold
 		obs        map[Signal]Observation
 		reclaim    map[Signal]Observation // what the node looks like after a reclaim
 		pods       []*pod.Pod
@@ -209,6 +216,23 @@ func TestSynchronize(t *testing.T) {
 			wantMsg:    `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `,
 			wantSignal: SignalEmptyDirFsLimit,
 		},
+		{
+			name:       "no threshold: the node is not observed, only pods with a local storage limit are read, and enforced",
+			none:       true,
+			obs:        lowMem,
+			pods:       []*pod.Pod{mkPod("be", 0), mkPod("writer", 0, scratch)},
+			stats:      map[string]PodStats{"be": memStats(500 * mi), "writer": {EmptyDirs: map[string]int64{"scratch": 2 * mi}}},
+			wantUID:    "writer",
+			wantMsg:    `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `,
+			wantSignal: SignalEmptyDirFsLimit,
+		},
+		{
+			name:  "no threshold and no local storage limit: nothing is read",
+			none:  true,
+			obs:   lowMem,
+			pods:  []*pod.Pod{mkPod("be", 0)},
+			stats: map[string]PodStats{"be": memStats(500 * mi)},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,8 +241,12 @@ func TestSynchronize(t *testing.T) {
 			ev := &fakeEvicter{}
 			events := &fakeEvents{}
 			reg := prometheus.NewRegistry()
+			th := hard
+			if tt.none {
+				th = nil
+			}
 			m, err := New(Config{
-				Thresholds: hard, Observer: node, Pods: pods, Evicter: ev, Events: events, Registerer: reg,
+				Thresholds: th, Observer: node, Pods: pods, Evicter: ev, Events: events, Registerer: reg,
 				ReclaimDisk: []func(context.Context) error{func(context.Context) error { node.reclaims++; node.obs = tt.reclaim; return nil }},
 				Priority:    func(p *pod.Pod) int32 { return tt.priority[p.Metadata.UID] },
 			})
@@ -228,6 +256,15 @@ func TestSynchronize(t *testing.T) {
 			got, err := m.Synchronize(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.none {
+				var want []string
+				if tt.wantUID != "" {
+					want = []string{tt.wantUID}
+				}
+				if node.observes != 0 || !slices.Equal(pods.read, want) {
+					t.Errorf("with no threshold: %d observations, stats read for %q, want 0 and %q", node.observes, pods.read, want)
+				}
 			}
 			if node.reclaims != tt.wantRecl {
 				t.Errorf("reclaims = %d, want %d", node.reclaims, tt.wantRecl)

@@ -177,13 +177,23 @@ func (m *Manager) Run(ctx context.Context) error {
 // conditions (before it reads the pods' stats, which may depend on them),
 // then enforces local storage limits, then the node thresholds. It returns
 // the pod it evicted, if any.
+//
+// With no threshold at all (--eviction-hard=none), the node is not
+// observed (its conditions stay False) and only the pods that declare a
+// local storage limit are read: with none, a pass costs nothing.
 func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
-	obs, err := m.cfg.Observer.Observe(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("observe node: %w", err)
+	var obs map[Signal]Observation
+	if len(m.cfg.Thresholds) > 0 {
+		var err error
+		if obs, err = m.cfg.Observer.Observe(ctx); err != nil {
+			return nil, fmt.Errorf("observe node: %w", err)
+		}
 	}
 	met := m.update(m.cfg.Clock.Now(), obs)
 	pods := m.cfg.Pods.ActivePods()
+	if len(m.cfg.Thresholds) == 0 {
+		pods = slices.DeleteFunc(pods, func(p *pod.Pod) bool { return !hasLocalStorageLimit(p) })
+	}
 	stats := make(map[string]PodStats, len(pods))
 	for _, p := range pods {
 		if st, ok := m.cfg.Pods.PodStats(ctx, p); ok {
@@ -205,7 +215,8 @@ func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
 				m.cfg.Log.Warn("eviction manager: reclaim", "signal", string(t.Signal), "err", err)
 			}
 		}
-		if obs, err = m.cfg.Observer.Observe(ctx); err != nil {
+		obs, err := m.cfg.Observer.Observe(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("observe node: %w", err)
 		}
 		if o = obs[t.Signal]; o.Capacity == 0 || o.Available >= t.value(o.Capacity) {
@@ -405,6 +416,22 @@ func (m *Manager) localStorageEviction(ctx context.Context, pods []*pod.Pod, sta
 		}
 	}
 	return nil, nil
+}
+
+// hasLocalStorageLimit reports whether p has a disk emptyDir with a
+// sizeLimit or a container with an ephemeral-storage limit.
+func hasLocalStorageLimit(p *pod.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.Medium != pod.StorageMediumMemory {
+			return true
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if _, ok := limit(c, pod.ResourceEphemeralStorage); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // The kubelet's kubelet_evictions labels for local storage limits.

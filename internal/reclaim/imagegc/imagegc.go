@@ -149,12 +149,23 @@ func (m *Manager) Run(ctx context.Context) error {
 		err := m.GarbageCollect(ctx)
 		switch {
 		case err != nil && !failing:
-			m.cfg.Log.Warn("image garbage collection failed", "err", err)
+			m.cfg.Log.Warn("image garbage collection failed: "+FailureReason(err), "err", err)
 		case err == nil && failing:
 			m.cfg.Log.Info("image garbage collection works again")
 		}
 		failing = err != nil
 	}
+}
+
+// FailureReason is the kubelet's event reason for a failed collection:
+// FreeDiskSpaceFailed when it could not free enough (ErrNotEnoughFreed),
+// ImageGCFailed otherwise. Each removed image is logged ("removed unused
+// image"); these are node-level, so they are log lines, not pod events.
+func FailureReason(err error) string {
+	if errors.Is(err, ErrNotEnoughFreed) {
+		return "FreeDiskSpaceFailed"
+	}
+	return "ImageGCFailed"
 }
 
 // GarbageCollect removes unused images, least recently used first, when the

@@ -3,6 +3,7 @@ package imagegc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -178,5 +179,20 @@ func TestPolicyValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestFailureReason: the kubelet's reasons for a failed collection.
+func TestFailureReason(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: freed 1 of 2 bytes", ErrNotEnoughFreed), "FreeDiskSpaceFailed"},
+		{errors.New("image filesystem stats: zero capacity"), "ImageGCFailed"},
+	} {
+		if got := FailureReason(tt.err); got != tt.want {
+			t.Errorf("FailureReason(%v) = %q, want %q", tt.err, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,110 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containerd/containerd/mount"
+	"golang.org/x/sys/unix"
+)
+
+// PodDirUIDs returns the UIDs that have a pod directory under
+// <root-dir>/pods or a log directory (<namespace>_<pod>_<uid>) under
+// --pod-logs-dir, sorted: what a pod leaves on disk. Housekeeping removes
+// those of pods that are gone even when nothing else of them is left (no
+// container, namespace or cgroup). A directory that is missing lists
+// nothing.
+func (r *Runtime) PodDirUIDs() ([]string, error) {
+	set := map[string]bool{}
+	var errs []error
+	pods, err := os.ReadDir(filepath.Join(r.cfg.RootDir, "pods"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("list pod directories: %w", err))
+	}
+	for _, e := range pods {
+		if e.IsDir() && checkName("pod uid", e.Name()) == nil {
+			set[e.Name()] = true
+		}
+	}
+	logs, err := os.ReadDir(r.cfg.LogsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("list pod log directories: %w", err))
+	}
+	for _, e := range logs {
+		if uid, ok := logDirUID(e.Name()); ok && e.IsDir() {
+			set[uid] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), errors.Join(errs...)
+}
+
+// logDirUID returns the UID of a pod log directory's name,
+// <namespace>_<pod>_<uid> (none of which has a "_").
+func logDirUID(name string) (string, bool) {
+	parts := strings.Split(name, "_")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || checkName("pod uid", parts[2]) != nil {
+		return "", false
+	}
+	return parts[2], true
+}
+
+// RemovePodDirs removes the pod directory of uid (its volumes unmounted
+// first) and every log directory of uid, as CleanupPod does for a pod it
+// knows; housekeeping calls it for a pod that is gone and whose name it no
+// longer has. Nothing to remove is not an error.
+func (r *Runtime) RemovePodDirs(uid string) error {
+	if err := checkName("pod uid", uid); err != nil {
+		return err
+	}
+	// A shareProcessNamespace pod's PID holder is not a pod container:
+	// nothing else would find it once the pod is gone.
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
+		return fmt.Errorf("remove PID namespace holder of pod %s: %w", uid, err)
+	}
+	r.fsGroups.forget(uid)
+	if err := r.removePodDir(uid); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(r.cfg.LogsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove log directories of pod %s: %w", uid, err)
+	}
+	for _, e := range entries {
+		if u, ok := logDirUID(e.Name()); ok && u == uid && e.IsDir() {
+			if err := os.RemoveAll(filepath.Join(r.cfg.LogsDir, e.Name())); err != nil {
+				return fmt.Errorf("remove log directories of pod %s: %w", uid, err)
+			}
+		}
+	}
+	return nil
+}
+
+// removePodDir unmounts what is mounted below the pod directory of uid
+// (lazily: a mount still busy is detached, never deleted through) and
+// removes it.
+func (r *Runtime) removePodDir(uid string) error {
+	dir := r.podDir(uid)
+	real, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pod directory of %s: %w", uid, err)
+	}
+	if err := mount.UnmountRecursive(real, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("pod directory of %s: unmount volumes: %w", uid, err)
+	}
+	if err := os.RemoveAll(real); err != nil {
+		return fmt.Errorf("pod directory of %s: %w", uid, err)
+	}
+	return nil
+}
