@@ -115,9 +115,14 @@ type sample struct {
 	window  time.Duration
 }
 
+// latency is the distribution of one handler's probes in one window.
+// p50 and p99 are interpolated linearly inside the bucket that holds
+// them, as Prometheus' histogram_quantile does; p99Bound is the upper
+// bound of that bucket, the figure the verdict uses (it cannot be below
+// the true p99). All in seconds; NaN: not available.
 type latency struct {
-	p99 float64 // seconds; NaN: not available
-	n   float64
+	p50, p99, p99Bound float64
+	n                  float64
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -319,8 +324,8 @@ func scrape(ctx context.Context, tug *bench.Tug) map[string]histogram {
 	return out
 }
 
-// diffP99 returns, per handler, the 99th percentile of the probes between
-// two scrapes (the upper bound of the bucket holding it).
+// diffP99 returns, per handler, the latency of the probes between two
+// scrapes.
 func diffP99(before, after map[string]histogram) map[string]latency {
 	out := map[string]latency{}
 	for handler, h := range after {
@@ -329,17 +334,42 @@ func diffP99(before, after map[string]histogram) map[string]latency {
 			bounds = append(bounds, b)
 		}
 		sort.Float64s(bounds)
-		total := h[math.Inf(1)] - before[handler][math.Inf(1)]
-		l := latency{p99: math.NaN(), n: total}
-		for _, b := range bounds {
-			if total > 0 && h[b]-before[handler][b] >= 0.99*total {
-				l.p99 = b
-				break
-			}
+		counts := make([]float64, len(bounds))
+		for i, b := range bounds {
+			counts[i] = h[b] - before[handler][b]
 		}
+		l := latency{n: counts[len(counts)-1]}
+		l.p50, _ = quantile(0.50, bounds, counts)
+		l.p99, l.p99Bound = quantile(0.99, bounds, counts)
 		out[handler] = l
 	}
 	return out
+}
+
+// quantile returns the q-quantile of cumulative bucket counts (bounds
+// ascending, the last +Inf), interpolated linearly inside its bucket
+// (whose lower bound is the previous bucket's, 0 for the first), and the
+// upper bound of that bucket. NaN when there are no observations or the
+// quantile lies in the +Inf bucket.
+func quantile(q float64, bounds, counts []float64) (value, bound float64) {
+	if len(counts) == 0 || counts[len(counts)-1] <= 0 {
+		return math.NaN(), math.NaN()
+	}
+	rank := q * counts[len(counts)-1]
+	lower, below := 0.0, 0.0
+	for i, b := range bounds {
+		if counts[i] >= rank {
+			if math.IsInf(b, 1) {
+				return math.NaN(), math.NaN()
+			}
+			if in := counts[i] - below; in > 0 {
+				return lower + (b-lower)*(rank-below)/in, b
+			}
+			return b, b
+		}
+		lower, below = b, counts[i]
+	}
+	return math.NaN(), math.NaN()
 }
 
 func report(w io.Writer, o options, s []sample) {
@@ -360,8 +390,9 @@ func report(w io.Writer, o options, s []sample) {
 	fmt.Fprintf(w, "http+tcp probes add %.1f MiB RSS (target < %d MiB)  %s, %.1f MiB PSS  %s\n", dRSS, targetRSS, bench.Verdict(dRSS < targetRSS), dPSS, bench.Verdict(dPSS < targetRSS))
 	for _, h := range []string{"httpGet", "tcpSocket"} {
 		if l, ok := net.latency[h]; ok && !math.IsNaN(l.p99) {
-			d := time.Duration(l.p99 * float64(time.Second))
-			fmt.Fprintf(w, "%s probe latency p99 <= %v over %.0f probes (target < %v)  %s\n", h, d, l.n, targetLatency, bench.Verdict(d < targetLatency))
+			bound := seconds(l.p99Bound)
+			fmt.Fprintf(w, "%s probe latency p50 %v, p99 %v (in the bucket <= %v) over %.0f probes (target < %v)  %s\n",
+				h, seconds(l.p50), seconds(l.p99), bound, l.n, targetLatency, bench.Verdict(bound < targetLatency))
 		} else {
 			fmt.Fprintf(w, "%s probe latency: not available (tug serves no /metrics with tug_prober_probe_latency_seconds)\n", h)
 		}
@@ -374,7 +405,12 @@ func p99(l map[string]latency, h string) string {
 	if !ok || math.IsNaN(x.p99) {
 		return "n/a"
 	}
-	return "<= " + time.Duration(x.p99*float64(time.Second)).String()
+	return fmt.Sprintf("%v (<= %v)", seconds(x.p99), seconds(x.p99Bound))
+}
+
+// seconds shows a figure in seconds as a duration rounded to 0.1 ms.
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond)
 }
 
 // teardown removes the pods through tug, stops it and removes what is
