@@ -29,6 +29,7 @@ import (
 	"tug/internal/qos"
 	"tug/internal/reconcile"
 	"tug/internal/redact"
+	"tug/internal/rollout"
 	"tug/internal/source"
 )
 
@@ -209,10 +210,29 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Prober:     probes,
 		Hooks:      prober.Hooks{Exec: rt.ExecSync},
 		PodDirs:    rt,
+		Images:     rt,
 	})
 	resync = loop.Resync
 	view := reconcile.View{Store: store, Loop: loop}
+	// The rollout controller's pins go into the store before any source
+	// reports: a spec that failed before a restart never starts again.
+	rollouts, err := rollout.New(rollout.Config{
+		Dir:        filepath.Join(cfg.RootDir, "rollout"),
+		MinReady:   cfg.RolloutMinReady,
+		Timeout:    cfg.RolloutTimeout,
+		Store:      store,
+		Pods:       loop,
+		Events:     ring,
+		Registerer: registry,
+		Log:        log.With("component", "rollout"),
+	})
+	if err != nil {
+		return err
+	}
+	store.SetPins(ctx, rollouts.Pins())
+	view.Rollouts = rollouts
 	components := map[string]func(context.Context) error{
+		"rollout":     rollouts.Run,
 		"sync loop":   loop.Run,
 		"prober":      probes.Run,
 		"file source": dir.Run,
@@ -251,7 +271,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
 		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
-		Registry: registry, Sources: srcStatus, Events: ring}
+		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts}
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run
 	healthAddr := ""

@@ -59,6 +59,12 @@ var commands = []command{
 	{"events", "[-w] [POD]  list the agent's recent events, -w to follow them", func(args []string, stdout, stderr io.Writer) int {
 		return eventsCmd(context.Background(), args, stdout, stderr)
 	}},
+	{"rollback", "POD       return a pod to its last good spec", func(args []string, stdout, stderr io.Writer) int {
+		return rollbackCmd(context.Background(), args, stdout, stderr)
+	}},
+	{"history", "POD        list a pod's last specs and what became of them", func(args []string, stdout, stderr io.Writer) int {
+		return historyCmd(context.Background(), args, stdout, stderr)
+	}},
 	{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", signCmd},
 	{"version", "           print the version", versionCmd},
 	{"help", "[COMMAND]     list the commands, or print COMMAND's usage and flags (as COMMAND --help)", nil},

@@ -85,6 +85,10 @@ var allowedImports = map[string]allowed{
 	"tug/internal/cgstats": {internal: []string{"tug/internal/pod"}, modules: []string{
 		"github.com/containerd/cgroups/v3", "github.com/prometheus/client_golang",
 	}},
+	// Rollback of failed updates (issue 16): above the store and the sync
+	// loop, whose types it reads; only agent/ imports it.
+	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg"},
+		modules: []string{"github.com/prometheus/client_golang"}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// Test code only: the one package that may import testing.
@@ -100,7 +104,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
-		"tug/internal/prober",
+		"tug/internal/prober", "tug/internal/rollout",
 	}, modules: []string{"gopkg.in/yaml.v3",
 		// The metrics registry (Go and process collectors) and systemd's
 		// notify protocol (issue 15).

@@ -90,7 +90,7 @@ func (c *Client) Logs(ctx context.Context, ns, name string, o LogOptions, w io.W
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	resp, err := c.do(ctx, path, 0)
+	resp, err := c.do(ctx, http.MethodGet, path, 0)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,13 @@ func (c *Client) Node(ctx context.Context) (pod.NodeView, error) {
 // connection is an *UnreachableError, an answer other than 200 a
 // *StatusError.
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	resp, err := c.do(ctx, path, ClientTimeout)
+	return c.send(ctx, http.MethodGet, path, out)
+}
+
+// send sends a request with no body and decodes its JSON answer into out,
+// as get does.
+func (c *Client) send(ctx context.Context, method, path string, out any) error {
+	resp, err := c.do(ctx, method, path, ClientTimeout)
 	if err != nil {
 		return err
 	}
@@ -127,10 +133,10 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 	return nil
 }
 
-// do sends GET path and returns the 200 answer, its body unread. timeout
+// do sends method path and returns the 200 answer, its body unread. timeout
 // bounds the whole request, body included (0: only the connection and the
 // answer's header are bounded, by ClientTimeout, for a stream).
-func (c *Client) do(ctx context.Context, path string, timeout time.Duration) (*http.Response, error) {
+func (c *Client) do(ctx context.Context, method, path string, timeout time.Duration) (*http.Response, error) {
 	sock := c.SocketPath
 	if sock == "" {
 		return nil, errors.New("api: no socket path")
@@ -150,7 +156,7 @@ func (c *Client) do(ctx context.Context, path string, timeout time.Duration) (*h
 		}
 		return conn, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://tug"+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://tug"+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", path, err)
 	}
@@ -164,7 +170,7 @@ func (c *Client) do(ctx context.Context, path string, timeout time.Duration) (*h
 		case errors.As(err, &netErr) && netErr.Timeout():
 			return nil, fmt.Errorf("tug at %s did not answer %s within %s: %w", sock, path, ClientTimeout, err)
 		}
-		return nil, fmt.Errorf("get %s from tug at %s: %w", path, sock, err)
+		return nil, fmt.Errorf("%s %s to tug at %s: %w", method, path, sock, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

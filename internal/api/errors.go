@@ -13,6 +13,9 @@ var (
 	ErrNotFound = errors.New("api: not found")
 	// ErrAmbiguous: a manifest name matches more than one pod.
 	ErrAmbiguous = errors.New("api: ambiguous name")
+	// ErrConflict: the request cannot be done in the pod's state (a
+	// rollback of a pod with no last good spec).
+	ErrConflict = errors.New("api: conflict")
 	// ErrNotLoopback: the health address would listen beyond loopback.
 	ErrNotLoopback = errors.New("api: address is not loopback")
 	// ErrSocketInUse: another process answers on the socket path.

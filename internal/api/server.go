@@ -64,6 +64,8 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection that sends no new request
 	// for this long, on both listeners. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Rollouts serves the rollback and history endpoints; nil: none.
+	Rollouts RolloutSource
 	// LogsDir is the pod logs directory (--pod-logs-dir) the log endpoint
 	// reads; empty: no container has logs.
 	LogsDir string
@@ -87,6 +89,8 @@ const DefaultIdleTimeout = 60 * time.Second
 //	    (?container=&follow=&previous=&tailLines=&sinceSeconds=&timestamps=)
 //	GET /node                      the node and its pressure conditions
 //	GET /events                    an EventList, oldest first (?namespace=&pod=&watch=true)
+//	POST /pods/{namespace}/{name}/rollback  return the pod to its last good spec
+//	GET /pods/{namespace}/{name}/history    the pod's rollout history
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -98,6 +102,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /pods/{namespace}/{name}/log", s.getLog)
 	mux.HandleFunc("GET /node", s.getNode)
 	mux.HandleFunc("GET /events", s.listEvents)
+	mux.HandleFunc("POST /pods/{namespace}/{name}/rollback", s.rollbackPod)
+	mux.HandleFunc("GET /pods/{namespace}/{name}/history", s.podHistory)
 	return s.counted("socket", mux)
 }
 
@@ -238,6 +244,8 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		code, sentinel = http.StatusNotFound, ErrNotFound
 	case errors.Is(err, ErrAmbiguous):
 		code, sentinel = http.StatusConflict, ErrAmbiguous
+	case errors.Is(err, ErrConflict):
+		code, sentinel = http.StatusConflict, ErrConflict
 	case errors.Is(err, ErrBadRequest):
 		code, sentinel = http.StatusBadRequest, ErrBadRequest
 	}

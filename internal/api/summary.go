@@ -94,6 +94,11 @@ func Summarize(v *pod.View, deleting bool, now time.Time) Summary {
 		// last admitted version runs); it outranks what the containers say.
 		status = pod.ReasonBlocked
 	}
+	if st.Reason == pod.ReasonRolledBack {
+		// tug's own too: the newest spec failed and the pod runs its last
+		// good spec (its containers' state is in READY and RESTARTS).
+		status = pod.ReasonRolledBack
+	}
 	if deleting && st.Phase != pod.PhaseSucceeded && st.Phase != pod.PhaseFailed {
 		status = "Terminating"
 	}

@@ -110,6 +110,14 @@ type Config struct {
 	// CrashLoopBackOffReset: a container that ran this long before it
 	// exited restarts at once again. Default 10m.
 	CrashLoopBackOffReset time.Duration `yaml:"crash-loop-back-off-reset"`
+	// RolloutMinReady is how long a pod's spec must be Ready with no
+	// restart to become its last good spec (issue 16). Default 30s.
+	RolloutMinReady time.Duration `yaml:"rollout-min-ready"`
+	// RolloutTimeout is how long an updated pod may take to become Ready
+	// before it is rolled back to its last good spec; 0 turns rollback
+	// off (a pod's tug.io/rollout-timeout annotation overrides it).
+	// Default 5m.
+	RolloutTimeout time.Duration `yaml:"rollout-timeout"`
 	// HealthzBindAddress is the loopback address of /healthz, /readyz and
 	// /metrics. Default 127.0.0.1.
 	HealthzBindAddress string `yaml:"healthz-bind-address"`
@@ -286,6 +294,8 @@ func Default() Config {
 		CrashLoopBackOffInitial: 10 * time.Second,
 		CrashLoopBackOffMax:     5 * time.Minute,
 		CrashLoopBackOffReset:   10 * time.Minute,
+		RolloutMinReady:         30 * time.Second,
+		RolloutTimeout:          5 * time.Minute,
 		HealthzBindAddress:      "127.0.0.1",
 		HealthzPort:             10248,
 		RunOnceTimeout:          5 * time.Minute,
@@ -350,6 +360,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ContainerLogDriver, "container-log-driver", c.ContainerLogDriver, "how container output reaches its log: file (converted by tug) or binary (a logger process per container)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the container relist (containerd events make it come sooner)")
+	fs.DurationVar(&c.RolloutMinReady, "rollout-min-ready", c.RolloutMinReady, "how long a pod must be Ready with no restart for its spec to become its last good spec")
+	fs.DurationVar(&c.RolloutTimeout, "rollout-timeout", c.RolloutTimeout, "how long an updated pod may take to become Ready before it is rolled back to its last good spec (0: no rollback)")
 	fs.DurationVar(&c.CrashLoopBackOffInitial, "crash-loop-back-off-initial", c.CrashLoopBackOffInitial, "first restart delay of a crashing container (it doubles)")
 	fs.DurationVar(&c.CrashLoopBackOffMax, "crash-loop-back-off-max", c.CrashLoopBackOffMax, "maximum restart delay of a crashing container")
 	fs.DurationVar(&c.CrashLoopBackOffReset, "crash-loop-back-off-reset", c.CrashLoopBackOffReset, "a container that ran this long restarts at once again")
@@ -451,6 +463,12 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive", name))
 		}
+	}
+	if c.RolloutMinReady < 0 {
+		errs = append(errs, fmt.Errorf("rollout-min-ready: must not be negative"))
+	}
+	if c.RolloutTimeout < 0 {
+		errs = append(errs, fmt.Errorf("rollout-timeout: must not be negative (0 turns rollback off)"))
 	}
 	if c.CrashLoopBackOffMax < c.CrashLoopBackOffInitial {
 		errs = append(errs, fmt.Errorf("crash-loop-back-off-max: below crash-loop-back-off-initial"))

@@ -43,6 +43,9 @@ const (
 	// update); it is also the pod's status.reason, with the violations as
 	// its message.
 	ReasonBlocked = "Blocked"
+	// ReasonRolledBack: the pod's newest spec failed its rollout and the
+	// pod runs its last good spec (issue 16).
+	ReasonRolledBack = "RolledBack"
 )
 
 // Reasons of a pod that tug does not run, or no longer wants (status.reason;

@@ -122,6 +122,16 @@ func (v *validator) metadata(m *ObjectMeta) {
 		}
 		size += len(k) + len(m.Annotations[k])
 	}
+	if val, ok := m.Annotations[AnnotationRolloutTimeout]; ok {
+		if _, err := ParseRolloutTimeout(val); err != nil {
+			v.fail(keyPath("metadata.annotations", AnnotationRolloutTimeout), "invalid value: %v", err)
+		}
+	}
+	if val, ok := m.Annotations[AnnotationRolloutMaxRestarts]; ok {
+		if _, err := ParseRolloutMaxRestarts(val); err != nil {
+			v.fail(keyPath("metadata.annotations", AnnotationRolloutMaxRestarts), "invalid value: %v", err)
+		}
+	}
 	if size > maxAnnotationsSize {
 		v.fail("metadata.annotations", "annotations are %d bytes in total, more than %d", size, maxAnnotationsSize)
 	}

@@ -92,7 +92,34 @@ type Store struct {
 	order   []string // SetSourceOrder
 	ready   map[string]bool
 	files   map[fileKey]*file
-	applied map[string]entry // by pod UID
+	applied map[string]entry // by pod UID, pins applied
+	wanted  map[string]entry // by pod UID, as the sources want them (no pins)
+	pins    map[string]Pin   // by pod UID
+}
+
+// Pin holds a pod at an earlier spec while its source still wants a spec
+// that failed (the rollout controller's rollback): as long as the source's
+// pod with this UID has the hash Failed, Good is applied in its place. Once
+// the source's pod changes (or goes), the pin no longer applies.
+type Pin struct {
+	// Failed is the hash (Desired.Hash) of the spec the source wants and
+	// that must not be applied.
+	Failed string
+	// Good is the pod applied instead, with the objects it was bound to;
+	// nil removes the pod while the pin applies (a pod new in a failed
+	// bundle).
+	Good *pod.Pod
+	// GoodHash is Good's hash as Desired reported it when it was applied.
+	GoodHash string
+}
+
+// Desired is one pod as its source wants it, before any pin.
+type Desired struct {
+	Pod    *pod.Pod
+	Hash   string // the pod's hash with its bound objects' digest
+	Origin pod.Origin
+	// Pinned reports whether a pin replaces this spec now.
+	Pinned bool
 }
 
 type fileKey struct{ source, file string }
@@ -136,6 +163,8 @@ func New(opts ...Option) *Store {
 		ready:   make(map[string]bool),
 		files:   make(map[fileKey]*file),
 		applied: make(map[string]entry),
+		wanted:  make(map[string]entry),
+		pins:    make(map[string]Pin),
 	}
 	for _, o := range opts {
 		o(s)
@@ -200,15 +229,70 @@ func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
 		}
 	}
 
-	next := s.resolve()
-	changes := diff(s.applied, next)
-	s.applied = next
+	changes := s.reapply()
 	for _, f := range s.files {
 		if t := errString(f.err()); t != f.errText {
 			f.errText, f.lastChange = t, now
 		}
 	}
 	return changes
+}
+
+// reapply resolves the files again, applies the pins and returns the
+// changes from what was applied.
+func (s *Store) reapply() []Change {
+	s.wanted = s.resolve()
+	next := make(map[string]entry, len(s.wanted))
+	for uid, e := range s.wanted {
+		if pin, ok := s.pins[uid]; ok && pin.Failed == e.hash {
+			if pin.Good == nil {
+				continue
+			}
+			e.pod, e.hash = pin.Good, pin.GoodHash
+		}
+		next[uid] = e
+	}
+	changes := diff(s.applied, next)
+	s.applied = next
+	return changes
+}
+
+// SetPins replaces every pin (by pod UID) and sends the changes they cause
+// on Updates(), as Set does. A pin whose pod the source no longer wants
+// with its Failed hash changes nothing. Pins may be set before the first
+// Set, so that a spec that failed before a restart is never started again.
+func (s *Store) SetPins(ctx context.Context, pins map[string]Pin) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	s.mu.Lock()
+	s.pins = make(map[string]Pin, len(pins))
+	for uid, p := range pins {
+		s.pins[uid] = p
+	}
+	changes := s.reapply()
+	s.mu.Unlock()
+	if len(changes) == 0 {
+		return
+	}
+	select {
+	case s.updates <- changes:
+	case <-ctx.Done():
+	}
+}
+
+// Wanted returns every pod as its source wants it, pins left out, sorted
+// by full name. The slice is the caller's; the pods are shared.
+func (s *Store) Wanted() []Desired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Desired, 0, len(s.wanted))
+	for uid, e := range s.wanted {
+		pin, ok := s.pins[uid]
+		out = append(out, Desired{Pod: e.pod, Hash: e.hash, Origin: pod.Origin{Source: e.from.source, File: e.from.file},
+			Pinned: ok && pin.Failed == e.hash})
+	}
+	slices.SortFunc(out, func(a, b Desired) int { return comparePods(a.Pod, b.Pod) })
+	return out
 }
 
 // resolve picks, for every namespace/name, the one file whose pod is

@@ -63,6 +63,16 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 	return img, err
 }
 
+// PullImage makes c's image present as its imagePullPolicy says (it
+// implements reconcile.ImagePuller): a changed container's image is pulled
+// before its running predecessor is stopped.
+func (r *Runtime) PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) error {
+	if _, _, err := r.ensureImagePulled(r.ctx(ctx), p, c); err != nil {
+		return fmt.Errorf("image %q: %w", c.Image, err)
+	}
+	return nil
+}
+
 // ensureImagePulled is ensureImage that also reports whether the image was
 // pulled from its registry (for the Pulled event).
 func (r *Runtime) ensureImagePulled(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, bool, error) {

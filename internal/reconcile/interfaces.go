@@ -40,6 +40,13 @@ type Runtime interface {
 	CleanupPod(ctx context.Context, p *pod.Pod) error
 }
 
+// ImagePuller makes a container's image present as its imagePullPolicy
+// says, without creating anything (implemented by podruntime.Runtime). It
+// returns the errors StartContainer would (pod.ErrImagePull, ...).
+type ImagePuller interface {
+	PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) error
+}
+
 // Sandbox pins a pod's namespaces (implemented by network).
 type Sandbox interface {
 	// EnsureNamespaces creates (or finds) the pod's pinned net, ipc and uts

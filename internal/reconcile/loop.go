@@ -75,6 +75,10 @@ type Config struct {
 	// Hooks, when set, runs the containers' postStart and preStop hooks
 	// (issue 12). Nil: hooks are not run.
 	Hooks Hooks
+	// Images, when set, pulls a changed container's image before its
+	// running predecessor is stopped (issue 16): an update to an image that
+	// cannot be pulled leaves the old container serving.
+	Images ImagePuller
 	// PodDirs, when set, lets housekeeping remove the pod and log
 	// directories of pods that are gone and left nothing else (issue 15).
 	PodDirs PodDirs
@@ -131,6 +135,7 @@ func New(cfg Config) *Loop {
 	observe := func(op string, d time.Duration) { workerDuration.WithLabelValues(op).Observe(d.Seconds()) }
 	s.probes = cfg.Prober
 	s.hooks = cfg.Hooks
+	s.images = cfg.Images
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type podSyncer struct {
 	probes Prober
 	// hooks runs the containers' lifecycle hooks (nil: none).
 	hooks Hooks
+	// images pulls a changed container's image before its predecessor
+	// stops (nil: the pull happens in StartContainer).
+	images ImagePuller
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -417,6 +421,9 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 		}
 		stale = append(stale, r)
 	}
+	if err := s.pullBeforeReplace(ctx, p, c, stale); err != nil {
+		return "", err
+	}
 	if err := s.removeAll(ctx, p, stale); err != nil {
 		return "", err
 	}
@@ -435,6 +442,27 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 		return id, err
 	}
 	return id, nil
+}
+
+// pullBeforeReplace makes c's image present before a running container of
+// another image is stopped to make way for it, so that an update to an
+// image that cannot be pulled leaves the old container serving (and the
+// rollout controller rolls the update back). A failure is noted as the
+// container's waiting reason, as start notes it.
+func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Container, stale []pod.RuntimeContainer) error {
+	if s.images == nil || !slices.ContainsFunc(stale, func(r pod.RuntimeContainer) bool {
+		return r.State == pod.RunRunning && r.Image != c.Image
+	}) {
+		return nil
+	}
+	if err := s.images.PullImage(ctx, p, c); err != nil {
+		prev := s.notes.clear(p.Metadata.UID, c.Name)
+		reason := startErrorReason(err, prev)
+		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
+		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
+		return fmt.Errorf("image for container %q: %w", c.Name, err)
+	}
+	return nil
 }
 
 // startErrorReason is the kubelet's reason for a container that could not

@@ -29,6 +29,28 @@ type View struct {
 	Loop  PodStatuser
 	// Fetch returns the fetch state of each URL source, by source name.
 	Fetch map[string]func() pod.FetchStatus
+	// Rollouts, when set, adds the RolloutFailed condition of pods whose
+	// update failed (implemented by rollout.Controller).
+	Rollouts RolloutConditions
+}
+
+// RolloutConditions gives the RolloutFailed condition of a pod whose
+// failed spec is held back (nil when there is none).
+type RolloutConditions interface {
+	Condition(uid string) *pod.Condition
+}
+
+// withRollout adds the rollout condition to st, and makes its reason
+// RolledBack (or RolloutFailed) unless it already has one.
+func withRollout(st pod.Status, cond *pod.Condition) pod.Status {
+	if cond == nil {
+		return st
+	}
+	st.Conditions = append(st.Conditions, *cond)
+	if st.Reason == "" {
+		st.Reason, st.Message = cond.Reason, cond.Message
+	}
+	return st
 }
 
 // Pods returns every desired pod with its status, then the orphans.
@@ -36,7 +58,11 @@ func (v View) Pods() []pod.View {
 	pods := v.Store.Pods()
 	out := make([]pod.View, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: v.Loop.Status(p)})
+		st := v.Loop.Status(p)
+		if v.Rollouts != nil {
+			st = withRollout(st, v.Rollouts.Condition(p.Metadata.UID))
+		}
+		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}
 	return append(out, v.Loop.Orphans()...)
 }

@@ -1,0 +1,323 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tug/internal/pod"
+	"tug/internal/testutil"
+)
+
+// Health-gated updates with rollback (issue 16). Every test runs tug with
+// a short --rollout-min-ready, makes a good spec, updates it to a bad one
+// and checks that the pod returns to the good spec, with the condition,
+// the event, the STATUS and the history saying so.
+
+// rolloutArgs are the flags of the rollout tests: a spec is good after 2 s
+// Ready, restarts come quickly.
+var rolloutArgs = []string{"--rollout-min-ready", "2s", "--crash-loop-back-off-initial", "1s", "--crash-loop-back-off-max", "2s"}
+
+// rolloutPod is pod name whose container main runs script from image,
+// with annotations and container lines extra (six spaces).
+func rolloutPod(name, image, script string, annotations map[string]string, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n", name)
+	if len(annotations) > 0 {
+		b.WriteString("  annotations:\n")
+		for k, v := range annotations {
+			fmt.Fprintf(&b, "    %s: %q\n", k, v)
+		}
+	}
+	fmt.Fprintf(&b, "spec:\n  terminationGracePeriodSeconds: 2\n  containers:\n    - name: main\n      image: %s\n      command: [\"sh\", \"-c\", %q]\n%s", image, script, extra)
+	return b.String()
+}
+
+// history returns the rollout history of the pod named name.
+func (tg *tug) history(name string) (pod.RolloutHistory, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	return tg.api().History(ctx, "default", staticName(name))
+}
+
+// waitGood waits until the pod's current spec is its last good spec, and
+// returns that spec's hash.
+func (tg *tug) waitGood(name string, not string) string {
+	tg.t.Helper()
+	var h pod.RolloutHistory
+	tg.waitFor(startTimeout+10*time.Second, "pod "+name+": a last good spec", func() (bool, error) {
+		var err error
+		if h, err = tg.history(name); err != nil {
+			return false, err
+		}
+		if h.GoodHash == "" || h.GoodHash == not {
+			return false, fmt.Errorf("good %q (history %+v)", h.GoodHash, h.Entries)
+		}
+		return true, nil
+	})
+	return h.GoodHash
+}
+
+// waitRolledBack waits until the pod shows its rollback: condition
+// RolloutFailed with reason RolledBack whose message has msg, STATUS
+// RolledBack in tug pods, the RolledBack event, and the history ending
+// with the failed spec RolledBack; the good spec is still good.
+func (tg *tug) waitRolledBack(timeout time.Duration, name, good, msg string) pod.View {
+	tg.t.Helper()
+	v := tg.waitPod(timeout, name, "rolled back", func(v *pod.View) error {
+		c := conditionOf(v, "RolloutFailed")
+		if c.Status != "True" || c.Reason != pod.ReasonRolledBack || !strings.Contains(c.Message, msg) {
+			return fmt.Errorf("RolloutFailed condition %+v, want RolledBack with %q", c, msg)
+		}
+		if v.Status.Reason != pod.ReasonRolledBack {
+			return fmt.Errorf("reason %q", v.Status.Reason)
+		}
+		return nil
+	})
+	h, err := tg.history(name)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	last := h.Entries[len(h.Entries)-1]
+	if h.GoodHash != good || h.Failed == "" || h.Failed == good || last.Hash != h.Failed || last.Outcome != "RolledBack" {
+		tg.t.Fatalf("history after the rollback: %+v", h)
+	}
+	if !strings.Contains(tg.cli("pods"), pod.ReasonRolledBack) {
+		tg.t.Errorf("tug pods does not show RolledBack:\n%s", tg.cli("pods"))
+	}
+	tg.waitFor(5*time.Second, "the RolledBack event", func() (bool, error) {
+		for _, r := range tg.eventReasons(v.Metadata.UID) {
+			if r == pod.ReasonRolledBack {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events %v", tg.eventReasons(v.Metadata.UID))
+	})
+	return v
+}
+
+// cli runs a tug client command against this tug and returns its
+// stdout; it fails the test when the command fails.
+func (tg *tug) cli(args ...string) string {
+	tg.t.Helper()
+	out, errOut, code := tg.runCLI(args...)
+	if code != 0 {
+		tg.t.Fatalf("tug %v: exit %d\n%s", args, code, errOut)
+	}
+	return out
+}
+
+// serving counts the failed GETs of http://ip:8080/ while it runs.
+type serving struct {
+	stop   chan struct{}
+	done   sync.WaitGroup
+	ok     atomic.Int64
+	failed atomic.Int64
+	last   atomic.Value // string: the last error
+}
+
+func (tg *tug) keepGetting(ip string) *serving {
+	s := &serving{stop: make(chan struct{})}
+	client := httpClientIn(tg.netns, time.Second)
+	s.done.Add(1)
+	go func() {
+		defer s.done.Done()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			resp, err := client.Get("http://" + ip + ":8080/index.html")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("status %d", resp.StatusCode)
+				}
+			}
+			if err != nil {
+				s.failed.Add(1)
+				s.last.Store(err.Error())
+			} else {
+				s.ok.Add(1)
+			}
+		}
+	}()
+	return s
+}
+
+func (s *serving) end() (ok, failed int64, last string) {
+	close(s.stop)
+	s.done.Wait()
+	last, _ = s.last.Load().(string)
+	return s.ok.Load(), s.failed.Load(), last
+}
+
+const rolloutWeb = "mkdir -p /www && echo %s > /www/index.html && exec httpd -f -p 8080 -h /www"
+
+// TestRolloutMissingImageRollsBack: an update to an image tag the
+// registry does not have fails (ErrImagePull) and is rolled back within
+// the timeout, while the old container keeps serving HTTP on the same pod
+// IP all along (the image is pulled before the old container is stopped).
+func TestRolloutMissingImageRollsBack(t *testing.T) {
+	ref := testutil.RegistryImage(t)
+	registry := os.Getenv(testutil.EnvRegistry)
+	tg := startTug(t, tugOpts{args: rolloutArgs, beforeStart: func(tg *tug) { tg.relay(registry) }})
+	tg.writeManifest("web.yaml", rolloutPod("web", tg.image, fmt.Sprintf(rolloutWeb, "v1"), map[string]string{"tug.io/rollout-timeout": "40s"}, ""))
+	c := tg.waitRunning(startTimeout, "web", "main", 0)
+	good := tg.waitGood("web", "")
+	ip := tg.podIPOf("web")
+	get := tg.keepGetting(ip)
+
+	missing := ref[:strings.LastIndex(ref, ":")] + ":no-such-tag"
+	began := time.Now()
+	tg.writeManifest("web.yaml", rolloutPod("web", missing, fmt.Sprintf(rolloutWeb, "v2"), map[string]string{"tug.io/rollout-timeout": "40s"}, ""))
+	v := tg.waitRolledBack(40*time.Second, "web", good, "ErrImagePull")
+	took := time.Since(began)
+	time.Sleep(time.Second) // serving still, after the rollback
+	ok, failed, last := get.end()
+	if failed > 0 || ok == 0 {
+		t.Errorf("during the update: %d GETs answered, %d failed (last: %s)", ok, failed, last)
+	}
+	if v.Status.PodIP != ip {
+		t.Errorf("pod IP %s after the rollback, was %s", v.Status.PodIP, ip)
+	}
+	now, found, err := tg.container(tg.uid("web"), "main")
+	if err != nil || !found || now.ID != c.ID {
+		t.Errorf("container main is %+v (found %v, %v), want the same container %s", now, found, err, c.ID)
+	}
+	t.Logf("rolled back %v after the update; %d GETs answered, none failed", took.Round(time.Millisecond), ok)
+
+	// The failed spec is not tried again: nothing changes for a while.
+	time.Sleep(3 * time.Second)
+	if h, _ := tg.history("web"); len(h.Entries) != 2 {
+		t.Errorf("history %+v, want the good spec and the failed one only", h.Entries)
+	}
+	// A new content is tried, and becomes good.
+	tg.writeManifest("web.yaml", rolloutPod("web", tg.image, fmt.Sprintf(rolloutWeb, "v3"), map[string]string{"tug.io/rollout-timeout": "40s"}, ""))
+	tg.waitGood("web", good)
+	tg.waitPod(10*time.Second, "web", "no RolloutFailed condition", func(v *pod.View) error {
+		if c := conditionOf(v, "RolloutFailed"); c.Type != "" {
+			return fmt.Errorf("condition %+v", c)
+		}
+		return nil
+	})
+}
+
+// TestRolloutCrashingUpdateRollsBack: an update whose container exits 1
+// is rolled back once it restarted more than tug.io/rollout-max-restarts
+// times; the good spec runs again.
+func TestRolloutCrashingUpdateRollsBack(t *testing.T) {
+	tg := startTug(t, tugOpts{args: rolloutArgs})
+	ann := map[string]string{"tug.io/rollout-max-restarts": "1", "tug.io/rollout-timeout": "60s"}
+	tg.writeManifest("crash.yaml", rolloutPod("crash", tg.image, fmt.Sprintf(rolloutWeb, "v1"), ann, ""))
+	tg.waitRunning(startTimeout, "crash", "main", 0)
+	good := tg.waitGood("crash", "")
+	tg.writeManifest("crash.yaml", rolloutPod("crash", tg.image, "echo broken; exit 1", ann, ""))
+	tg.waitRolledBack(45*time.Second, "crash", good, "restarted 2 times")
+	tg.waitPod(startTimeout, "crash", "the good spec runs", func(v *pod.View) error {
+		if cs := statusOf(v, "main"); cs.State.Running == nil || !cs.Ready {
+			return fmt.Errorf("main is not running and ready: %+v", cs.State)
+		}
+		return nil
+	})
+}
+
+// TestRolloutNeverReadyRollsBack: an update whose readiness probe never
+// succeeds is rolled back at its timeout; with tug.io/rollout-timeout "0"
+// the same update is left failing.
+func TestRolloutNeverReadyRollsBack(t *testing.T) {
+	tg := startTug(t, tugOpts{args: rolloutArgs})
+	readiness := "      readinessProbe:\n        httpGet: {path: %s, port: 8080}\n        periodSeconds: 1\n"
+	for _, tc := range []struct {
+		name    string
+		timeout string
+	}{{"never", "8s"}, {"noroll", "0"}} {
+		ann := map[string]string{"tug.io/rollout-timeout": tc.timeout}
+		tg.writeManifest(tc.name+".yaml", rolloutPod(tc.name, tg.image, fmt.Sprintf(rolloutWeb, "v1"), ann, fmt.Sprintf(readiness, "/index.html")))
+	}
+	goods := map[string]string{}
+	for _, name := range []string{"never", "noroll"} {
+		goods[name] = tg.waitGood(name, "")
+	}
+	for _, name := range []string{"never", "noroll"} {
+		ann := map[string]string{"tug.io/rollout-timeout": map[string]string{"never": "8s", "noroll": "0"}[name]}
+		tg.writeManifest(name+".yaml", rolloutPod(name, tg.image, fmt.Sprintf(rolloutWeb, "v2"), ann, fmt.Sprintf(readiness, "/missing")))
+	}
+	tg.waitRolledBack(30*time.Second, "never", goods["never"], "not ready within 8s")
+	tg.waitPod(startTimeout, "never", "ready again on the good spec", func(v *pod.View) error {
+		if conditionOf(v, pod.ConditionReady).Status != "True" {
+			return fmt.Errorf("not Ready")
+		}
+		return nil
+	})
+	// "noroll" had as long (and more): still on its failing update.
+	v, err := tg.podView("noroll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := conditionOf(&v, "RolloutFailed"); c.Type != "" || conditionOf(&v, pod.ConditionReady).Status == "True" {
+		t.Errorf("rollout-timeout 0: condition %+v, Ready %s; want the update left failing", c, conditionOf(&v, pod.ConditionReady).Status)
+	}
+	if h, _ := tg.history("noroll"); h.Failed != "" || h.Entries[len(h.Entries)-1].Outcome != "Progressing" {
+		t.Errorf("rollout-timeout 0: history %+v", h)
+	}
+}
+
+// TestRolloutSurvivesTugKill: tug killed with SIGKILL while an update is
+// watched goes on after its restart: the update still fails at its
+// timeout (counted from when it was applied) and is rolled back; and tug
+// rollback / tug history work by hand.
+func TestRolloutSurvivesTugKill(t *testing.T) {
+	tg := startTug(t, tugOpts{args: rolloutArgs})
+	readiness := "      readinessProbe:\n        httpGet: {path: %s, port: 8080}\n        periodSeconds: 1\n"
+	ann := map[string]string{"tug.io/rollout-timeout": "12s"}
+	tg.writeManifest("kill.yaml", rolloutPod("kill", tg.image, fmt.Sprintf(rolloutWeb, "v1"), ann, fmt.Sprintf(readiness, "/index.html")))
+	good := tg.waitGood("kill", "")
+	tg.writeManifest("kill.yaml", rolloutPod("kill", tg.image, fmt.Sprintf(rolloutWeb, "v2"), ann, fmt.Sprintf(readiness, "/missing")))
+	tg.waitFor(10*time.Second, "the update watched", func() (bool, error) {
+		h, err := tg.history("kill")
+		if err != nil || len(h.Entries) < 2 || h.Entries[len(h.Entries)-1].Outcome != "Progressing" {
+			return false, fmt.Errorf("history %+v, %v", h, err)
+		}
+		return true, nil
+	})
+	began := time.Now()
+	tg.Kill()
+	time.Sleep(2 * time.Second)
+	tg.Start()
+	tg.waitRolledBack(30*time.Second, "kill", good, "not ready within 12s")
+	if took := time.Since(began); took > 25*time.Second {
+		t.Errorf("rolled back %v after the kill: the timeout restarted with tug", took)
+	}
+
+	// By hand: a good update, then tug rollback returns to the one before.
+	tg.writeManifest("kill.yaml", rolloutPod("kill", tg.image, fmt.Sprintf(rolloutWeb, "v3"), ann, fmt.Sprintf(readiness, "/index.html")))
+	v3 := tg.waitGood("kill", good)
+	tg.writeManifest("kill.yaml", rolloutPod("kill", tg.image, fmt.Sprintf(rolloutWeb, "v4"), map[string]string{"tug.io/rollout-timeout": "0"}, fmt.Sprintf(readiness, "/index.html")))
+	tg.waitFor(10*time.Second, "v4 watched", func() (bool, error) {
+		h, err := tg.history("kill")
+		if err != nil || h.Entries[len(h.Entries)-1].Hash == v3 {
+			return false, fmt.Errorf("history %+v, %v", h, err)
+		}
+		return true, nil
+	})
+	if out := tg.cli("rollback", "kill"); !strings.Contains(out, "rolling back") {
+		t.Errorf("tug rollback: %q", out)
+	}
+	tg.waitRolledBack(15*time.Second, "kill", v3, "by hand")
+	hist := tg.cli("history", "kill")
+	for _, want := range []string{"HASH", "Succeeded", "RolledBack", "last good spec: " + v3[:12]} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("tug history lacks %q:\n%s", want, hist)
+		}
+	}
+}

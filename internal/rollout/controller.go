@@ -1,0 +1,443 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tug/internal/clock"
+	"tug/internal/pod"
+	"tug/internal/podconfig"
+	"tug/internal/reconcile"
+)
+
+// Condition and event.
+const (
+	ConditionRolloutFailed = "RolloutFailed"
+	ReasonRolledBack       = pod.ReasonRolledBack
+	reasonRolloutFailed    = "RolloutFailed"
+	reasonRolloutSucceeded = "RolloutSucceeded"
+)
+
+// Wanted is the pod store as the controller sees it (podconfig.Store).
+type Wanted interface {
+	// Wanted lists every pod as its source wants it, pins left out.
+	Wanted() []podconfig.Desired
+	// SetPins replaces the pins and sends the changes they cause.
+	SetPins(ctx context.Context, pins map[string]podconfig.Pin)
+	// Owns reports whether source has reported and still wants uid.
+	Owns(source, uid string) (ready, wanted bool)
+}
+
+// Progresser reports how far a pod's spec is applied (reconcile.Loop).
+type Progresser interface {
+	Progress(p *pod.Pod) reconcile.Progress
+}
+
+type eventRecorder interface {
+	Event(p *pod.Pod, container, eventType, reason, message string)
+}
+
+// Config configures a Controller.
+type Config struct {
+	// Dir is where the state is persisted (<root-dir>/rollout).
+	Dir string
+	// MinReady is how long a spec must be Ready with no restart to become
+	// the last good one (--rollout-min-ready, default 30 s).
+	MinReady time.Duration
+	// Timeout is how long an update may take to become Ready
+	// (--rollout-timeout, default 5 min; 0: no rollback).
+	Timeout time.Duration
+	// MaxRestarts is how many restarts an update may cause (default 2).
+	MaxRestarts int
+	// Period is how often the pods are judged (default 500 ms).
+	Period     time.Duration
+	Store      Wanted
+	Pods       Progresser
+	Events     eventRecorder // nil: no events
+	Registerer prometheus.Registerer
+	Clock      clock.Clock
+	Log        *slog.Logger
+	// BootID names this boot (/proc/sys/kernel/random/boot_id when "").
+	BootID string
+}
+
+// Controller watches updates and rolls failed ones back. Its methods are
+// safe for concurrent use.
+type Controller struct {
+	cfg     Config
+	files   files
+	total   *prometheus.CounterVec
+	wake    chan struct{}
+	mu      sync.Mutex
+	records map[string]*record
+	// manual holds the UIDs whose rollback was asked for by hand.
+	manual map[string]bool
+}
+
+// New reads the persisted state and returns a Controller. Call Pins (or
+// Load) before the sources report, so a spec that failed before a
+// restart is held back from the start.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Period == 0 {
+		cfg.Period = 500 * time.Millisecond
+	}
+	if cfg.MaxRestarts == 0 {
+		cfg.MaxRestarts = 2
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BootID == "" {
+		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		if err != nil {
+			return nil, fmt.Errorf("boot id: %w", err)
+		}
+		cfg.BootID = strings.TrimSpace(string(b))
+	}
+	c := &Controller{
+		cfg:   cfg,
+		files: files{dir: cfg.Dir},
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tug_rollouts_total",
+			Help: "Updates of pods judged by the rollout controller, by result: succeeded, rolled_back, or failed (no good spec to return to).",
+		}, []string{"result"}),
+		wake:   make(chan struct{}, 1),
+		manual: map[string]bool{},
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(c.total)
+	}
+	recs, errs := c.files.load()
+	for _, err := range errs {
+		cfg.Log.Warn("rollout state skipped", "err", err)
+	}
+	now := cfg.Clock.Now()
+	for _, r := range recs {
+		// A rollout cut by a reboot before its spec was good: the device
+		// boots into the last good spec.
+		if r.Watch != "" && r.WatchBoot != cfg.BootID && r.Good != nil {
+			c.fail(r, r.Watch, "the node rebooted before the update was ready", now, true)
+			cfg.Log.Warn("rolled back at boot", "pod", r.Name, "uid", r.UID, "reason", r.Reason)
+			if err := c.files.store(r); err != nil {
+				cfg.Log.Warn("rollout state not saved", "pod", r.Name, "err", err)
+			}
+		}
+	}
+	c.records = recs
+	return c, nil
+}
+
+// Pins returns the pins of the failed specs held back now.
+func (c *Controller) Pins() map[string]podconfig.Pin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pinsLocked()
+}
+
+func (c *Controller) pinsLocked() map[string]podconfig.Pin {
+	pins := map[string]podconfig.Pin{}
+	for uid, r := range c.records {
+		if r.Failed != "" && r.RolledBack && r.Good != nil {
+			pins[uid] = podconfig.Pin{Failed: r.Failed, Good: r.Good.restore(), GoodHash: r.GoodHash}
+		}
+	}
+	return pins
+}
+
+// Run judges the pods every Period until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.Period)
+	defer t.Stop()
+	for {
+		if c.judge() {
+			c.cfg.Store.SetPins(ctx, c.Pins())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-c.wake:
+		}
+	}
+}
+
+// judge looks at every wanted pod once and reports whether the pins
+// changed.
+func (c *Controller) judge() (changed bool) {
+	now := c.cfg.Clock.Now()
+	wanted := c.cfg.Store.Wanted()
+	seen := map[string]bool{}
+	for _, d := range wanted {
+		seen[d.Pod.Metadata.UID] = true
+		if c.judgePod(d, now) {
+			changed = true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, r := range c.records {
+		if seen[uid] {
+			continue
+		}
+		// Forget a pod only once its source has reported without it.
+		if ready, want := c.cfg.Store.Owns(r.Source, uid); ready && !want {
+			delete(c.records, uid)
+			if err := c.files.remove(uid); err != nil {
+				c.cfg.Log.Warn("rollout state not removed", "pod", r.Name, "err", err)
+			}
+		}
+	}
+	return changed
+}
+
+// judgePod judges one pod and reports whether its pin changed.
+func (c *Controller) judgePod(d podconfig.Desired, now time.Time) bool {
+	p, uid := d.Pod, d.Pod.Metadata.UID
+	c.mu.Lock()
+	r := c.records[uid]
+	if r == nil {
+		r = &record{UID: uid, Name: p.FullName(), Source: d.Origin.Source}
+		c.records[uid] = r
+	}
+	manual := c.manual[uid]
+	delete(c.manual, uid)
+	c.mu.Unlock()
+
+	dirty := false
+	defer func() {
+		if dirty {
+			if err := c.files.store(r); err != nil {
+				c.cfg.Log.Warn("rollout state not saved", "pod", r.Name, "uid", uid, "err", err)
+			}
+		}
+	}()
+	switch {
+	case d.Hash == r.GoodHash:
+		// The good spec is wanted (again): nothing to watch or hold back.
+		if r.Watch != "" || r.Failed != "" {
+			pinned := r.Failed != "" && r.RolledBack
+			if r.Watch != "" && r.Watch != d.Hash {
+				r.endHistory(r.Watch, OutcomeSuperseded, "", now)
+			}
+			r.Watch, r.Failed, r.Reason, r.RolledBack, r.Base = "", "", "", false, nil
+			dirty = true
+			return pinned
+		}
+		if manual {
+			c.cfg.Log.Info("rollback asked for a pod already at its last good spec", "pod", r.Name, "uid", uid)
+		}
+		return false
+	case d.Hash == r.Failed:
+		return false // held back (or failed with nothing to return to)
+	}
+	if r.Failed != "" {
+		// The source's content changed since the failure: try it.
+		pinned := r.RolledBack
+		r.Failed, r.Reason, r.RolledBack = "", "", false
+		dirty = true
+		if pinned {
+			return true
+		}
+	}
+	if r.Watch != d.Hash {
+		if r.Watch != "" {
+			r.endHistory(r.Watch, OutcomeSuperseded, "", now)
+		}
+		r.Watch, r.WatchSince, r.WatchBoot, r.Base, r.CurrentSince = d.Hash, now, c.cfg.BootID, nil, time.Time{}
+		r.addHistory(Entry{Hash: d.Hash, Applied: now, Outcome: OutcomeProgressing})
+		dirty = true
+	}
+	if manual {
+		if r.Good == nil {
+			c.cfg.Log.Warn("rollback asked, but the pod has no last good spec", "pod", r.Name, "uid", uid)
+			return false
+		}
+		c.failed(p, r, d.Hash, "rolled back by hand (tug rollback)", now)
+		dirty = true
+		return true
+	}
+
+	timeout, maxRestarts := c.limits(p)
+	pr := c.cfg.Pods.Progress(p)
+	restarts := 0
+	if pr.Current {
+		if r.Base == nil {
+			r.Base, r.CurrentSince = map[string]int{}, now
+			dirty = true
+		}
+		for name, a := range pr.Attempts {
+			base, ok := r.Base[name]
+			if !ok {
+				r.Base[name], base = a, a
+				dirty = true
+			}
+			restarts += a - base
+		}
+	}
+	ready, since := readySince(pr.Status)
+	if since.Before(r.CurrentSince) {
+		since = r.CurrentSince
+	}
+	var reason string
+	switch {
+	case pr.Current && ready && restarts == 0 && now.Sub(since) >= c.cfg.MinReady:
+		c.succeeded(p, r, d.Hash, now)
+		dirty = true
+		return false
+	case timeout == 0:
+		return false
+	case pr.Failure != "":
+		reason = pr.Failure + ": " + pr.Message
+	case restarts > maxRestarts:
+		reason = fmt.Sprintf("containers restarted %d times (at most %d)", restarts, maxRestarts)
+	case now.Sub(r.WatchSince) > timeout:
+		reason = fmt.Sprintf("not ready within %v", timeout)
+	default:
+		return false
+	}
+	c.failed(p, r, d.Hash, reason, now)
+	dirty = true
+	return r.RolledBack
+}
+
+// limits returns the pod's rollout timeout and restart limit.
+func (c *Controller) limits(p *pod.Pod) (time.Duration, int) {
+	timeout, maxRestarts := c.cfg.Timeout, c.cfg.MaxRestarts
+	if v, ok := p.Metadata.Annotations[AnnotationTimeout]; ok {
+		if d, err := ParseTimeout(v); err == nil {
+			timeout = d
+		}
+	}
+	if v, ok := p.Metadata.Annotations[AnnotationMaxRestarts]; ok {
+		if n, err := ParseMaxRestarts(v); err == nil {
+			maxRestarts = n
+		}
+	}
+	return timeout, maxRestarts
+}
+
+// readySince returns whether the pod is Ready and since when.
+func readySince(st pod.Status) (bool, time.Time) {
+	for _, cond := range st.Conditions {
+		if cond.Type == pod.ConditionReady {
+			return cond.Status == "True", cond.LastTransitionTime
+		}
+	}
+	return false, time.Time{}
+}
+
+func (c *Controller) succeeded(p *pod.Pod, r *record, hash string, now time.Time) {
+	r.Good, r.GoodHash = save(p), hash
+	r.Watch, r.Base = "", nil
+	r.endHistory(hash, OutcomeSucceeded, "", now)
+	c.total.WithLabelValues("succeeded").Inc()
+	c.cfg.Log.Info("pod spec is good", "pod", r.Name, "uid", r.UID, "hash", short(hash))
+	c.event(p, "Normal", reasonRolloutSucceeded, fmt.Sprintf("Spec %s is the last good spec: ready for %v with no restart", short(hash), c.cfg.MinReady))
+}
+
+// failed records the failure of hash and, when there is a good spec,
+// holds hash back (the caller then sets the pins).
+func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time.Time) {
+	c.fail(r, hash, reason, now, r.Good != nil)
+	if r.RolledBack {
+		c.total.WithLabelValues("rolled_back").Inc()
+		msg := fmt.Sprintf("Rolled back from spec %s to the last good spec %s: %s", short(hash), short(r.GoodHash), reason)
+		c.cfg.Log.Warn("update rolled back", "pod", r.Name, "uid", r.UID, "failed", short(hash), "good", short(r.GoodHash), "reason", reason)
+		c.event(p, "Warning", ReasonRolledBack, msg)
+		return
+	}
+	c.total.WithLabelValues("failed").Inc()
+	c.cfg.Log.Warn("update failed, and the pod has no last good spec to return to", "pod", r.Name, "uid", r.UID, "failed", short(hash), "reason", reason)
+	c.event(p, "Warning", reasonRolloutFailed, fmt.Sprintf("Spec %s failed and there is no good spec to return to: %s", short(hash), reason))
+}
+
+func (c *Controller) fail(r *record, hash, reason string, now time.Time, rollBack bool) {
+	r.Failed, r.Reason, r.FailedAt, r.RolledBack = hash, reason, now, rollBack
+	r.Watch, r.Base = "", nil
+	outcome := OutcomeFailed
+	if rollBack {
+		outcome = OutcomeRolledBack
+	}
+	r.endHistory(hash, outcome, reason, now)
+}
+
+func (c *Controller) event(p *pod.Pod, typ, reason, msg string) {
+	if c.cfg.Events != nil {
+		c.cfg.Events.Event(p, "", typ, reason, msg)
+	}
+}
+
+// short is the first 12 characters of a hash.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// ErrUnknownPod is returned for a pod the controller does not know.
+var ErrUnknownPod = errors.New("no such pod")
+
+// ErrNoGoodSpec is returned when a pod has no last good spec.
+var ErrNoGoodSpec = errors.New("the pod has no last good spec")
+
+// Rollback asks for pod uid to go back to its last good spec now, as if
+// its update had failed; the failed spec is held back until its content
+// changes.
+func (c *Controller) Rollback(uid string) error {
+	c.mu.Lock()
+	r := c.records[uid]
+	switch {
+	case r == nil:
+		c.mu.Unlock()
+		return ErrUnknownPod
+	case r.Good == nil:
+		c.mu.Unlock()
+		return ErrNoGoodSpec
+	}
+	c.manual[uid] = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// History returns the rollout history of pod uid.
+func (c *Controller) History(uid string) (pod.RolloutHistory, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.records[uid]
+	if r == nil {
+		return pod.RolloutHistory{}, ErrUnknownPod
+	}
+	return pod.RolloutHistory{UID: uid, Pod: r.Name, GoodHash: r.GoodHash, Failed: r.Failed, Reason: r.Reason, Entries: append([]Entry(nil), r.History...)}, nil
+}
+
+// Condition returns the RolloutFailed condition of pod uid while a failed
+// spec of it is held back (or failed with nothing to return to), else nil.
+func (c *Controller) Condition(uid string) *pod.Condition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.records[uid]
+	if r == nil || r.Failed == "" {
+		return nil
+	}
+	cond := &pod.Condition{Type: ConditionRolloutFailed, Status: "True", LastTransitionTime: r.FailedAt, Reason: reasonRolloutFailed}
+	if r.RolledBack {
+		cond.Reason = ReasonRolledBack
+		cond.Message = fmt.Sprintf("spec %s failed (%s); running the last good spec %s", short(r.Failed), r.Reason, short(r.GoodHash))
+	} else {
+		cond.Message = fmt.Sprintf("spec %s failed (%s); no good spec to return to", short(r.Failed), r.Reason)
+	}
+	return cond
+}

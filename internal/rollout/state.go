@@ -1,0 +1,198 @@
+package rollout
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"tug/internal/pod"
+)
+
+// Outcomes of a spec, in the history.
+const (
+	OutcomeProgressing = "Progressing"
+	OutcomeSucceeded   = "Succeeded"
+	OutcomeRolledBack  = "RolledBack"
+	OutcomeFailed      = "Failed" // failed with no good spec to return to
+	OutcomeSuperseded  = "Superseded"
+)
+
+// historySize is how many specs a pod's history keeps.
+const historySize = 10
+
+// Entry is one spec in a pod's history.
+type Entry = pod.RolloutEntry
+
+// record is the persisted state of one pod.
+type record struct {
+	UID    string `json:"uid"`
+	Name   string `json:"name"` // namespace/name
+	Source string `json:"source"`
+
+	// Good is the last good spec and GoodHash its hash (with its bound
+	// objects' digest, as the store computes it).
+	Good     *savedPod `json:"good,omitempty"`
+	GoodHash string    `json:"goodHash,omitempty"`
+
+	// Watch is the hash of the spec being watched, since WatchSince,
+	// started during boot WatchBoot. Base holds each container's attempt
+	// when first seen created from this spec (restarts count from it), and
+	// CurrentSince when every container was first seen created from it.
+	Watch        string         `json:"watch,omitempty"`
+	WatchSince   time.Time      `json:"watchSince,omitzero"`
+	WatchBoot    string         `json:"watchBoot,omitempty"`
+	Base         map[string]int `json:"base,omitempty"`
+	CurrentSince time.Time      `json:"currentSince,omitzero"`
+
+	// Failed is the hash of the spec that failed, held back while the
+	// source wants it; Reason says why and FailedAt when.
+	Failed   string    `json:"failed,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	FailedAt time.Time `json:"failedAt,omitzero"`
+	// RolledBack reports whether the failure was rolled back (false: there
+	// was no good spec to return to).
+	RolledBack bool `json:"rolledBack,omitempty"`
+
+	History []Entry `json:"history,omitempty"`
+}
+
+// savedPod is a pod as persisted: its JSON form drops the bookkeeping
+// fields, kept here beside it, and the objects it was bound to.
+type savedPod struct {
+	Pod          *pod.Pod      `json:"pod"`
+	ManifestName string        `json:"manifestName"`
+	Source       string        `json:"source"`
+	Objects      []*pod.Object `json:"objects,omitempty"`
+	Missing      []pod.Ref     `json:"missing,omitempty"`
+}
+
+func save(p *pod.Pod) *savedPod {
+	s := &savedPod{Pod: p, ManifestName: p.Metadata.ManifestName, Source: p.Metadata.Source}
+	if p.Bound != nil {
+		for _, o := range p.Bound.Objects {
+			s.Objects = append(s.Objects, o)
+		}
+		slices.SortFunc(s.Objects, func(a, b *pod.Object) int { return strings.Compare(a.Key().String(), b.Key().String()) })
+		s.Missing = p.Bound.Missing
+	}
+	return s
+}
+
+// restore returns the saved pod with its bookkeeping and bound objects.
+func (s *savedPod) restore() *pod.Pod {
+	cp := *s.Pod
+	cp.Metadata.ManifestName, cp.Metadata.Source = s.ManifestName, s.Source
+	if len(s.Objects) > 0 || len(s.Missing) > 0 {
+		b := &pod.Bound{Objects: map[pod.ObjectKey]*pod.Object{}, Missing: s.Missing}
+		for _, o := range s.Objects {
+			b.Objects[o.Key()] = o
+		}
+		cp.Bound = b
+	}
+	return &cp
+}
+
+func (r *record) addHistory(e Entry) {
+	r.History = append(r.History, e)
+	if n := len(r.History); n > historySize {
+		r.History = slices.Clone(r.History[n-historySize:])
+	}
+}
+
+// endHistory sets the outcome of the newest entry for hash, if it is
+// still progressing.
+func (r *record) endHistory(hash, outcome, reason string, now time.Time) {
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if e := &r.History[i]; e.Hash == hash {
+			if e.Outcome == OutcomeProgressing {
+				e.Outcome, e.Reason, e.Ended = outcome, reason, now
+			}
+			return
+		}
+	}
+}
+
+// files persists records, one JSON file per pod UID under dir.
+type files struct{ dir string }
+
+func (f files) path(uid string) string { return filepath.Join(f.dir, uid+".json") }
+
+// load reads every record; a file that does not read is reported and
+// skipped (the pod then starts with no rollout state).
+func (f files) load() (map[string]*record, []error) {
+	out := map[string]*record{}
+	ents, err := os.ReadDir(f.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, []error{fmt.Errorf("read rollout state: %w", err)}
+	}
+	var errs []error
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(f.dir, name))
+		var r record
+		if err == nil {
+			err = json.Unmarshal(data, &r)
+		}
+		if err == nil && (r.UID+".json" != name || (r.Good != nil && r.Good.Pod == nil)) {
+			err = errors.New("not a rollout record")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rollout state %s: %w", name, err))
+			continue
+		}
+		out[r.UID] = &r
+	}
+	return out, errs
+}
+
+// store writes r atomically (temporary file, fsync, rename), readable by
+// root only: a spec may carry Secret data.
+func (f files) store(r *record) (err error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode rollout state: %w", err)
+	}
+	if err := os.MkdirAll(f.dir, 0o700); err != nil {
+		return fmt.Errorf("rollout state dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(f.dir, "."+r.UID+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write rollout state: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write rollout state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), f.path(r.UID)); err != nil {
+		return fmt.Errorf("write rollout state: %w", err)
+	}
+	return nil
+}
+
+func (f files) remove(uid string) error {
+	if err := os.Remove(f.path(uid)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove rollout state: %w", err)
+	}
+	return nil
+}
