@@ -229,7 +229,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store.SetPins(ctx, rollouts.Pins())
+	pins, filePins := rollouts.Pins()
+	store.SetPins(ctx, pins, filePins)
 	view.Rollouts = rollouts
 	components := map[string]func(context.Context) error{
 		"rollout":     rollouts.Run,

@@ -29,7 +29,7 @@ func TestHelp(t *testing.T) {
 		{"logs", []string{"-socket", "-n", "-namespace", "-c", "-container", "-f", "-follow", "-p", "-previous", "-tail", "-since", "-timestamps"}},
 		{"node", []string{"-socket", "-o"}},
 		{"events", []string{"-socket", "-n", "-namespace", "-o", "-watch"}},
-		{"rollback", []string{"-socket", "-n", "-namespace"}},
+		{"rollback", []string{"-socket", "-n", "-namespace", "-source"}},
 		{"history", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},
 		{"version", nil},

@@ -9,16 +9,21 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/redact"
 )
 
 // The rollout subcommands (issue 16): "tug rollback POD" returns a pod to
 // its last good spec by hand, "tug history POD" lists its last specs.
 
 const rollbackUsage = `usage: tug rollback [-n NAMESPACE] [--socket PATH] POD
+       tug rollback --source FILE|URL [--socket PATH]
 
 Returns POD to its last good spec (the spec that was last Ready for
 --rollout-min-ready with no restart), as an automatic rollback does: the
 spec the source wants now is held back until its content changes.
+With --source, returns every pod of a manifest file (or of the URL's
+bundle) to the file's last good content: the last content whose pods were
+all good at once ("tug pods -o json" and GET /manifests show it).
 
 `
 
@@ -37,14 +42,26 @@ func rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var ns string
 	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
 	fs.StringVar(&ns, "namespace", "default", "same as -n")
+	source := fs.String("source", "", "roll back every pod of this manifest `file or URL` instead of one pod")
 	pos, code, ok := parseFlags(fs, args, rollbackUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
+	c := &api.Client{SocketPath: *socket}
+	if *source != "" {
+		if len(pos) != 0 {
+			return usageError(stderr, rollbackUsage, "tug rollback --source takes no pod name")
+		}
+		if err := c.RollbackFile(ctx, *source); err != nil {
+			fmt.Fprintln(stderr, "tug:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: rolling back to its last good content\n", redact.URL(*source))
+		return 0
+	}
 	if len(pos) != 1 {
 		return usageError(stderr, rollbackUsage, "tug rollback takes one pod name")
 	}
-	c := &api.Client{SocketPath: *socket}
 	if err := c.Rollback(ctx, ns, pos[0]); err != nil {
 		fmt.Fprintln(stderr, "tug:", err)
 		return 1

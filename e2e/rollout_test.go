@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,4 +322,67 @@ func TestRolloutSurvivesTugKill(t *testing.T) {
 			t.Errorf("tug history lacks %q:\n%s", want, hist)
 		}
 	}
+}
+
+// TestRolloutAtomicURLBundle: a signed URL bundle whose pods are annotated
+// tug.io/rollout: atomic is one unit. Version 2 changes both pods, adds a
+// third and one of its pods cannot get its image: every pod returns to
+// version 1 (the added pod goes), /manifests reports version 2 failed and
+// version 1 good; version 3 then applies and becomes good.
+func TestRolloutAtomicURLBundle(t *testing.T) {
+	image, _ := testutil.TestImage(t)
+	keys := t.TempDir()
+	keyPair(t, keys, "k")
+	key := filepath.Join(t.TempDir(), "k.pem")
+	if err := os.Rename(filepath.Join(keys, "k.pem"), key); err != nil {
+		t.Fatal(err)
+	}
+	atomic := map[string]string{"tug.io/rollout": "atomic", "tug.io/rollout-timeout": "30s"}
+	bundle := func(version int, dbImage, dbExtra string, extraPod bool) answer {
+		body := rolloutPod("web", image, fmt.Sprintf(rolloutWeb, fmt.Sprintf("web-v%d", version)), atomic, "") + "---\n" +
+			rolloutPod("db", dbImage, fmt.Sprintf(rolloutWeb, fmt.Sprintf("db-v%d", version)), atomic, dbExtra)
+		if extraPod {
+			body += "---\n" + rolloutPod("extra", image, fmt.Sprintf(rolloutWeb, "extra"), atomic, "")
+		}
+		return answer{body: tugSign(t, key, body, "--version", strconv.Itoa(version))}
+	}
+	srv := newManifestServer(t, bundle(1, image, "", false))
+	tg := urlTug(t, srv.url, append([]string{"--manifest-verify-key", keys}, rolloutArgs...)...)
+	goodWeb, goodDB := tg.waitGood("web", ""), tg.waitGood("db", "")
+	tg.waitURLManifest(20*time.Second, srv.url, "version 1 good", func(m *pod.ManifestStatus) error {
+		if r := m.Rollout; r == nil || r.GoodVersion != 1 || !r.Atomic || m.Version != 1 {
+			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
+		}
+		return nil
+	})
+
+	srv.set(bundle(2, "docker.io/library/busybox:no-such-tag", "      imagePullPolicy: Never\n", true))
+	m := tg.waitURLManifest(40*time.Second, srv.url, "version 2 failed and held back", func(m *pod.ManifestStatus) error {
+		if r := m.Rollout; r == nil || r.FailedVersion != 2 || !r.HeldBack || r.GoodVersion != 1 {
+			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
+		}
+		return nil
+	})
+	t.Logf("/manifests: %+v", *m.Rollout)
+	tg.waitRolledBack(10*time.Second, "web", goodWeb, "ErrImageNeverPull")
+	tg.waitRolledBack(10*time.Second, "db", goodDB, "ErrImageNeverPull")
+	tg.waitGone(30*time.Second, urlUID(srv.url, "extra"), "the pod version 2 added")
+	for _, name := range []string{"web", "db"} {
+		tg.waitPod(startTimeout, name, "version 1 running again", func(v *pod.View) error {
+			if cs := statusOf(v, "main"); cs.State.Running == nil || !strings.Contains(strings.Join(v.Spec.Containers[0].Command, " "), name+"-v1") {
+				return fmt.Errorf("main %+v, command %q", cs.State, v.Spec.Containers[0].Command)
+			}
+			return nil
+		})
+	}
+
+	srv.set(bundle(3, image, "", false))
+	tg.waitGood("web", goodWeb)
+	tg.waitGood("db", goodDB)
+	tg.waitURLManifest(20*time.Second, srv.url, "version 3 good", func(m *pod.ManifestStatus) error {
+		if r := m.Rollout; r == nil || r.GoodVersion != 3 || r.FailedHash != "" || r.HeldBack {
+			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
+		}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"tug/internal/pod"
+	"tug/internal/redact"
 )
 
 // RolloutSource is the rollout controller as the API sees it (implemented
@@ -16,11 +17,15 @@ type RolloutSource interface {
 	Rollback(uid string) error
 	// History returns pod uid's rollout state and last specs.
 	History(uid string) (pod.RolloutHistory, error)
+	// RollbackFile returns every pod of a manifest file (or URL bundle)
+	// to the file's last good content.
+	RollbackFile(o pod.Origin) error
 }
 
 // rolloutAccepted is the answer of POST .../rollback.
 type rolloutAccepted struct {
-	Pod    string `json:"pod"`
+	Pod    string `json:"pod,omitempty"`
+	File   string `json:"file,omitempty"`
 	Status string `json:"status"`
 }
 
@@ -57,6 +62,43 @@ func (s *Server) podHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, h)
+}
+
+// rollbackFile is POST /manifests/rollback?file=F: F is a manifest
+// file's path or a manifest URL, as /manifests shows them (a URL given
+// with its secrets matches its redacted form).
+func (s *Server) rollbackFile(w http.ResponseWriter, r *http.Request) {
+	want := r.URL.Query().Get("file")
+	var found *pod.ManifestStatus
+	for _, m := range s.manifests() {
+		if want != "" && (m.File == want || m.File == redact.URL(want)) {
+			found = &m
+			break
+		}
+	}
+	var err error
+	switch {
+	case found == nil:
+		err = fmt.Errorf("no manifest file or URL %q: %w", redact.URL(want), ErrNotFound)
+	case s.Rollouts == nil:
+		err = fmt.Errorf("this tug has no rollout controller: %w", ErrNotFound)
+	default:
+		if err = s.Rollouts.RollbackFile(pod.Origin{Source: found.Source, File: found.File}); err != nil {
+			err = fmt.Errorf("%s: %w: %w", found.File, err, ErrConflict)
+		}
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, rolloutAccepted{File: found.File, Status: "rolling back to the file's last good content"})
+}
+
+// RollbackFile asks tug to return every pod of the manifest file (or URL)
+// file to the file's last good content.
+func (c *Client) RollbackFile(ctx context.Context, file string) error {
+	var out rolloutAccepted
+	return c.send(ctx, http.MethodPost, "/manifests/rollback?file="+url.QueryEscape(file), &out)
 }
 
 // Rollback asks tug to return pod namespace/name to its last good spec.

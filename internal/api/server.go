@@ -91,6 +91,7 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /events                    an EventList, oldest first (?namespace=&pod=&watch=true)
 //	POST /pods/{namespace}/{name}/rollback  return the pod to its last good spec
 //	GET /pods/{namespace}/{name}/history    the pod's rollout history
+//	POST /manifests/rollback?file=F         return a file's pods to its last good content
 //
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler {
@@ -104,6 +105,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /events", s.listEvents)
 	mux.HandleFunc("POST /pods/{namespace}/{name}/rollback", s.rollbackPod)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/history", s.podHistory)
+	mux.HandleFunc("POST /manifests/rollback", s.rollbackFile)
 	return s.counted("socket", mux)
 }
 

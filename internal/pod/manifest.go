@@ -20,5 +20,9 @@ type Manifest struct {
 	Objects []*Object // the ConfigMaps, Secrets and claims beside them; nil when Err != nil
 	Err     error     // read or parse error; joined *FieldError values for bad content
 	Hash    string    // sha256 hex of the raw bytes ("" when unreadable)
+	// Version is the version of the signed bundle the pods came from (a
+	// URL source with --manifest-verify-key); 0 for a file or an unsigned
+	// body.
+	Version uint64
 	ModTime time.Time // modification time of the file, zero for URLs
 }

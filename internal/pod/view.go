@@ -32,8 +32,29 @@ type ManifestStatus struct {
 	AppliedHash string    `json:"appliedHash,omitempty"`
 	Hash        string    `json:"hash,omitempty"` // content last seen
 	LastChange  time.Time `json:"lastChange"`
+	// Version is the signed bundle version of the applied content (0 for
+	// a file or an unsigned body).
+	Version uint64 `json:"version,omitempty"`
 	// Fetch is the state of a URL source's polling (nil for files).
 	Fetch *FetchStatus `json:"fetch,omitempty"`
+	// Rollout is the rollout state of the file (issue 16): its last good
+	// and its failed content; nil when tug has none.
+	Rollout *ManifestRollout `json:"rollout,omitempty"`
+}
+
+// ManifestRollout is the rollout state of one manifest file or URL
+// bundle: the last content whose pods were all good at once, and the
+// content in which a pod failed (held back when the file is atomic).
+type ManifestRollout struct {
+	Atomic        bool   `json:"atomic,omitempty"`
+	GoodHash      string `json:"goodHash,omitempty"`
+	GoodVersion   uint64 `json:"goodVersion,omitempty"`
+	FailedHash    string `json:"failedHash,omitempty"`
+	FailedVersion uint64 `json:"failedVersion,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	// HeldBack reports whether the failed content is held back: the
+	// file's pods run its good content.
+	HeldBack bool `json:"heldBack,omitempty"`
 }
 
 // FetchStatus is what an HTTP manifest source last saw of its URL.

@@ -40,7 +40,7 @@ func TestPins(t *testing.T) {
 	}
 
 	got := changes(func() {
-		s.SetPins(ctx, map[string]Pin{failed.Pod.Metadata.UID: {Failed: failed.Hash, Good: goodWeb, GoodHash: goodHash}})
+		s.SetPins(ctx, map[string]Pin{failed.Pod.Metadata.UID: {Failed: failed.Hash, Good: goodWeb, GoodHash: goodHash}}, nil)
 	})
 	if want := []string{"UPDATE default/web v1"}; !slices.Equal(got, want) {
 		t.Fatalf("pinning: %v, want %v", got, want)
@@ -60,8 +60,43 @@ func TestPins(t *testing.T) {
 	}
 	// A pin with no good pod removes the pod while it applies.
 	w := s.Wanted()[0] // default/db
-	got = changes(func() { s.SetPins(ctx, map[string]Pin{w.Pod.Metadata.UID: {Failed: w.Hash}}) })
+	got = changes(func() { s.SetPins(ctx, map[string]Pin{w.Pod.Metadata.UID: {Failed: w.Hash}}, nil) })
 	if want := []string{"REMOVE default/db d1"}; !slices.Equal(got, want) {
 		t.Errorf("pin without a good pod: %v, want %v", got, want)
+	}
+}
+
+// TestFilePins: a file pin applies the pods of the file's good content
+// while the file holds the failed content: a pod the failed content added
+// goes, one it dropped comes back; a new content lifts it.
+func TestFilePins(t *testing.T) {
+	const src = "http://bundle"
+	s := New()
+	ctx := context.Background()
+	v1 := good(src, src, "web:v1", "db:d1")
+	s.Apply(src, []pod.Manifest{v1})
+	goodPods, goodHashes := s.Pods(), []string{}
+	for _, d := range s.Wanted() {
+		goodHashes = append(goodHashes, d.Hash)
+	}
+	v2 := good(src, src, "web:v2", "extra:x1") // db dropped, extra added
+	s.Apply(src, []pod.Manifest{v2})
+	done := make(chan []string)
+	go func() { done <- show(<-s.Updates()) }()
+	s.SetPins(ctx, nil, []FilePin{{Origin: pod.Origin{Source: src, File: src}, Failed: v2.Hash, Pods: goodPods, Hashes: goodHashes}})
+	if got, want := <-done, []string{"REMOVE default/extra x1", "UPDATE default/web v1", "ADD default/db d1"}; !slices.Equal(got, want) {
+		t.Fatalf("file pin: %v, want %v", got, want)
+	}
+	files := s.Files()
+	if len(files) != 1 || !files[0].Pinned {
+		t.Errorf("FileState %+v, want pinned", files)
+	}
+	for _, d := range s.Wanted() {
+		if !d.Pinned {
+			t.Errorf("Wanted %s not pinned", d.Pod.FullName())
+		}
+	}
+	if got, want := show(s.Apply(src, []pod.Manifest{good(src, src, "web:v3", "db:d3")})), []string{"UPDATE default/db d3", "UPDATE default/web v3"}; !slices.Equal(got, want) {
+		t.Errorf("new content: %v, want %v", got, want)
 	}
 }

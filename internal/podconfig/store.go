@@ -59,6 +59,12 @@ type FileState struct {
 	AppliedHash string
 	// Hash is the hash of the content last seen, good or not.
 	Hash string
+	// Version is the signed bundle version of the applied content (0 for
+	// a file or an unsigned body).
+	Version uint64
+	// Pinned reports whether a file pin holds the file at the pods of an
+	// earlier content (an atomic rollback).
+	Pinned bool
 	// LastChange is when the file first appeared, or its content or its
 	// error last changed.
 	LastChange time.Time
@@ -95,6 +101,7 @@ type Store struct {
 	applied map[string]entry // by pod UID, pins applied
 	wanted  map[string]entry // by pod UID, as the sources want them (no pins)
 	pins    map[string]Pin   // by pod UID
+	filePin map[fileKey]FilePin
 }
 
 // Pin holds a pod at an earlier spec while its source still wants a spec
@@ -111,6 +118,21 @@ type Pin struct {
 	Good *pod.Pod
 	// GoodHash is Good's hash as Desired reported it when it was applied.
 	GoodHash string
+}
+
+// FilePin holds every pod of one file (or URL bundle) at the pods of an
+// earlier content of it while the file's content is Failed: the rollback
+// of an atomic bundle. Pods the failed content added are removed, pods it
+// dropped come back.
+type FilePin struct {
+	Origin pod.Origin
+	// Failed is the content hash (pod.Manifest.Hash) that must not be
+	// applied.
+	Failed string
+	// Pods are the good content's pods, bound to its objects, and Hashes
+	// their hashes as Desired reported them.
+	Pods   []*pod.Pod
+	Hashes []string
 }
 
 // Desired is one pod as its source wants it, before any pin.
@@ -133,6 +155,7 @@ type file struct {
 	hashes     []string      // pods[i].Hash(), computed once per content
 	names      []string      // pods[i].FullName()
 	goodHash   string
+	version    uint64 // of the good content
 	hash       string
 	parseErr   error
 	dups       []error
@@ -165,6 +188,7 @@ func New(opts ...Option) *Store {
 		applied: make(map[string]entry),
 		wanted:  make(map[string]entry),
 		pins:    make(map[string]Pin),
+		filePin: make(map[fileKey]FilePin),
 	}
 	for _, o := range opts {
 		o(s)
@@ -215,7 +239,7 @@ func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
 		f.hash = m.Hash
 		f.parseErr = m.Err
 		if m.Err == nil && !(f.good && m.Hash != "" && m.Hash == f.goodHash && len(m.Pods) == len(f.pods)) {
-			f.good, f.goodHash, f.pods, f.objects = true, m.Hash, m.Pods, m.Objects
+			f.good, f.goodHash, f.version, f.pods, f.objects = true, m.Hash, m.Version, m.Pods, m.Objects
 			f.hashes = make([]string, len(m.Pods))
 			f.names = make([]string, len(m.Pods))
 			for i, p := range m.Pods {
@@ -241,9 +265,10 @@ func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
 // reapply resolves the files again, applies the pins and returns the
 // changes from what was applied.
 func (s *Store) reapply() []Change {
-	s.wanted = s.resolve()
-	next := make(map[string]entry, len(s.wanted))
-	for uid, e := range s.wanted {
+	s.wanted = s.resolve(false)
+	pinned := s.resolve(true)
+	next := make(map[string]entry, len(pinned))
+	for uid, e := range pinned {
 		if pin, ok := s.pins[uid]; ok && pin.Failed == e.hash {
 			if pin.Good == nil {
 				continue
@@ -257,17 +282,21 @@ func (s *Store) reapply() []Change {
 	return changes
 }
 
-// SetPins replaces every pin (by pod UID) and sends the changes they cause
+// SetPins replaces every pin (pods by UID, and files) and sends the changes they cause
 // on Updates(), as Set does. A pin whose pod the source no longer wants
 // with its Failed hash changes nothing. Pins may be set before the first
 // Set, so that a spec that failed before a restart is never started again.
-func (s *Store) SetPins(ctx context.Context, pins map[string]Pin) {
+func (s *Store) SetPins(ctx context.Context, pins map[string]Pin, files []FilePin) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	s.mu.Lock()
 	s.pins = make(map[string]Pin, len(pins))
 	for uid, p := range pins {
 		s.pins[uid] = p
+	}
+	s.filePin = make(map[fileKey]FilePin, len(files))
+	for _, fp := range files {
+		s.filePin[fileKey{fp.Origin.Source, fp.Origin.File}] = fp
 	}
 	changes := s.reapply()
 	s.mu.Unlock()
@@ -289,15 +318,23 @@ func (s *Store) Wanted() []Desired {
 	for uid, e := range s.wanted {
 		pin, ok := s.pins[uid]
 		out = append(out, Desired{Pod: e.pod, Hash: e.hash, Origin: pod.Origin{Source: e.from.source, File: e.from.file},
-			Pinned: ok && pin.Failed == e.hash})
+			Pinned: (ok && pin.Failed == e.hash) || s.filePinned(e.from)})
 	}
 	slices.SortFunc(out, func(a, b Desired) int { return comparePods(a.Pod, b.Pod) })
 	return out
 }
 
+// filePinned reports whether a file pin holds file k at other pods now.
+func (s *Store) filePinned(k fileKey) bool {
+	f, fp := s.files[k], s.filePin[k]
+	return f != nil && f.good && fp.Failed != "" && fp.Failed == f.goodHash
+}
+
 // resolve picks, for every namespace/name, the one file whose pod is
-// applied, and records duplicate errors on the others.
-func (s *Store) resolve() map[string]entry {
+// applied, and records duplicate errors on the others. With pinned, a
+// file held by a file pin offers the pin's pods instead of its own; the
+// duplicate errors and the UIDs of the files are those of that call.
+func (s *Store) resolve(pinned bool) map[string]entry {
 	files := make([]*file, 0, len(s.files))
 	for _, f := range s.files {
 		f.dups, f.uids = nil, nil
@@ -318,8 +355,17 @@ func (s *Store) resolve() map[string]entry {
 	}
 	win := make(map[string]cand, len(s.applied))
 	var losers []cand
+	held := map[*file]FilePin{}
 	for _, f := range files {
-		for i, n := range f.names {
+		names := f.names
+		if fp := s.filePin[f.key]; pinned && s.filePinned(f.key) {
+			held[f] = fp
+			names = make([]string, len(fp.Pods))
+			for i, p := range fp.Pods {
+				names[i] = p.FullName()
+			}
+		}
+		for i, n := range names {
 			if _, taken := win[n]; taken {
 				losers = append(losers, cand{f, i})
 			} else {
@@ -330,6 +376,13 @@ func (s *Store) resolve() map[string]entry {
 	objects := objectIndex(files)
 	next := make(map[string]entry, len(win))
 	for n, w := range win {
+		if fp, ok := held[w.f]; ok {
+			// The good content's pods come bound to its objects.
+			p := fp.Pods[w.i]
+			next[p.Metadata.UID] = entry{pod: p, name: n, hash: fp.Hashes[w.i], from: w.f.key}
+			w.f.uids = append(w.f.uids, p.Metadata.UID)
+			continue
+		}
 		src := objects[w.f.key.source]
 		p, digest := pod.Bind(w.f.pods[w.i], func(k pod.ObjectKey) *pod.Object { return src[k] })
 		next[p.Metadata.UID] = entry{pod: p, name: n, hash: w.f.hashes[w.i] + digest, from: w.f.key}
@@ -337,6 +390,9 @@ func (s *Store) resolve() map[string]entry {
 	}
 	for _, c := range losers {
 		n := c.f.names[c.i]
+		if fp, ok := held[c.f]; ok {
+			n = fp.Pods[c.i].FullName()
+		}
 		w := win[n].f.key
 		c.f.dups = append(c.f.dups, &DuplicateError{Pod: n, File: w.file, Source: w.source})
 	}
@@ -492,6 +548,8 @@ func (s *Store) Files() []FileState {
 			UIDs:        slices.Sorted(slices.Values(f.uids)),
 			AppliedHash: f.goodHash,
 			Hash:        f.hash,
+			Version:     f.version,
+			Pinned:      s.filePinned(f.key),
 			LastChange:  f.lastChange,
 		})
 	}

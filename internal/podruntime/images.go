@@ -67,10 +67,8 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 // implements reconcile.ImagePuller): a changed container's image is pulled
 // before its running predecessor is stopped.
 func (r *Runtime) PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) error {
-	if _, _, err := r.ensureImagePulled(r.ctx(ctx), p, c); err != nil {
-		return fmt.Errorf("image %q: %w", c.Image, err)
-	}
-	return nil
+	_, _, err := r.ensureImagePulled(r.ctx(ctx), p, c) // its errors name the image
+	return err
 }
 
 // ensureImagePulled is ensureImage that also reports whether the image was

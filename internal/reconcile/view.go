@@ -35,9 +35,11 @@ type View struct {
 }
 
 // RolloutConditions gives the RolloutFailed condition of a pod whose
-// failed spec is held back (nil when there is none).
+// failed spec is held back (nil when there is none), and the rollout
+// state of a manifest file (nil when there is none).
 type RolloutConditions interface {
 	Condition(uid string) *pod.Condition
+	File(o pod.Origin) *pod.ManifestRollout
 }
 
 // withRollout adds the rollout condition to st, and makes its reason
@@ -73,7 +75,10 @@ func (v View) Manifests() []pod.ManifestStatus {
 	out := make([]pod.ManifestStatus, 0, len(files))
 	for _, f := range files {
 		m := pod.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
-			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange}
+			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange, Version: f.Version}
+		if v.Rollouts != nil {
+			m.Rollout = v.Rollouts.File(f.Origin)
+		}
 		if f.Err != nil {
 			m.Error = f.Err.Error()
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,10 @@ type Wanted interface {
 	// Wanted lists every pod as its source wants it, pins left out.
 	Wanted() []podconfig.Desired
 	// SetPins replaces the pins and sends the changes they cause.
-	SetPins(ctx context.Context, pins map[string]podconfig.Pin)
+	SetPins(ctx context.Context, pins map[string]podconfig.Pin, files []podconfig.FilePin)
+	// Files lists the state of every manifest file (or URL) of every
+	// source.
+	Files() []podconfig.FileState
 	// Owns reports whether source has reported and still wants uid.
 	Owns(source, uid string) (ready, wanted bool)
 }
@@ -72,12 +76,16 @@ type Config struct {
 // Controller watches updates and rolls failed ones back. Its methods are
 // safe for concurrent use.
 type Controller struct {
-	cfg     Config
-	files   files
-	total   *prometheus.CounterVec
-	wake    chan struct{}
-	mu      sync.Mutex
-	records map[string]*record
+	cfg      Config
+	files    files
+	total    *prometheus.CounterVec
+	wake     chan struct{}
+	mu       sync.Mutex
+	records  map[string]*record
+	fileRecs map[pod.Origin]*fileRecord
+	atomic   map[pod.Origin]bool // the files whose pods ask for atomic rollouts
+	// manualFile holds the files whose rollback was asked for by hand.
+	manualFile map[pod.Origin]bool
 	// manual holds the UIDs whose rollback was asked for by hand.
 	manual map[string]bool
 }
@@ -132,24 +140,38 @@ func New(cfg Config) (*Controller, error) {
 		}
 	}
 	c.records = recs
+	fileRecs, errs := c.files.loadFiles()
+	for _, err := range errs {
+		cfg.Log.Warn("rollout state skipped", "err", err)
+	}
+	c.fileRecs, c.atomic, c.manualFile = fileRecs, map[pod.Origin]bool{}, map[pod.Origin]bool{}
 	return c, nil
 }
 
-// Pins returns the pins of the failed specs held back now.
-func (c *Controller) Pins() map[string]podconfig.Pin {
+// Pins returns the pins of the failed specs held back now: by pod, and
+// by file for atomic files.
+func (c *Controller) Pins() (map[string]podconfig.Pin, []podconfig.FilePin) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pinsLocked()
-}
-
-func (c *Controller) pinsLocked() map[string]podconfig.Pin {
 	pins := map[string]podconfig.Pin{}
 	for uid, r := range c.records {
 		if r.Failed != "" && r.RolledBack && r.Good != nil {
 			pins[uid] = podconfig.Pin{Failed: r.Failed, Good: r.Good.restore(), GoodHash: r.GoodHash}
 		}
 	}
-	return pins
+	var files []podconfig.FilePin
+	for _, fr := range c.fileRecs {
+		if fr.Failed != "" && fr.Held {
+			files = append(files, fr.pin())
+		}
+	}
+	return pins, files
+}
+
+// setPins sends the current pins to the store.
+func (c *Controller) setPins(ctx context.Context) {
+	pins, files := c.Pins()
+	c.cfg.Store.SetPins(ctx, pins, files)
 }
 
 // Run judges the pods every Period until ctx ends.
@@ -158,7 +180,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if c.judge() {
-			c.cfg.Store.SetPins(ctx, c.Pins())
+			c.setPins(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -174,12 +196,28 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) judge() (changed bool) {
 	now := c.cfg.Clock.Now()
 	wanted := c.cfg.Store.Wanted()
+	files := c.cfg.Store.Files()
+	byFile := map[pod.Origin][]podconfig.Desired{}
+	for _, d := range wanted {
+		byFile[d.Origin] = append(byFile[d.Origin], d)
+	}
+	if c.judgeFiles(files, byFile) {
+		changed = true
+	}
+	content := map[pod.Origin]podconfig.FileState{}
+	for _, f := range files {
+		content[f.Origin] = f
+	}
 	seen := map[string]bool{}
 	for _, d := range wanted {
 		seen[d.Pod.Metadata.UID] = true
-		if c.judgePod(d, now) {
+		if c.judgePod(d, now, content[d.Origin], byFile[d.Origin]) {
 			changed = true
 		}
+	}
+	c.recordGoodFiles(files, byFile, now)
+	if c.manualFiles(files, byFile, now) {
+		changed = true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,27 +236,190 @@ func (c *Controller) judge() (changed bool) {
 	return changed
 }
 
-// judgePod judges one pod and reports whether its pin changed.
-func (c *Controller) judgePod(d podconfig.Desired, now time.Time) bool {
+// judgeFiles notes which files are atomic, forgets the files no source
+// reports, and drops the failure of a file whose content changed; it
+// reports whether a file pin went.
+func (c *Controller) judgeFiles(files []podconfig.FileState, byFile map[pod.Origin][]podconfig.Desired) (changed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reported := map[pod.Origin]bool{}
+	for _, f := range files {
+		reported[f.Origin] = true
+		c.atomic[f.Origin] = slices.ContainsFunc(byFile[f.Origin], func(d podconfig.Desired) bool {
+			return d.Pod.Metadata.Annotations[AnnotationRollout] == RolloutAtomic
+		})
+		fr := c.fileRecs[f.Origin]
+		if fr == nil || fr.Failed == "" || fr.Failed == f.AppliedHash {
+			continue
+		}
+		// A new content: it is tried.
+		changed = changed || fr.Held
+		fr.Failed, fr.FailedVersion, fr.Reason, fr.Held = "", 0, "", false
+		c.storeFile(fr)
+	}
+	for o := range c.fileRecs {
+		if !reported[o] && c.sourceReported(o.Source) {
+			delete(c.fileRecs, o)
+			delete(c.atomic, o)
+			if err := c.files.removeFile(o); err != nil {
+				c.cfg.Log.Warn("rollout state not removed", "source", o.Source, "file", o.File, "err", err)
+			}
+		}
+	}
+	return changed
+}
+
+// manualFiles rolls back the files asked for by hand (tug rollback
+// --source) and reports whether any was.
+func (c *Controller) manualFiles(files []podconfig.FileState, byFile map[pod.Origin][]podconfig.Desired, now time.Time) bool {
+	c.mu.Lock()
+	asked := c.manualFile
+	c.manualFile = map[pod.Origin]bool{}
+	c.mu.Unlock()
+	rolled := false
+	for _, f := range files {
+		if !asked[f.Origin] {
+			continue
+		}
+		c.mu.Lock()
+		fr := c.fileRecs[f.Origin]
+		ok := fr != nil && fr.GoodContent != "" && fr.GoodContent != f.AppliedHash && !f.Pinned && f.Err == nil
+		c.mu.Unlock()
+		if !ok {
+			c.cfg.Log.Warn("rollback asked for a file at its good content, or with none", "source", f.Origin.Source, "file", f.Origin.File)
+			continue
+		}
+		c.failFile(f, "rolled back by hand (tug rollback --source)", byFile[f.Origin], now)
+		rolled = true
+	}
+	return rolled
+}
+
+// RollbackFile asks for every pod of the file (or URL bundle) at o to go
+// back to the file's last good content, the content held back until it
+// changes.
+func (c *Controller) RollbackFile(o pod.Origin) error {
+	c.mu.Lock()
+	fr := c.fileRecs[o]
+	if fr == nil || fr.GoodContent == "" {
+		c.mu.Unlock()
+		return ErrNoGoodSpec
+	}
+	c.manualFile[o] = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// sourceReported reports whether source has reported (through Owns,
+// which needs a UID: any will do).
+func (c *Controller) sourceReported(source string) bool {
+	ready, _ := c.cfg.Store.Owns(source, "")
+	return ready
+}
+
+// recordGoodFiles records as a file's good content its applied content
+// once every pod of it is at its last good spec.
+func (c *Controller) recordGoodFiles(files []podconfig.FileState, byFile map[pod.Origin][]podconfig.Desired, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range files {
+		ds := byFile[f.Origin]
+		if f.Err != nil || f.Pinned || f.AppliedHash == "" || len(ds) == 0 {
+			continue
+		}
+		fr := c.fileRecs[f.Origin]
+		if fr != nil && fr.GoodContent == f.AppliedHash {
+			continue
+		}
+		good := true
+		for _, d := range ds {
+			if r := c.records[d.Pod.Metadata.UID]; r == nil || d.Pinned || r.GoodHash != d.Hash {
+				good = false
+				break
+			}
+		}
+		if !good {
+			continue
+		}
+		if fr == nil {
+			fr = &fileRecord{Source: f.Origin.Source, File: f.Origin.File}
+			c.fileRecs[f.Origin] = fr
+		}
+		fr.GoodContent, fr.GoodVersion, fr.GoodAt, fr.Pods, fr.Hashes = f.AppliedHash, f.Version, now, nil, nil
+		for _, d := range ds {
+			fr.Pods, fr.Hashes = append(fr.Pods, save(d.Pod)), append(fr.Hashes, d.Hash)
+		}
+		c.storeFile(fr)
+	}
+}
+
+func (c *Controller) storeFile(fr *fileRecord) {
+	if err := c.files.storeFile(fr); err != nil {
+		c.cfg.Log.Warn("rollout state not saved", "source", fr.Source, "file", fr.File, "err", err)
+	}
+}
+
+// failFile holds back the content of an atomic file one of whose pods
+// failed, and returns the file to its good content: every pod of it
+// whose spec changed is rolled back (or removed, if the good content had
+// no such pod).
+func (c *Controller) failFile(f podconfig.FileState, reason string, ds []podconfig.Desired, now time.Time) {
+	c.mu.Lock()
+	fr := c.fileRecs[f.Origin]
+	fr.Failed, fr.FailedVersion, fr.FailedAt, fr.Held = f.AppliedHash, f.Version, now, true
+	fr.Reason = reason
+	c.storeFile(fr)
+	recs := map[string]*record{}
+	for _, d := range ds {
+		if r := c.records[d.Pod.Metadata.UID]; r != nil {
+			recs[d.Pod.Metadata.UID] = r.clone()
+		}
+	}
+	c.mu.Unlock()
+	c.cfg.Log.Warn("manifest file rolled back to its good content", "source", f.Origin.Source, "file", f.Origin.File,
+		"failed", short(fr.Failed), "failedVersion", fr.FailedVersion, "good", short(fr.GoodContent), "goodVersion", fr.GoodVersion, "reason", fr.Reason)
+	for _, d := range ds {
+		r := recs[d.Pod.Metadata.UID]
+		if r == nil || d.Hash == r.GoodHash {
+			continue // unchanged by the failed content
+		}
+		c.fail(r, d.Hash, "its file went back to its good content: "+fr.Reason, now, true)
+		c.total.WithLabelValues("rolled_back").Inc()
+		c.event(d.Pod, "Warning", ReasonRolledBack, fmt.Sprintf("Rolled back with its file from content %s (version %d) to %s (version %d): %s",
+			short(fr.Failed), fr.FailedVersion, short(fr.GoodContent), fr.GoodVersion, fr.Reason))
+		c.publish(r)
+	}
+}
+
+// judgePod judges one pod (of file f, whose wanted pods are ds) and
+// reports whether a pin changed.
+func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.FileState, ds []podconfig.Desired) bool {
 	p, uid := d.Pod, d.Pod.Metadata.UID
+	// The record is changed on a copy, saved and then published: the API
+	// reads the published one.
 	c.mu.Lock()
 	r := c.records[uid]
 	if r == nil {
 		r = &record{UID: uid, Name: p.FullName(), Source: d.Origin.Source}
-		c.records[uid] = r
+	} else {
+		r = r.clone()
 	}
 	manual := c.manual[uid]
 	delete(c.manual, uid)
 	c.mu.Unlock()
 
 	dirty := false
-	defer func() {
+	publish := func() {
 		if dirty {
-			if err := c.files.store(r); err != nil {
-				c.cfg.Log.Warn("rollout state not saved", "pod", r.Name, "uid", uid, "err", err)
-			}
+			c.publish(r)
+			dirty = false
 		}
-	}()
+	}
+	defer publish()
 	switch {
 	case d.Hash == r.GoodHash:
 		// The good spec is wanted (again): nothing to watch or hold back.
@@ -235,17 +436,15 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time) bool {
 			c.cfg.Log.Info("rollback asked for a pod already at its last good spec", "pod", r.Name, "uid", uid)
 		}
 		return false
-	case d.Hash == r.Failed:
+	case d.Hash == r.Failed, d.Pinned:
 		return false // held back (or failed with nothing to return to)
 	}
+	unpinned := false
 	if r.Failed != "" {
 		// The source's content changed since the failure: try it.
-		pinned := r.RolledBack
+		unpinned = r.RolledBack
 		r.Failed, r.Reason, r.RolledBack = "", "", false
 		dirty = true
-		if pinned {
-			return true
-		}
 	}
 	if r.Watch != d.Hash {
 		if r.Watch != "" {
@@ -258,7 +457,7 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time) bool {
 	if manual {
 		if r.Good == nil {
 			c.cfg.Log.Warn("rollback asked, but the pod has no last good spec", "pod", r.Name, "uid", uid)
-			return false
+			return unpinned
 		}
 		c.failed(p, r, d.Hash, "rolled back by hand (tug rollback)", now)
 		dirty = true
@@ -291,9 +490,9 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time) bool {
 	case pr.Current && ready && restarts == 0 && now.Sub(since) >= c.cfg.MinReady:
 		c.succeeded(p, r, d.Hash, now)
 		dirty = true
-		return false
+		return unpinned
 	case timeout == 0:
-		return false
+		return unpinned
 	case pr.Failure != "":
 		reason = pr.Failure + ": " + pr.Message
 	case restarts > maxRestarts:
@@ -301,11 +500,35 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time) bool {
 	case now.Sub(r.WatchSince) > timeout:
 		reason = fmt.Sprintf("not ready within %v", timeout)
 	default:
-		return false
+		return unpinned
+	}
+	if c.atomicFile(f) {
+		publish()
+		c.failFile(f, "pod "+p.FullName()+": "+reason, ds, now)
+		return true
 	}
 	c.failed(p, r, d.Hash, reason, now)
 	dirty = true
-	return r.RolledBack
+	return unpinned || r.RolledBack
+}
+
+// publish saves r and makes it the pod's record.
+func (c *Controller) publish(r *record) {
+	if err := c.files.store(r); err != nil {
+		c.cfg.Log.Warn("rollout state not saved", "pod", r.Name, "uid", r.UID, "err", err)
+	}
+	c.mu.Lock()
+	c.records[r.UID] = r
+	c.mu.Unlock()
+}
+
+// atomicFile reports whether file f is atomic and has a good content,
+// other than its applied one, to return to.
+func (c *Controller) atomicFile(f podconfig.FileState) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fr := c.fileRecs[f.Origin]
+	return c.atomic[f.Origin] && fr != nil && fr.GoodContent != "" && fr.GoodContent != f.AppliedHash && f.Err == nil
 }
 
 // limits returns the pod's rollout timeout and restart limit.
@@ -386,8 +609,8 @@ func short(h string) string {
 // ErrUnknownPod is returned for a pod the controller does not know.
 var ErrUnknownPod = errors.New("no such pod")
 
-// ErrNoGoodSpec is returned when a pod has no last good spec.
-var ErrNoGoodSpec = errors.New("the pod has no last good spec")
+// ErrNoGoodSpec is returned when a pod (or file) has no last good spec.
+var ErrNoGoodSpec = errors.New("no last good spec to return to")
 
 // Rollback asks for pod uid to go back to its last good spec now, as if
 // its update had failed; the failed spec is held back until its content

@@ -17,9 +17,11 @@ import (
 
 // fakeStore is the pod store: the wanted pods and the pins set.
 type fakeStore struct {
-	mu     sync.Mutex
-	wanted []podconfig.Desired
-	pins   map[string]podconfig.Pin
+	mu       sync.Mutex
+	wanted   []podconfig.Desired
+	files    []podconfig.FileState
+	pins     map[string]podconfig.Pin
+	filePins []podconfig.FilePin
 }
 
 func (f *fakeStore) Wanted() []podconfig.Desired {
@@ -28,10 +30,16 @@ func (f *fakeStore) Wanted() []podconfig.Desired {
 	return append([]podconfig.Desired(nil), f.wanted...)
 }
 
-func (f *fakeStore) SetPins(_ context.Context, pins map[string]podconfig.Pin) {
+func (f *fakeStore) SetPins(_ context.Context, pins map[string]podconfig.Pin, files []podconfig.FilePin) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.pins = pins
+	f.pins, f.filePins = pins, files
+}
+
+func (f *fakeStore) Files() []podconfig.FileState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]podconfig.FileState(nil), f.files...)
 }
 
 func (f *fakeStore) Owns(string, string) (bool, bool) { return true, false }
@@ -83,7 +91,7 @@ func newHarness(t *testing.T, dir, boot string) *harness {
 func (h *harness) step(d time.Duration) {
 	h.now = h.now.Add(d)
 	if h.c.judge() {
-		h.store.SetPins(context.Background(), h.c.Pins())
+		h.c.setPins(context.Background())
 	}
 }
 
@@ -182,7 +190,7 @@ func TestRollbackKeptAcrossRestarts(t *testing.T) {
 
 	// A new tug: the pin is there before any source reports.
 	h2 := newHarness(t, dir, "boot-1")
-	pins := h2.c.Pins()
+	pins, _ := h2.c.Pins()
 	if pin, ok := pins[p.Metadata.UID]; !ok || pin.Failed != "B" || pin.GoodHash != "A" || pin.Good.Metadata.Name != "web" {
 		t.Fatalf("pins after a restart: %+v", pins)
 	}
@@ -205,12 +213,12 @@ func TestRolloutCutByReboot(t *testing.T) {
 	h.step(time.Second) // B is watched, not good yet
 
 	same := newHarness(t, dir, "boot-1") // tug restarted: the rollout goes on
-	if len(same.c.Pins()) != 0 {
+	if pins, _ := same.c.Pins(); len(pins) != 0 {
 		t.Fatal("a restart of tug rolled back")
 	}
 	rebooted := newHarness(t, dir, "boot-2") // the node rebooted: back to A
-	if pin, ok := rebooted.c.Pins()[p.Metadata.UID]; !ok || pin.Failed != "B" {
-		t.Fatalf("after a reboot: pins %+v", rebooted.c.Pins())
+	if pins, _ := rebooted.c.Pins(); pins[p.Metadata.UID].Failed != "B" {
+		t.Fatalf("after a reboot: pins %+v", pins)
 	}
 }
 
@@ -249,5 +257,69 @@ func TestParseAnnotations(t *testing.T) {
 	}
 	if _, err := ParseMaxRestarts("-1"); err == nil {
 		t.Error("ParseMaxRestarts(-1) accepted")
+	}
+}
+
+// TestAtomicBundle: when one pod of an atomic file fails, the whole file
+// returns to the last content in which all its pods were good (a file
+// pin), every changed pod shows RolledBack, and the next content is tried.
+func TestAtomicBundle(t *testing.T) {
+	h := newHarness(t, t.TempDir(), "boot-1")
+	origin := pod.Origin{Source: "http://bundle", File: "http://bundle"}
+	atomic := map[string]string{AnnotationRollout: RolloutAtomic}
+	a, b := testPod(atomic), testPod(atomic)
+	b.Metadata.Name, b.Metadata.UID = "db", "0123abcd-0000-0000-0000-000000000002"
+	content := func(hash string, version uint64, hashes ...string) {
+		h.store.mu.Lock()
+		defer h.store.mu.Unlock()
+		h.store.files = []podconfig.FileState{{Origin: origin, AppliedHash: hash, Hash: hash, Version: version}}
+		h.store.wanted = []podconfig.Desired{{Pod: a, Hash: hashes[0], Origin: origin}, {Pod: b, Hash: hashes[1], Origin: origin}}
+	}
+	content("C1", 1, "A1", "B1")
+	h.pods.progress = ready(h.now, 0)
+	h.step(0)
+	h.step(31 * time.Second)
+	h.step(0)
+	if fr := h.c.File(origin); fr == nil || fr.GoodHash != "C1" || fr.GoodVersion != 1 || !fr.Atomic {
+		t.Fatalf("file after a good content: %+v", fr)
+	}
+	// Version 2 changes both pods; one cannot pull its image.
+	content("C2", 2, "A2", "B2")
+	h.pods.progress = reconcile.Progress{Failure: pod.ReasonErrImagePull, Message: "main: not found"}
+	h.step(time.Second)
+	fr := h.c.File(origin)
+	if fr == nil || fr.FailedHash != "C2" || fr.FailedVersion != 2 || !fr.HeldBack {
+		t.Fatalf("file after a failed content: %+v", fr)
+	}
+	if len(h.store.filePins) != 1 || h.store.filePins[0].Failed != "C2" || len(h.store.filePins[0].Pods) != 2 || h.store.filePins[0].Hashes[1] != "B1" {
+		t.Fatalf("file pins %+v", h.store.filePins)
+	}
+	for _, p := range []*pod.Pod{a, b} {
+		if cond := h.c.Condition(p.Metadata.UID); cond == nil || cond.Reason != ReasonRolledBack {
+			t.Errorf("pod %s: condition %+v", p.Metadata.Name, cond)
+		}
+	}
+	// The store now reports the pods pinned: they are not judged.
+	h.store.mu.Lock()
+	h.store.files[0].Pinned = true
+	for i := range h.store.wanted {
+		h.store.wanted[i].Pinned = true
+	}
+	h.store.mu.Unlock()
+	h.step(10 * time.Minute)
+	if n := testutil.ToFloat64(h.c.total.WithLabelValues("rolled_back")); n != 2 {
+		t.Errorf("rolled_back = %v, want 2 (one per pod)", n)
+	}
+	// Version 3 is tried.
+	content("C3", 3, "A3", "B3")
+	h.pods.progress = ready(h.now, 0)
+	h.step(time.Second)
+	if len(h.store.filePins) != 0 {
+		t.Fatalf("file pins after a new content: %+v", h.store.filePins)
+	}
+	h.step(31 * time.Second)
+	h.step(0)
+	if fr := h.c.File(origin); fr.GoodHash != "C3" || fr.FailedHash != "" {
+		t.Errorf("file after version 3: %+v", fr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,6 +98,14 @@ func (s *savedPod) restore() *pod.Pod {
 	return &cp
 }
 
+// clone returns a copy of r that shares nothing it may change.
+func (r *record) clone() *record {
+	cp := *r
+	cp.Base = maps.Clone(r.Base)
+	cp.History = slices.Clone(r.History)
+	return &cp
+}
+
 func (r *record) addHistory(e Entry) {
 	r.History = append(r.History, e)
 	if n := len(r.History); n > historySize {
@@ -105,7 +114,8 @@ func (r *record) addHistory(e Entry) {
 }
 
 // endHistory sets the outcome of the newest entry for hash, if it is
-// still progressing.
+// still progressing; a hash with no entry (failed with its file before it
+// was watched) gets one.
 func (r *record) endHistory(hash, outcome, reason string, now time.Time) {
 	for i := len(r.History) - 1; i >= 0; i-- {
 		if e := &r.History[i]; e.Hash == hash {
@@ -115,6 +125,7 @@ func (r *record) endHistory(hash, outcome, reason string, now time.Time) {
 			return
 		}
 	}
+	r.addHistory(Entry{Hash: hash, Applied: now, Outcome: outcome, Reason: reason, Ended: now})
 }
 
 // files persists records, one JSON file per pod UID under dir.
@@ -156,17 +167,23 @@ func (f files) load() (map[string]*record, []error) {
 	return out, errs
 }
 
-// store writes r atomically (temporary file, fsync, rename), readable by
-// root only: a spec may carry Secret data.
-func (f files) store(r *record) (err error) {
+// store writes r atomically, readable by root only: a spec may carry
+// Secret data.
+func (f files) store(r *record) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode rollout state: %w", err)
 	}
-	if err := os.MkdirAll(f.dir, 0o700); err != nil {
+	return writeAtomic(f.dir, r.UID+".json", data)
+}
+
+// writeAtomic writes data to dir/name through a temporary file, synced
+// and renamed into place, readable by root only.
+func writeAtomic(dir, name string, data []byte) (err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("rollout state dir: %w", err)
 	}
-	tmp, err := os.CreateTemp(f.dir, "."+r.UID+".tmp-*")
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write rollout state: %w", err)
 	}
@@ -184,7 +201,7 @@ func (f files) store(r *record) (err error) {
 	if err != nil {
 		return fmt.Errorf("write rollout state: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), f.path(r.UID)); err != nil {
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("write rollout state: %w", err)
 	}
 	return nil

@@ -443,7 +443,7 @@ func (h *HTTP) poll(ctx context.Context) {
 
 // report sends the accepted content, with err when the URL is failing.
 func (h *HTTP) report(ctx context.Context, err error) {
-	m := pod.Manifest{Origin: h.origin, Hash: h.acc.hash, Err: err}
+	m := pod.Manifest{Origin: h.origin, Hash: h.acc.hash, Version: h.acc.version, Err: err}
 	if err == nil {
 		m.Pods, m.Objects = h.acc.pods, h.acc.objects
 		h.reportedErr = ""
