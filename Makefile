@@ -38,6 +38,8 @@
 #                     -eviction-args with the kubelet's --eviction-hard: the eviction manager and
 #                     image GC measured too, against a baseline without them);
 #                     PSS of tug and what it runs per pod vs podman kube play (scripts/benchfootprint);
+#                     probe cost and latency (scripts/benchprobe); a rollback vs a plain update of
+#                     the same pod (scripts/benchrollout);
 #                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
@@ -173,7 +175,8 @@ bench:
 		  $(GO) run ./scripts/benchnet && \
 		  $(GO) run ./scripts/benchday2 $(BENCHDAY2_ARGS) && \
 		  $(GO) run ./scripts/benchfootprint && \
-		  $(GO) run ./scripts/benchprobe ) || rc=$$?; \
+		  $(GO) run ./scripts/benchprobe && \
+		  $(GO) run ./scripts/benchrollout ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -40,9 +40,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/containerd"
-
-	"tug/internal/api"
 	"tug/internal/pod"
 	"tug/scripts/internal/bench"
 )
@@ -122,7 +119,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	var tug *bench.Tug
 	defer func() {
-		err = errors.Join(err, teardown(client, tug, dir, o.Keep))
+		err = errors.Join(err, bench.Teardown("benchday2", client, tug, namespace, dir, o.Keep, nil))
 	}()
 	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
 		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
@@ -156,7 +153,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		fmt.Fprintf(os.Stderr, "benchday2: %s started (pid %d, log %s)\n", c.name, tug.PID(), tug.LogPath)
 		sock := filepath.Join(tug.RunDir, "tug.sock")
-		if err := waitRunning(ctx, tug, sock, o.pods, 3*time.Minute); err != nil {
+		if err := tug.WaitPods(ctx, o.pods, 3*time.Minute, func(v *pod.View) bool { return v.Status.Phase == pod.PhaseRunning }); err != nil {
 			return err
 		}
 		if err := bench.Sleep(ctx, o.settle); err != nil {
@@ -320,59 +317,4 @@ spec:
 		}
 	}
 	return bench.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive)))
-}
-
-// waitRunning waits until tug's API lists every pod Running.
-func waitRunning(ctx context.Context, tug *bench.Tug, sock string, pods int, timeout time.Duration) error {
-	c := &api.Client{SocketPath: sock}
-	deadline := time.Now().Add(timeout)
-	last := "no answer yet"
-	for time.Now().Before(deadline) {
-		if err := tug.Alive(); err != nil {
-			return err
-		}
-		if list, err := c.Pods(ctx); err != nil {
-			last = err.Error()
-		} else {
-			running := 0
-			for _, v := range list.Items {
-				if v.Status.Phase == pod.PhaseRunning {
-					running++
-				}
-			}
-			if running == pods {
-				return nil
-			}
-			last = fmt.Sprintf("%d of %d pods running", running, pods)
-		}
-		if err := bench.Sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("pods not running within %v: %s", timeout, last)
-}
-
-// teardown lets tug remove its pods, stops it, and removes what is left
-// in containerd and the work directory. It uses its own context: it also
-// runs after an interrupt.
-func teardown(client *containerd.Client, tug *bench.Tug, dir string, keep bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var errs []error
-	if tug != nil && !tug.Exited() {
-		ms, _ := filepath.Glob(filepath.Join(tug.Manifests, "*.yaml"))
-		for _, m := range ms {
-			errs = append(errs, os.Remove(m))
-		}
-		if err := bench.WaitGone(ctx, client, namespace, time.Minute, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "benchday2: tug did not remove its pods: %v; removing them directly\n", err)
-		}
-		errs = append(errs, tug.Stop(20*time.Second))
-	}
-	errs = append(errs, bench.Purge(ctx, client, namespace, nil), bench.RemoveNamespace(ctx, client, namespace))
-	if err := errors.Join(errs...); err != nil {
-		keep = true
-		fmt.Fprintf(os.Stderr, "benchday2: clean-up failed, keeping %s\n", dir)
-	}
-	return errors.Join(append(errs, bench.RemoveWorkDir("benchday2", dir, keep))...)
 }

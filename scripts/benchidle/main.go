@@ -34,8 +34,6 @@ import (
 
 	"github.com/containerd/containerd"
 
-	"tug/internal/api"
-	"tug/internal/pod"
 	"tug/scripts/internal/bench"
 )
 
@@ -113,7 +111,9 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	var tug *bench.Tug
-	defer func() { err = errors.Join(err, teardown(client, tug, dir, o.Keep)) }()
+	defer func() {
+		err = errors.Join(err, bench.Teardown("benchidle", client, tug, namespace, dir, o.Keep, nil), client.Close())
+	}()
 	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
 		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
@@ -133,7 +133,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	fmt.Fprintf(os.Stderr, "benchidle: tug started (pid %d, log %s); waiting for %d pods to run\n", tug.PID(), tug.LogPath, o.pods)
 	t0 := time.Now()
-	if err := waitRunning(ctx, tug, o.pods, 3*time.Minute); err != nil {
+	if err := tug.WaitPods(ctx, o.pods, 3*time.Minute, bench.AllRunning(1)); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "benchidle: %d pods running after %v; settling %v\n", o.pods, time.Since(t0).Round(time.Millisecond), o.settle)
@@ -175,37 +175,6 @@ spec:
 		return fmt.Errorf("image archive: %w", err)
 	}
 	return nil
-}
-
-// waitRunning waits until tug's API lists every pod Running with its
-// container running.
-func waitRunning(ctx context.Context, tug *bench.Tug, pods int, timeout time.Duration) error {
-	c := &api.Client{SocketPath: filepath.Join(tug.RunDir, "tug.sock")}
-	deadline := time.Now().Add(timeout)
-	last := "no answer yet"
-	for time.Now().Before(deadline) {
-		if err := tug.Alive(); err != nil {
-			return err
-		}
-		if list, err := c.Pods(ctx); err != nil {
-			last = err.Error()
-		} else {
-			running := 0
-			for _, v := range list.Items {
-				if v.Status.Phase == pod.PhaseRunning && len(v.Status.ContainerStatuses) == 1 && v.Status.ContainerStatuses[0].State.Running != nil {
-					running++
-				}
-			}
-			if running == pods {
-				return nil
-			}
-			last = fmt.Sprintf("%d of %d pods running", running, pods)
-		}
-		if err := bench.Sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("pods not running within %v: %s", timeout, last)
 }
 
 // result is what measure found.
@@ -308,34 +277,6 @@ func report(w io.Writer, o options, res result) {
 		ctd.cpuPercent, bench.MiB(ctd.mem.RSS), bench.MiB(ctd.mem.HWM), bench.MiB(ctd.mem.PSS))
 	fmt.Fprintf(w, "tug / containerd, same run: CPU %s, PSS %s\n",
 		bench.RatioString(tug.cpuPercent, ctd.cpuPercent), bench.RatioString(float64(tug.mem.PSS), float64(ctd.mem.PSS)))
-}
-
-// teardown lets tug remove the pods it ran (containers, namespace pins, log
-// directories), stops it, and removes everything else the benchmark made:
-// containers, images and the namespace in containerd, the mounts under the
-// work directory, the work directory. It uses its own context: it also
-// runs after an interrupt.
-func teardown(client *containerd.Client, tug *bench.Tug, dir string, keep bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var errs []error
-	if tug != nil && !tug.Exited() {
-		ms, _ := filepath.Glob(filepath.Join(tug.Manifests, "*.yaml"))
-		for _, m := range ms {
-			errs = append(errs, os.Remove(m))
-		}
-		if err := bench.WaitGone(ctx, client, namespace, time.Minute, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "benchidle: tug did not remove its pods: %v; removing them directly\n", err)
-		}
-		errs = append(errs, tug.Stop(20*time.Second))
-	}
-	errs = append(errs, bench.Purge(ctx, client, namespace, nil), bench.RemoveNamespace(ctx, client, namespace))
-	errs = append(errs, client.Close())
-	if err := errors.Join(errs...); err != nil {
-		keep = true
-		fmt.Fprintf(os.Stderr, "benchidle: clean-up failed, keeping %s\n", dir)
-	}
-	return errors.Join(append(errs, bench.RemoveWorkDir("benchidle", dir, keep))...)
 }
 
 // findHelpers returns the pids of the shims serving the benchmark's

@@ -38,8 +38,6 @@ import (
 
 	"github.com/containerd/containerd"
 
-	"tug/internal/api"
-	"tug/internal/pod"
 	"tug/scripts/internal/bench"
 )
 
@@ -113,7 +111,9 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 		return res, err
 	}
 	var tug *bench.Tug
-	defer func() { err = errors.Join(err, teardown(client, tug, dir, o.Keep)) }()
+	defer func() {
+		err = errors.Join(err, bench.Teardown("benchlogs", client, tug, namespace, dir, o.Keep, func(ctx context.Context) error { return removePods(ctx, client, tug) }))
+	}()
 	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
 		return res, fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
@@ -137,7 +137,7 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 		return res, err
 	}
 	fmt.Fprintf(os.Stderr, "benchlogs: %s driver: tug pid %d, waiting for the flooding pod\n", driver, tug.PID())
-	if err := waitRunning(ctx, tug, 1, 2*time.Minute); err != nil {
+	if err := tug.WaitPods(ctx, 1, 2*time.Minute, bench.AllRunning(1)); err != nil {
 		return res, err
 	}
 	if err := throughput(ctx, o, tug, &res); err != nil {
@@ -152,7 +152,7 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 			return res, err
 		}
 	}
-	if err := waitRunning(ctx, tug, o.pods, 3*time.Minute); err != nil {
+	if err := tug.WaitPods(ctx, o.pods, 3*time.Minute, bench.AllRunning(1)); err != nil {
 		return res, err
 	}
 	if err := bench.Sleep(ctx, 5*time.Second); err != nil {
@@ -290,37 +290,6 @@ func writeManifest(tug *bench.Tug, name, image string, command []string, restart
 	return os.Rename(tmp, filepath.Join(tug.Manifests, name+".yaml"))
 }
 
-// waitRunning waits until tug's API lists n pods with their container
-// running.
-func waitRunning(ctx context.Context, tug *bench.Tug, n int, timeout time.Duration) error {
-	c := &api.Client{SocketPath: filepath.Join(tug.RunDir, "tug.sock")}
-	deadline := time.Now().Add(timeout)
-	last := "no answer yet"
-	for time.Now().Before(deadline) {
-		if err := tug.Alive(); err != nil {
-			return err
-		}
-		if list, err := c.Pods(ctx); err != nil {
-			last = err.Error()
-		} else {
-			running := 0
-			for _, v := range list.Items {
-				if v.Status.Phase == pod.PhaseRunning && len(v.Status.ContainerStatuses) == 1 && v.Status.ContainerStatuses[0].State.Running != nil {
-					running++
-				}
-			}
-			if running == n {
-				return nil
-			}
-			last = fmt.Sprintf("%d of %d pods running", running, n)
-		}
-		if err := bench.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("pods not running within %v: %s", timeout, last)
-}
-
 func removePods(ctx context.Context, client *containerd.Client, tug *bench.Tug) error {
 	ms, _ := filepath.Glob(filepath.Join(tug.Manifests, "*.yaml"))
 	for _, m := range ms {
@@ -329,24 +298,6 @@ func removePods(ctx context.Context, client *containerd.Client, tug *bench.Tug) 
 		}
 	}
 	return bench.WaitGone(ctx, client, namespace, 2*time.Minute, nil)
-}
-
-func teardown(client *containerd.Client, tug *bench.Tug, dir string, keep bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var errs []error
-	if tug != nil && !tug.Exited() {
-		if err := removePods(ctx, client, tug); err != nil {
-			fmt.Fprintf(os.Stderr, "benchlogs: tug did not remove its pods: %v; removing them directly\n", err)
-		}
-		errs = append(errs, tug.Stop(20*time.Second))
-	}
-	errs = append(errs, bench.Purge(ctx, client, namespace, nil), bench.RemoveNamespace(ctx, client, namespace))
-	if err := errors.Join(errs...); err != nil {
-		keep = true
-		fmt.Fprintf(os.Stderr, "benchlogs: clean-up failed, keeping %s\n", dir)
-	}
-	return errors.Join(append(errs, bench.RemoveWorkDir("benchlogs", dir, keep))...)
 }
 
 // helpers returns the pids of the shims of the benchmark's namespace and

@@ -38,10 +38,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/containerd"
-
-	"tug/internal/api"
-	"tug/internal/pod"
 	"tug/scripts/internal/bench"
 )
 
@@ -136,7 +132,9 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	var tug *bench.Tug
-	defer func() { err = errors.Join(err, teardown(client, tug, dir, o.Keep)) }()
+	defer func() {
+		err = errors.Join(err, bench.Teardown("benchprobe", client, tug, namespace, dir, o.Keep, nil), client.Close())
+	}()
 	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
 		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
@@ -156,7 +154,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := tug.Start(); err != nil {
 		return err
 	}
-	if err := waitRunning(ctx, tug, o.pods, 3*time.Minute); err != nil {
+	if err := tug.WaitPods(ctx, o.pods, 3*time.Minute, bench.AllRunning(2)); err != nil {
 		return err
 	}
 	pids, err := bench.TaskPIDs(ctx, client, namespace)
@@ -236,37 +234,6 @@ spec:
 		}
 	}
 	return nil
-}
-
-// waitRunning waits until tug's API lists every pod Running.
-func waitRunning(ctx context.Context, tug *bench.Tug, pods int, timeout time.Duration) error {
-	c := &api.Client{SocketPath: filepath.Join(tug.RunDir, "tug.sock")}
-	deadline := time.Now().Add(timeout)
-	last := "no answer yet"
-	for time.Now().Before(deadline) {
-		if err := tug.Alive(); err != nil {
-			return err
-		}
-		if list, err := c.Pods(ctx); err != nil {
-			last = err.Error()
-		} else {
-			running := 0
-			for _, v := range list.Items {
-				if v.Status.Phase == pod.PhaseRunning && len(v.Status.ContainerStatuses) == 2 &&
-					v.Status.ContainerStatuses[0].State.Running != nil && v.Status.ContainerStatuses[1].State.Running != nil {
-					running++
-				}
-			}
-			if running == pods {
-				return nil
-			}
-			last = fmt.Sprintf("%d of %d pods running", running, pods)
-		}
-		if err := bench.Sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("pods not running within %v: %s", timeout, last)
 }
 
 // histogram is the cumulative buckets of one handler: le -> count.
@@ -411,29 +378,4 @@ func p99(l map[string]latency, h string) string {
 // seconds shows a figure in seconds as a duration rounded to 0.1 ms.
 func seconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond)
-}
-
-// teardown removes the pods through tug, stops it and removes what is
-// left; it uses its own context, so it also runs after an interrupt.
-func teardown(client *containerd.Client, tug *bench.Tug, dir string, keep bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var errs []error
-	if tug != nil && !tug.Exited() {
-		ms, _ := filepath.Glob(filepath.Join(tug.Manifests, "*.yaml"))
-		for _, m := range ms {
-			errs = append(errs, os.Remove(m))
-		}
-		if err := bench.WaitGone(ctx, client, namespace, time.Minute, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "benchprobe: tug did not remove its pods: %v; removing them directly\n", err)
-		}
-		errs = append(errs, tug.Stop(20*time.Second))
-	}
-	errs = append(errs, bench.Purge(ctx, client, namespace, nil), bench.RemoveNamespace(ctx, client, namespace))
-	errs = append(errs, client.Close())
-	if err := errors.Join(errs...); err != nil {
-		keep = true
-		fmt.Fprintf(os.Stderr, "benchprobe: clean-up failed, keeping %s\n", dir)
-	}
-	return errors.Join(append(errs, bench.RemoveWorkDir("benchprobe", dir, keep))...)
 }
