@@ -108,10 +108,7 @@ func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // cannot be asked or has no such pod, 2 for a usage error.
 func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
-	var ns string
-	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
-	fs.StringVar(&ns, "namespace", "default", "same as -n")
+	socket, ns := podFlags(fs)
 	output := fs.String("o", "yaml", "output `format`: yaml or json")
 	pos, code, ok := parseFlags(fs, args, inspectUsage, stdout, stderr)
 	if !ok {
@@ -124,7 +121,7 @@ func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageError(stderr, inspectUsage, fmt.Sprintf("unknown output format %q", *output))
 	}
 	client := &api.Client{SocketPath: *socket}
-	v, err := client.Pod(ctx, ns, pos[0])
+	v, err := client.Pod(ctx, *ns, pos[0])
 	if err == nil {
 		out := withLastEvent(ctx, client, v)
 		if *output == "json" {
@@ -178,6 +175,16 @@ func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
 func defaultSocket() string {
 	c := config.Default()
 	return c.SocketPath()
+}
+
+// podFlags registers the flags of a command about one pod: --socket and
+// -n/--namespace (default "default").
+func podFlags(fs *flag.FlagSet) (socket, namespace *string) {
+	socket = fs.String("socket", defaultSocket(), "`path` of tug's API socket")
+	namespace = new(string)
+	fs.StringVar(namespace, "n", "default", "the pod's `namespace`")
+	fs.StringVar(namespace, "namespace", "default", "same as -n")
+	return socket, namespace
 }
 
 func usageError(stderr io.Writer, usage, msg string) int {

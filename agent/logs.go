@@ -32,11 +32,9 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 // asked or refuses, 2 for a usage error.
 func logsCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug logs", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
-	var ns, container string
+	socket, ns := podFlags(fs)
+	var container string
 	var o api.LogOptions
-	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
-	fs.StringVar(&ns, "namespace", "default", "same as -n")
 	fs.StringVar(&container, "c", "", "the `container` (default: the only one, the default-container annotation's, or the first)")
 	fs.StringVar(&container, "container", "", "same as -c")
 	fs.BoolVar(&o.Follow, "f", false, "follow the output until the container stops")
@@ -60,7 +58,7 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	c := &api.Client{SocketPath: *socket}
 	if container == "" {
-		v, err := c.Pod(ctx, ns, pos[0])
+		v, err := c.Pod(ctx, *ns, pos[0])
 		if err != nil {
 			fmt.Fprintln(stderr, "tug:", err)
 			return 1
@@ -68,7 +66,7 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 		container = defaultContainer(v, stderr)
 	}
 	o.Container = container
-	if err := c.Logs(ctx, ns, pos[0], o, stdout); err != nil && ctx.Err() == nil {
+	if err := c.Logs(ctx, *ns, pos[0], o, stdout); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(stderr, "tug:", err)
 		return 1
 	}

@@ -38,10 +38,7 @@ Superseded), with its last good spec and the spec held back.
 // rollbackCmd is "tug rollback POD".
 func rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug rollback", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
-	var ns string
-	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
-	fs.StringVar(&ns, "namespace", "default", "same as -n")
+	socket, ns := podFlags(fs)
 	source := fs.String("source", "", "roll back every pod of this manifest `file or URL` instead of one pod")
 	pos, code, ok := parseFlags(fs, args, rollbackUsage, stdout, stderr)
 	if !ok {
@@ -62,21 +59,18 @@ func rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if len(pos) != 1 {
 		return usageError(stderr, rollbackUsage, "tug rollback takes one pod name")
 	}
-	if err := c.Rollback(ctx, ns, pos[0]); err != nil {
+	if err := c.Rollback(ctx, *ns, pos[0]); err != nil {
 		fmt.Fprintln(stderr, "tug:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s/%s: rolling back to its last good spec\n", ns, pos[0])
+	fmt.Fprintf(stdout, "%s/%s: rolling back to its last good spec\n", *ns, pos[0])
 	return 0
 }
 
 // historyCmd is "tug history POD".
 func historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug history", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
-	var ns string
-	fs.StringVar(&ns, "n", "default", "the pod's `namespace`")
-	fs.StringVar(&ns, "namespace", "default", "same as -n")
+	socket, ns := podFlags(fs)
 	output := fs.String("o", "", "output `format`: json, or the table when empty")
 	pos, code, ok := parseFlags(fs, args, historyUsage, stdout, stderr)
 	if !ok {
@@ -89,7 +83,7 @@ func historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageError(stderr, historyUsage, fmt.Sprintf("unknown output format %q", *output))
 	}
 	c := &api.Client{SocketPath: *socket}
-	h, err := c.History(ctx, ns, pos[0])
+	h, err := c.History(ctx, *ns, pos[0])
 	if err == nil && *output == "json" {
 		err = writeJSON(stdout, h)
 	} else if err == nil {

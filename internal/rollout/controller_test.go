@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -321,5 +323,27 @@ func TestAtomicBundle(t *testing.T) {
 	h.step(0)
 	if fr := h.c.File(origin); fr.GoodHash != "C3" || fr.FailedHash != "" {
 		t.Errorf("file after version 3: %+v", fr)
+	}
+}
+
+// TestCorruptStateSkipped: a record that does not read is skipped (the
+// pod starts with no rollout state); the others load.
+func TestCorruptStateSkipped(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir, "boot-1")
+	p := testPod(nil)
+	h.good(p, "A")
+	for _, name := range []string{"ffffffff-0000-0000-0000-000000000000.json", "files/0000.json"} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h2 := newHarness(t, dir, "boot-1")
+	if hist, err := h2.c.History(p.Metadata.UID); err != nil || hist.GoodHash != "A" {
+		t.Errorf("after a corrupt neighbour: %+v, %v", hist, err)
 	}
 }

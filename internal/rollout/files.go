@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"tug/internal/pod"
@@ -67,38 +66,22 @@ func (f files) fileDir() string { return filepath.Join(f.dir, "files") }
 
 func (f files) loadFiles() (map[pod.Origin]*fileRecord, []error) {
 	out := map[pod.Origin]*fileRecord{}
-	ents, err := os.ReadDir(f.fileDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return out, []error{fmt.Errorf("read rollout state: %w", err)}
-	}
-	var errs []error
-	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(f.fileDir(), name))
+	errs := readJSONDir(f.fileDir(), func(name string, data []byte) error {
 		var fr fileRecord
-		if err == nil {
-			err = json.Unmarshal(data, &fr)
+		if err := json.Unmarshal(data, &fr); err != nil {
+			return err
 		}
-		if err == nil && (fileName(fr.origin()) != name || len(fr.Pods) != len(fr.Hashes)) {
-			err = errors.New("not a rollout file record")
+		if fileName(fr.origin()) != name || len(fr.Pods) != len(fr.Hashes) {
+			return errors.New("not a rollout file record")
 		}
 		for _, sp := range fr.Pods {
-			if err == nil && (sp == nil || sp.Pod == nil) {
-				err = errors.New("a pod of the good content is empty")
+			if sp == nil || sp.Pod == nil {
+				return errors.New("a pod of the good content is empty")
 			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rollout state files/%s: %w", name, err))
-			continue
-		}
 		out[fr.origin()] = &fr
-	}
+		return nil
+	})
 	return out, errs
 }
 

@@ -137,12 +137,30 @@ func (f files) path(uid string) string { return filepath.Join(f.dir, uid+".json"
 // skipped (the pod then starts with no rollout state).
 func (f files) load() (map[string]*record, []error) {
 	out := map[string]*record{}
-	ents, err := os.ReadDir(f.dir)
+	errs := readJSONDir(f.dir, func(name string, data []byte) error {
+		var r record
+		if err := json.Unmarshal(data, &r); err != nil {
+			return err
+		}
+		if r.UID+".json" != name || (r.Good != nil && r.Good.Pod == nil) {
+			return errors.New("not a rollout record")
+		}
+		out[r.UID] = &r
+		return nil
+	})
+	return out, errs
+}
+
+// readJSONDir calls decode with the name and content of every *.json file
+// in dir (none when dir does not exist) and returns what failed, naming
+// the file.
+func readJSONDir(dir string, decode func(name string, data []byte) error) []error {
+	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
+		return nil
 	}
 	if err != nil {
-		return out, []error{fmt.Errorf("read rollout state: %w", err)}
+		return []error{fmt.Errorf("read rollout state: %w", err)}
 	}
 	var errs []error
 	for _, e := range ents {
@@ -150,21 +168,15 @@ func (f files) load() (map[string]*record, []error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(f.dir, name))
-		var r record
+		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err == nil {
-			err = json.Unmarshal(data, &r)
-		}
-		if err == nil && (r.UID+".json" != name || (r.Good != nil && r.Good.Pod == nil)) {
-			err = errors.New("not a rollout record")
+			err = decode(name, data)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("rollout state %s: %w", name, err))
-			continue
+			errs = append(errs, fmt.Errorf("rollout state %s: %w", filepath.Join(filepath.Base(dir), name), err))
 		}
-		out[r.UID] = &r
 	}
-	return out, errs
+	return errs
 }
 
 // store writes r atomically, readable by root only: a spec may carry

@@ -33,11 +33,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"tug/internal/pod"
@@ -83,15 +81,7 @@ func main() {
 	if err == nil && (o.pods < 1 || o.pods > 200 || o.window < time.Second || o.rounds < 1) {
 		err = errors.New("-pods 1..200, -window >= 1s, -rounds >= 1")
 	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchday2:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchday2", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // config is one way of running tug: its extra flags.

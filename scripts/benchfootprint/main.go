@@ -34,7 +34,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -89,15 +88,7 @@ func main() {
 	if err == nil && (o.pods < 1 || o.pods > 200) {
 		err = errors.New("-pods: from 1 to 200")
 	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchfootprint:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchfootprint", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // group is the processes of one kind and their summed memory.

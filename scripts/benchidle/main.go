@@ -24,12 +24,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -67,15 +65,7 @@ func main() {
 	flag.Parse()
 
 	err := o.check()
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchidle:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchidle", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func (o *options) check() error {

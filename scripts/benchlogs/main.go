@@ -28,12 +28,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -63,15 +61,7 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "window over which tug's CPU at rest is measured")
 	flag.Parse()
 	err := o.Check()
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchlogs:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchlogs", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // result is one driver's figures.

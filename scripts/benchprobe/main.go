@@ -30,12 +30,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"tug/scripts/internal/bench"
@@ -71,15 +69,7 @@ func main() {
 	if err == nil && (o.pods < 1 || o.pods > 200) {
 		err = errors.New("-pods: from 1 to 200")
 	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchprobe:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchprobe", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // The probes of one phase, as container lines of the manifest.

@@ -25,10 +25,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"tug/internal/pod"
@@ -56,15 +54,7 @@ func main() {
 	if err == nil && (o.runs < 1 || o.runs > 50) {
 		err = errors.New("-runs: from 1 to 50")
 	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchrollout:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchrollout", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // manifest is the pod at version n; ready false gives it a readiness

@@ -23,11 +23,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"tug/scripts/internal/bench"
 )
@@ -70,15 +68,7 @@ func main() {
 	if err == nil {
 		o.pickupLog, err = regexp.Compile(pickup)
 	}
-	if err == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		err = run(ctx, o)
-		stop()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchstart:", err)
-		os.Exit(1)
-	}
+	bench.Run("benchstart", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func parseNs(s string) ([]int, error) {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -154,5 +156,20 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-time.After(d):
 		return nil
+	}
+}
+
+// Run is the end of a benchmark's main: unless err (what checking the
+// flags found) is set, it runs f with a context that ends on SIGINT or
+// SIGTERM; an error of either is printed after name and exits 1.
+func Run(name string, err error, f func(ctx context.Context) error) {
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		err = f(ctx)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
 	}
 }
