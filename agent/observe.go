@@ -148,6 +148,7 @@ func (n *notifier) Run(ctx context.Context) error {
 				}
 				n.send("READY=1\nSTATUS=" + status)
 				lastStatus = now
+				poll.Reset(statusPeriod) // ready: only STATUS= is left to refresh
 				continue
 			}
 			if now.Sub(lastStatus) >= statusPeriod && n.healthy() == nil {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
@@ -47,8 +48,8 @@ type Config struct {
 	// <root-dir>/network). Required.
 	StateDir string
 	// HostIP is the node's address reported by HostIP. Default: the
-	// preferred source address of the default route, looked up on each
-	// call.
+	// preferred source address of the default route, looked up at most
+	// every hostIPRefresh.
 	HostIP netip.Addr
 	// Instance is the identity of this tug on the node: the containerd
 	// namespace (--containerd-namespace). It names the nftables table
@@ -101,7 +102,17 @@ type Pods struct {
 	nodeReady bool // ensureNode has succeeded since Init
 
 	ports ports // the sockets that hold the pods' hostPorts
+
+	hostIPMu sync.Mutex
+	hostIP   netip.Addr // the last looked-up default route's address
+	hostIPAt time.Time  // when hostIP was looked up
 }
+
+// hostIPRefresh is how long a looked-up node address is reused: every pod
+// status carries it, and a route dump per status would cost an idle agent
+// more than all else it does (the kubelet refreshes its node addresses
+// every 10 s too).
+const hostIPRefresh = 10 * time.Second
 
 // New checks cfg, fills in the default of Log and returns a Pods. It changes
 // nothing on the node; Init does.
@@ -931,6 +942,17 @@ func (n *Pods) HostIP() netip.Addr {
 	if n.cfg.HostIP.IsValid() {
 		return n.cfg.HostIP
 	}
+	n.hostIPMu.Lock()
+	defer n.hostIPMu.Unlock()
+	if now := time.Now(); n.hostIPAt.IsZero() || now.Sub(n.hostIPAt) >= hostIPRefresh {
+		n.hostIP, n.hostIPAt = defaultRouteSource(), now
+	}
+	return n.hostIP
+}
+
+// defaultRouteSource returns the preferred source address of the IPv4
+// default route with the lowest metric, or the zero Addr.
+func defaultRouteSource() netip.Addr {
 	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return netip.Addr{}

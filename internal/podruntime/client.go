@@ -192,8 +192,9 @@ type Runtime struct {
 
 	fsGroups fsGroupDone // volume directories given the pod's fsGroup (see applyFSGroup)
 
-	pumps     *logPumps  // the file log driver's converter; nil with the binary driver
-	shimLocks keyedMutex // serialises the start of a shim group's first task (see shimGroupFor)
+	pumps     *logPumps   // the file log driver's converter; nil with the binary driver
+	shimLocks keyedMutex  // serialises the start of a shim group's first task (see shimGroupFor)
+	records   recordCache // ListContainers' container records; every change to one calls records.changed
 }
 
 // New connects to containerd at cfg.Address with cfg.Namespace as the

@@ -162,6 +162,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
+	r.records.changed()
 	if err != nil {
 		// NewContainer's lease lets GC collect a snapshot it made, but not
 		// before a retry would trip over it. A container that exists now
@@ -195,6 +196,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if _, err := cont.SetLabels(sctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		log.Warn("record start time", "err", err)
 	}
+	r.records.changed()
 	if err := task.Start(sctx); err != nil {
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("start task: %w", err)
@@ -268,7 +270,9 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 		return fmt.Errorf("load task: %w", err)
 	}
 	r.logTaskDeleted(cont.ID())
-	if err := cont.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+	err = cont.Delete(ctx, containerd.WithSnapshotCleanup)
+	r.records.changed()
+	if err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -423,7 +427,9 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	rec := containers.Container{ID: id, Labels: exitLabels(code, at)}
-	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt); err != nil {
+	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt)
+	r.records.changed()
+	if err != nil {
 		return fmt.Errorf("record exit status: %w", err)
 	}
 	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {

@@ -102,7 +102,9 @@ func (r *Runtime) recordOOM(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(ctx, oomLabelTimeout)
 	defer cancel()
 	rec := containers.Container{ID: id, Labels: map[string]string{LabelOOMKilled: "true"}}
-	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelOOMKilled); err != nil {
+	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelOOMKilled)
+	r.records.changed()
+	if err != nil {
 		if !errdefs.IsNotFound(err) && ctx.Err() == nil {
 			r.log.Warn("record OOM kill", "container", id, "err", err)
 		}

@@ -101,6 +101,7 @@ func (r *Runtime) ensureHolder(ctx context.Context, p *pod.Pod, sb pod.Sandbox) 
 		containerd.WithContainerLabels(map[string]string{LabelHolder: uid}),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
+	r.records.changed()
 	if err != nil {
 		return fmt.Errorf("create PID namespace holder: %w", err)
 	}

@@ -16,27 +16,32 @@ import (
 )
 
 // ListContainers returns all of tug's containers in the namespace (those
-// with tug's pod UID label), oldest first. It lists containers and tasks
-// with one call each. A task found exited is reaped in the background (its
+// with tug's pod UID label), oldest first. It lists the tasks with one
+// call, and the container records with another when they may have changed
+// (see recordCache). A task found exited is reaped in the background (its
 // exit recorded in labels, the task deleted: see reap), as containerd's CRI
 // does on a task's exit event, so that its shim ends and its log is
 // complete. The returned slice is the caller's.
 func (r *Runtime) ListContainers(ctx context.Context) ([]pod.RuntimeContainer, error) {
 	ctx = r.ctx(ctx)
-	recs, err := r.client.ContainerService().List(ctx, `labels."`+LabelPodUID+`"`)
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	if len(recs) == 0 {
-		return nil, nil
-	}
 	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	procs := make(map[string]*tasktypes.Process, len(resp.Tasks))
+	ids := make([]string, 0, len(resp.Tasks))
 	for _, t := range resp.Tasks {
 		procs[t.ID] = t
+		ids = append(ids, t.ID)
+	}
+	recs, err := r.records.get(ctx, r.cfg.Clock.Now(), ids, func(ctx context.Context) ([]containers.Container, error) {
+		return r.client.ContainerService().List(ctx, `labels."`+LabelPodUID+`"`)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	if len(recs) == 0 {
+		return nil, nil
 	}
 	return r.toRuntimeContainers(ctx, recs, func(id string) *tasktypes.Process { return procs[id] }), nil
 }
@@ -165,7 +170,9 @@ func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.Runti
 func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
 	now := r.cfg.Clock.Now()
 	rec := containers.Container{ID: id, Labels: exitLabels(unknownExitCode, now)}
-	if _, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt); err != nil {
+	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt)
+	r.records.changed()
+	if err != nil {
 		if !errdefs.IsNotFound(err) {
 			r.log.Warn("record exit of vanished task", "container", id, "err", err)
 		}

@@ -53,7 +53,11 @@ const (
 	pumpChunk  = 128 << 10       // raw bytes read per stream at once
 	stepChunks = 8               // reads per stream per step
 	punchEvery = 1 << 20         // give back converted raw space by this much
-	pumpTick   = 2 * time.Second // steps every pump even without inotify
+	pumpTick   = 2 * time.Second // steps every pump when inotify is unavailable
+	// pumpTickWatched steps every pump with inotify working: a safety net
+	// only (output wakes its pump at once), rare enough that an idle agent
+	// does not read every container's raw files every two seconds.
+	pumpTickWatched = 10 * time.Second
 	// pumpTaskCheck: an idle pump asks containerd whether its task is
 	// still there this often (and once when adopted). Only a safety net:
 	// tug's own task deletions (reap, remove) tell the pump at once, and an
@@ -596,7 +600,11 @@ func (l *logPumps) Run(ctx context.Context) error {
 	watch := newRawWatch(l.log)
 	defer watch.close()
 	go watch.run(l.poke)
-	tick := time.NewTicker(pumpTick)
+	period := pumpTick
+	if watch.f != nil {
+		period = pumpTickWatched
+	}
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		l.stepAll(ctx, watch)

@@ -21,6 +21,12 @@ import (
 // loses its pods. The pods of a source that is no longer configured (a
 // removed or changed --manifest-url) are removed once every configured
 // source has reported. It runs in Run's goroutine.
+//
+// Containers are checked on every turn (from the PLEG's cache, no call).
+// Sandboxes, pod directories and claims are listed from the node (dirs,
+// netlink, nftables, cgroups), which an idle agent should not do every
+// two seconds: at the first turn, after a worker ended (a pod was removed
+// or replaced) and every sandboxScanPeriod otherwise.
 func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	now := l.now.Now()
 	for uid, at := range l.killed {
@@ -51,6 +57,10 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 		l.killed[c.PodUID] = now
 		l.start(ctx, wg, p).kill(p)
 	}
+	if !l.rescan && now.Sub(l.scanned) < sandboxScanPeriod {
+		return
+	}
+	l.rescan, l.scanned = false, now
 	sandboxes := l.sandboxUIDs()
 	for _, uid := range sandboxes {
 		if seen[uid] || l.workers[uid] != nil || !l.unwanted(uid) {
@@ -64,6 +74,10 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 	l.removePodDirs(seen, sandboxes)
 	l.removeClaims()
 }
+
+// sandboxScanPeriod is how often housekeeping lists sandboxes, pod
+// directories and claims when no worker ended in between.
+const sandboxScanPeriod = 30 * time.Second
 
 // removePodDirs removes the pod and log directories of pods that are gone
 // and left nothing else: no container (seen), no worker, no sandbox piece

@@ -100,11 +100,15 @@ type Loop struct {
 	workers   map[string]*worker   // by pod UID; only touched by Run
 	afterKill map[string]*pod.Pod  // pods re-added while their old worker is killing
 	killed    map[string]time.Time // orphans housekeeping removed lately
-	held      map[string]*pod.Pod  // pods beyond MaxPods, by UID; only touched by Run
-	done      chan string          // UIDs of workers that ended
-	evictions chan string          // UIDs of pods Evict marked, to sync now
-	wakes     chan string          // UIDs of pods Resync asked for
-	beat      atomic.Int64         // Unix nanoseconds of Run's last turn
+	// scanned is when housekeeping last looked for sandboxes, pod
+	// directories and claims; rescan asks it to look at its next turn.
+	scanned   time.Time
+	rescan    bool
+	held      map[string]*pod.Pod // pods beyond MaxPods, by UID; only touched by Run
+	done      chan string         // UIDs of workers that ended
+	evictions chan string         // UIDs of pods Evict marked, to sync now
+	wakes     chan string         // UIDs of pods Resync asked for
+	beat      atomic.Int64        // Unix nanoseconds of Run's last turn
 }
 
 // New returns a sync loop that drives pods through cfg.Runtime and
@@ -160,6 +164,7 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 		workers:   map[string]*worker{},
 		afterKill: map[string]*pod.Pod{},
 		killed:    map[string]time.Time{},
+		rescan:    true,
 		held:      map[string]*pod.Pod{},
 		done:      make(chan string),
 		evictions: make(chan string, 16),
@@ -220,6 +225,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.housekeeping(ctx, &wg)
 		case uid := <-l.done:
 			delete(l.workers, uid)
+			l.rescan = true
 			if p, ok := l.afterKill[uid]; ok {
 				delete(l.afterKill, uid)
 				l.start(ctx, &wg, p).update(p)

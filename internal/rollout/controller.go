@@ -61,7 +61,8 @@ type Config struct {
 	Timeout time.Duration
 	// MaxRestarts is how many restarts an update may cause (default 2).
 	MaxRestarts int
-	// Period is how often the pods are judged (default 500 ms).
+	// Period is how often the pods are judged (default 1 s: a pod's
+	// status changes at most once per relist of the PLEG).
 	Period     time.Duration
 	Store      Wanted
 	Pods       Progresser
@@ -95,7 +96,7 @@ type Controller struct {
 // restart is held back from the start.
 func New(cfg Config) (*Controller, error) {
 	if cfg.Period == 0 {
-		cfg.Period = 500 * time.Millisecond
+		cfg.Period = time.Second
 	}
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = 2
@@ -403,6 +404,10 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 	// reads the published one.
 	c.mu.Lock()
 	r := c.records[uid]
+	if r != nil && d.Hash == r.GoodHash && r.Watch == "" && r.Failed == "" && !c.manual[uid] {
+		c.mu.Unlock()
+		return false // at its last good spec: the idle agent's case, no copy
+	}
 	if r == nil {
 		r = &record{UID: uid, Name: p.FullName(), Source: d.Origin.Source}
 	} else {
