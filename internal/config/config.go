@@ -221,6 +221,9 @@ type Config struct {
 	// pod (every container of a pod) or node (every container of tug's
 	// namespace). Default pod.
 	ShimGrouping string `yaml:"shim-grouping"`
+	// PageOutExecutableAfter is when, after start, tug gives back the
+	// pages of its own binary that start-up mapped (0: never). Default 1m.
+	PageOutExecutableAfter time.Duration `yaml:"page-out-executable-after"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -316,6 +319,7 @@ func Default() Config {
 		MinimumImageTTLDuration:          2 * time.Minute,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
 		ShimGrouping:                     "pod",
+		PageOutExecutableAfter:           time.Minute,
 	}
 }
 
@@ -395,6 +399,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")
 	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "maximum grace period (seconds) of a pod evicted for a soft threshold (0: the pod's own)")
 	fs.StringVar(&c.ShimGrouping, "shim-grouping", c.ShimGrouping, "containers that share one containerd shim: pod or node")
+	fs.DurationVar(&c.PageOutExecutableAfter, "page-out-executable-after", c.PageOutExecutableAfter, "how long after start tug gives back the pages of its own binary that start-up mapped (0: never)")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -463,6 +468,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive", name))
 		}
+	}
+	if c.PageOutExecutableAfter < 0 {
+		errs = append(errs, fmt.Errorf("page-out-executable-after: must not be negative (0: never)"))
 	}
 	if c.RolloutMinReady < 0 {
 		errs = append(errs, fmt.Errorf("rollout-min-ready: must not be negative"))
