@@ -7,7 +7,7 @@
 // and of podman's conmons, with the per-pod figure of each and their
 // ratio.
 //
-//	go run ./scripts/benchfootprint [-pods 30] [-settle 5s] [-shim-grouping pod|node] [-tug ./tug] [-keep] [-markdown]
+//	go run ./scripts/benchfootprint [-pods 30] [-settle 60s] [-podman=false] [-shim-grouping pod|node] [-tug ./tug] [-keep] [-markdown]
 //
 // The processes tug caused are found without assuming a design: the
 // containerd shims of the benchmark's namespace on its containerd, and
@@ -68,6 +68,7 @@ type options struct {
 	pods         int
 	settle       time.Duration
 	shimGrouping string
+	podman       bool
 }
 
 func main() {
@@ -80,8 +81,9 @@ func main() {
 	var o options
 	o.Flags(flag.CommandLine)
 	flag.IntVar(&o.pods, "pods", 30, "number of running one-container pods")
-	flag.DurationVar(&o.settle, "settle", 5*time.Second, "wait after all pods run, before measuring")
+	flag.DurationVar(&o.settle, "settle", 60*time.Second, "wait after all pods run, before measuring (tug at rest: past the rollout watch of new pods and the page-out of start-up pages)")
 	flag.StringVar(&o.shimGrouping, "shim-grouping", "", "tug's --shim-grouping (default: tug's default)")
+	flag.BoolVar(&o.podman, "podman", true, "also run podman (false: tug's figures alone, for tuning; no verdict on the per-pod ratio)")
 	flag.Parse()
 
 	err := o.Check()
@@ -90,6 +92,9 @@ func main() {
 	}
 	bench.Run("benchfootprint", err, func(ctx context.Context) error { return run(ctx, o) })
 }
+
+// errNoPodman is the comparison's error when -podman=false skipped it.
+var errNoPodman = errors.New("not run (-podman=false)")
 
 // group is the processes of one kind and their summed memory.
 type group struct {
@@ -107,9 +112,13 @@ func run(ctx context.Context, o options) error {
 	if err == nil {
 		// tug's figures are worth printing even when podman cannot run
 		// here; the run then fails.
-		podGroups, perr := runPodman(ctx, o, filepath.Join(dir, "podman"))
+		var podGroups []group
+		perr := errNoPodman
+		if o.podman {
+			podGroups, perr = runPodman(ctx, o, filepath.Join(dir, "podman"))
+			err = perr
+		}
 		report(os.Stdout, o, tugGroups, podGroups, perr)
-		err = perr
 	}
 	keep := o.Keep || err != nil
 	return errors.Join(err, bench.RemoveWorkDir("benchfootprint", dir, keep))
@@ -531,7 +540,7 @@ func report(w io.Writer, o options, tugGroups, podGroups []group, podErr error) 
 		grouping = "tug's default"
 	}
 	fmt.Fprintf(w, "\nbenchfootprint: %d one-container pods, tug (--shim-grouping %s) then podman kube play, same run\n\n", o.pods, grouping)
-	t := bench.Table{Header: []string{"runner", "process", "count", "PSS (MiB)", "PSS per pod (MiB)"}}
+	t := bench.Table{Header: []string{"runner", "process", "count", "PSS (MiB)", "anon + file (MiB)", "PSS per pod (MiB)"}}
 	var tugTotal, tugCaused, podTotal float64
 	for i, g := range tugGroups {
 		pss := bench.MiB(g.mem.PSS)
@@ -539,12 +548,12 @@ func report(w io.Writer, o options, tugGroups, podGroups []group, podErr error) 
 		if i > 0 {
 			tugCaused += pss
 		}
-		t.Row("tug", g.name, len(g.pids), fmt.Sprintf("%.1f", pss), fmt.Sprintf("%.2f", pss/float64(o.pods)))
+		t.Row("tug", g.name, len(g.pids), fmt.Sprintf("%.1f", pss), g.split(), fmt.Sprintf("%.2f", pss/float64(o.pods)))
 	}
 	for _, g := range podGroups {
 		pss := bench.MiB(g.mem.PSS)
 		podTotal += pss
-		t.Row("podman", g.name, len(g.pids), fmt.Sprintf("%.1f", pss), fmt.Sprintf("%.2f", pss/float64(o.pods)))
+		t.Row("podman", g.name, len(g.pids), fmt.Sprintf("%.1f", pss), g.split(), fmt.Sprintf("%.2f", pss/float64(o.pods)))
 	}
 	t.Write(w, o.Markdown)
 	n := float64(o.pods)
@@ -558,6 +567,11 @@ func report(w io.Writer, o options, tugGroups, podGroups []group, podErr error) 
 	fmt.Fprintf(w, "per pod: tug %.2f MiB (what it caused / pods), podman %.2f MiB (conmons / pods); tug / podman %s (target <= %gx)  %s\n",
 		tugCaused/n, podTotal/n, bench.RatioString(tugCaused, podTotal), targetPerPodX, bench.Verdict(tugCaused <= targetPerPodX*podTotal))
 	fmt.Fprintf(w, "per pod with the agent shared out: tug %.2f MiB\n", tugTotal/n)
+}
+
+// split is the group's PSS as anonymous + file pages.
+func (g group) split() string {
+	return fmt.Sprintf("%.1f + %.1f", bench.MiB(g.mem.PSSAnon), bench.MiB(g.mem.PSSFile))
 }
 
 func argAfter(args []string, flag string) string {

@@ -78,28 +78,31 @@ type Memory struct {
 	RSS int64 // VmRSS: resident pages, shared ones counted in full
 	HWM int64 // VmHWM: the peak of VmRSS
 	PSS int64 // Pss of smaps_rollup: shared pages divided among their users
+	// PSSAnon and PSSFile split PSS into anonymous memory (heap, stacks)
+	// and file pages (the executable and libraries).
+	PSSAnon, PSSFile int64
 }
 
 // Add returns m + o.
 func (m Memory) Add(o Memory) Memory {
-	return Memory{RSS: m.RSS + o.RSS, HWM: m.HWM + o.HWM, PSS: m.PSS + o.PSS}
+	return Memory{RSS: m.RSS + o.RSS, HWM: m.HWM + o.HWM, PSS: m.PSS + o.PSS, PSSAnon: m.PSSAnon + o.PSSAnon, PSSFile: m.PSSFile + o.PSSFile}
 }
 
 // MiB converts KiB to MiB.
 func MiB(kib int64) float64 { return float64(kib) / 1024 }
 
 // ReadMemory reads a process's VmRSS and VmHWM (/proc/PID/status) and Pss
-// (/proc/PID/smaps_rollup).
+// with its anonymous and file parts (/proc/PID/smaps_rollup).
 func ReadMemory(pid int) (Memory, error) {
 	status, err := readKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:", "VmHWM:")
 	if err != nil {
 		return Memory{}, err
 	}
-	rollup, err := readKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+	rollup, err := readKiB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:", "Pss_Anon:", "Pss_File:")
 	if err != nil {
 		return Memory{}, err
 	}
-	return Memory{RSS: status[0], HWM: status[1], PSS: rollup[0]}, nil
+	return Memory{RSS: status[0], HWM: status[1], PSS: rollup[0], PSSAnon: rollup[1], PSSFile: rollup[2]}, nil
 }
 
 // SumMemory returns the memory of the processes pids, summed.
