@@ -550,6 +550,7 @@ func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
 	// Its task is about to be created: no task check for a while.
 	p.lastData = time.Now()
 	l.pumps[id] = p
+	l.poke() // the next step watches its files: output wakes it from the first line
 	out, errp, _ := rawPaths(base)
 	return func(string) (cio.IO, error) {
 		return &fileIO{cfg: cio.Config{Stdout: out, Stderr: errp}}, nil
@@ -722,12 +723,15 @@ func (w *rawWatch) add(p *pump) {
 	if w.watched[p] {
 		return
 	}
-	w.watched[p] = true
 	out, errp, _ := rawPaths(p.base)
 	for _, path := range []string{out, errp} {
-		// A watch ends by itself when the file is removed.
-		_, _ = unix.InotifyAddWatch(int(w.f.Fd()), path, unix.IN_MODIFY)
+		// A watch ends by itself when the file is removed. One that cannot
+		// be added now is tried again at the next step.
+		if _, err := unix.InotifyAddWatch(int(w.f.Fd()), path, unix.IN_MODIFY); err != nil {
+			return
+		}
 	}
+	w.watched[p] = true
 }
 
 // remove forgets p (its watches ended with its files, or end with the
