@@ -61,9 +61,12 @@ type Config struct {
 	Timeout time.Duration
 	// MaxRestarts is how many restarts an update may cause (default 2).
 	MaxRestarts int
-	// Period is how often the pods are judged (default 1 s: a pod's
-	// status changes at most once per relist of the PLEG).
+	// Period is how often the pods are judged while a rollout is under
+	// way (default 1 s: a pod's status changes at most once per relist of
+	// the PLEG); IdlePeriod when every pod is at its last good spec
+	// (default 5 s: an idle agent should not wake for nothing).
 	Period     time.Duration
+	IdlePeriod time.Duration
 	Store      Wanted
 	Pods       Progresser
 	Events     eventRecorder // nil: no events
@@ -97,6 +100,9 @@ type Controller struct {
 func New(cfg Config) (*Controller, error) {
 	if cfg.Period == 0 {
 		cfg.Period = time.Second
+	}
+	if cfg.IdlePeriod == 0 {
+		cfg.IdlePeriod = 5 * time.Second
 	}
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = 2
@@ -175,14 +181,20 @@ func (c *Controller) setPins(ctx context.Context) {
 	c.cfg.Store.SetPins(ctx, pins, files)
 }
 
-// Run judges the pods every Period until ctx ends.
+// Run judges the pods every Period while a rollout is under way, every
+// IdlePeriod when every pod is at its last good spec, until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	t := time.NewTicker(c.cfg.Period)
+	t := time.NewTimer(c.cfg.Period)
 	defer t.Stop()
 	for {
 		if c.judge() {
 			c.setPins(ctx)
 		}
+		next := c.cfg.Period
+		if c.atRest() {
+			next = c.cfg.IdlePeriod
+		}
+		t.Reset(next)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -190,6 +202,31 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-c.wake:
 		}
 	}
+}
+
+// atRest reports whether every wanted pod is at its last good spec and
+// every atomic file at its good content: nothing to time out, so a new
+// spec may wait IdlePeriod to be noticed (its timeout counts from then).
+func (c *Controller) atRest() bool {
+	wanted := c.cfg.Store.Wanted()
+	files := c.cfg.Store.Files()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.manual) > 0 || len(c.manualFile) > 0 {
+		return false
+	}
+	for _, d := range wanted {
+		r := c.records[d.Pod.Metadata.UID]
+		if r == nil || d.Hash != r.GoodHash || r.Watch != "" || r.Failed != "" {
+			return false
+		}
+	}
+	for _, f := range files {
+		if fr := c.fileRecs[f.Origin]; c.atomic[f.Origin] && (fr == nil || fr.GoodContent != f.AppliedHash || fr.Failed != "") {
+			return false
+		}
+	}
+	return true
 }
 
 // judge looks at every wanted pod once and reports whether the pins

@@ -191,21 +191,17 @@ func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
 	}
 	met := m.update(m.cfg.Clock.Now(), obs)
 	pods := m.cfg.Pods.ActivePods()
-	if len(m.cfg.Thresholds) == 0 {
-		pods = slices.DeleteFunc(pods, func(p *pod.Pod) bool { return !hasLocalStorageLimit(p) })
-	}
+	// Only pods with a local storage limit are read on every pass; the
+	// others only when a threshold is met and they are to be ranked.
 	stats := make(map[string]PodStats, len(pods))
-	for _, p := range pods {
-		if st, ok := m.cfg.Pods.PodStats(ctx, p); ok {
-			stats[p.Metadata.UID] = st
-		}
-	}
+	m.readStats(ctx, stats, slices.DeleteFunc(slices.Clone(pods), func(p *pod.Pod) bool { return !hasLocalStorageLimit(p) }))
 	if p, err := m.localStorageEviction(ctx, pods, stats); p != nil || err != nil {
 		return p, err
 	}
 	if len(met) == 0 {
 		return nil, nil
 	}
+	m.readStats(ctx, stats, pods)
 	t := met[0]
 	o := obs[t.Signal]
 	m.cfg.Log.Info("eviction threshold met", "signal", string(t.Signal), "threshold", t.String(), "available", formatQuantity(t.Signal, o.Available))
@@ -399,6 +395,18 @@ func cmpTrueFirst(a, b bool) int {
 		return -1
 	}
 	return 1
+}
+
+// readStats adds the usage of the pods not in stats yet.
+func (m *Manager) readStats(ctx context.Context, stats map[string]PodStats, pods []*pod.Pod) {
+	for _, p := range pods {
+		if _, done := stats[p.Metadata.UID]; done {
+			continue
+		}
+		if st, ok := m.cfg.Pods.PodStats(ctx, p); ok {
+			stats[p.Metadata.UID] = st
+		}
+	}
 }
 
 // localStorageEviction evicts the first pod (in the given order) that
