@@ -330,6 +330,21 @@ func (r *Runtime) importArchive(ctx context.Context, name string, key archiveKey
 	r.imported[name] = key
 	path := filepath.Join(r.cfg.ImageDir, name)
 	start := time.Now()
+	// The import and the unpack share one lease, released on a context of
+	// its own: an agent stopping half-way (ctx cancelled) would otherwise
+	// leave the client's lease behind, pinning the half-imported content
+	// for a day.
+	ctx, release, err := r.client.WithLease(ctx)
+	if err != nil {
+		return fmt.Errorf("import image archive %s: %w", path, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if err := release(rctx); err != nil {
+			r.log.Warn("release image import lease", "file", path, "err", err)
+		}
+	}()
 	imgs, err := r.importFile(ctx, path)
 	if err != nil {
 		return fmt.Errorf("import image archive %s: %w", path, err)

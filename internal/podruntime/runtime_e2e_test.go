@@ -835,10 +835,14 @@ func TestE2EImportArchives(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(dir, "late.tar.gz")); err != nil {
 		t.Fatal(err)
 	}
+	// Imported means unpacked too: the image record alone appears before
+	// the unpack ends.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if _, err := e.r.localImage(e.ctx, "docker.io/tugtest/late:v2"); err == nil {
-			break
+		if img, err := e.r.localImage(e.ctx, "docker.io/tugtest/late:v2"); err == nil {
+			if ok, _ := img.IsUnpacked(e.ctx, e.r.cfg.Snapshotter); ok {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("WatchImages did not import late.tar.gz")
