@@ -126,6 +126,10 @@ type tug struct {
 	startedAt time.Time     // just before cmd started
 	exited    chan struct{} // closed when cmd has exited
 	waitErr   error         // cmd.Wait's result, set before exited is closed
+
+	// failure is the wait that failed the test, said again after tug's
+	// output (CI shows the end of a failed test's output).
+	failure string
 }
 
 // startTug checks the prerequisites (root, the test containerd, the test
@@ -315,7 +319,12 @@ func (tg *tug) cleanup() {
 		t.Logf("stopping tug: %v", err)
 	}
 	if t.Failed() {
-		t.Logf("tug output:\n%s", tg.out.String())
+		out := tg.out.String()
+		t.Logf("tug output:\n%s", out)
+		t.Logf("tug's output without DEBUG, last %d lines:\n%s", failureTail, withoutDebug(out, failureTail))
+		if tg.failure != "" {
+			t.Logf("the test failed %s", tg.failure)
+		}
 	}
 	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), tg.ns), cleanupTimeout)
 	defer cancel()
@@ -332,6 +341,22 @@ func (tg *tug) cleanup() {
 		t.Errorf("cleanup: %v", err)
 	}
 	tg.client.Close()
+}
+
+// failureTail is how many of tug's non-DEBUG lines a failed test repeats
+// at its end.
+const failureTail = 40
+
+// withoutDebug returns the last n lines of tug's output that are not at
+// level DEBUG.
+func withoutDebug(out string, n int) string {
+	var keep []string
+	for line := range strings.Lines(out) {
+		if !strings.Contains(line, "level=DEBUG") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-n):], "")
 }
 
 func ignoreNotFound(err error) error {
@@ -430,11 +455,19 @@ func (tg *tug) output() string { return tg.out.String() }
 // waitFor is waitFor that also fails at once when tug has exited.
 func (tg *tug) waitFor(timeout time.Duration, what string, cond func() (bool, error)) {
 	tg.t.Helper()
+	var last error
+	defer func() {
+		if tg.t.Failed() && tg.failure == "" {
+			tg.failure = fmt.Sprintf("waiting for %s; last error: %v", what, last)
+		}
+	}()
 	waitFor(tg.t, timeout, what, func() (bool, error) {
 		if tg.exited != nil && !tg.running() {
 			return false, fmt.Errorf("%w (tug exited: %v)", errStop, tg.waitErr)
 		}
-		return cond()
+		ok, err := cond()
+		last = err
+		return ok, err
 	})
 }
 

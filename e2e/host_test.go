@@ -127,12 +127,29 @@ func (tg *tug) waitLog(timeout time.Duration, podName, container string, attempt
 		}
 		for _, w := range want {
 			if indexLine(lines, "stdout", w) < 0 && indexLine(lines, "stderr", w) < 0 {
-				return false, fmt.Errorf("log so far: %q", lines)
+				return false, fmt.Errorf("log so far: %q; raw files: %s", lines, tg.rawLogFiles(podName, container))
 			}
 		}
 		return true, nil
 	})
 	return lines
+}
+
+// rawLogFiles lists the file driver's raw files of a container, with
+// their sizes, for a failure message.
+func (tg *tug) rawLogFiles(podName, container string) string {
+	dir := filepath.Join(tg.rootDir, "pods", tg.uid(podName), "logs", container)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			fmt.Fprintf(&b, "%s (%d bytes) ", e.Name(), fi.Size())
+		}
+	}
+	return b.String()
 }
 
 // indexLine returns the index of the first full line of stream with text,
