@@ -13,10 +13,11 @@
 #   make test         everything CI runs: lint, test-unit, fuzz, both builds, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
-#                     then test-v2
+#                     then test-v2 and test-systemd
 #   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
-#                     time): brings the test environment up, prints the daemons' logs
-#                     on failure, brings it down (E2E_TIMEOUT, default 20m)
+#                     time, the six long waiting tests that call t.Parallel together at the
+#                     end): brings the test environment up, prints the
+#                     daemons' logs on failure, brings it down (E2E_TIMEOUT, default 30m)
 #   make test-v2      the cgroup tests again on a pure cgroup v2 kernel (this host
 #                     is hybrid v1): tug and the test binaries built here, run in a
 #                     QEMU guest (scripts/v2guest.sh; software emulation, a few
@@ -122,7 +123,7 @@ e2e:
 	if [ $$rc -eq 0 ]; then \
 		( eval "$$($(TESTENV) env)"; \
 		  set -x; \
-		  CI="$${CI:-}" $(GO) test -tags e2e -race -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) ) || rc=$$?; \
+		  CI="$${CI:-}" $(GO) test -tags e2e -race -p 1 -parallel 6 -count=1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) ) || rc=$$?; \
 		if [ $$rc -ne 0 ]; then echo "e2e: FAILED (exit $$rc)"; $(TESTENV) logs || true; fi; \
 	fi; \
 	$(TESTENV) down || true; \

@@ -7,7 +7,12 @@
 // Every test starts its own tug with startTug: its own manifest, root, run,
 // logs and image directories under t.TempDir() and its own containerd
 // namespace, all removed by t.Cleanup even when the test fails. Tests run one
-// after the other (the machine has two cores).
+// after the other (the machine has two cores), except a few long ones that
+// mostly wait (on a back-off, an idle bound, a probe timeout, a watchdog)
+// and touch nothing but their own tug: they call t.Parallel, so Go runs them
+// together after all the others (-parallel 6 in the Makefile: all at once). A
+// test that restarts containerd, fills memory or disk, burns CPU or checks
+// a duration to better than a few seconds must not be one of them.
 //
 //	set -a; source /var/tmp/tug-testenv/env; set +a
 //	CI=true go test -tags e2e -count=1 -v ./e2e/

@@ -264,6 +264,7 @@ func get(c *http.Client, url string) (string, error) {
 }
 
 func TestPodNetworkNoLeaks(t *testing.T) {
+	t.Parallel() // long and waiting: see the package doc
 	tg, _ := startNetTug(t)
 	// A pod that stays, so the bridge and the rules of others exist.
 	tg.writeManifest("stay.yaml", webPod("stay", tg.image, 8089))

@@ -226,6 +226,7 @@ func TestProbeHostNetwork(t *testing.T) {
 // are not part of the container's hash) only the containers' own
 // processes remain.
 func TestProbeExecTimeoutNoLeak(t *testing.T) {
+	t.Parallel() // long and waiting: see the package doc
 	tg := startTug(t, tugOpts{})
 	const n = 4
 	probe := `      readinessProbe:

@@ -22,6 +22,7 @@ import (
 // once, then after 10, 20 and 40 s, and "tug pods" shows CrashLoopBackOff
 // and the restart count while it waits. About 75 s.
 func TestCrashLoopBackoff(t *testing.T) {
+	t.Parallel() // long and waiting: see the package doc
 	testCrashLoop(t, nil, []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second}, 3*time.Second)
 }
 

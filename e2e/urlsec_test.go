@@ -77,6 +77,7 @@ func (tg *tug) checkpointFile() string {
 // after a key rotation), no bad answer removes the URL's pods; only a
 // valid, verified empty answer does.
 func TestURLBadAnswerKeepsPods(t *testing.T) {
+	t.Parallel() // long and waiting: see the package doc
 	image, _ := testutil.TestImage(t)
 	body := twoPods(image, idle)
 	srv := newManifestServer(t, good(body))
