@@ -135,6 +135,8 @@ type tug struct {
 	// failure is the wait that failed the test, said again after tug's
 	// output (CI shows the end of a failed test's output).
 	failure string
+	// outputShown: tug's output was logged for a failure.
+	outputShown bool
 }
 
 // startTug checks the prerequisites (root, the test containerd, the test
@@ -146,9 +148,18 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 	addr := testutil.RequireContainerd(t)
 	image, archive := testutil.TestImage(t)
 	testutil.RequireCommand(t, "nsenter")
+	// Registered before the namespace's leak check, so it runs after it: a
+	// test that failed only there (a shim left behind) still shows what
+	// tug did.
+	var tg *tug
+	t.Cleanup(func() {
+		if tg != nil && t.Failed() && !tg.outputShown {
+			tg.showOutput()
+		}
+	})
 
 	base := t.TempDir()
-	tg := &tug{
+	tg = &tug{
 		t:           t,
 		base:        base,
 		manifestDir: filepath.Join(base, "manifests"),
@@ -324,12 +335,7 @@ func (tg *tug) cleanup() {
 		t.Logf("stopping tug: %v", err)
 	}
 	if t.Failed() {
-		out := tg.out.String()
-		t.Logf("tug output:\n%s", out)
-		t.Logf("tug's output without DEBUG, last %d lines:\n%s", failureTail, withoutDebug(out, failureTail))
-		if tg.failure != "" {
-			t.Logf("the test failed %s", tg.failure)
-		}
+		tg.showOutput()
 	}
 	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), tg.ns), cleanupTimeout)
 	defer cancel()
@@ -346,6 +352,18 @@ func (tg *tug) cleanup() {
 		t.Errorf("cleanup: %v", err)
 	}
 	tg.client.Close()
+}
+
+// showOutput logs tug's output, then its last non-DEBUG lines and the wait
+// that failed (CI shows the end of a failed test's output).
+func (tg *tug) showOutput() {
+	tg.outputShown = true
+	out := tg.out.String()
+	tg.t.Logf("tug output:\n%s", out)
+	tg.t.Logf("tug's output without DEBUG, last %d lines:\n%s", failureTail, withoutDebug(out, failureTail))
+	if tg.failure != "" {
+		tg.t.Logf("the test failed %s", tg.failure)
+	}
 }
 
 // failureTail is how many of tug's non-DEBUG lines a failed test repeats
