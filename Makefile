@@ -15,9 +15,9 @@
 #                     of scripts/testenv.sh, which is brought down afterwards,
 #                     then test-v2 and test-systemd
 #   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
-#                     time, the six long waiting tests that call t.Parallel together at the
-#                     end): brings the test environment up, prints the
-#                     daemons' logs on failure, brings it down (E2E_TIMEOUT, default 30m)
+#                     time, the six long waiting tests that call t.Parallel together at
+#                     the end): brings the test environment up, prints the daemons' logs
+#                     on failure, brings it down (E2E_TIMEOUT, default 30m)
 #   make test-v2      the cgroup tests again on a pure cgroup v2 kernel (this host
 #                     is hybrid v1): tug and the test binaries built here, run in a
 #                     QEMU guest (scripts/v2guest.sh; software emulation, a few

@@ -135,8 +135,6 @@ type tug struct {
 	// failure is the wait that failed the test, said again after tug's
 	// output (CI shows the end of a failed test's output).
 	failure string
-	// outputShown: tug's output was logged for a failure.
-	outputShown bool
 }
 
 // startTug checks the prerequisites (root, the test containerd, the test
@@ -148,12 +146,12 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 	addr := testutil.RequireContainerd(t)
 	image, archive := testutil.TestImage(t)
 	testutil.RequireCommand(t, "nsenter")
-	// Registered before the namespace's leak check, so it runs after it: a
-	// test that failed only there (a shim left behind) still shows what
-	// tug did.
+	// Registered before the namespace's leak check, so it runs last: a
+	// test that failed anywhere, the leak check included (a shim left
+	// behind), shows what tug did at the end of its output.
 	var tg *tug
 	t.Cleanup(func() {
-		if tg != nil && t.Failed() && !tg.outputShown {
+		if tg != nil && t.Failed() {
 			tg.showOutput()
 		}
 	})
@@ -334,9 +332,6 @@ func (tg *tug) cleanup() {
 	if err := tg.Stop(); err != nil {
 		t.Logf("stopping tug: %v", err)
 	}
-	if t.Failed() {
-		tg.showOutput()
-	}
 	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), tg.ns), cleanupTimeout)
 	defer cancel()
 	if err := testutil.RemoveContainers(ctx, tg.client); err != nil {
@@ -357,7 +352,6 @@ func (tg *tug) cleanup() {
 // showOutput logs tug's output, then its last non-DEBUG lines and the wait
 // that failed (CI shows the end of a failed test's output).
 func (tg *tug) showOutput() {
-	tg.outputShown = true
 	out := tg.out.String()
 	tg.t.Logf("tug output:\n%s", out)
 	tg.t.Logf("tug's output without DEBUG, last %d lines:\n%s", failureTail, withoutDebug(out, failureTail))
