@@ -103,8 +103,13 @@ test-unit:
 test: lint test-unit fuzz build build-arm64 e2e test-v2 test-systemd
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
-# fuzzed for a bounded time (package:Target; go test -fuzz takes one at a time).
-FUZZ_TIME ?= 20s
+# fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes
+# one at a time). A count, not a duration: Go 1.26's fuzz coordinator can fail
+# a duration run with a bare "context deadline exceeded" and no crasher (it
+# checks the deadline against its workers' context, which may not be cancelled
+# yet; CI failed so twice); a count has no deadline to race. 100000 inputs
+# take 8-25 s per target here.
+FUZZ_TIME ?= 100000x
 FUZZ_TARGETS ?= ./internal/pod:FuzzParse ./internal/source:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
