@@ -119,11 +119,20 @@ func (r *Runtime) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSourc
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
+	if src.Medium != pod.StorageMediumMemory {
+		// 0777 past the umask, when created only: PreparePod runs at every
+		// sync, and a later chmod would take back the setgid bit fsGroup
+		// added and undo the pod's own chmod of its volume.
+		if err := os.Mkdir(dir, 0o777); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return nil
+			}
+			return err
+		}
+		return os.Chmod(dir, 0o777)
+	}
 	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
-	}
-	if src.Medium != pod.StorageMediumMemory {
-		return os.Chmod(dir, 0o777) // past the umask
 	}
 	mounted, err := isMountPoint(dir)
 	if err != nil || mounted {

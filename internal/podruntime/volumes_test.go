@@ -314,6 +314,50 @@ func TestPreparePodAndMounts(t *testing.T) {
 	}
 }
 
+// TestPreparePodKeepsEmptyDirMode: PreparePod runs at every sync; once an
+// emptyDir exists, a later run leaves its mode alone: the setgid bit fsGroup
+// added stays (an e2e run saw /scratch at 777 instead of 2777 when a sync
+// came between the container's start and its stat), and so does the pod's
+// own chmod of the volume.
+func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
+	gid := int64(os.Getgid()) // a group of our own: chown to it needs no root
+	tests := []struct {
+		name    string
+		fsGroup *int64
+		podMode os.FileMode // what the pod sets between the syncs; 0: nothing
+		want    os.FileMode
+	}{
+		{name: "fsGroup", fsGroup: &gid, want: 0o777 | os.ModeSetgid},
+		{name: "pod chmod", podMode: 0o700, want: 0o700},
+		{name: "plain", want: 0o777},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := testRuntime(t)
+			p := volumePod(t, filepath.Join(t.TempDir(), "data"))
+			p.Spec.SecurityContext = &pod.PodSecurityContext{FSGroup: tt.fsGroup}
+			scratch := r.emptyDirPath(p.Metadata.UID, "scratch")
+			for sync := range 3 {
+				if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+					t.Fatal(err)
+				}
+				if sync == 0 && tt.podMode != 0 {
+					if err := os.Chmod(scratch, tt.podMode); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			fi, err := os.Stat(scratch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode() & (os.ModePerm | os.ModeSetgid); got != tt.want {
+				t.Errorf("emptyDir mode after three syncs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPreparePodHostNetworkHostname(t *testing.T) {
 	r := testRuntime(t)
 	p := testPod("web-node1")
