@@ -194,6 +194,7 @@ type Runtime struct {
 
 	pumps     *logPumps   // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex  // serialises the start of a shim group's first task (see shimGroupFor)
+	deletes   keyedMutex  // one delete of a container's task at a time (see reap)
 	records   recordCache // ListContainers' container records; every change to one calls records.changed
 }
 

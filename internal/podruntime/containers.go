@@ -258,9 +258,12 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	task, err := cont.Task(ctx, nil)
 	switch {
 	case err == nil:
-		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-			// A concurrent reap (see reapAsync) may have deleted the task
-			// under us, which can surface as a closed ttrpc connection to
+		unlock := r.deletes.lock(cont.ID()) // see reap
+		_, err := task.Delete(ctx, containerd.WithProcessKill)
+		unlock()
+		if err != nil && !errdefs.IsNotFound(err) {
+			// A reap may have deleted the task between our load and our
+			// delete, which can surface as a closed ttrpc connection to
 			// its shim: only a task that is still there is a failure.
 			if _, terr := cont.Task(ctx, nil); !errdefs.IsNotFound(terr) {
 				return fmt.Errorf("delete task: %w", err)
@@ -415,12 +418,22 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 }
 
 // reap records the exit of container id's stopped task in the container's
-// labels, then deletes the task, which ends its shim. The shim keeps the
-// container's output pipes open until then, so only now does the logger see
-// their end, write a last line that had no newline, and exit (the delete
-// waits for that). The labels are written first, so the exit status is never
+// labels, then deletes the task, which ends its shim (unless other tasks of
+// its group still run in it). The shim keeps the container's output pipes
+// open until then, so only now does the logger see their end, write a last
+// line that had no newline, and exit (the delete waits for that). The labels are written first, so the exit status is never
 // lost. It runs on a context of its own, bounded, so that a caller giving up
 // does not leave it half done. A task already deleted is not an error.
+//
+// Every delete of a task (this one, and deleteContainer's) holds r.deletes
+// for the container: two at once can strand its shim in containerd 1.6.
+// Both go through containerd's one connection to the shim; the one that
+// ends first asks the shim to shut down (which it refuses while it still
+// holds the container) and closes that connection, so the other fails with
+// "ttrpc: closed" and never asks again: the shim lives on, idle, with
+// nothing to end it. CI's leak check caught this twice in
+// TestRestartPolicies, each time an init container, whose exit is reaped by
+// its wait and by the listing.
 func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time) error {
 	r.reaps.add()
 	defer r.reaps.done()
@@ -432,7 +445,10 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 	if err != nil {
 		return fmt.Errorf("record exit status: %w", err)
 	}
-	if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id}); err != nil {
+	unlock := r.deletes.lock(id)
+	_, err = r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
+	unlock()
+	if err != nil {
 		if err = errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
 			return fmt.Errorf("delete task: %w", err)
 		}
