@@ -290,12 +290,25 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 // ErrNoTask; a missing one ErrContainerNotFound.
 func (r *Runtime) WaitContainer(ctx context.Context, id string) (int, error) {
 	code, err := r.waitContainer(r.ctx(ctx), id)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+	if cerr := contextErr(ctx); err != nil && cerr != nil && !errors.Is(err, cerr) {
 		// containerd reports a deadline that passed during a call as
 		// "Unknown"; the caller's context says what really happened.
-		return 0, fmt.Errorf("wait for container %s: %w", id, ctx.Err())
+		return 0, fmt.Errorf("wait for container %s: %w", id, cerr)
 	}
 	return code, err
+}
+
+// contextErr is ctx.Err(), or DeadlineExceeded once ctx's deadline has
+// passed even if its timer has not fired yet: on a loaded machine
+// containerd's end of a call can see the deadline pass first.
+func contextErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (r *Runtime) waitContainer(ctx context.Context, id string) (int, error) {
