@@ -108,7 +108,7 @@ test: lint test-unit fuzz build build-arm64 e2e test-v2 test-systemd
 # a duration run with a bare "context deadline exceeded" and no crasher (it
 # checks the deadline against its workers' context, which may not be cancelled
 # yet; CI failed so twice); a count has no deadline to race. 100000 inputs
-# take 8-25 s per target here.
+# take 8-28 s per target here.
 FUZZ_TIME ?= 100000x
 FUZZ_TARGETS ?= ./internal/pod:FuzzParse ./internal/source:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
 fuzz:

@@ -434,9 +434,10 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 // labels, then deletes the task, which ends its shim (unless other tasks of
 // its group still run in it). The shim keeps the container's output pipes
 // open until then, so only now does the logger see their end, write a last
-// line that had no newline, and exit (the delete waits for that). The labels are written first, so the exit status is never
-// lost. It runs on a context of its own, bounded, so that a caller giving up
-// does not leave it half done. A task already deleted is not an error.
+// line that had no newline, and exit (the delete waits for that). The
+// labels are written first, so the exit status is never lost. It runs on a
+// context of its own, bounded, so that a caller giving up does not leave it
+// half done. A task already deleted is not an error.
 //
 // Every delete of a task (this one, and deleteContainer's) holds r.deletes
 // for the container: two at once can strand its shim in containerd 1.6.
