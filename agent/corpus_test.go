@@ -29,7 +29,7 @@ func corpusBesideRepo() string {
 	}
 	out, err := exec.Command("git", "config", "--get", "remote.origin.url").Output()
 	if origin := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(origin) {
-		return filepath.Join(filepath.Dir(origin), rel)
+		return filepath.Join(filepath.Dir(filepath.Clean(origin)), rel) // a clone of "." names its origin ".../repo/."
 	}
 	return dir
 }
