@@ -94,14 +94,11 @@ func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		return err
+	created, err := mkdirShared(dir)
+	if created {
+		r.log.Info("claim directory created", "pod", p.FullName(), "file", dir)
 	}
-	r.log.Info("claim directory created", "pod", p.FullName(), "file", dir)
-	return os.Chmod(dir, 0o777)
+	return err
 }
 
 // RemoveClaims removes the directory of every claim under RootDir/claims

@@ -119,19 +119,7 @@ func (r *Runtime) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSourc
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
-	if src.Medium != pod.StorageMediumMemory {
-		// 0777 past the umask, when created only: PreparePod runs at every
-		// sync, and a later chmod would take back the setgid bit fsGroup
-		// added and undo the pod's own chmod of its volume.
-		if err := os.Mkdir(dir, 0o777); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return nil
-			}
-			return err
-		}
-		return os.Chmod(dir, 0o777)
-	}
-	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+	if _, err := mkdirShared(dir); err != nil || src.Medium != pod.StorageMediumMemory {
 		return err
 	}
 	mounted, err := isMountPoint(dir)
@@ -146,6 +134,21 @@ func (r *Runtime) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSourc
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil
+}
+
+// mkdirShared creates dir world-writable (0777 past the umask), as
+// Kubernetes makes an emptyDir, and reports whether it was new. An existing
+// dir is left alone: volumes are prepared at every sync, and a later chmod
+// would take back the setgid bit fsGroup added and undo the pod's own chmod
+// of its volume.
+func mkdirShared(dir string) (created bool, err error) {
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, os.Chmod(dir, 0o777)
 }
 
 // isMountPoint reports whether dir is itself a mount point.
