@@ -5,9 +5,12 @@
 // /proc/PID/smaps_rollup) of tug, of every process tug caused that is not
 // a container's (shims, log drivers, whatever the design of the day runs),
 // and of podman's conmons, with the per-pod figure of each and their
-// ratio.
+// ratio. Beside tug it runs the floor (./floor: a Go containerd client
+// making only the PLEG's calls, tug's GC percent and page-out), measured
+// in the same moment: the least any agent written against containerd's
+// Go client would cost, so that what tug adds to it is plain.
 //
-//	go run ./scripts/benchfootprint [-pods 30] [-settle 60s] [-podman=false] [-shim-grouping pod|node] [-tug ./tug] [-keep] [-markdown]
+//	go run ./scripts/benchfootprint [-pods 30] [-settle 60s] [-podman=false] [-floor=false] [-shim-grouping pod|node] [-tug ./tug] [-keep] [-markdown]
 //
 // The processes tug caused are found without assuming a design: the
 // containerd shims of the benchmark's namespace on its containerd, and
@@ -69,6 +72,7 @@ type options struct {
 	settle       time.Duration
 	shimGrouping string
 	podman       bool
+	floor        bool
 }
 
 func main() {
@@ -84,6 +88,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "wait after all pods run, before measuring (tug at rest: past the rollout watch of new pods and the page-out of start-up pages)")
 	flag.StringVar(&o.shimGrouping, "shim-grouping", "", "tug's --shim-grouping (default: tug's default)")
 	flag.BoolVar(&o.podman, "podman", true, "also run podman (false: tug's figures alone, for tuning; no verdict on the per-pod ratio)")
+	flag.BoolVar(&o.floor, "floor", true, "also run the floor beside tug (./scripts/benchfootprint/floor: a Go containerd client making only the PLEG's calls)")
 	flag.Parse()
 
 	err := o.Check()
@@ -95,6 +100,12 @@ func main() {
 
 // errNoPodman is the comparison's error when -podman=false skipped it.
 var errNoPodman = errors.New("not run (-podman=false)")
+
+// tugRun is what runTug measured.
+type tugRun struct {
+	groups []group // tug's process first, then what it caused, by kind
+	floor  *group  // the floor program, measured in the same moment (-floor)
+}
 
 // group is the processes of one kind and their summed memory.
 type group struct {
@@ -108,7 +119,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	tugGroups, err := runTug(ctx, o, filepath.Join(dir, "tug"))
+	tugRes, err := runTug(ctx, o, filepath.Join(dir, "tug"))
 	if err == nil {
 		// tug's figures are worth printing even when podman cannot run
 		// here; the run then fails.
@@ -118,26 +129,27 @@ func run(ctx context.Context, o options) error {
 			podGroups, perr = runPodman(ctx, o, filepath.Join(dir, "podman"))
 			err = perr
 		}
-		report(os.Stdout, o, tugGroups, podGroups, perr)
+		report(os.Stdout, o, tugRes, podGroups, perr)
 	}
 	keep := o.Keep || err != nil
 	return errors.Join(err, bench.RemoveWorkDir("benchfootprint", dir, keep))
 }
 
-// runTug runs tug with the pods, measures it and what it caused, and
-// removes everything again.
-func runTug(ctx context.Context, o options, dir string) (groups []group, err error) {
+// runTug runs tug with the pods (and the floor beside it), measures it
+// and what it caused, and removes everything again.
+func runTug(ctx context.Context, o options, dir string) (res tugRun, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return res, err
 	}
 	client, err := bench.Connect(o.Containerd)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	var tug *bench.Tug
-	defer func() { err = errors.Join(err, teardownTug(client, tug)) }()
+	var floor *exec.Cmd
+	defer func() { err = errors.Join(err, stopFloor(floor), teardownTug(client, tug)) }()
 	if err := bench.Purge(ctx, client, namespace, nil); err != nil {
-		return nil, fmt.Errorf("remove leftovers of an earlier run: %w", err)
+		return res, fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
 	var args []string
 	if o.shimGrouping != "" {
@@ -148,37 +160,53 @@ func runTug(ctx context.Context, o options, dir string) (groups []group, err err
 		Healthz: true, Netns: "footprint", Args: args,
 	})
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	for i := range o.pods {
 		name := fmt.Sprintf("fp-%02d", i)
 		if err := os.WriteFile(filepath.Join(tug.Manifests, name+".yaml"), []byte(podYAML(name, o.Image)), 0o644); err != nil {
-			return nil, err
+			return res, err
 		}
 	}
 	if err := bench.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
-		return nil, fmt.Errorf("image archive: %w", err)
+		return res, fmt.Errorf("image archive: %w", err)
+	}
+	if o.floor {
+		// Built before tug starts, started right after it: both are the
+		// same age when measured, past the same page-out.
+		bin, err := bench.Build(ctx, "./scripts/benchfootprint/floor", filepath.Join(dir, "floor"))
+		if err != nil {
+			return res, err
+		}
+		floor = exec.Command(bin, "-address", o.Containerd, "-namespace", namespace)
+		floor.Stderr = os.Stderr
 	}
 	if err := tug.Start(); err != nil {
-		return nil, err
+		return res, err
+	}
+	if floor != nil {
+		if err := floor.Start(); err != nil {
+			floor = nil
+			return res, fmt.Errorf("start the floor: %w", err)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "benchfootprint: tug started (pid %d); waiting for %d pods\n", tug.PID(), o.pods)
 	if err := waitTugPods(ctx, tug, o.pods, 3*time.Minute); err != nil {
-		return nil, err
+		return res, err
 	}
 	if err := bench.Sleep(ctx, o.settle); err != nil {
-		return nil, err
+		return res, err
 	}
 	tasks, err := bench.TaskPIDs(ctx, client, namespace)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	if len(tasks) != o.pods {
-		return nil, fmt.Errorf("%d tasks in namespace %s, want %d", len(tasks), namespace, o.pods)
+		return res, fmt.Errorf("%d tasks in namespace %s, want %d", len(tasks), namespace, o.pods)
 	}
 	procs, err := readProcs()
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	var roots, containers []int
 	roots = append(roots, tug.PID())
@@ -191,9 +219,34 @@ func runTug(ctx context.Context, o options, dir string) (groups []group, err err
 		containers = append(containers, pid)
 	}
 	caused := causedBy(procs, roots, containers)
-	groups = []group{{name: "tug run", pids: []int{tug.PID()}}}
-	groups = append(groups, byKind(procs, caused)...)
-	return groups, measure(groups)
+	res.groups = []group{{name: "tug run", pids: []int{tug.PID()}}}
+	res.groups = append(res.groups, byKind(procs, caused)...)
+	if err := measure(res.groups); err != nil {
+		return res, err
+	}
+	if floor != nil {
+		fl := []group{{name: "floor", pids: []int{floor.Process.Pid}}}
+		if err := measure(fl); err != nil {
+			return res, err
+		}
+		res.floor = &fl[0]
+		if res.floor.mem.PSS == 0 {
+			return res, errors.New("the floor is not running (its error is above)")
+		}
+	}
+	return res, nil
+}
+
+// stopFloor ends the floor program, if it was started.
+func stopFloor(floor *exec.Cmd) error {
+	if floor == nil || floor.Process == nil {
+		return nil
+	}
+	_ = floor.Process.Signal(syscall.SIGTERM)
+	if err := floor.Wait(); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	return nil
 }
 
 func teardownTug(client *containerd.Client, tug *bench.Tug) error {
@@ -534,7 +587,8 @@ func measure(groups []group) error {
 	return nil
 }
 
-func report(w io.Writer, o options, tugGroups, podGroups []group, podErr error) {
+func report(w io.Writer, o options, tugRes tugRun, podGroups []group, podErr error) {
+	tugGroups := tugRes.groups
 	grouping := o.shimGrouping
 	if grouping == "" {
 		grouping = "tug's default"
@@ -559,6 +613,12 @@ func report(w io.Writer, o options, tugGroups, podGroups []group, podErr error) 
 	n := float64(o.pods)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "tug total (agent + what it caused): %.1f MiB (target < %d MiB at 30 pods)  %s\n", tugTotal, targetTotal, bench.Verdict(tugTotal < targetTotal))
+	if f := tugRes.floor; f != nil {
+		floor := bench.MiB(f.mem.PSS)
+		fmt.Fprintf(w, "floor (a Go containerd client making only the PLEG's calls, same age, same moment): %.1f MiB (%s); tug's agent above it: %.1f MiB\n",
+			floor, f.split(), bench.MiB(tugGroups[0].mem.PSS)-floor)
+		fmt.Fprintf(w, "floor + what tug caused: %.1f MiB, the least any Go agent on containerd's client could total with the same shims\n", floor+tugCaused)
+	}
 	if podErr != nil {
 		fmt.Fprintf(w, "per pod: tug %.2f MiB (what it caused / pods); podman failed, no comparison: %.300s\n", tugCaused/n, podErr.Error())
 		fmt.Fprintf(w, "per pod with the agent shared out: tug %.2f MiB\n", tugTotal/n)

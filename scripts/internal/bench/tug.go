@@ -83,6 +83,12 @@ func NewTug(ctx context.Context, cfg TugConfig) (*Tug, error) {
 // BuildTug builds ./agent of the module the benchmark runs in (static, as
 // `make build` does) into dir and returns the binary's path.
 func BuildTug(ctx context.Context, dir string) (string, error) {
+	return Build(ctx, "./agent", filepath.Join(dir, "tug"))
+}
+
+// Build builds the package pkg (a path relative to the root of the module
+// the benchmark runs in) static, as `make build` builds tug, into bin.
+func Build(ctx context.Context, pkg, bin string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("find the module: %w", err)
@@ -91,12 +97,11 @@ func BuildTug(ctx context.Context, dir string) (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("find the module: not inside tug's module (run from the repository)")
 	}
-	bin := filepath.Join(dir, "tug")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./agent")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Dir = filepath.Dir(gomod)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build tug: %w\n%s", err, out)
+		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
