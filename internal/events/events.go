@@ -57,8 +57,12 @@ type Ring struct {
 	now  clock.Clock
 	host string
 
-	mu      sync.Mutex
-	buf     []Event // the ring; buf[(start+i)%len(buf)] is the i-th oldest
+	mu   sync.Mutex
+	size int // the most events kept
+	// buf is the ring: buf[(start+i)%len(buf)] is the i-th oldest. It
+	// grows up to size (start stays 0 until then): most agents never
+	// hold DefaultSize events.
+	buf     []Event
 	start   int
 	n       int
 	seq     uint64
@@ -72,7 +76,7 @@ func New(size int, now clock.Clock, host string) *Ring {
 	if size <= 0 {
 		size = DefaultSize
 	}
-	return &Ring{now: now, host: host, buf: make([]Event, size), changed: make(chan struct{})}
+	return &Ring{now: now, host: host, size: size, changed: make(chan struct{})}
 }
 
 // Event records an event about pod p, or about its container when
@@ -97,8 +101,8 @@ func (r *Ring) Event(p *pod.Pod, container, eventType, reason, message string) {
 	} else {
 		e := Event{InvolvedObject: ref, Reason: reason, Message: message, Type: eventType, Count: 1,
 			FirstTimestamp: now, LastTimestamp: now, Source: Source{Component: "tug", Host: r.host}, Seq: r.seq}
-		if r.n < len(r.buf) {
-			r.buf[(r.start+r.n)%len(r.buf)] = e
+		if r.n < r.size {
+			r.buf = append(r.buf, e)
 			r.n++
 		} else {
 			r.buf[r.start] = e

@@ -38,8 +38,9 @@ func (c *recordCache) changed() { c.gen.Add(1) }
 // get returns the records, listing them again (with list) when tug changed
 // one since they were listed, when a task is new since then, or when they
 // are older than recordsMaxAge. taskIDs are the containers that have a
-// task now (tug's and any other in the namespace). The caller must not modify the
-// records.
+// task now (tug's and any other in the namespace). The records are kept
+// without their spec and extensions (about 10 KiB a container, which no
+// listing reads). The caller must not modify the records.
 func (c *recordCache) get(ctx context.Context, now time.Time, taskIDs []string, list func(context.Context) ([]containers.Container, error)) ([]containers.Container, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,6 +51,9 @@ func (c *recordCache) get(ctx context.Context, now time.Time, taskIDs []string, 
 	recs, err := list(ctx)
 	if err != nil {
 		return nil, err
+	}
+	for i := range recs {
+		recs[i].Spec, recs[i].Extensions = nil, nil
 	}
 	c.recs, c.listGen, c.listed = recs, gen, now
 	c.known = make(map[string]bool, len(recs)+len(taskIDs))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/protobuf/types"
+	"github.com/containerd/typeurl/v2"
 )
 
 func TestRecordCache(t *testing.T) {
@@ -30,7 +32,8 @@ func TestRecordCache(t *testing.T) {
 			lists := 0
 			list := func(context.Context) ([]containers.Container, error) {
 				lists++
-				return []containers.Container{{ID: "a"}}, nil
+				return []containers.Container{{ID: "a", Labels: map[string]string{"k": "v"},
+					Spec: &types.Any{TypeUrl: "spec", Value: make([]byte, 10<<10)}, Extensions: map[string]typeurl.Any{"x": &types.Any{}}}}, nil
 			}
 			if _, err := c.get(context.Background(), t0, []string{"a", "other"}, list); err != nil {
 				t.Fatal(err)
@@ -39,8 +42,11 @@ func TestRecordCache(t *testing.T) {
 				tt.then(&c)
 			}
 			recs, err := c.get(context.Background(), t0.Add(tt.at), tt.tasks, list)
-			if err != nil || len(recs) != 1 || recs[0].ID != "a" {
+			if err != nil || len(recs) != 1 || recs[0].ID != "a" || recs[0].Labels["k"] != "v" {
 				t.Fatalf("get = %v, %v", recs, err)
+			}
+			if recs[0].Spec != nil || recs[0].Extensions != nil {
+				t.Errorf("kept the spec (%v) or extensions (%v)", recs[0].Spec, recs[0].Extensions)
 			}
 			if got := lists == 2; got != tt.relists {
 				t.Errorf("listed again: %v, want %v", got, tt.relists)
