@@ -38,7 +38,8 @@
 #                     the /metrics scrape time (scripts/benchday2; BENCHDAY2_ARGS, by default
 #                     -eviction-args with the kubelet's --eviction-hard: the eviction manager and
 #                     image GC measured too, against a baseline without them);
-#                     PSS of tug and what it runs per pod vs podman kube play (scripts/benchfootprint);
+#                     PSS of tug and what it runs per pod vs podman kube play, with the floor of
+#                     any Go agent on containerd's client beside it (scripts/benchfootprint);
 #                     probe cost and latency (scripts/benchprobe); a rollback vs a plain update of
 #                     the same pod (scripts/benchrollout);
 #                     the programs measure with one kit, scripts/internal/bench (PSS and CPU

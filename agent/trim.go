@@ -35,4 +35,3 @@ func (t codeTrimmer) Run(ctx context.Context) error {
 	<-ctx.Done()
 	return nil
 }
-
