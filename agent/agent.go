@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ var (
 // agentGCPercent is the agent's GOGC unless the environment sets one.
 const agentGCPercent = 50
 
+// agentMaxProcs is the agent's GOMAXPROCS unless the environment sets one.
+const agentMaxProcs = 1
+
 // runAgent is "tug run": it builds the components and runs them until ctx
 // ends. Stopping tug leaves the pods running.
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -70,6 +74,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// (so the extra collections cost no measurable CPU) and keeps about
 		// 5 MiB less (docs/decisions.md, "The agent's own pages").
 		debug.SetGCPercent(agentGCPercent)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// One processor for the agent's Go code: its work is waiting for
+		// containerd, netlink and files, and with more, nearly every
+		// wake-up of a goroutine also woke a thread to look for work: a
+		// fifth of the idle agent's CPU (docs/decisions.md, "Idle work").
+		runtime.GOMAXPROCS(agentMaxProcs)
 	}
 	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg.Redacted()))
 

@@ -11,8 +11,9 @@ import (
 
 // recordsMaxAge is how long ListContainers reuses the container records it
 // listed when nothing says they changed: a safety net for changes made
-// behind tug's back (ctr in tug's namespace).
-const recordsMaxAge = 10 * time.Second
+// behind tug's back (ctr in tug's namespace), as long as a pod's periodic
+// sync. At 10 s the listings were a third of what an idle tug allocated.
+const recordsMaxAge = time.Minute
 
 // recordCache holds the last listing of tug's container records. The
 // PLEG relists every second, and a record carries the container's whole

@@ -1,11 +1,11 @@
 // Command floor is the least an agent in Go on containerd's client costs in
 // memory, measured by benchfootprint beside tug ("the floor"). It connects
 // to containerd and does only what tug's PLEG must do to notice a change:
-// list the namespace's tasks once a second and its containers every ten
-// seconds; with tug's GC percent and, after -page-out-after, tug's giving
-// back of its executable's start-up pages. No pods, no API, no logs: what
-// tug costs above it is what tug does; what it costs is what any such
-// agent would.
+// list the namespace's tasks once a second and its containers once a
+// minute; with tug's GC percent and GOMAXPROCS and, after -page-out-after,
+// tug's giving back of its executable's start-up pages. No pods, no API,
+// no logs: what tug costs above it is what tug does; what it costs is what
+// any such agent would.
 //
 //	floor -address SOCKET -namespace NS [-page-out-after 1m]
 package main
@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -27,8 +28,12 @@ import (
 	"tug/internal/exepages"
 )
 
-// gcPercent is tug's GOGC (agent.agentGCPercent).
-const gcPercent = 50
+// gcPercent and maxProcs are tug's GOGC and GOMAXPROCS (agentGCPercent,
+// agentMaxProcs).
+const (
+	gcPercent = 50
+	maxProcs  = 1
+)
 
 func main() {
 	address := flag.String("address", "", "containerd's socket")
@@ -48,6 +53,7 @@ func run(ctx context.Context, address, namespace string, pageOutAfter time.Durat
 		return fmt.Errorf("-address and -namespace are required")
 	}
 	debug.SetGCPercent(gcPercent)
+	runtime.GOMAXPROCS(maxProcs)
 	client, err := containerd.New(address)
 	if err != nil {
 		return err
@@ -64,7 +70,7 @@ func run(ctx context.Context, address, namespace string, pageOutAfter time.Durat
 		if _, err := client.TaskService().List(ctx, &tasks.ListTasksRequest{}); err != nil {
 			return fmt.Errorf("list tasks: %w", err)
 		}
-		if n%10 == 0 {
+		if n%60 == 0 {
 			if _, err := client.ContainerService().List(ctx); err != nil {
 				return fmt.Errorf("list containers: %w", err)
 			}
