@@ -79,7 +79,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// One processor for the agent's Go code: its work is waiting for
 		// containerd, netlink and files, and with more, nearly every
 		// wake-up of a goroutine also woke a thread to look for work: a
-		// fifth of the idle agent's CPU (docs/decisions.md, "Idle work").
+		// fifth of the idle agent's CPU (docs/decisions.md, "GOMAXPROCS 1 for
+		// the agent").
 		runtime.GOMAXPROCS(agentMaxProcs)
 	}
 	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg.Redacted()))
