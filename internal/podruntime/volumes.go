@@ -119,8 +119,11 @@ func (r *Runtime) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSourc
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
-	if _, err := mkdirShared(dir); err != nil || src.Medium != pod.StorageMediumMemory {
+	if _, err := mkdirShared(dir); err != nil {
 		return err
+	}
+	if src.Medium != pod.StorageMediumMemory {
+		return nil
 	}
 	mounted, err := isMountPoint(dir)
 	if err != nil || mounted {

@@ -6,7 +6,7 @@
 // a container's (shims, log drivers, whatever the design of the day runs),
 // and of podman's conmons, with the per-pod figure of each and their
 // ratio. Beside tug it runs the floor (./floor: a Go containerd client
-// making only the PLEG's calls, tug's GC percent and page-out), measured
+// making only the PLEG's calls, with tug's runtime settings and page-out), measured
 // in the same moment: the least any agent written against containerd's
 // Go client would cost, so that what tug adds to it is plain.
 //
