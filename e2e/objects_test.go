@@ -47,18 +47,34 @@ func inContainer(c ctr, path string) (string, error) {
 	return string(b), err
 }
 
-// envOf returns the environment the container's process started with.
-func envOf(t *testing.T, c ctr) map[string]string {
-	t.Helper()
+// envOf returns the environment the container's process started with. It
+// first waits for runc's init to exec the container's command: a task's
+// start returns when the init is released, a moment before the exec, and
+// until then /proc/PID/environ is runc's, not the container's.
+func (tg *tug) envOf(c ctr) map[string]string {
+	tg.t.Helper()
+	tg.waitFor(10*time.Second, fmt.Sprintf("pid %d to exec the container's command", c.PID), func() (bool, error) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.PID))
+		if err != nil {
+			return false, err
+		}
+		if strings.HasPrefix(string(comm), "runc:") {
+			return false, fmt.Errorf("still runc's init (%q)", strings.TrimSpace(string(comm)))
+		}
+		return true, nil
+	})
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.PID))
 	if err != nil {
-		t.Fatal(err)
+		tg.t.Fatal(err)
 	}
 	env := map[string]string{}
 	for _, kv := range strings.Split(string(b), "\x00") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
+	}
+	if env["PATH"] == "" {
+		tg.t.Fatalf("pid %d's environment has no PATH: %q", c.PID, b)
 	}
 	return env
 }
@@ -115,7 +131,7 @@ func TestObjectsConfigMapInPlace(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", c.PID), "/etc/one/sub/hello.txt")); err != nil || fi.Mode().Perm() != 0o640 {
 		t.Fatalf("items mode: %v, %v; want 0640", fi, err)
 	}
-	env := envOf(t, c)
+	env := tg.envOf(c)
 	if env["GREETING"] != "hello" || env["CFG_color"] != "blue" || env["CFG_greeting"] != "hello" {
 		t.Fatalf("env: GREETING=%q CFG_color=%q CFG_greeting=%q", env["GREETING"], env["CFG_color"], env["CFG_greeting"])
 	}
@@ -132,7 +148,7 @@ func TestObjectsConfigMapInPlace(t *testing.T) {
 	if now.ID != c.ID || now.PID != c.PID {
 		t.Fatalf("container restarted: %s -> %s", c, now)
 	}
-	if env := envOf(t, now); env["GREETING"] != "hello" {
+	if env := tg.envOf(now); env["GREETING"] != "hello" {
 		t.Fatalf("env changed in a running container: GREETING=%q", env["GREETING"])
 	}
 }
@@ -182,7 +198,7 @@ stringData:
 	if line := findLine(string(mi), " /run/creds "); !strings.Contains(line, " - tmpfs ") {
 		t.Fatalf("secret volume is not a tmpfs: %q", line)
 	}
-	env := envOf(t, c)
+	env := tg.envOf(c)
 	if env["TOKEN"] != token || env["S_password"] != "password-value" || env["S_token"] != token {
 		t.Fatalf("env: TOKEN=%q S_password=%q S_token=%q", env["TOKEN"], env["S_password"], env["S_token"])
 	}
@@ -236,7 +252,7 @@ func TestObjectsMissing(t *testing.T) {
 	tg.writeManifest("later.yaml", configMap("later", "  k: v\n"))
 	c := tg.waitRunning(30*time.Second, "late", "main", 0)
 	tg.waitContent(c, "/etc/app/k", "v")
-	if _, ok := envOf(t, c)["OPT"]; ok {
+	if _, ok := tg.envOf(c)["OPT"]; ok {
 		t.Fatal("OPT set from a missing optional secret")
 	}
 }
@@ -278,7 +294,7 @@ func TestObjectsDownwardAPI(t *testing.T) {
 	}
 	tg.writeManifest("dapi.yaml", manifest("one"))
 	c := tg.waitRunning(30*time.Second, "dapi", "main", 0)
-	env := envOf(t, c)
+	env := tg.envOf(c)
 	want := map[string]string{"POD_NAME": staticName("dapi"), "POD_NS": "default", "APP": "demo", "MEM_MI": "64", "CPU_M": "500"}
 	for k, v := range want {
 		if env[k] != v {
@@ -352,7 +368,7 @@ spec:
 	// An update that recreates the container.
 	tg.writeManifest("pod.yaml", podYAML("2"))
 	c3 := tg.waitRunning(30*time.Second, "store", "main", 1)
-	if g := envOf(t, c3)["GEN"]; g != "2" {
+	if g := tg.envOf(c3)["GEN"]; g != "2" {
 		t.Fatalf("not the updated container: GEN=%q (%s)", g, c3)
 	}
 	tg.waitContent(c3, "/data/first", "kept")
