@@ -22,7 +22,9 @@ const raceDuration = 60 * time.Second
 // Always with a short back-off). However the race falls, the subPath mount
 // must never show anything but the (empty) directory of the volume, a
 // start that meets the symlink must fail with a clear error, and no staging
-// mount may be left behind.
+// mount may be left behind. Whether a start meets the symlink during the
+// race is luck (most meet a directory or nothing), so after the race the
+// racer leaves d a symlink for good and the next start must be refused.
 func TestSubPathSymlinkRace(t *testing.T) {
 	tg := startTug(t, tugOpts{args: []string{
 		"--crash-loop-back-off-initial", "100ms", "--crash-loop-back-off-max", "200ms",
@@ -40,16 +42,19 @@ func TestSubPathSymlinkRace(t *testing.T) {
 	// victim's starts do not all fail (tug retries a failing sync with a
 	// growing delay) and the race is tried many times. rm -rf: tug may
 	// have made d a directory while it was gone (mkdirat of a missing
-	// subPath), and ln then puts its symlink inside d.
+	// subPath), and ln then puts its symlink inside d. Once the test
+	// writes /vol/stop, d becomes a symlink to / for good.
 	racer := fmt.Sprintf(`cd /vol
-while true; do
+while [ ! -e stop ]; do
   i=0
   while [ $i -lt 100 ]; do
     mkdir d; rm -rf d; ln -s / d; rm -f d; mkdir d; rm -rf d; ln -s %s d; rm -f d
     i=$((i+1))
   done
   mkdir d; sleep 2; rm -rf d
-done`, secret)
+done
+until [ -L d ]; do rm -rf d; ln -s / d; done
+exec sleep 3600`, secret)
 	// The victim records every run in the report volume (its own log
 	// files do not outlive two attempts), and what it saw if its subPath
 	// mount held anything from outside the volume: the host's marker, or
@@ -72,7 +77,8 @@ sleep 0.5`, marker)
 	}.String())
 	tg.waitRunning(startTimeout, "race", "racer", 0)
 
-	report := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volumes", "empty-dir", "report")
+	volumes := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volumes", "empty-dir")
+	report := filepath.Join(volumes, "report")
 	staging := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volume-subpaths")
 	maxStaged := 0
 	for end := time.Now().Add(raceDuration); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
@@ -96,7 +102,10 @@ sleep 0.5`, marker)
 		t.Errorf("only %d runs of the subPath container in %v: the race was hardly tried", runs, raceDuration)
 	}
 	t.Run("a start that meets the symlink fails clearly", func(t *testing.T) {
-		line := tg.waitForOutput(logTimeout, "invalid subPath", `\"d\" is a symlink`)
+		if err := os.WriteFile(filepath.Join(volumes, "vol", "stop"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		line := tg.waitForOutput(30*time.Second, "invalid subPath", `\"d\" is a symlink`)
 		if !strings.Contains(line, "victim") {
 			t.Errorf("the error does not name the container: %s", line)
 		}
