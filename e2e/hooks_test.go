@@ -108,7 +108,7 @@ func TestHookPreStopBeforeSIGTERM(t *testing.T) {
 	for _, name := range []string{"removed", "updated", "unhealthy", "httpget"} {
 		dirs[name] = hookDir(t, name)
 	}
-	liveness := "      livenessProbe:\n        exec:\n          command: [\"sh\", \"-c\", \"test ! -e /d/fail\"]\n        periodSeconds: 1\n        failureThreshold: 1\n"
+	liveness := "      livenessProbe:\n        exec:\n          command: [\"sh\", \"-c\", \"test ! -e /d/fail\"]\n        periodSeconds: 1\n        timeoutSeconds: 5\n        failureThreshold: 1\n"
 	tg.writeManifest("removed.yaml", hookPod("removed", tg.image, dirs["removed"], termScript, preStop, 10))
 	tg.writeManifest("updated.yaml", hookPod("updated", tg.image, dirs["updated"], termScript, preStop, 10))
 	tg.writeManifest("unhealthy.yaml", hookPod("unhealthy", tg.image, dirs["unhealthy"], termScript, preStop+liveness, 10))

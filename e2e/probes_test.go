@@ -75,10 +75,9 @@ func readyIs(want bool) func(v *pod.View) error {
 // counted, with "Liveness probe failed" as its last state's message.
 func TestProbeLivenessRestartsHungServer(t *testing.T) {
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
-	const breakAfter = 3 * time.Second
-	// The first run stops its httpd after 3 s; the marker on the emptyDir
-	// keeps the second run healthy.
-	script := webScript(`if [ ! -f /data/broke ]; then touch /data/broke; (sleep 3; kill -STOP $(pidof httpd)) & fi; ` + idle)
+	// The first run stops its httpd after 3 s and marks the moment on the
+	// emptyDir (/data/hung); /data/broke keeps the second run healthy.
+	script := webScript(`if [ ! -f /data/broke ]; then touch /data/broke; (sleep 3; kill -STOP $(pidof httpd); touch /data/hung) & fi; ` + idle)
 	tg.writeManifest("hung.yaml", podYAML{name: "hung", grace: 30, volumes: []volYAML{emptyVol("data")},
 		containers: []ctrYAML{{name: "main", image: tg.image, script: script, mounts: []mountYAML{{name: "data", path: "/data"}}, extra: `      livenessProbe:
         httpGet: {path: /healthz, port: 8080}
@@ -99,12 +98,18 @@ func TestProbeLivenessRestartsHungServer(t *testing.T) {
 	if !strings.Contains(term.Message, "Liveness probe failed") {
 		t.Errorf("last state message %q, want Liveness probe failed: ...", term.Message)
 	}
+	second := tg.waitRunning(startTimeout, "hung", "main", 1)
+	hung, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", second.PID), "/data/hung"))
+	if err != nil {
+		t.Fatalf("the first run's mark of its hang: %v", err)
+	}
 	// period*failureThreshold + timeout + grace, and 1 s for scheduling.
 	limit := 2*time.Second + time.Second + time.Second + time.Second
-	if took := term.FinishedAt.Sub(term.StartedAt) - breakAfter; took > limit {
-		t.Errorf("killed %v after the server hung, want within %v", took, limit)
+	took := term.FinishedAt.Sub(hung.ModTime())
+	if took > limit {
+		t.Errorf("killed %v after the server hung, want within %v", took.Round(time.Millisecond), limit)
 	}
-	t.Logf("killed %v after the server hung (%v after start)", term.FinishedAt.Sub(term.StartedAt)-breakAfter, term.FinishedAt.Sub(term.StartedAt))
+	t.Logf("killed %v after the server hung (%v after start)", took.Round(time.Millisecond), term.FinishedAt.Sub(term.StartedAt).Round(time.Millisecond))
 	// The second run is healthy: no more restarts.
 	time.Sleep(4 * time.Second)
 	if v, err := tg.podView("hung"); err != nil || statusOf(&v, "main").RestartCount != 1 {
@@ -150,6 +155,7 @@ func TestProbeStartupDelaysLiveness(t *testing.T) {
       livenessProbe:
         httpGet: {path: /healthz, port: 8080}
         periodSeconds: 1
+        timeoutSeconds: 5
         failureThreshold: 1
 `))
 	tg.waitRunning(startTimeout, "slow", "main", 0)
@@ -321,6 +327,7 @@ func TestProbeRestartedTugKeepsHealthy(t *testing.T) {
         httpGet: {path: /healthz, port: 8080}
         initialDelaySeconds: 2
         periodSeconds: 1
+        timeoutSeconds: 5
         failureThreshold: 1
       readinessProbe:
         tcpSocket: {port: 8080}
