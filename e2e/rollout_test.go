@@ -117,7 +117,9 @@ func (tg *tug) cli(args ...string) string {
 	return out
 }
 
-// serving counts the failed GETs of http://ip:8080/ while it runs.
+// serving counts the failed GETs of http://ip:8080/ while it runs. A GET
+// may take up to 5 s: a refused or reset connection is what says the pod
+// stopped serving, not a slow answer on a loaded machine.
 type serving struct {
 	stop   chan struct{}
 	done   sync.WaitGroup
@@ -128,7 +130,7 @@ type serving struct {
 
 func (tg *tug) keepGetting(ip string) *serving {
 	s := &serving{stop: make(chan struct{})}
-	client := httpClientIn(tg.netns, time.Second)
+	client := httpClientIn(tg.netns, 5*time.Second)
 	s.done.Add(1)
 	go func() {
 		defer s.done.Done()
