@@ -37,17 +37,18 @@ func TestSubPathSymlinkRace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(secret, marker), []byte("host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The racer swaps d for a symlink as fast as it can for a few
-	// second, then leaves it a directory for two, so that the
-	// victim's starts do not all fail (tug retries a failing sync with a
-	// growing delay) and the race is tried many times. rm -rf: tug may
+	// The racer swaps d for a symlink as fast as it can for about two
+	// seconds (a thousand rounds: 1.6 s on an idle 2-core machine), then
+	// leaves it a directory for two, so that the victim's starts do not
+	// all fail (tug retries a failing sync with a growing delay) and the
+	// race is tried many times. rm -rf: tug may
 	// have made d a directory while it was gone (mkdirat of a missing
 	// subPath), and ln then puts its symlink inside d. Once the test
 	// writes /vol/stop, d becomes a symlink to / for good.
 	racer := fmt.Sprintf(`cd /vol
 while [ ! -e stop ]; do
   i=0
-  while [ $i -lt 100 ]; do
+  while [ $i -lt 1000 ]; do
     mkdir d; rm -rf d; ln -s / d; rm -f d; mkdir d; rm -rf d; ln -s %s d; rm -f d
     i=$((i+1))
   done
