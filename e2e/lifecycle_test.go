@@ -219,8 +219,10 @@ func TestStopLeavesPodsRunning(t *testing.T) {
 	assertUnchanged("after tug stopped")
 
 	tg.Start()
-	// Let the new tug adopt the pod and resync it at least once: nothing
-	// to wait for, since nothing must happen.
+	// The new tug adopts the pod (its API shows it Running, the container
+	// not restarted), then resyncs it at least once: after that nothing
+	// must have changed.
+	tg.waitAllRunning(logTimeout, []string{"stay"})
 	time.Sleep(syncFrequency + time.Second)
 	if !tg.running() {
 		t.Fatalf("the restarted tug exited: %v", tg.waitErr)
