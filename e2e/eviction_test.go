@@ -46,7 +46,7 @@ func TestEmptyDirSizeLimitEviction(t *testing.T) {
 		return nil
 	})
 	tg.waitForOutput(startTimeout, "starting evicted pod again")
-	big := filepath.Join(tg.rootDir, "pods", tg.uid("filler"), "volumes", "empty-dir", "scratch", "big")
+	big := filepath.Join(tg.emptyDir("filler", "scratch"), "big")
 	if _, err := os.Stat(big); !os.IsNotExist(err) {
 		t.Errorf("the file that outgrew the emptyDir is still there after the restart: %v", err)
 	}

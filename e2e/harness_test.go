@@ -462,6 +462,12 @@ func (tg *tug) uid(name string) string {
 	return pod.UID("file:"+tg.manifestDir, "default", staticName(name))
 }
 
+// emptyDir returns where, on the host, tug keeps the emptyDir volume of
+// the pod named name (as in uid).
+func (tg *tug) emptyDir(name, volume string) string {
+	return filepath.Join(tg.rootDir, "pods", tg.uid(name), "volumes", "empty-dir", volume)
+}
+
 // staticName is the pod name tug uses: the manifest's with the host name
 // appended.
 func staticName(name string) string { return name + "-" + hostname }

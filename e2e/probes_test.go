@@ -98,8 +98,7 @@ func TestProbeLivenessRestartsHungServer(t *testing.T) {
 	if !strings.Contains(term.Message, "Liveness probe failed") {
 		t.Errorf("last state message %q, want Liveness probe failed: ...", term.Message)
 	}
-	second := tg.waitRunning(startTimeout, "hung", "main", 1)
-	hung, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", second.PID), "/data/hung"))
+	hung, err := os.Stat(filepath.Join(tg.emptyDir("hung", "data"), "hung"))
 	if err != nil {
 		t.Fatalf("the first run's mark of its hang: %v", err)
 	}

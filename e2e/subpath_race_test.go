@@ -41,10 +41,10 @@ func TestSubPathSymlinkRace(t *testing.T) {
 	// seconds (a thousand rounds: 1.6 s on an idle 2-core machine), then
 	// leaves it a directory for two, so that the victim's starts do not
 	// all fail (tug retries a failing sync with a growing delay) and the
-	// race is tried many times. rm -rf: tug may
-	// have made d a directory while it was gone (mkdirat of a missing
-	// subPath), and ln then puts its symlink inside d. Once the test
-	// writes /vol/stop, d becomes a symlink to / for good.
+	// race is tried many times. rm -rf: tug may have made d a directory
+	// while it was gone (mkdirat of a missing subPath), and ln then puts
+	// its symlink inside d. Once the test writes /vol/stop, d becomes a
+	// symlink to / for good.
 	racer := fmt.Sprintf(`cd /vol
 while [ ! -e stop ]; do
   i=0
@@ -78,8 +78,7 @@ sleep 0.5`, marker)
 	}.String())
 	tg.waitRunning(startTimeout, "race", "racer", 0)
 
-	volumes := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volumes", "empty-dir")
-	report := filepath.Join(volumes, "report")
+	report := tg.emptyDir("race", "report")
 	staging := filepath.Join(tg.rootDir, "pods", tg.uid("race"), "volume-subpaths")
 	maxStaged := 0
 	for end := time.Now().Add(raceDuration); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
@@ -103,7 +102,7 @@ sleep 0.5`, marker)
 		t.Errorf("only %d runs of the subPath container in %v: the race was hardly tried", runs, raceDuration)
 	}
 	t.Run("a start that meets the symlink fails clearly", func(t *testing.T) {
-		if err := os.WriteFile(filepath.Join(volumes, "vol", "stop"), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tg.emptyDir("race", "vol"), "stop"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		line := tg.waitForOutput(30*time.Second, "invalid subPath", `\"d\" is a symlink`)
