@@ -2,9 +2,11 @@ package podruntime
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -363,6 +365,48 @@ func TestPumpBacklogBound(t *testing.T) {
 				if want := fmt.Sprintf("%-*d|", lineLen-2, first+k); r.text != want {
 					t.Fatalf("record %d = %q, want %q", k, r.text, want)
 				}
+			}
+		})
+	}
+}
+
+// TestReportNotices: what a pump's step did to bound the disk becomes
+// notices for the notifier (events, and a stop for a raw file that cannot
+// be punched and outgrew its limit), each said once.
+func TestReportNotices(t *testing.T) {
+	tests := []struct {
+		name  string
+		pump  pump
+		want  []string // reasons, in order
+		stops int
+		bytes int64
+	}{
+		{name: "nothing", want: nil},
+		{name: "dropped", pump: pump{dropped: 5000}, want: []string{"OutputDropped"}, bytes: 5000},
+		{name: "cannot punch", pump: pump{noPunch: true}, want: []string{"LogPunchUnsupported"}},
+		{name: "cannot punch and too big", pump: pump{noPunch: true, tooBig: true},
+			want: []string{"LogPunchUnsupported", "OutputLimit"}, stops: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler), nil)
+			p := tt.pump
+			l.report("cid", &p)
+			l.report("cid", &p) // said once
+			var got []string
+			stops := 0
+			for len(l.notices) > 0 {
+				n := <-l.notices
+				got = append(got, n.reason)
+				if n.stop {
+					stops++
+				}
+			}
+			if !slices.Equal(got, tt.want) || stops != tt.stops {
+				t.Errorf("notices %q with %d stops, want %q with %d", got, stops, tt.want, tt.stops)
+			}
+			if b := l.droppedBytes.Load(); b != tt.bytes {
+				t.Errorf("dropped bytes counted %d, want %d", b, tt.bytes)
 			}
 		})
 	}
