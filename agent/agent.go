@@ -164,6 +164,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer rt.Close()
+	registerLogMetrics(registry, rt)
 	// Archives already in the image directory are imported before any pod
 	// starts, so an offline device never tries to pull what it was given.
 	if err := rt.ImportArchives(ctx); err != nil {

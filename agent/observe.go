@@ -28,6 +28,28 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
+// logBounds is what the runtime reports of the file log driver's disk
+// bound.
+type logBounds interface {
+	LogDroppedBytes() int64
+	LogNoPunchFiles() int64
+}
+
+// registerLogMetrics exports the file log driver's drops and the raw logs
+// whose file system cannot punch holes.
+func registerLogMetrics(reg prometheus.Registerer, b logBounds) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tug_container_log_dropped_bytes_total",
+			Help: "Container output bytes dropped because a container's unconverted raw output outgrew its bound (the container wrote faster than tug converts, or while tug was down).",
+		}, func() float64 { return float64(b.LogDroppedBytes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tug_container_log_no_punch_total",
+			Help: "Container attempts whose raw output was found on a file system that cannot punch holes (their converted output stays on disk until they stop, and they are stopped at 64 MiB).",
+		}, func() float64 { return float64(b.LogNoPunchFiles()) }),
+	)
+}
+
 // sourceStatus fills api.SourceLister: each configured source's readiness
 // from the pod store, and a URL source's last success from its fetch state.
 type sourceStatus struct {

@@ -234,6 +234,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.LogDriver == LogDriverFile {
 		lc := logConfig{maxSize: cfg.LogMaxSize, maxFiles: max(cfg.LogMaxFiles-1, 0)}
 		r.pumps = newLogPumps(cfg.RootDir, lc, cfg.Log.With("component", "logs"), r.taskGone)
+		r.pumps.stopTask = r.killTask
+		r.pumps.notify = r.containerEvent
 	}
 	r.removeStaleStaging()
 	return r, nil

@@ -148,9 +148,16 @@ func (r *Runtime) ContainerDiskUsage(ctx context.Context, p *pod.Pod, c pod.Runt
 	}
 	bytes, inodes = u.Size, u.Inodes
 	logs, _ := filepath.Glob(r.ContainerLogPath(p, c.Name, c.Attempt) + "*")
-	for _, l := range logs {
+	// The file driver's raw output not converted yet is on the disk too
+	// (its converted part is punched out: count allocated blocks).
+	out, errp, _ := rawPaths(r.rawBase(p.Metadata.UID, c.Name, c.Attempt))
+	for _, l := range append(logs, out, errp) {
 		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() {
-			bytes += fi.Size()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				bytes += st.Blocks * 512
+			} else {
+				bytes += fi.Size()
+			}
 			inodes++
 		}
 	}

@@ -14,11 +14,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
 	"golang.org/x/sys/unix"
+
+	"tug/internal/pod"
 )
 
 // The "file" log driver (the default; docs/decisions.md, issue 14): the
@@ -38,9 +42,24 @@ import (
 // a tug killed between the two leaves records past the committed size,
 // which the next tug truncates away before converting the same raw bytes
 // again: each line reaches the CRI log exactly once whatever moment tug
-// dies. Converted raw bytes are given back with fallocate(PUNCH_HOLE); the
-// raw files and the state are removed once the task is deleted (the shim
-// has then written everything) and the rest converted.
+// dies. Converted raw bytes are given back with fallocate(PUNCH_HOLE)
+// through a descriptor opened for writing (the kernel refuses a punch
+// through a read-only one); the raw files and the state are removed once
+// the task is deleted (the shim has then written everything) and the rest
+// converted.
+//
+// The disk a container holds through its output is bounded: a raw file
+// whose unconverted part grows beyond the larger of rawBacklogMax and the
+// log's max-size (the container writes faster than tug converts, or it
+// wrote while tug was down) is cut: tug keeps the newest half of that from
+// the start of a line, drops
+// the bytes before them, writes one record saying how many bytes it
+// dropped, and punches them out. A tug that
+// starts does so before converting anything, so what a container wrote
+// while tug was down is bounded as soon as tug runs again. On a file system
+// that cannot punch holes, tug says so once (Error) and stops the container
+// once its raw file holds rawNoPunchMax bytes: its next attempt starts with
+// new raw files (docs/decisions.md, "Container output and the disk").
 
 // LogDriverFile and LogDriverBinary are the values of Config.LogDriver.
 const (
@@ -63,7 +82,18 @@ const (
 	// tug's own task deletions (reap, remove) tell the pump at once, and an
 	// idle agent must not poll containerd per container.
 	pumpTaskCheck = 5 * time.Minute
+	// rawBacklogMax is the least unconverted raw bytes of one stream beyond
+	// which the pump drops the oldest, keeping the disk a container holds
+	// through its output bounded; the bound is the larger of this and the
+	// log's max-size (pump.backlogMax).
+	rawBacklogMax = 2 << 20
+	// rawNoPunchMax is the size of a raw file beyond which its container
+	// is stopped when the file system cannot punch holes.
+	rawNoPunchMax = 64 << 20
 )
+
+// droppedFmt is the text of the record written where output was dropped.
+const droppedFmt = "tug: dropped %d bytes of output: the container wrote faster than its log is converted"
 
 // pumpState is what a pump commits after each step; its encoding is
 // stateSize bytes at offset 0 of the state file, then the CRI file's path,
@@ -134,7 +164,16 @@ type pump struct {
 	lastData time.Time
 	sc       *scratch
 	lastErr  string // the last error logged
-	noPunch  bool
+	// noPunch is set when the file system cannot punch holes.
+	noPunch bool
+	// dropped counts the raw bytes dropped and not yet reported.
+	dropped int64
+	// tooBig is set when noPunch and a raw file outgrew rawNoPunchMax.
+	tooBig bool
+	// saidNoPunch, stopped and droppedAt are the pump's reports:
+	// noPunch logged, container stopped, last drop logged.
+	saidNoPunch, stopped bool
+	droppedAt            time.Time
 	// crashPoint, set by tests only, is called at the points where a kill
 	// matters; it panics to stand for the kill.
 	crashPoint func(where string)
@@ -185,13 +224,17 @@ func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
 	p.cfg.path = p.cri
 	out, errp, _ := rawPaths(p.base)
 	for i, path := range []string{out, errp} {
-		f, err := os.Open(path)
+		// Read-write: fallocate(PUNCH_HOLE) needs a descriptor open for
+		// writing. tug never writes the raw files otherwise.
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			p.close()
 			return nil, err
 		}
 		p.raw[i] = f
-		p.punched[i] = st.off[i] &^ 4095
+		// From 0: the first punch also gives back what an earlier tug
+		// converted and could not punch.
+		p.punched[i] = 0
 	}
 	if err := p.recover(); err != nil {
 		p.close()
@@ -306,6 +349,9 @@ func (p *pump) stepStream(i int) (int, error) {
 	if f == nil {
 		return 0, nil
 	}
+	if err := p.bound(i); err != nil {
+		return 0, err
+	}
 	n, err := f.ReadAt(p.sc.buf, p.st.off[i])
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("read raw %s: %w", streamNames[i], err)
@@ -373,18 +419,77 @@ func (p *pump) writeCommit(i, consumed int) error {
 	return nil
 }
 
-// punch gives back the disk space of converted raw bytes.
+// backlogMax is how many unconverted raw bytes of a stream the pump lets
+// stay on disk.
+func (p *pump) backlogMax() int64 { return max(rawBacklogMax, p.cfg.maxSize) }
+
+// bound drops the unconverted bytes of stream i once they pass backlogMax:
+// it moves the committed offset to the first line that starts in the
+// newest backlogMax/2 bytes (to their start if no line starts in the first
+// 128 KiB of them), writes a record saying how many bytes were dropped,
+// commits both, and punches the dropped bytes out.
+func (p *pump) bound(i int) error {
+	f := p.raw[i]
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat raw %s: %w", streamNames[i], err)
+	}
+	size := fi.Size()
+	if p.noPunch && !p.tooBig {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 > rawNoPunchMax {
+			p.tooBig = true
+		}
+	}
+	if size-p.st.off[i] <= p.backlogMax() {
+		return nil
+	}
+	to := size - p.backlogMax()/2
+	n, err := f.ReadAt(p.sc.buf, to-1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read raw %s: %w", streamNames[i], err)
+	}
+	if j := bytes.IndexByte(p.sc.buf[:n], '\n'); j >= 0 {
+		to += int64(j) // the byte after the newline
+	}
+	drop := to - p.st.off[i]
+	p.sc.one = appendRecord(p.sc.one[:0], time.Now(), streamNames[i], false, fmt.Appendf(nil, droppedFmt, drop))
+	if p.cfg.maxSize > 0 && p.st.criSize > 0 && p.st.criSize+int64(len(p.sc.one)) > p.cfg.maxSize {
+		if err := p.rotate(); err != nil {
+			return err
+		}
+	}
+	p.sc.rec = append(p.sc.rec[:0], p.sc.one...)
+	if err := p.writeCommit(i, int(drop)); err != nil {
+		return err
+	}
+	p.dropped += drop
+	p.punchTo(i, p.st.off[i]&^4095)
+	return nil
+}
+
+// punch gives back the disk space of converted raw bytes, by punchEvery
+// at least.
 func (p *pump) punch(i int) {
-	to := p.st.off[i] &^ 4095
-	if p.noPunch || p.raw[i] == nil || to-p.punched[i] < punchEvery {
+	if to := p.st.off[i] &^ 4095; to-p.punched[i] >= punchEvery {
+		p.punchTo(i, to)
+	}
+}
+
+// punchTo punches stream i's raw file from what is punched up to to. A file
+// system that does not support punching (EOPNOTSUPP) sets noPunch; any
+// other error is tried again at the next punch.
+func (p *pump) punchTo(i int, to int64) {
+	if p.noPunch || p.raw[i] == nil || to <= p.punched[i] {
 		return
 	}
 	err := unix.Fallocate(int(p.raw[i].Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, p.punched[i], to-p.punched[i])
-	if err != nil {
-		p.noPunch = true // the file system cannot: the raw file grows until the attempt ends
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		p.noPunch = true
 		return
 	}
-	p.punched[i] = to
+	if err == nil {
+		p.punched[i] = to
+	}
 }
 
 // rotate starts a new CRI file as logWriter.rotate does, recoverably: the
@@ -509,6 +614,15 @@ type logPumps struct {
 	// taskGone reports whether container id has no task any more (the
 	// shim has written its last byte).
 	taskGone func(ctx context.Context, id string) (bool, error)
+	// stopTask kills container id's task, whose raw output cannot be
+	// bounded any more (nil: not stopped).
+	stopTask func(ctx context.Context, id string) error
+	// notify records a Warning event about container id (nil: none).
+	notify func(ctx context.Context, id, reason, message string)
+
+	notices      chan notice  // to the notifier
+	droppedBytes atomic.Int64 // raw bytes dropped, all pumps
+	noPunchFiles atomic.Int64 // pumps that found their file system cannot punch
 
 	mu      sync.Mutex
 	sc      *scratch         // every pump's, used under mu
@@ -520,7 +634,8 @@ type logPumps struct {
 
 func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger, taskGone func(context.Context, string) (bool, error)) *logPumps {
 	return &logPumps{rootDir: rootDir, cfg: cfg, log: log, taskGone: taskGone,
-		sc: newScratch(), pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1)}
+		sc: newScratch(), pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1),
+		notices: make(chan notice, 64)}
 }
 
 // create sets up the raw files of a new attempt and returns the task IO
@@ -598,6 +713,7 @@ func (l *logPumps) adopt() {
 // ends.
 func (l *logPumps) Run(ctx context.Context) error {
 	l.adopt()
+	go l.notifier(ctx)
 	watch := newRawWatch(l.log)
 	defer watch.close()
 	go watch.run(l.poke)
@@ -665,6 +781,7 @@ func (l *logPumps) stepAll(ctx context.Context, watch *rawWatch) {
 			more, err = p.step()
 		}
 		again = again || more
+		l.report(id, p)
 		if err == nil {
 			p.lastErr = ""
 			continue
@@ -685,6 +802,136 @@ func (l *logPumps) stepAll(ctx context.Context, watch *rawWatch) {
 	if again {
 		l.poke()
 	}
+}
+
+// dropLogEvery is how often a pump that keeps dropping output says so.
+const dropLogEvery = 10 * time.Second
+
+// report says what the last step of p did to bound the disk: output
+// dropped (Warn, at most every dropLogEvery), a file system that cannot
+// punch (Error, once), a raw file that outgrew rawNoPunchMax (Error, and
+// the container's task is killed). Called under l.mu.
+func (l *logPumps) report(id string, p *pump) {
+	var notices []notice
+	if p.dropped > 0 && time.Since(p.droppedAt) >= dropLogEvery {
+		l.log.Warn("dropped container output: it outgrew its raw log backlog", "container", id, "file", p.cri,
+			"bytes", p.dropped, "backlog", p.backlogMax())
+		l.droppedBytes.Add(p.dropped)
+		p.dropped, p.droppedAt = 0, time.Now()
+		notices = append(notices, notice{id, "OutputDropped", fmt.Sprintf(
+			"output dropped: the container wrote more than %d bytes that its log had not converted yet", p.backlogMax()), false})
+	}
+	if p.noPunch && !p.saidNoPunch {
+		p.saidNoPunch = true
+		l.noPunchFiles.Add(1)
+		l.log.Error("the file system of the raw container logs cannot punch holes: converted output stays on disk until the container stops",
+			"container", id, "file", p.base, "limit", rawNoPunchMax)
+		notices = append(notices, notice{id, "LogPunchUnsupported", fmt.Sprintf(
+			"the file system of tug's raw container logs cannot punch holes: the container is stopped once its raw output holds %d bytes", rawNoPunchMax), false})
+	}
+	if p.tooBig && !p.stopped {
+		p.stopped = true
+		l.log.Error("stopping container: its raw output outgrew the limit on a file system that cannot punch holes",
+			"container", id, "file", p.base, "limit", rawNoPunchMax)
+		notices = append(notices, notice{id, "OutputLimit", fmt.Sprintf(
+			"container stopped: its raw output holds more than %d bytes on a file system that cannot punch holes", rawNoPunchMax), true})
+	}
+	// containerd is asked by Run's notifier, never by the pumps' loop: a
+	// pump waiting for containerd would let its raw file grow meanwhile.
+	for _, n := range notices {
+		select {
+		case l.notices <- n:
+		default:
+			if n.stop {
+				p.stopped = false // tried again at the next step
+			}
+		}
+	}
+}
+
+// notice is an event to record about a container, and whether to stop it.
+type notice struct {
+	id, reason, message string
+	stop                bool
+}
+
+// notifier records the pumps' notices as events and stops the containers
+// they name, until ctx ends.
+func (l *logPumps) notifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-l.notices:
+			if l.notify != nil {
+				l.notify(ctx, n.id, n.reason, n.message)
+			}
+			if n.stop && l.stopTask != nil {
+				if err := l.stopTask(ctx, n.id); err != nil {
+					l.log.Warn("stop container", "container", n.id, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// LogDroppedBytes returns the raw output bytes the file log driver has
+// dropped since tug started, to keep containers' output within its
+// backlog bound. Safe for concurrent use.
+func (r *Runtime) LogDroppedBytes() int64 {
+	if r.pumps == nil {
+		return 0
+	}
+	l := r.pumps
+	l.mu.Lock()
+	n := l.droppedBytes.Load()
+	for _, p := range l.pumps {
+		n += p.dropped
+	}
+	l.mu.Unlock()
+	return n
+}
+
+// LogNoPunchFiles returns how many container attempts' raw logs were
+// found, since tug started, on a file system that cannot punch holes. Safe
+// for concurrent use.
+func (r *Runtime) LogNoPunchFiles() int64 {
+	if r.pumps == nil {
+		return 0
+	}
+	return r.pumps.noPunchFiles.Load()
+}
+
+// containerEvent records a Warning event about container id, for the pod
+// its labels name.
+func (r *Runtime) containerEvent(ctx context.Context, id, reason, message string) {
+	cont, err := r.client.LoadContainer(r.ctx(ctx), id)
+	if err != nil {
+		return
+	}
+	labels, err := cont.Labels(r.ctx(ctx))
+	if err != nil {
+		return
+	}
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], UID: labels[LabelPodUID]}}
+	r.event(p, labels[LabelContainer], "Warning", reason, message)
+}
+
+// killTask kills container id's task with SIGKILL.
+func (r *Runtime) killTask(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	cont, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("kill container %s: %w", id, notFound(err))
+	}
+	task, err := cont.Task(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("kill container %s: %w", id, notFound(err))
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill container %s: %w", id, notFound(err))
+	}
+	return nil
 }
 
 // fileIO is the task IO of the file driver: paths only, nothing to copy.

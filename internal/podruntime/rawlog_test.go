@@ -2,11 +2,14 @@ package podruntime
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -238,5 +241,173 @@ func TestPumpBoundedStep(t *testing.T) {
 		if want := fmt.Sprintf("%-38d|", i); r.text != want {
 			t.Fatalf("record %d = %q, want %q", i, r.text, want)
 		}
+	}
+}
+
+// allocated returns the bytes allocated on disk to path.
+func allocated(t *testing.T, path string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// stepAll steps p until it has nothing more to convert now.
+func stepAll(t *testing.T, p *pump) {
+	t.Helper()
+	for {
+		more, err := p.step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// TestPumpPunchesConverted: the raw bytes a pump has converted are given
+// back to the file system, also by a pump that adopted the files (an
+// earlier tug's), which first gives back what was converted before it.
+func TestPumpPunchesConverted(t *testing.T) {
+	dir := t.TempDir()
+	cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
+	base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
+	p, err := createPump("cid", cri, base, logConfig{maxSize: 1 << 20, maxFiles: 1}, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, state := rawPaths(base)
+	line := strings.Repeat("x", 99) + "\n"
+	appendRaw(t, out, strings.Repeat(line, 15000)) // 1.5 MB
+	stepAll(t, p)
+	if a := allocated(t, out); a > 1<<20 {
+		t.Errorf("after converting 1.5 MB, the raw file holds %d bytes on disk", a)
+	}
+	p.noPunch = true // an earlier tug that could not punch
+	appendRaw(t, out, strings.Repeat(line, 15000))
+	stepAll(t, p)
+	p.close()
+
+	p, err = openPump(state, logConfig{maxSize: 1 << 20, maxFiles: 1}, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	appendRaw(t, out, strings.Repeat(line, 11000))
+	stepAll(t, p)
+	if a := allocated(t, out); a > 1<<20 {
+		t.Errorf("after an adopted pump converted 4.1 MB, the raw file holds %d bytes on disk", a)
+	}
+	if p.noPunch {
+		t.Errorf("the pump says the file system cannot punch")
+	}
+}
+
+// TestPumpBacklogBound: a raw backlog up to the bound is converted whole; a
+// larger one is cut to the newest half of the bound from the start of a
+// line, after one record saying how many bytes were dropped, and the
+// dropped bytes leave the disk.
+func TestPumpBacklogBound(t *testing.T) {
+	const lineLen = 100
+	tests := []struct {
+		name    string
+		maxSize int64
+		lines   int
+		dropped bool
+	}{
+		{name: "under the bound", lines: rawBacklogMax / lineLen, dropped: false},
+		{name: "over the bound", lines: 5 * rawBacklogMax / lineLen, dropped: true},
+		{name: "max-size above the bound", maxSize: 8 << 20, lines: 3 * rawBacklogMax / lineLen, dropped: false},
+		{name: "over max-size", maxSize: 4 << 20, lines: 5 * rawBacklogMax / lineLen, dropped: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
+			base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
+			p, err := createPump("cid", cri, base, logConfig{maxSize: tt.maxSize, maxFiles: 9}, newScratch())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.close()
+			out, _, _ := rawPaths(base)
+			var b strings.Builder
+			for i := range tt.lines {
+				fmt.Fprintf(&b, "%-*d|\n", lineLen-2, i)
+			}
+			appendRaw(t, out, b.String())
+			stepAll(t, p)
+			recs := attemptRecords(t, cri, 9)
+			first := 0
+			if tt.dropped {
+				// Up to the first line that starts in the newest half.
+				drop := (int64(b.Len()) - p.backlogMax()/2 + lineLen - 1) / lineLen * lineLen
+				want := fmt.Sprintf(droppedFmt, drop)
+				if len(recs) == 0 || recs[0].text != want {
+					t.Fatalf("first record %v, want %q", recs[:min(1, len(recs))], want)
+				}
+				recs = recs[1:]
+				first = int(drop / lineLen)
+				if p.dropped != drop {
+					t.Errorf("pump counts %d bytes dropped, want %d", p.dropped, drop)
+				}
+				if a := allocated(t, out); a > p.backlogMax() {
+					t.Errorf("the raw file holds %d bytes on disk, want at most %d", a, p.backlogMax())
+				}
+			}
+			if len(recs) != tt.lines-first {
+				t.Fatalf("%d line records, want %d", len(recs), tt.lines-first)
+			}
+			for k, r := range recs {
+				if want := fmt.Sprintf("%-*d|", lineLen-2, first+k); r.text != want {
+					t.Fatalf("record %d = %q, want %q", k, r.text, want)
+				}
+			}
+		})
+	}
+}
+
+// TestReportNotices: what a pump's step did to bound the disk becomes
+// notices for the notifier (events, and a stop for a raw file that cannot
+// be punched and outgrew its limit), each said once.
+func TestReportNotices(t *testing.T) {
+	tests := []struct {
+		name  string
+		pump  pump
+		want  []string // reasons, in order
+		stops int
+		bytes int64
+	}{
+		{name: "nothing", want: nil},
+		{name: "dropped", pump: pump{dropped: 5000}, want: []string{"OutputDropped"}, bytes: 5000},
+		{name: "cannot punch", pump: pump{noPunch: true}, want: []string{"LogPunchUnsupported"}},
+		{name: "cannot punch and too big", pump: pump{noPunch: true, tooBig: true},
+			want: []string{"LogPunchUnsupported", "OutputLimit"}, stops: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler), nil)
+			p := tt.pump
+			l.report("cid", &p)
+			l.report("cid", &p) // said once
+			var got []string
+			stops := 0
+			for len(l.notices) > 0 {
+				n := <-l.notices
+				got = append(got, n.reason)
+				if n.stop {
+					stops++
+				}
+			}
+			if !slices.Equal(got, tt.want) || stops != tt.stops {
+				t.Errorf("notices %q with %d stops, want %q with %d", got, stops, tt.want, tt.stops)
+			}
+			if b := l.droppedBytes.Load(); b != tt.bytes {
+				t.Errorf("dropped bytes counted %d, want %d", b, tt.bytes)
+			}
+		})
 	}
 }
