@@ -390,3 +390,28 @@ func TestRolloutAtomicURLBundle(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRolloutTimeoutShorterThanMinReady: the rollout timeout bounds the
+// time to become Ready, not the min-ready window. A pod Ready at once
+// under a 3 s timeout and an 8 s window gets its last good spec, and a
+// later crashing update is rolled back to it.
+func TestRolloutTimeoutShorterThanMinReady(t *testing.T) {
+	tg := startTug(t, tugOpts{args: append(append([]string(nil), rolloutArgs...), "--rollout-min-ready", "8s")})
+	short := map[string]string{"tug.io/rollout-timeout": "3s"}
+	tg.writeManifest("quick.yaml", rolloutPod("quick", tg.image, "echo v1; "+idle, short, ""))
+	tg.waitRunning(startTimeout, "quick", "main", 0)
+	good := tg.waitGood("quick", "")
+	h, err := tg.history("quick")
+	if err != nil || len(h.Entries) != 1 || h.Entries[0].Outcome == "RolledBack" || h.Entries[0].Reason != "" {
+		t.Fatalf("history of a pod Ready at once: %+v (%v)", h, err)
+	}
+
+	tg.writeManifest("quick.yaml", rolloutPod("quick", tg.image, "echo v2; exit 1", short, ""))
+	tg.waitRolledBack(40*time.Second, "quick", good, "not ready within 3s")
+	tg.waitPod(startTimeout, "quick", "the good spec runs", func(v *pod.View) error {
+		if cs := statusOf(v, "main"); cs.State.Running == nil || !cs.Ready {
+			return fmt.Errorf("main is not running and ready: %+v", cs.State)
+		}
+		return nil
+	})
+}

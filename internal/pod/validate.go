@@ -551,8 +551,8 @@ func (v *validator) dns(s *PodSpec) {
 		v.fail("spec.dnsConfig.nameservers", "must not have more than %d nameservers", maxDNSNameservers)
 	}
 	for i, ns := range c.Nameservers {
-		if _, err := netip.ParseAddr(ns); err != nil {
-			v.fail(indexPath("spec.dnsConfig.nameservers", i), "invalid IP address %q", ns)
+		if !isPlainIP(ns) {
+			v.fail(indexPath("spec.dnsConfig.nameservers", i), "invalid IP address %q: %s", ns, plainIPMsg)
 		}
 	}
 	if len(c.Searches) > maxDNSSearches {
@@ -569,8 +569,42 @@ func (v *validator) dns(s *PodSpec) {
 		v.fail("spec.dnsConfig.searches", "must not be longer than %d characters in total", maxDNSSearchLength)
 	}
 	for i, o := range c.Options {
-		if o.Name == "" {
-			v.fail(indexPath("spec.dnsConfig.options", i)+".name", "required")
+		p := indexPath("spec.dnsConfig.options", i)
+		switch {
+		case o.Name == "":
+			v.fail(p+".name", "required")
+		case !isResolvWord(o.Name) || strings.Contains(o.Name, ":"):
+			v.fail(p+".name", "invalid option name %q: %s, and no ':'", o.Name, resolvWordMsg)
+		}
+		if o.Value != nil && !isResolvWord(*o.Value) {
+			v.fail(p+".value", "invalid option value %q: %s", *o.Value, resolvWordMsg)
 		}
 	}
+}
+
+// plainIPMsg says what isPlainIP accepts.
+const plainIPMsg = "must be an IPv4 or IPv6 address without a zone"
+
+// isPlainIP reports whether s is an IP address as the API server's
+// validation parses one (net.ParseIP): IPv4 or IPv6, no zone. A zone is
+// free text ("fe80::1%eth0"), and every byte of it would reach the pod's
+// /etc/hosts or /etc/resolv.conf.
+func isPlainIP(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Zone() == ""
+}
+
+// resolvWordMsg says what isResolvWord accepts.
+const resolvWordMsg = "must be printable characters without spaces"
+
+// isResolvWord reports whether s can stand as one word of a resolv.conf
+// line: printable ASCII, no space, tab or newline (each would start
+// another word or another line).
+func isResolvWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -2,7 +2,6 @@ package pod
 
 import (
 	"math"
-	"net/netip"
 	"path"
 	"regexp"
 	"strings"
@@ -75,8 +74,8 @@ func (v *validator) podFields(s *PodSpec) {
 	}
 	for i, a := range s.HostAliases {
 		p := indexPath("spec.hostAliases", i)
-		if _, err := netip.ParseAddr(a.IP); err != nil {
-			v.fail(p+".ip", "must be a valid IP address, got %q", a.IP)
+		if !isPlainIP(a.IP) {
+			v.fail(p+".ip", "%s, got %q", plainIPMsg, a.IP)
 		}
 		for j, h := range a.Hostnames {
 			if !isDNS1123Subdomain(h) {

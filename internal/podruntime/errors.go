@@ -30,6 +30,10 @@ var (
 	// ErrVolumeNotFound means a volumeMount names a volume the pod does not
 	// define, or a volume with no source tug implements.
 	ErrVolumeNotFound = errors.New("podruntime: volume not found")
+	// ErrEtcValue means a value bound for a pod's /etc/hosts,
+	// /etc/hostname or /etc/resolv.conf holds a space, a control character
+	// or a byte outside ASCII: the files are not written.
+	ErrEtcValue = errors.New("podruntime: value not allowed in an /etc file")
 	// ErrContainerIDTaken means a container already exists under the ID a
 	// new one needs, and its labels say it belongs to another pod or
 	// container (or to no pod of tug's): it is left alone.

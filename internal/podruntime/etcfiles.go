@@ -43,6 +43,9 @@ func (r *Runtime) writeEtcFiles(p *pod.Pod, sb pod.Sandbox) error {
 	if err != nil {
 		return err
 	}
+	if err := checkEtcWords(h, p.Spec.HostAliases, p.Spec.DNSConfig); err != nil {
+		return err
+	}
 	uid := p.Metadata.UID
 	if err := writeIfChanged(r.hostnamePath(uid), []byte(h+"\n")); err != nil {
 		return fmt.Errorf("write hostname file: %w", err)
@@ -60,6 +63,35 @@ func (r *Runtime) writeEtcFiles(p *pod.Pod, sb pod.Sandbox) error {
 	}
 	if err := writeIfChanged(r.resolvConfPath(uid), resolvConf(host, p.Spec.DNSPolicy, p.Spec.DNSConfig)); err != nil {
 		return fmt.Errorf("write resolv.conf: %w", err)
+	}
+	return nil
+}
+
+// checkEtcWords refuses a value bound for the pod's /etc files that holds
+// a space, a control character or a byte outside ASCII: each of them could
+// start another word or line of the file (another hosts entry, a fourth
+// nameserver). Validation refuses such manifests already; this keeps a
+// value that reached the runtime some other way out of the files.
+func checkEtcWords(hostname string, aliases []pod.HostAlias, dns *pod.DNSConfig) error {
+	words := []string{hostname}
+	for _, a := range aliases {
+		words = append(words, a.IP)
+		words = append(words, a.Hostnames...)
+	}
+	if dns != nil {
+		words = append(words, dns.Nameservers...)
+		words = append(words, dns.Searches...)
+		for _, o := range dns.Options {
+			words = append(words, o.Name)
+			if o.Value != nil && *o.Value != "" {
+				words = append(words, *o.Value)
+			}
+		}
+	}
+	for _, w := range words {
+		if w == "" || strings.ContainsFunc(w, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+			return fmt.Errorf("write /etc files: value %q: %w", w, ErrEtcValue)
+		}
 	}
 	return nil
 }

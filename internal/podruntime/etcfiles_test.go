@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -75,5 +76,38 @@ func TestHostsFileFQDNAndAliases(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("hosts file lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestCheckEtcWords(t *testing.T) {
+	val := func(s string) *string { return &s }
+	tests := []struct {
+		name    string
+		host    string
+		aliases []pod.HostAlias
+		dns     *pod.DNSConfig
+		ok      bool
+	}{
+		{name: "plain", host: "web", aliases: []pod.HostAlias{{IP: "10.0.0.9", Hostnames: []string{"db.local"}}},
+			dns: &pod.DNSConfig{Nameservers: []string{"fe80::1"}, Searches: []string{"example.com"},
+				Options: []pod.DNSConfigOption{{Name: "ndots", Value: val("2")}, {Name: "edns0"}, {Name: "rotate", Value: val("")}}}, ok: true},
+		{name: "zone with a newline", host: "web", aliases: []pod.HostAlias{{IP: "fe80::1%x\n6.6.6.6 evil", Hostnames: []string{"a"}}}},
+		{name: "hostname with a tab", host: "web", aliases: []pod.HostAlias{{IP: "10.0.0.9", Hostnames: []string{"a\tb"}}}},
+		{name: "nameserver line", host: "web", dns: &pod.DNSConfig{Nameservers: []string{"1.1.1.1\nnameserver 6.6.6.6"}}},
+		{name: "search with a space", host: "web", dns: &pod.DNSConfig{Searches: []string{"a b"}}},
+		{name: "option value with a space", host: "web", dns: &pod.DNSConfig{Options: []pod.DNSConfigOption{{Name: "timeout", Value: val("1 attempts:9")}}}},
+		{name: "empty option name", host: "web", dns: &pod.DNSConfig{Options: []pod.DNSConfigOption{{Name: ""}}}},
+		{name: "non-ASCII", host: "wéb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkEtcWords(tt.host, tt.aliases, tt.dns)
+			if tt.ok != (err == nil) {
+				t.Fatalf("checkEtcWords = %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrEtcValue) {
+				t.Errorf("error %v is not ErrEtcValue", err)
+			}
+		})
 	}
 }

@@ -492,7 +492,7 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 		if r.Watch != "" {
 			r.endHistory(r.Watch, OutcomeSuperseded, "", now)
 		}
-		r.Watch, r.WatchSince, r.WatchBoot, r.Base, r.CurrentSince = d.Hash, now, c.cfg.BootID, nil, time.Time{}
+		r.Watch, r.WatchSince, r.WatchBoot, r.Base, r.CurrentSince, r.ReadyAt = d.Hash, now, c.cfg.BootID, nil, time.Time{}, time.Time{}
 		r.addHistory(Entry{Hash: d.Hash, Applied: now, Outcome: OutcomeProgressing})
 		dirty = true
 	}
@@ -527,21 +527,18 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 	if since.Before(r.CurrentSince) {
 		since = r.CurrentSince
 	}
-	var reason string
+	readyNow := pr.Current && ready
+	if readyNow && r.ReadyAt.IsZero() {
+		r.ReadyAt = now
+		dirty = true
+	}
+	reason := failure(pr, readyNow, since, restarts, maxRestarts, timeout, c.cfg.MinReady, now.Sub(r.WatchSince), !r.ReadyAt.IsZero(), now)
 	switch {
-	case pr.Current && ready && restarts == 0 && now.Sub(since) >= c.cfg.MinReady:
+	case readyNow && restarts == 0 && now.Sub(since) >= c.cfg.MinReady:
 		c.succeeded(p, r, d.Hash, now)
 		dirty = true
 		return unpinned
-	case timeout == 0:
-		return unpinned
-	case pr.Failure != "":
-		reason = pr.Failure + ": " + pr.Message
-	case restarts > maxRestarts:
-		reason = fmt.Sprintf("containers restarted %d times (at most %d)", restarts, maxRestarts)
-	case now.Sub(r.WatchSince) > timeout:
-		reason = fmt.Sprintf("not ready within %v", timeout)
-	default:
+	case timeout == 0, reason == "":
 		return unpinned
 	}
 	if c.atomicFile(f) {
@@ -552,6 +549,34 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 	c.failed(p, r, d.Hash, reason, now)
 	dirty = true
 	return unpinned || r.RolledBack
+}
+
+// failure decides whether a watched update has failed, and returns why
+// ("" while it has not). The timeout bounds the time to become Ready
+// (watched is the time since the update was applied); once the pod has
+// been Ready, the min-ready window watches it for restarts, and the
+// timeout then bounds only a spell out of Ready (since is when the Ready
+// condition last changed). Every reason states what was seen.
+func failure(pr reconcile.Progress, readyNow bool, since time.Time, restarts, maxRestarts int, timeout, minReady, watched time.Duration, wasReady bool, now time.Time) string {
+	switch {
+	case timeout == 0:
+		return ""
+	case pr.Failure != "":
+		return pr.Failure + ": " + pr.Message
+	case restarts > maxRestarts:
+		return fmt.Sprintf("containers restarted %d times (at most %d)", restarts, maxRestarts)
+	case readyNow && restarts == 0:
+		return "" // Ready: the min-ready window decides
+	case watched <= timeout:
+		return ""
+	case readyNow:
+		return fmt.Sprintf("containers restarted %d times: not ready for %v with no restart within %v", restarts, minReady, timeout)
+	case !wasReady:
+		return fmt.Sprintf("not ready within %v", timeout)
+	case now.Sub(since) > timeout:
+		return fmt.Sprintf("ready, then not ready again for over %v", timeout)
+	}
+	return ""
 }
 
 // publish saves r and makes it the pod's record.

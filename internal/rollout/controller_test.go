@@ -347,3 +347,79 @@ func TestCorruptStateSkipped(t *testing.T) {
 		t.Errorf("after a corrupt neighbour: %+v, %v", hist, err)
 	}
 }
+
+// TestTimeoutBoundsReachingReady: the rollout timeout bounds the time an
+// update takes to become Ready; once Ready, the min-ready window decides,
+// even when it is longer than the timeout. Each row is a timeline of
+// steps with the pod's state during them, and the reason expected at its
+// end ("" for a spec that became the last good one).
+func TestTimeoutBoundsReachingReady(t *testing.T) {
+	type step struct {
+		d        time.Duration
+		ready    bool
+		attempt  int
+		flipped  bool // the Ready condition changed at the start of this step
+		wantGood bool // the spec is the last good one after this step
+	}
+	tests := []struct {
+		name   string
+		steps  []step
+		reason string
+	}{
+		{"ready in 1s, timeout 15s, min-ready 30s", []step{
+			{d: time.Second, ready: true, flipped: true},
+			{d: 15 * time.Second, ready: true},
+			{d: 16 * time.Second, ready: true, wantGood: true},
+		}, ""},
+		{"never ready", []step{
+			{d: 10 * time.Second},
+			{d: 6 * time.Second},
+		}, "not ready within 15s"},
+		{"ready, then out of Ready longer than the timeout", []step{
+			{d: time.Second, ready: true, flipped: true},
+			{d: 5 * time.Second, flipped: true},
+			{d: 16 * time.Second},
+		}, "ready, then not ready again for over 15s"},
+		{"ready again after a restart, the timeout passed", []step{
+			{d: time.Second, ready: true, flipped: true},
+			{d: 5 * time.Second, ready: true, attempt: 1, flipped: true},
+			{d: 16 * time.Second, ready: true, attempt: 1},
+		}, "containers restarted 1 times: not ready for 30s with no restart within 15s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir(), "boot-1")
+			p := testPod(map[string]string{AnnotationTimeout: "15s"})
+			h.good(p, "A")
+			h.store.want(p, "B")
+			h.pods.progress = ready(h.now, 0)
+			h.pods.progress.Status.Conditions[0].Status = "False"
+			h.step(0) // the watch of B starts; attempt 0 is the base
+			for i, s := range tt.steps {
+				if s.flipped {
+					h.pods.progress = ready(h.now, s.attempt)
+					if !s.ready {
+						h.pods.progress.Status.Conditions[0].Status = "False"
+					}
+				}
+				h.pods.progress.Attempts["main"] = s.attempt
+				h.step(s.d)
+				hist, _ := h.c.History(p.Metadata.UID)
+				if got := hist.GoodHash == "B"; got != s.wantGood {
+					t.Fatalf("step %d: last good spec %q", i, hist.GoodHash)
+				}
+			}
+			hist, _ := h.c.History(p.Metadata.UID)
+			last := hist.Entries[len(hist.Entries)-1]
+			if tt.reason == "" {
+				if h.pinned(p.Metadata.UID, "B") || last.Reason != "" {
+					t.Fatalf("update failed: %+v", last)
+				}
+				return
+			}
+			if !h.pinned(p.Metadata.UID, "B") || last.Reason != tt.reason {
+				t.Fatalf("last history entry %+v, pinned %v; want rolled back with reason %q", last, h.pinned(p.Metadata.UID, "B"), tt.reason)
+			}
+		})
+	}
+}

@@ -49,6 +49,10 @@ type record struct {
 	WatchBoot    string         `json:"watchBoot,omitempty"`
 	Base         map[string]int `json:"base,omitempty"`
 	CurrentSince time.Time      `json:"currentSince,omitzero"`
+	// ReadyAt is when the pod was first seen Ready with every container
+	// created from the watched spec: from then on the rollout timeout no
+	// longer applies, and the min-ready window watches for restarts.
+	ReadyAt time.Time `json:"readyAt,omitzero"`
 
 	// Failed is the hash of the spec that failed, held back while the
 	// source wants it; Reason says why and FailedAt when.
