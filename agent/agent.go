@@ -159,6 +159,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		NodeName:                 hostname,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 		ShimGrouping:             cfg.ShimGrouping,
+		FileSource:               dir.Name(),
 	})
 	if err != nil {
 		return err

@@ -119,6 +119,13 @@ type ObjectKey struct {
 // String is "Kind namespace/name".
 func (k ObjectKey) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
 
+// ClaimKey names the directory of a PersistentVolumeClaim: claims belong
+// to the source that defines them, so two sources defining the same
+// namespace and name have two directories.
+type ClaimKey struct {
+	Source, Namespace, Name string
+}
+
 // Key returns o's key.
 func (o *Object) Key() ObjectKey { return ObjectKey{o.Kind, o.Namespace, o.Name} }
 

@@ -422,16 +422,16 @@ func objectIndex(files []*file) map[string]map[pod.ObjectKey]*pod.Object {
 
 // Claims returns the keys of every PersistentVolumeClaim the sources
 // define now (the last good version of each file) and of every claim a
-// desired pod mounts, for the removal of unused claim directories. The
-// slice is the caller's.
-func (s *Store) Claims() []pod.ObjectKey {
+// desired pod mounts, each with the source it belongs to, for the removal
+// of unused claim directories. The slice is the caller's.
+func (s *Store) Claims() []pod.ClaimKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var keys []pod.ObjectKey
+	var keys []pod.ClaimKey
 	for _, e := range s.applied {
 		for _, v := range e.pod.Spec.Volumes {
 			if c := v.PersistentVolumeClaim; c != nil {
-				keys = append(keys, pod.ObjectKey{Kind: pod.KindClaim, Namespace: e.pod.Metadata.Namespace, Name: c.ClaimName})
+				keys = append(keys, pod.ClaimKey{Source: e.from.source, Namespace: e.pod.Metadata.Namespace, Name: c.ClaimName})
 			}
 		}
 	}
@@ -441,7 +441,7 @@ func (s *Store) Claims() []pod.ObjectKey {
 		}
 		for _, o := range f.objects {
 			if o.Kind == pod.KindClaim {
-				keys = append(keys, o.Key())
+				keys = append(keys, pod.ClaimKey{Source: f.key.source, Namespace: o.Namespace, Name: o.Name})
 			}
 		}
 	}

@@ -99,6 +99,12 @@ type Config struct {
 	// container of a pod) or ShimGroupingNode (every container of tug's
 	// namespace).
 	ShimGrouping string
+	// FileSource is the name of the manifest directory's source. Its
+	// PersistentVolumeClaims live at RootDir/claims/<namespace>/<claim>,
+	// where they always have; every other source's live below
+	// RootDir/source-claims/<source id>/, so that a source never gets the
+	// directory of a claim another source defines.
+	FileSource string
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
 	// Recorder receives the Pulled events; nil: none.

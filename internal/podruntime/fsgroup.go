@@ -108,50 +108,39 @@ func setVolumeOwnership(dir string, gid int, readOnly, always bool) error {
 }
 
 // ownTree sets the group and bits of the directory open as fd, then of
-// everything in it, each entry opened beneath fd without following links.
+// everything below it, each entry opened beneath its directory without
+// following links, with a bounded number of open directories (treeWalk).
+// A tree deeper than maxWalkDepth is refused with ErrTreeTooDeep: the
+// walk stops there (what it set on its way stays set).
 func ownTree(fd int, path string, gid int, mask uint32) error {
-	if err := ownFd(fd, gid, mask|fsGroupExec|unix.S_ISGID); err != nil {
-		return &fs.PathError{Op: "chown", Path: path, Err: err}
-	}
-	names, err := readDirNames(fd)
-	if err != nil {
-		return &fs.PathError{Op: "readdir", Path: path, Err: err}
-	}
-	var errs []error
-	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, &fs.PathError{Op: "stat", Path: path + "/" + name, Err: err})
+	w := &treeWalk{
+		path: path,
+		enter: func(fd int, path string) error {
+			if err := ownFd(fd, gid, mask|fsGroupExec|unix.S_ISGID); err != nil {
+				return &fs.PathError{Op: "chown", Path: path, Err: err}
 			}
-			continue
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR:
-			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			return nil
+		},
+		entry: func(dirfd int, name, path string, st *unix.Stat_t) error {
+			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+				// a symlink, a fifo, a socket, a device: its group only
+				if err := unix.Fchownat(dirfd, name, -1, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.ENOENT) {
+					return &fs.PathError{Op: "chown", Path: path, Err: err}
+				}
+				return nil
+			}
+			f, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				errs = append(errs, &fs.PathError{Op: "open", Path: path + "/" + name, Err: err})
-				continue
+				return &fs.PathError{Op: "open", Path: path, Err: err}
 			}
-			errs = append(errs, ownTree(sub, path+"/"+name, gid, mask))
-			unix.Close(sub)
-		case unix.S_IFREG:
-			f, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				errs = append(errs, &fs.PathError{Op: "open", Path: path + "/" + name, Err: err})
-				continue
-			}
+			defer unix.Close(f)
 			if err := ownFd(f, gid, mask); err != nil {
-				errs = append(errs, &fs.PathError{Op: "chown", Path: path + "/" + name, Err: err})
+				return &fs.PathError{Op: "chown", Path: path, Err: err}
 			}
-			unix.Close(f)
-		default: // a symlink, a fifo, a socket, a device: its group only
-			if err := unix.Fchownat(fd, name, -1, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil && !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, &fs.PathError{Op: "chown", Path: path + "/" + name, Err: err})
-			}
-		}
+			return nil
+		},
 	}
-	return errors.Join(errs...)
+	return w.run(fd)
 }
 
 // ownFd gives the open file group gid and adds the bits of mask to its

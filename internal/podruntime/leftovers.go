@@ -103,7 +103,7 @@ func (r *Runtime) removePodDir(uid string) error {
 	if err := mount.UnmountRecursive(real, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("pod directory of %s: unmount volumes: %w", uid, err)
 	}
-	if err := os.RemoveAll(real); err != nil {
+	if err := removeTree(real); err != nil {
 		return fmt.Errorf("pod directory of %s: %w", uid, err)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package podruntime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,11 +21,35 @@ func (r *Runtime) objectVolumePath(uid, volume string) string {
 	return filepath.Join(r.podDir(uid), "volumes", "objects", volume)
 }
 
-// claimPath is the local directory backing a PersistentVolumeClaim:
-// RootDir/claims/<namespace>/<claim>. It is not below the pod's directory,
-// so it outlives the pod (CleanupPod never touches it).
-func (r *Runtime) claimPath(namespace, claim string) string {
-	return filepath.Join(r.cfg.RootDir, "claims", namespace, claim)
+// claimPath is the local directory backing the PersistentVolumeClaim
+// claim of pod p: a claim belongs to the source that defines it (see
+// claimDir). It is not below the pod's directory, so it outlives the pod
+// (CleanupPod never touches it).
+func (r *Runtime) claimPath(p *pod.Pod, claim string) string {
+	return r.claimDir(pod.ClaimKey{Source: p.Metadata.Source, Namespace: p.Metadata.Namespace, Name: claim})
+}
+
+// claimDir is the directory of claim k: RootDir/claims/<namespace>/<claim>
+// for the manifest directory's source (where its claims have always been,
+// so their data stays where it is), RootDir/source-claims/<source id>/
+// <namespace>/<claim> for any other. The source id is a hash of the
+// source's name: one path component, whatever the name holds.
+func (r *Runtime) claimDir(k pod.ClaimKey) string {
+	if k.Source == r.cfg.FileSource {
+		return filepath.Join(r.cfg.RootDir, "claims", k.Namespace, k.Name)
+	}
+	return filepath.Join(r.cfg.RootDir, sourceClaimsDir, sourceID(k.Source), k.Namespace, k.Name)
+}
+
+// sourceClaimsDir holds, below RootDir, the claims of the sources other
+// than the manifest directory, one directory per source.
+const sourceClaimsDir = "source-claims"
+
+// sourceID names a source in a path: the first 16 bytes of the SHA-256 of
+// its name, in hex.
+func sourceID(source string) string {
+	sum := sha256.Sum256([]byte(source))
+	return hex.EncodeToString(sum[:16])
 }
 
 // nodeInfo is what the downward API reads of the node for pod p.
@@ -90,7 +116,7 @@ func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 	if p.Object(pod.KindClaim, name) == nil {
 		return &pod.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
 	}
-	dir := r.claimPath(p.Metadata.Namespace, name)
+	dir := r.claimPath(p, name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
@@ -102,38 +128,58 @@ func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 }
 
 // RemoveClaims removes the directory of every claim under RootDir/claims
-// that is not in keep (the caller passes the claims the sources define and
-// those the current pods mount). It returns the claims removed.
-func (r *Runtime) RemoveClaims(keep map[pod.ObjectKey]bool) ([]pod.ObjectKey, error) {
-	root := filepath.Join(r.cfg.RootDir, "claims")
-	nss, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// and RootDir/source-claims that is not in keep (the caller passes the
+// claims the sources define and those the current pods mount, each with
+// its source). A directory RootDir/claims/<namespace>/<claim> is also kept
+// while any source defines that namespace and name: an earlier tug kept
+// every source's claims there, and data nobody can attribute is never
+// removed. It returns the directories removed.
+func (r *Runtime) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
+	kept := map[string]bool{}
+	for k := range keep {
+		kept[r.claimDir(k)] = true
+		kept[filepath.Join(r.cfg.RootDir, "claims", k.Namespace, k.Name)] = true
 	}
-	if err != nil {
-		return nil, err
-	}
-	var removed []pod.ObjectKey
+	var removed []string
 	var errs []error
-	for _, ns := range nss {
-		if !ns.IsDir() {
-			continue
-		}
-		claims, err := os.ReadDir(filepath.Join(root, ns.Name()))
+	removeUnder := func(root string) {
+		nss, err := os.ReadDir(root)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return
 		}
-		for _, c := range claims {
-			k := pod.ObjectKey{Kind: pod.KindClaim, Namespace: ns.Name(), Name: c.Name()}
-			if keep[k] {
+		for _, ns := range nss {
+			if !ns.IsDir() {
 				continue
 			}
-			if err := os.RemoveAll(filepath.Join(root, ns.Name(), c.Name())); err != nil {
+			claims, err := os.ReadDir(filepath.Join(root, ns.Name()))
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			removed = append(removed, k)
+			for _, c := range claims {
+				dir := filepath.Join(root, ns.Name(), c.Name())
+				if kept[dir] {
+					continue
+				}
+				if err := removeTree(dir); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				removed = append(removed, dir)
+			}
+		}
+	}
+	removeUnder(filepath.Join(r.cfg.RootDir, "claims"))
+	sources, err := os.ReadDir(filepath.Join(r.cfg.RootDir, sourceClaimsDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, s := range sources {
+		if s.IsDir() {
+			removeUnder(filepath.Join(r.cfg.RootDir, sourceClaimsDir, s.Name()))
 		}
 	}
 	return removed, errors.Join(errs...)

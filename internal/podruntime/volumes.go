@@ -94,7 +94,7 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 			err = r.prepareObjectVolume(p, v, node)
 		case v.PersistentVolumeClaim != nil:
 			if err = r.prepareClaim(p, v); err == nil {
-				err = r.applyFSGroup(p, r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
+				err = r.applyFSGroup(p, r.claimPath(p, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
 			}
 		default:
 			err = ErrVolumeNotFound
@@ -297,7 +297,7 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]sp
 			if err := checkName("claim name", v.PersistentVolumeClaim.ClaimName); err != nil {
 				return nil, err
 			}
-			src = r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName)
+			src = r.claimPath(p, v.PersistentVolumeClaim.ClaimName)
 			readOnly = readOnly || v.PersistentVolumeClaim.ReadOnly
 		default:
 			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
@@ -355,7 +355,7 @@ func (r *Runtime) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (st
 		if err := checkName("claim name", v.PersistentVolumeClaim.ClaimName); err != nil {
 			return "", err
 		}
-		root, err = openRoot(r.claimPath(p.Metadata.Namespace, v.PersistentVolumeClaim.ClaimName))
+		root, err = openRoot(r.claimPath(p, v.PersistentVolumeClaim.ClaimName))
 	default:
 		return "", ErrVolumeNotFound
 	}

@@ -117,13 +117,13 @@ func (l *Loop) removeClaims() {
 			return
 		}
 	}
-	keep := map[pod.ObjectKey]bool{}
+	keep := map[pod.ClaimKey]bool{}
 	for _, k := range l.cfg.Claims.Claims() {
 		keep[k] = true
 	}
 	removed, err := l.cfg.ClaimDirs.RemoveClaims(keep)
-	for _, k := range removed {
-		l.cfg.Log.Info("removed the directory of claim " + k.Namespace + "/" + k.Name + ": no source defines it and no pod uses it")
+	for _, dir := range removed {
+		l.cfg.Log.Info("removed the directory of a claim: no source defines it and no pod uses it", "file", dir)
 	}
 	if err != nil {
 		l.cfg.Log.Warn("housekeeping: remove claim directories", "err", err)

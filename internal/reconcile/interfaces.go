@@ -109,15 +109,15 @@ type Desired interface {
 // ClaimSet lists the PersistentVolumeClaims the sources define now and
 // those the desired pods mount (implemented by podconfig.Store).
 type ClaimSet interface {
-	Claims() []pod.ObjectKey
+	Claims() []pod.ClaimKey
 }
 
 // ClaimRemover removes the local directories of claims (implemented by
 // podruntime.Runtime).
 type ClaimRemover interface {
 	// RemoveClaims removes every claim directory whose key is not in keep
-	// and returns the claims removed.
-	RemoveClaims(keep map[pod.ObjectKey]bool) ([]pod.ObjectKey, error)
+	// and returns the directories removed.
+	RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error)
 }
 
 // Prober runs the probes of the pods' containers (implemented by

@@ -1,0 +1,97 @@
+package podruntime
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"tug/internal/pod"
+)
+
+// TestRemoveClaims: a claim belongs to its source. The file source's
+// claims stay at claims/<namespace>/<name>; another source's defining the
+// same namespace and name has a directory of its own; a directory is kept
+// while its source defines (or its pods mount) the claim, and a directory
+// at the file source's path is kept while any source defines that
+// namespace and name (an earlier tug kept every source's claims there).
+func TestRemoveClaims(t *testing.T) {
+	const file, url = "file:/etc/tug/manifests", "https://fleet.example/pods"
+	key := func(src, name string) pod.ClaimKey {
+		return pod.ClaimKey{Source: src, Namespace: "default", Name: name}
+	}
+	tests := []struct {
+		name        string
+		dirs        []pod.ClaimKey // directories there before
+		keep        []pod.ClaimKey
+		wantRemoved []pod.ClaimKey
+	}{
+		{
+			name: "same name in two sources",
+			dirs: []pod.ClaimKey{key(file, "data"), key(url, "data")},
+			keep: []pod.ClaimKey{key(file, "data"), key(url, "data")},
+		},
+		{
+			name:        "the URL source drops its claim",
+			dirs:        []pod.ClaimKey{key(file, "data"), key(url, "data")},
+			keep:        []pod.ClaimKey{key(file, "data")},
+			wantRemoved: []pod.ClaimKey{key(url, "data")},
+		},
+		{
+			name:        "the file source drops its claim",
+			dirs:        []pod.ClaimKey{key(file, "data"), key(url, "data"), key(url, "other")},
+			keep:        []pod.ClaimKey{key(url, "other")},
+			wantRemoved: []pod.ClaimKey{key(file, "data"), key(url, "data")},
+		},
+		{
+			name: "an earlier tug's directory of a URL claim",
+			dirs: []pod.ClaimKey{key(file, "data")},
+			keep: []pod.ClaimKey{key(url, "data")},
+		},
+		{
+			name:        "a source no longer configured",
+			dirs:        []pod.ClaimKey{key("https://old.example/", "data")},
+			wantRemoved: []pod.ClaimKey{key("https://old.example/", "data")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Runtime{cfg: Config{RootDir: t.TempDir(), FileSource: file}}
+			for _, k := range tt.dirs {
+				if err := os.MkdirAll(r.claimDir(k), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			keep := map[pod.ClaimKey]bool{}
+			for _, k := range tt.keep {
+				keep[k] = true
+			}
+			removed, err := r.RemoveClaims(keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, k := range tt.wantRemoved {
+				want = append(want, r.claimDir(k))
+			}
+			slices.Sort(removed)
+			slices.Sort(want)
+			if !slices.Equal(removed, want) {
+				t.Errorf("removed %q, want %q", removed, want)
+			}
+			for _, k := range tt.dirs {
+				_, err := os.Stat(r.claimDir(k))
+				if gone := os.IsNotExist(err); gone != slices.Contains(tt.wantRemoved, k) {
+					t.Errorf("%s: removed %v", r.claimDir(k), gone)
+				}
+			}
+		})
+	}
+	r := &Runtime{cfg: Config{RootDir: "/var/lib/tug", FileSource: file}}
+	if got := r.claimDir(key(file, "data")); got != "/var/lib/tug/claims/default/data" {
+		t.Errorf("the file source's claim: %s", got)
+	}
+	if got := r.claimDir(key(url, "data")); filepath.Dir(filepath.Dir(filepath.Dir(got))) != "/var/lib/tug/source-claims" {
+		t.Errorf("the URL source's claim: %s", got)
+	}
+}
