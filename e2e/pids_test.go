@@ -163,6 +163,11 @@ func TestPodPidsLimit(t *testing.T) {
 	if v.Status.Reason != pod.ReasonPIDLimitReached || !strings.Contains(v.Status.Message, strconv.Itoa(pidsLimit)) {
 		t.Errorf("bomb pod status reason %q message %q, want %s naming the limit %d", v.Status.Reason, v.Status.Message, pod.ReasonPIDLimitReached, pidsLimit)
 	}
+	if rows, _, err := tg.podTable(); err != nil {
+		t.Error(err)
+	} else if r := rows[staticName("bomb")]; r["STATUS"] != pod.ReasonPIDLimitReached {
+		t.Errorf("tug pods row of the bomb: %v, want STATUS %s", r, pod.ReasonPIDLimitReached)
+	}
 	if w, ok, _ := tg.apiPod(webUID); !ok || podCondition(&w, pod.ConditionPIDLimitReached) != nil || w.Status.Reason != "" {
 		t.Errorf("web pod status %+v, want no process limit reached", w.Status)
 	}
