@@ -40,7 +40,7 @@ func newCgroups(cfg config.Config, log *slog.Logger) (*qos.Manager, error) {
 	return qos.New(qos.Config{
 		Root:           cfg.CgroupRoot,
 		Reserved:       cfg.ReservedResources(),
-		PodPidsLimit:   cfg.PodPidsLimit,
+		PodPidsLimit:   cfg.PodMaxPids,
 		MemoryQoS:      cfg.MemoryQoS,
 		MinOOMScoreAdj: minAdj,
 		Log:            log,

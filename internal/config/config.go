@@ -161,9 +161,15 @@ type Config struct {
 	// MemoryQoS sets memory.min and memory.high (cgroup v2) as the
 	// kubelet's MemoryQoS feature does. Default false.
 	MemoryQoS bool `yaml:"memory-qos"`
-	// PodPidsLimit caps the processes of each pod; -1 means no limit.
-	// Default -1.
-	PodPidsLimit int64 `yaml:"pod-pids-limit"`
+	// PodMaxPids is each pod's process limit, its cgroup's pids.max (the
+	// kubelet's --pod-max-pids); -1 means no limit. Default
+	// DefaultPodMaxPids: without a limit one pod's fork bomb takes every
+	// pid of the node, tug's and the other pods' included.
+	PodMaxPids int64 `yaml:"pod-max-pids"`
+	// PodPidsLimit is the older name of PodMaxPids, still read from config
+	// files (the systemd unit's file had it) and the command line; giving
+	// both in one file is an error.
+	PodPidsLimit *int64 `yaml:"pod-pids-limit,omitempty"`
 	// MaxPods is how many pods tug runs at most; pods beyond it wait with
 	// status OutOfpods (0: no limit). Default 110, the kubelet's.
 	MaxPods int `yaml:"max-pods"`
@@ -204,7 +210,7 @@ type Config struct {
 	// EvictionHard: hard eviction thresholds, kubelet syntax
 	// ("memory.available<100Mi,nodefs.available<10%"); "none" for none.
 	// Default (empty): memory.available<100Mi, nodefs.available<10%,
-	// nodefs.inodesFree<5%, imagefs.available<15%.
+	// nodefs.inodesFree<5%, imagefs.available<15%, pid.available<10%.
 	EvictionHard string `yaml:"eviction-hard"`
 	// EvictionSoft: soft eviction thresholds, same syntax. Default none.
 	EvictionSoft string `yaml:"eviction-soft"`
@@ -307,7 +313,7 @@ func Default() Config {
 		PodCIDR:      DefaultPodCIDR,
 		ResolvConf:   "/etc/resolv.conf",
 		CgroupDriver: "cgroupfs",
-		PodPidsLimit: -1,
+		PodMaxPids:   DefaultPodMaxPids,
 		MaxPods:      110,
 
 		FilePolicy:     "privileged",
@@ -323,6 +329,12 @@ func Default() Config {
 	}
 }
 
+// DefaultPodMaxPids is the default --pod-max-pids: room for any ordinary
+// pod (an nginx or a JVM runs well under a thousand threads), and an
+// eighth of the 32768 pids of a default kernel.pid_max, so that a few
+// pods at their limit still leave the node pids.
+const DefaultPodMaxPids = 4096
+
 // Load reads a YAML config file over c. Unknown keys are an error.
 func (c *Config) Load(path string) error {
 	data, err := os.ReadFile(path)
@@ -333,6 +345,15 @@ func (c *Config) Load(path string) error {
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if c.PodPidsLimit != nil {
+		var keys map[string]yaml.Node
+		if err := yaml.Unmarshal(data, &keys); err == nil {
+			if _, both := keys["pod-max-pids"]; both {
+				return fmt.Errorf("config %s: pod-pids-limit is the older name of pod-max-pids: give one", path)
+			}
+		}
+		c.PodMaxPids, c.PodPidsLimit = *c.PodPidsLimit, nil
 	}
 	return nil
 }
@@ -381,7 +402,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "cgroup driver (cgroupfs)")
 	fs.StringVar(&c.Reserved, "reserved", c.Reserved, "resources kept from the pods, e.g. cpu=500m,memory=256Mi")
 	fs.BoolVar(&c.MemoryQoS, "memory-qos", c.MemoryQoS, "set memory.min and memory.high like the kubelet's MemoryQoS (cgroup v2)")
-	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "maximum processes per pod (-1: no limit)")
+	fs.Int64Var(&c.PodMaxPids, "pod-max-pids", c.PodMaxPids, "maximum processes per pod, the pod cgroup's pids.max (-1: no limit)")
+	fs.Int64Var(&c.PodMaxPids, "pod-pids-limit", c.PodMaxPids, "older name of --pod-max-pids")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "maximum pods run at once; others wait (0: no limit)")
 	fs.StringVar(&c.NodeLabels, "node-labels", c.NodeLabels, "node labels key=value,... that pods' nodeSelector and node affinity are checked against (besides kubernetes.io/hostname, os and arch)")
 	fs.StringVar(&c.RegisterWithTaints, "register-with-taints", c.RegisterWithTaints, "node taints key=value:Effect,... that pods must tolerate")
@@ -393,7 +415,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "image filesystem usage percent at which unused images are removed (100: never)")
 	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "image filesystem usage percent the image GC frees down to")
 	fs.DurationVar(&c.MinimumImageTTLDuration, "minimum-image-ttl-duration", c.MinimumImageTTLDuration, "minimum age of an unused image before it is removed")
-	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, "hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's; none: none)")
+	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, "hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's and pid.available<10%; none: none)")
 	fs.StringVar(&c.EvictionSoft, "eviction-soft", c.EvictionSoft, "soft eviction thresholds, same syntax as --eviction-hard")
 	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "grace period of each soft threshold, e.g. memory.available=1m30s")
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")
@@ -508,8 +530,8 @@ func (c *Config) Validate() error {
 	if c.CgroupDriver != "cgroupfs" {
 		errs = append(errs, fmt.Errorf("cgroup-driver: %q is not supported (only cgroupfs)", c.CgroupDriver))
 	}
-	if c.PodPidsLimit < -1 || c.PodPidsLimit == 0 {
-		errs = append(errs, fmt.Errorf("pod-pids-limit: %d must be positive, or -1 for no limit", c.PodPidsLimit))
+	if c.PodMaxPids < -1 || c.PodMaxPids == 0 {
+		errs = append(errs, fmt.Errorf("pod-max-pids: %d must be positive, or -1 for no limit", c.PodMaxPids))
 	}
 	for name, level := range map[string]string{"file-policy": c.FilePolicy, "url-policy": c.URLPolicy} {
 		switch level {

@@ -21,6 +21,10 @@ func TestParsePrecedence(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("pod-manifest-pth: /x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	oldPids := filepath.Join(dir, "oldpids.yaml")
+	os.WriteFile(oldPids, []byte("pod-pids-limit: 500\n"), 0o600)
+	bothPids := filepath.Join(dir, "bothpids.yaml")
+	os.WriteFile(bothPids, []byte("pod-pids-limit: 500\npod-max-pids: 600\n"), 0o600)
 	keys1 := filepath.Join(dir, "k1.yaml")
 	keys2 := filepath.Join(dir, "k2.yaml")
 	os.WriteFile(keys1, []byte("manifest-verify-key: /k/a.pem\nmanifest-url-ca: /ca.pem\nmanifest-url-ca-mode: replace\n"), 0o600)
@@ -100,6 +104,14 @@ func TestParsePrecedence(t *testing.T) {
 		{"pod cidr too small", []string{"--pod-cidr", "10.0.0.0/31"}, nil, "between /16 and /30"},
 		{"pod cidr ipv6", []string{"--pod-cidr", "fd00::/64"}, nil, "not an IPv4 CIDR"},
 		{"bad node ip", []string{"--node-ip", "node1"}, nil, "node-ip"},
+		{"pod pids limit by default", nil, func(c Config) bool { return c.PodMaxPids == 4096 && DefaultPodMaxPids == 4096 }, ""},
+		{"pod max pids flag", []string{"--pod-max-pids", "300"}, func(c Config) bool { return c.PodMaxPids == 300 }, ""},
+		{"pod max pids unlimited", []string{"--pod-max-pids", "-1"}, func(c Config) bool { return c.PodMaxPids == -1 }, ""},
+		{"pod pids limit, the older flag", []string{"--pod-pids-limit", "300"}, func(c Config) bool { return c.PodMaxPids == 300 }, ""},
+		{"pod pids limit, the older key", []string{"--config", oldPids}, func(c Config) bool { return c.PodMaxPids == 500 && c.PodPidsLimit == nil }, ""},
+		{"flag over the older key", []string{"--config", oldPids, "--pod-max-pids", "700"}, func(c Config) bool { return c.PodMaxPids == 700 }, ""},
+		{"both pids keys", []string{"--config", bothPids}, nil, "older name of pod-max-pids"},
+		{"pod max pids zero", []string{"--pod-max-pids", "0"}, nil, "pod-max-pids"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,15 @@ const (
 	ConditionContainersReady = "ContainersReady"
 	ConditionReady           = "Ready"
 	ConditionPodScheduled    = "PodScheduled" // always True: a static pod is on its node
+	// ConditionPIDLimitReached is True while the kernel has refused a fork
+	// or clone in the pod because the pod held its process limit
+	// (--pod-max-pids, the pod cgroup's pids.max). The kubelet has no such
+	// condition; tug reports it because a pod at its limit otherwise looks
+	// Running while its processes fail with EAGAIN.
+	ConditionPIDLimitReached = "PIDLimitReached"
+	// ReasonPIDLimitReached is the status.reason (and the event reason)
+	// of a pod at its process limit.
+	ReasonPIDLimitReached = "PIDLimitReached"
 )
 
 // Waiting reasons, as the kubelet reports them.

@@ -36,8 +36,9 @@ type Config struct {
 	// Default: nothing reserved, Root capped to the capacity, as the
 	// kubelet does.
 	Reserved pod.ResourceList
-	// PodPidsLimit is each pod cgroup's pids.max (--pod-pids-limit);
-	// 0 or -1 (default 0) means unlimited.
+	// PodPidsLimit is each pod cgroup's pids.max (--pod-max-pids);
+	// 0 or -1 (the zero value) means unlimited. The agent's default is
+	// finite (config.DefaultPodMaxPids).
 	PodPidsLimit int64
 	// MemoryQoS sets memory.min and memory.high as the kubelet's MemoryQoS
 	// feature does (--memory-qos). cgroup v2 only: on v1 it is ignored with

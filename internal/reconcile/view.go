@@ -32,6 +32,14 @@ type View struct {
 	// Rollouts, when set, adds the RolloutFailed condition of pods whose
 	// update failed (implemented by rollout.Controller).
 	Rollouts RolloutConditions
+	// PIDLimits, when set, adds the PIDLimitReached condition of pods
+	// that reached their process limit.
+	PIDLimits PodConditions
+}
+
+// PodConditions gives one condition of a pod (nil when it has none).
+type PodConditions interface {
+	Condition(p *pod.Pod) *pod.Condition
 }
 
 // RolloutConditions gives the RolloutFailed condition of a pod whose
@@ -42,9 +50,10 @@ type RolloutConditions interface {
 	File(o pod.Origin) *pod.ManifestRollout
 }
 
-// withRollout adds the rollout condition to st, and makes its reason
-// RolledBack (or RolloutFailed) unless it already has one.
-func withRollout(st pod.Status, cond *pod.Condition) pod.Status {
+// withCondition adds a condition (the rollout's, or PIDLimitReached) to st,
+// and makes its reason the condition's (RolledBack, RolloutFailed,
+// PIDLimitReached) unless st already has one.
+func withCondition(st pod.Status, cond *pod.Condition) pod.Status {
 	if cond == nil {
 		return st
 	}
@@ -62,7 +71,10 @@ func (v View) Pods() []pod.View {
 	for _, p := range pods {
 		st := v.Loop.Status(p)
 		if v.Rollouts != nil {
-			st = withRollout(st, v.Rollouts.Condition(p.Metadata.UID))
+			st = withCondition(st, v.Rollouts.Condition(p.Metadata.UID))
+		}
+		if v.PIDLimits != nil {
+			st = withCondition(st, v.PIDLimits.Condition(p))
 		}
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}

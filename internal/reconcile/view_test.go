@@ -59,3 +59,23 @@ func TestView(t *testing.T) {
 		t.Errorf("url:b = %+v; want a row with its fetch error", ms[3])
 	}
 }
+
+type fakePodConditions map[string]*pod.Condition
+
+func (f fakePodConditions) Condition(p *pod.Pod) *pod.Condition { return f[p.Metadata.Name] }
+
+func TestViewPIDLimitCondition(t *testing.T) {
+	bomb, web := &pod.Pod{}, &pod.Pod{}
+	bomb.Metadata.Name, web.Metadata.Name = "bomb", "web"
+	cond := &pod.Condition{Type: pod.ConditionPIDLimitReached, Status: "True", Reason: pod.ReasonPIDLimitReached, Message: "limit of 300"}
+	v := View{Store: fakeSnapshot{pods: []*pod.Pod{bomb, web}}, Loop: fakeStatuser{},
+		PIDLimits: fakePodConditions{"bomb": cond}}
+	pods := v.Pods()
+	got := pods[0].Status
+	if len(got.Conditions) != 1 || got.Conditions[0] != *cond || got.Reason != pod.ReasonPIDLimitReached || got.Message != "limit of 300" {
+		t.Errorf("bomb status = %+v; want the PIDLimitReached condition and reason", got)
+	}
+	if got := pods[1].Status; len(got.Conditions) != 0 || got.Reason != "" {
+		t.Errorf("web status = %+v; want no condition", got)
+	}
+}

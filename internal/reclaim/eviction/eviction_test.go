@@ -25,7 +25,7 @@ func TestParseThresholds(t *testing.T) {
 		want             []string // Threshold.String, then "soft:<grace>" for soft ones
 		wantErr          bool
 	}{
-		{name: "kubelet defaults", want: []string{"memory.available<100Mi", "nodefs.available<10%", "nodefs.inodesFree<5%", "imagefs.available<15%"}},
+		{name: "kubelet defaults", want: []string{"memory.available<100Mi", "nodefs.available<10%", "nodefs.inodesFree<5%", "imagefs.available<15%", "pid.available<10%"}},
 		{name: "given hard replaces the defaults", hard: "pid.available<100,memory.available<1Gi", want: []string{"memory.available<1Gi", "pid.available<100"}},
 		{name: "none", hard: "none"},
 		{name: "soft with grace", hard: "none", soft: "memory.available<1.5Gi", grac: "memory.available=1m30s", want: []string{"memory.available<1536Mi soft:1m30s"}},

@@ -39,10 +39,13 @@ var resource = map[Signal]string{
 	SignalPIDAvailable:      "pids",
 }
 
-// DefaultHard is the kubelet's default --eviction-hard on Linux. As in the
-// kubelet, it applies only when --eviction-hard is not given at all: a
-// value given replaces all of it.
-const DefaultHard = "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%"
+// DefaultHard is the kubelet's default --eviction-hard on Linux plus
+// pid.available<10%: the kubelet documents pid.available but sets no
+// default for it, and a device whose pods exhaust the node's pids can no
+// longer start anything, tug's own processes included. As in the
+// kubelet, DefaultHard applies only when --eviction-hard is not given at
+// all: a value given replaces all of it.
+const DefaultHard = "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,pid.available<10%"
 
 // Threshold is one parsed threshold: the signal is met when what is
 // available falls below Quantity bytes (or count), or below Percentage of
