@@ -259,6 +259,21 @@ func restore(origins []*os.File) bool {
 	return ok
 }
 
+// ignoreRouterAdvertisements makes the links created from now on in the
+// calling thread's network namespace (a new pod's eth0) act on no IPv6
+// Router Advertisement: no route and no address from one. IPv6 itself stays
+// on, for ::1 and programs that listen on [::]. A kernel without IPv6 has
+// nothing to turn off.
+func ignoreRouterAdvertisements() error {
+	for _, key := range []string{"accept_ra", "autoconf"} {
+		err := writeSysctl("net/ipv6/conf/default/"+key, "0")
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("turn %s off in the pod's network namespace: %w", key, err)
+		}
+	}
+	return nil
+}
+
 func pinOnThisThread(dir string, names []string, flags int, hostname string) error {
 	if err := unix.Unshare(flags); err != nil {
 		return fmt.Errorf("unshare %s: %w", strings.Join(names, ","), err)
@@ -266,6 +281,11 @@ func pinOnThisThread(dir string, names []string, flags int, hostname string) err
 	if flags&unix.CLONE_NEWUTS != 0 {
 		if err := unix.Sethostname([]byte(hostname)); err != nil {
 			return fmt.Errorf("set hostname %q: %w", hostname, err)
+		}
+	}
+	if flags&unix.CLONE_NEWNET != 0 {
+		if err := ignoreRouterAdvertisements(); err != nil {
+			return err
 		}
 	}
 	src := fmt.Sprintf("/proc/%d/task/%d/ns", os.Getpid(), unix.Gettid())

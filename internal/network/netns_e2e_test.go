@@ -108,6 +108,7 @@ func newTestNet(t *testing.T, cidr string, opts ...func(*Config)) *testNet {
 		}
 		if c, err := nftables.New(); err == nil {
 			c.DelTable(natTable(instance(cfg.Instance).table()))
+			c.DelTable(guardTable(instance(cfg.Instance).table()))
 			c.Flush()
 		}
 	})

@@ -233,10 +233,19 @@ func (n *Pods) ensureNode() error {
 	if err := writeSysctl("net/ipv4/conf/"+n.cfg.Bridge+"/forwarding", "1"); err != nil {
 		return fmt.Errorf("enable forwarding on %s: %w", n.cfg.Bridge, err)
 	}
+	if err := disableIPv6(n.cfg.Bridge); err != nil {
+		return err
+	}
 	n.nftMu.Lock()
 	err = n.ensureTable()
 	if err == nil && enabled {
 		err = n.ensureForwardFilter()
+	}
+	if err == nil {
+		var c *nftables.Conn
+		if c, err = nftables.New(); err == nil {
+			err = n.ensureGuardTable(c)
+		}
 	}
 	n.nftMu.Unlock()
 	if err != nil {
@@ -491,6 +500,9 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 	if err := n.ensureVeth(uid, ip, netnsPath, log); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
+	if err := n.ensureGuard(uid, ip); err != nil {
+		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
+	}
 	if err := n.ensureHostPorts(p, uid, ip, log); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
@@ -600,6 +612,9 @@ func (n *Pods) ensureVeth(uid string, ip netip.Addr, netnsPath string, log *slog
 		}
 	}
 	if err := n.ensureHairpin(uid, host, attached); err != nil {
+		return err
+	}
+	if err := disableIPv6(name); err != nil {
 		return err
 	}
 	if host.Attrs().Flags&net.FlagUp == 0 {
@@ -798,7 +813,8 @@ func (n *Pods) podRules(c *nftables.Conn, uid string) ([]*nftables.Rule, error) 
 	return mine, nil
 }
 
-// TearDown removes the pod's veth pair, its hostPort rules and its lease.
+// TearDown removes the pod's veth pair, its hostPort rules, its port
+// guards and its lease.
 // Missing pieces are not an error, so it is idempotent. The pod's network
 // namespace itself belongs to Namespaces.
 func (n *Pods) TearDown(ctx context.Context, uid string) error {
@@ -813,6 +829,9 @@ func (n *Pods) TearDown(ctx context.Context, uid string) error {
 		errs = append(errs, err)
 	}
 	if err := n.deleteRules(uid); err != nil {
+		errs = append(errs, err)
+	}
+	if err := n.deleteGuard(uid); err != nil {
 		errs = append(errs, err)
 	}
 	if err := n.ipam.release(uid); err != nil {
@@ -910,7 +929,11 @@ func (n *Pods) List() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range rules {
+	guards, err := n.allGuardRules()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range append(rules, guards...) {
 		if uid, ok := uidFromComment(ruleComment(r.UserData)); ok {
 			uids = append(uids, uid)
 		}
@@ -985,14 +1008,7 @@ func defaultRouteSource() netip.Addr {
 
 // tableExists reports whether the nftables table ip name exists.
 func tableExists(c *nftables.Conn, name string) (bool, error) {
-	_, err := c.ListTableOfFamily(name, nftables.TableFamilyIPv4)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.ENOENT):
-		return false, nil
-	}
-	return false, fmt.Errorf("find nftables table ip %s: %w", name, err)
+	return tableOfFamilyExists(c, name, nftables.TableFamilyIPv4)
 }
 
 // sameComments reports whether two rule lists carry the same comments,
