@@ -213,7 +213,7 @@ func (m *Manager) findControllers() error {
 		}
 	}
 	if m.pidsLimit > 0 && m.ctrl["pids"] == "" {
-		return fmt.Errorf("%w: pids, needed for the pod pids limit %d", ErrMissingController, m.pidsLimit)
+		return fmt.Errorf("%w: pids, needed for the pod process limit %d (--pod-max-pids -1 runs pods without one)", ErrMissingController, m.pidsLimit)
 	}
 	return nil
 }
