@@ -106,6 +106,18 @@ func (tg *tug) waitRolledBack(timeout time.Duration, name, good, msg string) pod
 	return v
 }
 
+// waitMainReady waits until container main of the pod named name runs
+// and is ready.
+func (tg *tug) waitMainReady(name, what string) {
+	tg.t.Helper()
+	tg.waitPod(startTimeout, name, what, func(v *pod.View) error {
+		if cs := statusOf(v, "main"); cs.State.Running == nil || !cs.Ready {
+			return fmt.Errorf("main is not running and ready: %+v", cs.State)
+		}
+		return nil
+	})
+}
+
 // cli runs a tug client command against this tug and returns its
 // stdout; it fails the test when the command fails.
 func (tg *tug) cli(args ...string) string {
@@ -229,12 +241,7 @@ func TestRolloutCrashingUpdateRollsBack(t *testing.T) {
 	good := tg.waitGood("crash", "")
 	tg.writeManifest("crash.yaml", rolloutPod("crash", tg.image, "echo broken; exit 1", ann, ""))
 	tg.waitRolledBack(45*time.Second, "crash", good, "restarted 2 times")
-	tg.waitPod(startTimeout, "crash", "the good spec runs", func(v *pod.View) error {
-		if cs := statusOf(v, "main"); cs.State.Running == nil || !cs.Ready {
-			return fmt.Errorf("main is not running and ready: %+v", cs.State)
-		}
-		return nil
-	})
+	tg.waitMainReady("crash", "the good spec runs")
 }
 
 // TestRolloutNeverReadyRollsBack: an update whose readiness probe never
@@ -408,10 +415,5 @@ func TestRolloutTimeoutShorterThanMinReady(t *testing.T) {
 
 	tg.writeManifest("quick.yaml", rolloutPod("quick", tg.image, "echo v2; exit 1", short, ""))
 	tg.waitRolledBack(40*time.Second, "quick", good, "not ready within 3s")
-	tg.waitPod(startTimeout, "quick", "the good spec runs", func(v *pod.View) error {
-		if cs := statusOf(v, "main"); cs.State.Running == nil || !cs.Ready {
-			return fmt.Errorf("main is not running and ready: %+v", cs.State)
-		}
-		return nil
-	})
+	tg.waitMainReady("quick", "the good spec runs")
 }

@@ -141,31 +141,8 @@ func (n *Pods) guardRulesOf(c *nftables.Conn, uid string) ([]*nftables.Rule, err
 func (n *Pods) ensureGuard(uid string, ip netip.Addr) error {
 	t := guardTable(n.in.table())
 	want := guardRules(t, uid, n.in.vethName(uid), podMAC(uid), ip)
-	n.nftMu.Lock()
-	defer n.nftMu.Unlock()
-	c, err := nftables.New()
-	if err != nil {
-		return fmt.Errorf("nftables: %w", err)
-	}
-	have, err := n.guardRulesOf(c, uid)
-	if err != nil {
-		return err
-	}
-	if sameComments(have, want) {
-		return nil
-	}
-	for _, r := range have {
-		if err := c.DelRule(r); err != nil {
-			return fmt.Errorf("delete old port guard: %w", err)
-		}
-	}
-	for _, r := range want {
-		c.AddRule(r)
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("write the port guards of veth %s: %w", n.in.vethName(uid), err)
-	}
-	return nil
+	_, _, err := n.syncPodRules(uid, n.guardRulesOf, want, "port guards of veth "+n.in.vethName(uid))
+	return err
 }
 
 // deleteGuard deletes the guards of the pod's port, after its veth is

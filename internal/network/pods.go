@@ -755,35 +755,47 @@ func (n *Pods) ensureHostPorts(p *pod.Pod, uid string, ip netip.Addr, log *slog.
 	for _, hp := range ports {
 		want = append(want, hostPortRule(t, uid, hp))
 	}
+	replaced, changed, err := n.syncPodRules(uid, n.podRules, want, "hostPort rules")
+	if err != nil || !changed {
+		return err
+	}
+	if len(skipped) > 0 {
+		log.Warn("hostPorts with an IPv6 hostIP are not published: the pod network is IPv4 only", "ports", skipped)
+	}
+	log.Info("published hostPorts", "ports", len(want), "replaced", replaced)
+	return nil
+}
+
+// syncPodRules makes the pod's rules that list returns exactly want, in
+// one batch, unless they carry the same comments already. It returns how
+// many rules it replaced and whether it wrote; what names the rules in
+// errors.
+func (n *Pods) syncPodRules(uid string, list func(*nftables.Conn, string) ([]*nftables.Rule, error), want []*nftables.Rule, what string) (int, bool, error) {
 	n.nftMu.Lock()
 	defer n.nftMu.Unlock()
 	c, err := nftables.New()
 	if err != nil {
-		return fmt.Errorf("nftables: %w", err)
+		return 0, false, fmt.Errorf("nftables: %w", err)
 	}
-	have, err := n.podRules(c, uid)
+	have, err := list(c, uid)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	if sameComments(have, want) {
-		return nil
+		return 0, false, nil
 	}
 	for _, r := range have {
 		if err := c.DelRule(r); err != nil {
-			return fmt.Errorf("delete old hostPort rule: %w", err)
+			return 0, false, fmt.Errorf("delete old %s: %w", what, err)
 		}
 	}
 	for _, r := range want {
 		c.AddRule(r)
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("write hostPort rules: %w", err)
+		return 0, false, fmt.Errorf("write %s: %w", what, err)
 	}
-	if len(skipped) > 0 {
-		log.Warn("hostPorts with an IPv6 hostIP are not published: the pod network is IPv4 only", "ports", skipped)
-	}
-	log.Info("published hostPorts", "ports", len(want), "replaced", len(have))
-	return nil
+	return len(have), true, nil
 }
 
 // podRules returns the rules of the hostports chain tagged with uid
