@@ -48,11 +48,16 @@ func inContainer(c ctr, path string) (string, error) {
 }
 
 // envOf returns the environment the container's process started with. It
-// first waits for runc's init to exec the container's command: a task's
-// start returns when the init is released, a moment before the exec, and
-// until then /proc/PID/environ is runc's, not the container's.
+// waits for runc's init to exec the container's command, and for the exec
+// to finish: a task's start returns when the init is released, a moment
+// before the exec, and until then /proc/PID/environ is runc's; during the
+// exec the new name is set before the new environment, which reads empty
+// for that moment. The container's environment always has PATH, so one
+// without it is never taken for the container's (a check that something is
+// absent cannot pass on it).
 func (tg *tug) envOf(c ctr) map[string]string {
 	tg.t.Helper()
+	env := map[string]string{}
 	tg.waitFor(10*time.Second, fmt.Sprintf("pid %d to exec the container's command", c.PID), func() (bool, error) {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.PID))
 		if err != nil {
@@ -61,21 +66,21 @@ func (tg *tug) envOf(c ctr) map[string]string {
 		if strings.HasPrefix(string(comm), "runc:") {
 			return false, fmt.Errorf("still runc's init (%q)", strings.TrimSpace(string(comm)))
 		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.PID))
+		if err != nil {
+			return false, err
+		}
+		clear(env)
+		for _, kv := range strings.Split(string(b), "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		if env["PATH"] == "" {
+			return false, fmt.Errorf("environment has no PATH yet: %q", b)
+		}
 		return true, nil
 	})
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.PID))
-	if err != nil {
-		tg.t.Fatal(err)
-	}
-	env := map[string]string{}
-	for _, kv := range strings.Split(string(b), "\x00") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	if env["PATH"] == "" {
-		tg.t.Fatalf("pid %d's environment has no PATH: %q", c.PID, b)
-	}
 	return env
 }
 
