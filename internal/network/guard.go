@@ -27,7 +27,7 @@ import (
 // delivered to the node:
 //
 //	table bridge tug {
-//		chain ports {                    # type filter hook prerouting priority filter
+//		chain ports {                    # type filter hook prerouting priority 0
 //			iifname <veth> ether saddr != <mac> drop                    comment "tug pod <uid> guard <veth> ether saddr <mac>"
 //			iifname <veth> ether type arp arp saddr ether != <mac> drop comment "tug pod <uid> guard <veth> arp saddr ether <mac>"
 //			iifname <veth> ether type arp arp saddr ip != <ip> drop     comment "tug pod <uid> guard <veth> arp saddr ip <ip>"
