@@ -38,10 +38,12 @@ func diskUsed(dirs ...string) int64 {
 // TestLogOutputDiskBound: a container writes 400 MB to stdout as fast as
 // it can, 1,000-byte lines, with max-size 1 MiB and max-files 2. While tug
 // runs, its raw and converted log files together never hold more than a
-// few MiB beyond the caps; the 200 MB written while tug is down are
-// brought back under the bound as soon as tug starts; tug says that it
-// dropped output (its log and an OutputDropped event); and the numbered
-// lines written once the flood is over all reach the log, in order.
+// few MiB beyond the caps, and tug says that it dropped output (its log
+// and an OutputDropped event). While tug is down, the shim stops writing
+// the raw file at its limit (64 MiB) and the container waits; tug, started
+// again, brings the files back under the bound, stops the container (an
+// OutputLimit event), and the numbered lines its next attempt writes all
+// reach the log, in order.
 func TestLogOutputDiskBound(t *testing.T) {
 	const (
 		maxSize  = 1 << 20
@@ -53,6 +55,9 @@ func TestLogOutputDiskBound(t *testing.T) {
 		// 4.5 MB (peaks of 4-10 MB measured; twice that allowed for a
 		// machine busier still, against 200 MB held without the bound).
 		bound = maxSize*maxFiles + 16<<20
+		// boundDown: with tug down, the raw file up to the length at which
+		// the shim stops writing it, and the CRI files' caps.
+		boundDown = 64<<20 + maxSize*maxFiles + 1<<20
 	)
 	tg := startTug(t, tugOpts{args: []string{
 		"--container-log-driver", "file",
@@ -63,12 +68,14 @@ func TestLogOutputDiskBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	flood := `yes "$l" | head -c 200000000; echo`
+	// Each phase runs once: the attempt that follows the stop skips the
+	// phases its predecessor began.
 	script := `l=$(printf '%0999d' 0); ` +
-		`while [ ! -f /ctl/go1 ]; do usleep 50000; done; ` + flood + `; touch /ctl/done1; ` +
-		`while [ ! -f /ctl/go2 ]; do usleep 50000; done; ` + flood + `; touch /ctl/done2; ` +
+		`if [ ! -f /ctl/done1 ]; then while [ ! -f /ctl/go1 ]; do usleep 50000; done; ` + flood + `; touch /ctl/done1; fi; ` +
+		`if [ ! -f /ctl/in2 ]; then while [ ! -f /ctl/go2 ]; do usleep 50000; done; touch /ctl/in2; ` + flood + `; fi; ` +
 		`while [ ! -f /ctl/go3 ]; do usleep 50000; done; ` +
 		`i=0; while [ $i -lt 2000 ]; do echo "n $i"; i=$((i+1)); done; echo END; ` + idle
-	tg.writeManifest("flood.yaml", podYAML{name: "flood", restartPolicy: "Never",
+	tg.writeManifest("flood.yaml", podYAML{name: "flood", restartPolicy: "Always",
 		containers: []ctrYAML{{name: "main", image: tg.image, script: script, mounts: []mountYAML{{name: "ctl", path: "/ctl"}}}},
 		volumes:    []volYAML{hostPathVol("ctl", ctl, "Directory")},
 	}.String())
@@ -140,12 +147,29 @@ func TestLogOutputDiskBound(t *testing.T) {
 		t.Logf("with tug running, the pod's log files held at most %d bytes", running)
 	}
 
-	// 200 MB with tug down: the backlog is bounded as soon as tug starts.
+	// 200 MB with tug down: the shim stops at the raw file's limit, the
+	// container waits, and tug started again stops it.
 	tg.Kill()
 	touch("go2")
-	waitFile("done2")
+	rawOut := filepath.Join(rawDir, "main", "0.stdout")
+	waitFor(t, 3*time.Minute, "the raw file to reach its limit", func() (bool, error) {
+		fi, err := os.Stat(rawOut)
+		return err == nil && fi.Size() >= 64<<20, nil
+	})
+	time.Sleep(2 * time.Second) // the container goes on writing, if it can
 	down := diskUsed(rawDir, logDir)
-	t.Logf("with tug down, the pod's log files hold %d bytes", down)
+	if fi, err := os.Stat(rawOut); err != nil || fi.Size() != 64<<20 {
+		t.Errorf("with tug down, the raw file is %v bytes long (%v), want the limit, 67108864", fi.Size(), err)
+	}
+	if down > boundDown {
+		t.Errorf("with tug down, the pod's log files hold %d bytes, want at most %d (raw files: %s)",
+			down, boundDown, tg.rawLogFiles("flood", "main"))
+	} else {
+		t.Logf("with tug down, the pod's log files hold %d bytes", down)
+	}
+	if _, err := os.Stat(filepath.Join(ctl, "done2")); err == nil {
+		t.Errorf("the container finished writing 200 MB while tug was down: nothing held it")
+	}
 	restarted := time.Now()
 	tg.Start()
 	tg.waitFor(30*time.Second, "the backlog to be bounded after tug starts", func() (bool, error) {
@@ -155,6 +179,7 @@ func TestLogOutputDiskBound(t *testing.T) {
 		return true, nil
 	})
 	t.Logf("bounded %v after tug started", time.Since(restarted).Round(time.Millisecond))
+	tg.waitRunning(startTimeout, "flood", "main", 1)
 	mu.Lock()
 	peak, on = 0, true
 	mu.Unlock()
@@ -162,7 +187,7 @@ func TestLogOutputDiskBound(t *testing.T) {
 	// Output under the cap is never lost.
 	touch("go3")
 	tg.waitFor(logTimeout, "END in the log", func() (bool, error) {
-		data, err := readLog(logDir, "main", 0)
+		data, err := readLog(logDir, "main", 1)
 		return err == nil && strings.Contains(data, " stdout F END\n"), nil
 	})
 	stopSampling()
@@ -171,7 +196,7 @@ func TestLogOutputDiskBound(t *testing.T) {
 	}
 	var text strings.Builder
 	for n := maxFiles - 1; n >= 0; n-- {
-		p := filepath.Join(logDir, "main", "0.log")
+		p := filepath.Join(logDir, "main", "1.log")
 		if n > 0 {
 			p += "." + strconv.Itoa(n)
 		}
@@ -196,12 +221,61 @@ func TestLogOutputDiskBound(t *testing.T) {
 	if next != 2000 {
 		t.Errorf("the log holds %d of the 2000 numbered lines", next)
 	}
-	if reasons := tg.eventReasons(tg.uid("flood")); !slices.Contains(reasons, "OutputDropped") {
-		t.Errorf("the pod's events %q have no OutputDropped", reasons)
+	reasons := tg.eventReasons(tg.uid("flood"))
+	for _, want := range []string{"OutputDropped", "OutputLimit"} {
+		if !slices.Contains(reasons, want) {
+			t.Errorf("the pod's events %q have no %s", reasons, want)
+		}
 	}
 	if line := findLine(tg.output(), "dropped"); line == "" {
 		t.Errorf("tug's output does not say that output was dropped")
 	} else {
 		t.Logf("tug says: %s", line)
 	}
+}
+
+// TestContainersWriteLargeFiles: the limit on the length of the files the
+// shim writes (its raw output files) is not handed on to the containers:
+// two containers of one pod (one shim), the second started after the shim
+// was limited, each write a file longer than the limit, and the shim's own
+// limit is the raw files' length.
+func TestContainersWriteLargeFiles(t *testing.T) {
+	tg := startTug(t, tugOpts{args: []string{"--container-log-driver", "file"}})
+	write := `dd if=/dev/zero of=/tmp/big bs=1048576 count=80 2>/dev/null && ls -l /tmp/big | awk '{print "wrote", $5}'; ` + idle
+	tg.writeManifest("big.yaml", podYAML{name: "big", restartPolicy: "Never",
+		containers: []ctrYAML{{name: "a", image: tg.image, script: write}, {name: "b", image: tg.image, script: write}},
+	}.String())
+	for _, name := range []string{"a", "b"} {
+		tg.waitLog(logTimeout, "big", name, 0, "wrote 83886080")
+	}
+	c := tg.waitRunning(startTimeout, "big", "b", 0)
+	shim := ppidOf(t, c.PID)
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", shim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := findLine(string(limits), "Max file size")
+	if f := strings.Fields(line); len(f) < 4 || f[3] != "67108864" {
+		t.Errorf("the shim's file size limit: %q, want a soft limit of 67108864", line)
+	}
+}
+
+// ppidOf returns the parent of process pid.
+func ppidOf(t *testing.T, pid uint32) int {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no PPid in /proc/%d/status", pid)
+	return 0
 }

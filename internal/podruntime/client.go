@@ -239,6 +239,15 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.LogDriver == LogDriverFile {
 		lc := logConfig{maxSize: cfg.LogMaxSize, maxFiles: max(cfg.LogMaxFiles-1, 0)}
+		dir := filepath.Join(cfg.RootDir, "pods")
+		switch ok, err := canCollapse(dir); {
+		case err != nil:
+			cfg.Log.Warn("cannot probe the file system of the raw container logs: what a container writes while tug is down is not bounded", "dir", dir, "err", err)
+		case !ok:
+			cfg.Log.Warn("the file system of the raw container logs cannot remove a range from a file: what a container writes while tug is down is not bounded", "dir", dir)
+		default:
+			lc.rawLimit = rawFileMax
+		}
 		r.pumps = newLogPumps(cfg.RootDir, lc, cfg.Log.With("component", "logs"), r.taskGone)
 		r.pumps.stopTask = r.killTask
 		r.pumps.notify = r.containerEvent

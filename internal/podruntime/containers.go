@@ -190,6 +190,11 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("create task: %w", err)
 	}
+	if r.pumps != nil && r.pumps.cfg.rawLimit > 0 {
+		if err := limitShim(task.Pid()); err != nil {
+			log.Warn("cannot limit the shim's raw output files: what the container writes while tug is down is not bounded", "err", err)
+		}
+	}
 	// The start time is recorded before the start, so that a relist
 	// woken by the start event sees it and a quick exit never precedes it.
 	started := r.cfg.Clock.Now()

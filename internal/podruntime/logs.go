@@ -121,6 +121,10 @@ type logConfig struct {
 	path     string
 	maxSize  int64 // 0: never rotate
 	maxFiles int   // rotated files kept (the current one not counted)
+	// rawLimit is the file driver's raw file length at which the shim
+	// stops writing (rawlimit.go); 0: the shim is not limited and the raw
+	// files are not collapsed.
+	rawLimit int64
 }
 
 func parseLogSettings(settings string) (logConfig, error) {

@@ -55,8 +55,8 @@ import (
 // the start of a line, drops
 // the bytes before them, writes one record saying how many bytes it
 // dropped, and punches them out. A tug that
-// starts does so before converting anything, so what a container wrote
-// while tug was down is bounded as soon as tug runs again. On a file system
+// starts does so before converting anything. While tug is down, the
+// shim's file size limit bounds each raw file (rawlimit.go). On a file system
 // that cannot punch holes, tug says so once (Error) and stops the container
 // once its raw file holds rawNoPunchMax bytes: its next attempt starts with
 // new raw files (docs/decisions.md, "Container output and the disk").
@@ -102,11 +102,23 @@ type pumpState struct {
 	off      [2]int64 // converted raw bytes of stdout, stderr
 	criSize  int64    // the CRI file's length after the last commit
 	rotating bool     // a rotation was started and may not be complete
+	// collapsing is the length of the range at the start of stream i's raw
+	// file that is being removed from it (0: none); see pump.collapse.
+	collapsing [2]int64
 }
 
-const stateSize = 4 + 8*3 + 1 + 4 // magic, offsets, size, rotating, crc32
+// stateSize is the encoding's length: magic, offsets, size, rotating,
+// collapsing, crc32. stateSizeV1 is that of the encoding without
+// collapsing (magic "tug1"), which a tug that starts still reads.
+const (
+	stateSize   = 4 + 8*3 + 1 + 8*2 + 4
+	stateSizeV1 = 4 + 8*3 + 1 + 4
+)
 
-var stateMagic = [4]byte{'t', 'u', 'g', '1'}
+var (
+	stateMagic   = [4]byte{'t', 'u', 'g', '2'}
+	stateMagicV1 = [4]byte{'t', 'u', 'g', '1'}
+)
 
 func (s pumpState) encode() []byte {
 	b := make([]byte, 0, stateSize)
@@ -119,19 +131,33 @@ func (s pumpState) encode() []byte {
 		r = 1
 	}
 	b = append(b, r)
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.collapsing[0]))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.collapsing[1]))
 	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
-func decodeState(b []byte) (pumpState, error) {
-	if len(b) < stateSize || !bytes.Equal(b[:4], stateMagic[:]) ||
-		crc32.ChecksumIEEE(b[:stateSize-4]) != binary.LittleEndian.Uint32(b[stateSize-4:stateSize]) {
-		return pumpState{}, errors.New("bad log pump state")
+// decodeState decodes a state and returns the length of its encoding.
+func decodeState(b []byte) (pumpState, int, error) {
+	size := 0
+	switch {
+	case len(b) >= 4 && bytes.Equal(b[:4], stateMagic[:]):
+		size = stateSize
+	case len(b) >= 4 && bytes.Equal(b[:4], stateMagicV1[:]):
+		size = stateSizeV1
 	}
-	return pumpState{
+	if size == 0 || len(b) < size ||
+		crc32.ChecksumIEEE(b[:size-4]) != binary.LittleEndian.Uint32(b[size-4:size]) {
+		return pumpState{}, 0, errors.New("bad log pump state")
+	}
+	s := pumpState{
 		off:      [2]int64{int64(binary.LittleEndian.Uint64(b[4:])), int64(binary.LittleEndian.Uint64(b[12:]))},
 		criSize:  int64(binary.LittleEndian.Uint64(b[20:])),
 		rotating: b[28] == 1,
-	}, nil
+	}
+	if size == stateSize {
+		s.collapsing = [2]int64{int64(binary.LittleEndian.Uint64(b[29:])), int64(binary.LittleEndian.Uint64(b[37:]))}
+	}
+	return s, size, nil
 }
 
 // rawPaths returns the raw stdout, stderr and state files of base
@@ -170,6 +196,13 @@ type pump struct {
 	dropped int64
 	// tooBig is set when noPunch and a raw file outgrew rawNoPunchMax.
 	tooBig bool
+	// full is set when a raw file reached cfg.rawLimit: the shim stopped
+	// writing it (rawlimit.go).
+	full bool
+	// collapseErr is the first collapse that failed, saidCollapse set
+	// once it is logged.
+	collapseErr  error
+	saidCollapse bool
 	// saidNoPunch, stopped and droppedAt are the pump's reports:
 	// noPunch logged, container stopped, last drop logged.
 	saidNoPunch, stopped bool
@@ -209,15 +242,26 @@ func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
 		sf.Close()
 		return nil, err
 	}
-	st, err := decodeState(data)
+	st, size, err := decodeState(data)
 	if err != nil {
 		sf.Close()
 		return nil, fmt.Errorf("%s: %w", statePath, err)
 	}
-	cri, id, ok := strings.Cut(string(data[stateSize:]), "\n")
+	cri, id, ok := strings.Cut(string(data[size:]), "\n")
 	if !ok || !filepath.IsAbs(cri) {
 		sf.Close()
 		return nil, fmt.Errorf("%s: bad log pump state", statePath)
+	}
+	if size == stateSizeV1 {
+		// A state an older tug wrote: rewritten whole in the current
+		// encoding, which is longer than the old one.
+		sf.Close()
+		if err := writeState(statePath, st, cri, id); err != nil {
+			return nil, err
+		}
+		if sf, err = os.OpenFile(statePath, os.O_RDWR, 0); err != nil {
+			return nil, err
+		}
 	}
 	p := &pump{id: id, cri: cri, base: strings.TrimSuffix(statePath, ".state"), cfg: cfg, state: sf, st: st,
 		sc: sc}
@@ -243,6 +287,16 @@ func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
 	return p, nil
 }
 
+// writeState writes a new state file at path (through a temporary file
+// and a rename: a reader sees the old file or the new one).
+func writeState(path string, st pumpState, cri, id string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(st.encode(), cri+"\n"+id...), 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // createPump creates the raw files (empty) at base and the state of a new
 // attempt whose CRI file is cri; what cri already holds is kept.
 func createPump(id, cri, base string, cfg logConfig, sc *scratch) (*pump, error) {
@@ -264,20 +318,21 @@ func createPump(id, cri, base string, cfg logConfig, sc *scratch) (*pump, error)
 		}
 		f.Close()
 	}
-	tmp := state + ".tmp"
-	data := append(pumpState{criSize: size}.encode(), cri+"\n"+id...)
-	if err := os.WriteFile(tmp, data, 0o640); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, state); err != nil {
+	if err := writeState(state, pumpState{criSize: size}, cri, id); err != nil {
 		return nil, err
 	}
 	cfg.path = cri
 	return openPump(state, cfg, sc)
 }
 
-// recover undoes what a killed pump wrote past its last commit.
+// recover undoes what a killed pump wrote past its last commit and settles
+// a collapse it may have left half done.
 func (p *pump) recover() error {
+	for i := range p.st.collapsing {
+		if err := p.settleCollapse(i); err != nil {
+			return err
+		}
+	}
 	if p.st.rotating {
 		if err := p.completeRotation(); err != nil {
 			return err
@@ -435,6 +490,9 @@ func (p *pump) bound(i int) error {
 		return fmt.Errorf("stat raw %s: %w", streamNames[i], err)
 	}
 	size := fi.Size()
+	if p.cfg.rawLimit > 0 && size >= p.cfg.rawLimit {
+		p.full = true
+	}
 	if p.noPunch && !p.tooBig {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 > rawNoPunchMax {
 			p.tooBig = true
@@ -489,6 +547,7 @@ func (p *pump) punchTo(i int, to int64) {
 	}
 	if err == nil {
 		p.punched[i] = to
+		p.collapse(i)
 	}
 }
 
@@ -828,6 +887,18 @@ func (l *logPumps) report(id string, p *pump) {
 			"container", id, "file", p.base, "limit", rawNoPunchMax)
 		notices = append(notices, notice{id, "LogPunchUnsupported", fmt.Sprintf(
 			"the file system of tug's raw container logs cannot punch holes: the container is stopped once its raw output holds %d bytes", rawNoPunchMax), false})
+	}
+	if p.collapseErr != nil && !p.saidCollapse {
+		p.saidCollapse = true
+		l.log.Error("cannot remove converted output from a raw container log: the container is stopped once the file reaches its limit",
+			"container", id, "file", p.base, "limit", p.cfg.rawLimit, "err", p.collapseErr)
+	}
+	if p.full && !p.stopped {
+		p.stopped = true
+		l.log.Error("stopping container: its raw output reached the limit at which the shim stops writing it (tug was not converting it)",
+			"container", id, "file", p.base, "limit", p.cfg.rawLimit)
+		notices = append(notices, notice{id, "OutputLimit", fmt.Sprintf(
+			"container stopped: its raw output reached %d bytes while tug was not converting it, and its output was no longer read", p.cfg.rawLimit), true})
 	}
 	if p.tooBig && !p.stopped {
 		p.stopped = true

@@ -72,6 +72,27 @@ func containerSpecOpts(sp specParams) []oci.SpecOpts {
 		withCgroup(sp.Sandbox.CgroupParent, sp.ID),
 		withResources(sp.Resources),
 		withShimGroup(sp.ShimGroup),
+		withFileSizeUnlimited(),
+	}
+}
+
+// withFileSizeUnlimited gives the container RLIMIT_FSIZE unlimited: runc,
+// started by the shim, would otherwise hand on the limit tug sets on the
+// shim for its raw output files (rawlimit.go).
+func withFileSizeUnlimited() oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process == nil {
+			s.Process = &specs.Process{}
+		}
+		unlimited := specs.POSIXRlimit{Type: "RLIMIT_FSIZE", Hard: ^uint64(0), Soft: ^uint64(0)}
+		for i, l := range s.Process.Rlimits {
+			if l.Type == unlimited.Type {
+				s.Process.Rlimits[i] = unlimited
+				return nil
+			}
+		}
+		s.Process.Rlimits = append(s.Process.Rlimits, unlimited)
+		return nil
 	}
 }
 
