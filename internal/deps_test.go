@@ -49,11 +49,18 @@ var allowedImports = map[string]allowed{
 	// containerd's API module, typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
-	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
+	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
 		"golang.org/x/sys",
+	}},
+	// Pure OCI spec options: containerd's oci package and the spec and
+	// image types it speaks; x/sys opens seccomp profiles beneath their
+	// root.
+	"tug/internal/specopts": {internal: []string{"tug/internal/pod"}, modules: []string{
+		"github.com/containerd/containerd", "github.com/opencontainers/image-spec",
+		"github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
 	// Netlink and netns (STYLE.md), plus google/nftables: the masquerade
 	// and hostPort rules are nftables over netlink (docs/decisions.md), and

@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/containerd/oci"
 
 	"tug/internal/pod"
+	"tug/internal/specopts"
 )
 
 const (
@@ -133,7 +134,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	resolved := *c
 	resolved.Env, resolved.EnvFrom = env, nil
-	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, containerSpecOpts(specParams{
+	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, specopts.ForContainer(specopts.Params{
 		ID:              id,
 		Pod:             p,
 		Container:       &resolved,
@@ -143,9 +144,9 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		Mounts:          mounts,
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
-		Seccomp:         seccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
-		ShimGroup:       group,
+		Seccomp:         specopts.SeccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
 	})...)
+	specOpts = append(specOpts, withShimGroup(group))
 	if sharesPID(p) {
 		opt, err := r.withSharedPID(ctx, p)
 		if err != nil {

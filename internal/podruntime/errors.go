@@ -1,6 +1,10 @@
 package podruntime
 
-import "errors"
+import (
+	"errors"
+
+	"tug/internal/specopts"
+)
 
 var (
 	// ErrShimGrouping means Config.ShimGrouping is neither "pod" nor
@@ -15,10 +19,10 @@ var (
 	ErrImageDigestMismatch = errors.New("podruntime: image digest does not match the reference")
 	// ErrPrivilegedNotAllowed means a container asks for privileged mode but
 	// the agent runs without --allow-privileged.
-	ErrPrivilegedNotAllowed = errors.New("podruntime: privileged containers are not allowed")
+	ErrPrivilegedNotAllowed = specopts.ErrPrivilegedNotAllowed
 	// ErrNoCommand means neither the manifest nor the image gives a command
 	// to run.
-	ErrNoCommand = errors.New("podruntime: no command specified")
+	ErrNoCommand = specopts.ErrNoCommand
 	// ErrHostPathType means a hostPath volume does not match its type
 	// (Directory, File, Socket, CharDevice, BlockDevice, or an existing path
 	// of the wrong kind for DirectoryOrCreate/FileOrCreate).

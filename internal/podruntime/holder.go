@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/specopts"
 )
 
 // LabelHolder marks the PID namespace holder of a pod with
@@ -93,8 +94,8 @@ func (r *Runtime) ensureHolder(ctx context.Context, p *pod.Pod, sb pod.Sandbox) 
 			oci.WithProcessArgs(holderExe, "pause"),
 			oci.WithProcessCwd("/"),
 			oci.WithMounts([]specs.Mount{{Destination: holderExe, Type: "bind", Source: exe, Options: []string{"rbind", "ro", "nosuid", "nodev"}}}),
-			withNamespaces(sb.Namespaces, false),
-			withCgroup(sb.CgroupParent, id),
+			specopts.WithNamespaces(sb.Namespaces, false),
+			specopts.WithCgroup(sb.CgroupParent, id),
 			oci.WithNoNewPrivileges,
 			oci.WithCapabilities(nil),
 		),

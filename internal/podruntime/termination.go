@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/specopts"
 )
 
 // maxTerminationMessage is the kubelet's limit on a termination message.
@@ -55,7 +56,7 @@ func (r *Runtime) terminationMount(p *pod.Pod, c *pod.Container, id string) (*sp
 	if err := f.Chmod(0o666); err != nil {
 		return nil, fmt.Errorf("termination message file of container %s: %w", c.Name, err)
 	}
-	m := bindMount(path, c.TerminationMessagePath, false)
+	m := specopts.BindMount(path, c.TerminationMessagePath, false)
 	return &m, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
+	"tug/internal/specopts"
 )
 
 // podDir is RootDir/pods/<uid>: what PreparePod makes for the pod.
@@ -305,7 +306,7 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]sp
 		if v.IsObjectVolume() || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly) {
 			readOnly = true
 		}
-		out = append(out, bindMount(src, vm.MountPath, readOnly))
+		out = append(out, specopts.BindMount(src, vm.MountPath, readOnly))
 		taken[filepath.Clean(vm.MountPath)] = true
 	}
 	uid := p.Metadata.UID
@@ -325,7 +326,7 @@ func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]sp
 			r.log.Debug("file not mounted", "file", m.src, "err", err)
 			continue
 		}
-		out = append(out, bindMount(m.src, m.dst, true))
+		out = append(out, specopts.BindMount(m.src, m.dst, true))
 	}
 	return out, nil
 }

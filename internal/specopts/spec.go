@@ -1,4 +1,4 @@
-package podruntime
+package specopts
 
 import (
 	"context"
@@ -19,23 +19,22 @@ import (
 	"tug/internal/pod"
 )
 
-// specParams is what the OCI spec of one container is built from, besides
+// Params is what the OCI spec of one container is built from, besides
 // the image (which oci.WithImageConfig applies first).
-type specParams struct {
+type Params struct {
 	ID              string   // the container's ID, its cgroup's name
 	Pod             *pod.Pod // nil: no pod-level securityContext
 	Container       *pod.Container
 	Image           ocispec.ImageConfig // the image's ENTRYPOINT and CMD
 	Sandbox         pod.Sandbox
 	Resources       pod.LinuxResources
-	Mounts          []specs.Mount // the pod's volumes and /etc files, see podMounts
+	Mounts          []specs.Mount // the pod's volumes and /etc files
 	Hostname        string
 	AllowPrivileged bool
-	Seccomp         seccompConfig
-	ShimGroup       string // the runc shim's group (see shimGroupFor); empty: a shim of its own
+	Seccomp         SeccompConfig
 }
 
-// containerSpecOpts returns tug's options for a container's spec, to apply
+// ForContainer returns tug's options for a container's spec, to apply
 // after oci.WithImageConfig: Kubernetes command/args/env semantics, working
 // directory, user, capabilities or privileged mode, no_new_privs, seccomp,
 // read-only root, mounts, namespaces and hostname, the cgroup below the
@@ -43,7 +42,7 @@ type specParams struct {
 // resulting user. The security settings are the container's with the pod's
 // as defaults. The order matters (hostname after namespaces, seccomp after
 // the capabilities, the user check after the user).
-func containerSpecOpts(sp specParams) []oci.SpecOpts {
+func ForContainer(sp Params) []oci.SpecOpts {
 	c := sp.Container
 	env, vars := expandEnv(c.Env)
 	sec := c.SecurityContext
@@ -65,21 +64,20 @@ func containerSpecOpts(sp specParams) []oci.SpecOpts {
 		withSeccomp(seccompProfile, privileged, sp.Seccomp),
 		withRunAsNonRoot(sec, podName(sp.Pod), c.Name),
 		withReadonlyRootfs(sec),
-		withNamespaces(sp.Sandbox.Namespaces, sp.Pod != nil && sp.Pod.Spec.HostPID),
+		WithNamespaces(sp.Sandbox.Namespaces, sp.Pod != nil && sp.Pod.Spec.HostPID),
 		withPodSecurity(sp.Pod, sec),
 		withHostname(sp.Hostname),
 		withMounts(sp.Mounts),
-		withCgroup(sp.Sandbox.CgroupParent, sp.ID),
+		WithCgroup(sp.Sandbox.CgroupParent, sp.ID),
 		withResources(sp.Resources),
-		withShimGroup(sp.ShimGroup),
-		withFileSizeUnlimited(),
+		WithFileSizeUnlimited(),
 	}
 }
 
-// withFileSizeUnlimited gives the container RLIMIT_FSIZE unlimited: runc,
+// WithFileSizeUnlimited gives the container RLIMIT_FSIZE unlimited: runc,
 // started by the shim, would otherwise hand on the limit tug sets on the
-// shim for its raw output files (rawlimit.go).
-func withFileSizeUnlimited() oci.SpecOpts {
+// shim for its raw output files (podruntime).
+func WithFileSizeUnlimited() oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		if s.Process == nil {
 			s.Process = &specs.Process{}
@@ -96,10 +94,10 @@ func withFileSizeUnlimited() oci.SpecOpts {
 	}
 }
 
-// withCgroup puts the container's cgroup below its pod's (runc's cgroupfs
+// WithCgroup puts the container's cgroup below its pod's (runc's cgroupfs
 // driver takes cgroupsPath as a path from the hierarchy's root). An empty
 // parent keeps containerd's default, /<namespace>/<id>.
-func withCgroup(parent, id string) oci.SpecOpts {
+func WithCgroup(parent, id string) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		if parent == "" {
 			return nil
@@ -355,11 +353,11 @@ func withReadonlyRootfs(sc *pod.SecurityContext) oci.SpecOpts {
 	}
 }
 
-// withNamespaces joins the pod's network, IPC and UTS namespaces by path;
+// WithNamespaces joins the pod's network, IPC and UTS namespaces by path;
 // an empty path means the host's namespace (the entry is removed from the
 // spec). The mount namespace is always new, and so is the PID namespace
 // unless hostPID.
-func withNamespaces(ns pod.Namespaces, hostPID bool) oci.SpecOpts {
+func WithNamespaces(ns pod.Namespaces, hostPID bool) oci.SpecOpts {
 	opts := []oci.SpecOpts{
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.MountNamespace}),
@@ -389,7 +387,7 @@ func withNamespaces(ns pod.Namespaces, hostPID bool) oci.SpecOpts {
 // hostname ("unable to set hostname without a private UTS namespace"); in a
 // joined one runc would set it, changing it for every container of the pod
 // on each start, so the hostname is instead set once by whoever creates the
-// pinned namespace. Apply after withNamespaces.
+// pinned namespace. Apply after WithNamespaces.
 func withHostname(hostname string) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		s.Hostname = ""
@@ -440,8 +438,8 @@ func mountDepth(dest string) int {
 	return strings.Count(d, "/")
 }
 
-// bindMount returns a recursive, private bind mount of source at dest.
-func bindMount(source, dest string, readOnly bool) specs.Mount {
+// BindMount returns a recursive, private bind mount of source at dest.
+func BindMount(source, dest string, readOnly bool) specs.Mount {
 	mode := "rw"
 	if readOnly {
 		mode = "ro"

@@ -1,4 +1,4 @@
-package podruntime
+package specopts
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // maxSeccompProfileSize bounds a Localhost profile read from disk.
 const maxSeccompProfileSize = 1 << 20
 
-// seccompConfig is the node's seccomp settings.
-type seccompConfig struct {
+// SeccompConfig is the node's seccomp settings.
+type SeccompConfig struct {
 	// Root is the directory of Localhost profiles (--seccomp-profile-root).
 	Root string
 	// DefaultUnconfined is --default-seccomp=unconfined: a container that
@@ -40,7 +40,7 @@ type seccompConfig struct {
 // below cfg.Root, without leaving it (see readProfile). A privileged
 // container gets no filter, as with containerd's CRI. A profile that cannot
 // be loaded is ErrCreateContainerConfig.
-func withSeccomp(sp *pod.SeccompProfile, privileged bool, cfg seccompConfig) oci.SpecOpts {
+func withSeccomp(sp *pod.SeccompProfile, privileged bool, cfg SeccompConfig) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		if s.Linux == nil {
 			s.Linux = &specs.Linux{}

@@ -1,4 +1,4 @@
-package podruntime
+package specopts
 
 import (
 	"errors"
@@ -75,7 +75,7 @@ func TestWithSeccomp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := generate(t, withSecurity(&pod.SecurityContext{Privileged: &tt.privileged}, true),
-				withSeccomp(tt.profile, tt.privileged, seccompConfig{Root: root, DefaultUnconfined: tt.unconfined}))
+				withSeccomp(tt.profile, tt.privileged, SeccompConfig{Root: root, DefaultUnconfined: tt.unconfined}))
 			if tt.want == "error" {
 				if !errors.Is(err, pod.ErrCreateContainerConfig) {
 					t.Fatalf("err = %v, want ErrCreateContainerConfig", err)
@@ -152,13 +152,13 @@ func TestPodSecurityDefaults(t *testing.T) {
 		SeccompProfile: &pod.SeccompProfile{Type: pod.SeccompUnconfined}}
 	c := &pod.Container{Name: "app", Command: []string{"sh"}}
 	s := mustGenerate(t, append([]oci.SpecOpts{oci.WithRootFSPath(rootfs(t)), fakeImageConfig(nil, nil, []string{"sh"}, 0, 0)},
-		containerSpecOpts(specParams{ID: "c1", Pod: p, Container: c, Hostname: "h"})...)...)
+		ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h"})...)...)
 	if s.Process.User.UID != 1000 || s.Linux.Seccomp != nil {
 		t.Errorf("uid %d seccomp %v, want the pod's 1000 and Unconfined", s.Process.User.UID, s.Linux.Seccomp != nil)
 	}
 	c.SecurityContext = &pod.SecurityContext{RunAsUser: i64(0), SeccompProfile: &pod.SeccompProfile{Type: pod.SeccompRuntimeDefault}}
 	_, err := generate(t, append([]oci.SpecOpts{oci.WithRootFSPath(rootfs(t)), fakeImageConfig(nil, nil, []string{"sh"}, 0, 0)},
-		containerSpecOpts(specParams{ID: "c1", Pod: p, Container: c, Hostname: "h"})...)...)
+		ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h"})...)...)
 	if !errors.Is(err, pod.ErrCreateContainerConfig) {
 		t.Errorf("container runAsUser 0 under the pod's runAsNonRoot: err = %v", err)
 	}

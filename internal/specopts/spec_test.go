@@ -1,4 +1,4 @@
-package podruntime
+package specopts
 
 import (
 	"context"
@@ -304,7 +304,7 @@ func TestWithNamespacesAndHostname(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := mustGenerate(t, withNamespaces(tt.ns, false), withHostname("web"))
+			s := mustGenerate(t, WithNamespaces(tt.ns, false), withHostname("web"))
 			if got := nsMap(s); !maps.Equal(got, tt.want) {
 				t.Errorf("namespaces = %v, want %v", got, tt.want)
 			}
@@ -321,9 +321,9 @@ func TestWithNamespacesAndHostname(t *testing.T) {
 
 func TestWithMounts(t *testing.T) {
 	mounts := []specs.Mount{
-		bindMount("/host/data/sub", "/data/sub", false),
-		bindMount("/host/data", "/data", true),
-		bindMount("/var/lib/tug/pods/u/etc-hostname", "/etc/hostname", true),
+		BindMount("/host/data/sub", "/data/sub", false),
+		BindMount("/host/data", "/data", true),
+		BindMount("/var/lib/tug/pods/u/etc-hostname", "/etc/hostname", true),
 		{Type: "tmpfs", Source: "tmpfs", Destination: "/run", Options: []string{"nosuid"}},
 	}
 	s := mustGenerate(t, withMounts(mounts))
@@ -373,11 +373,11 @@ func TestContainerSpecOpts(t *testing.T) {
 		},
 	}
 	opts := append([]oci.SpecOpts{fakeImageConfig([]string{"PATH=/bin"}, nil, []string{"sh"}, 0, 0)},
-		containerSpecOpts(specParams{
+		ForContainer(Params{
 			ID:        "c1",
 			Container: c,
 			Sandbox:   pod.Sandbox{Namespaces: pod.Namespaces{Net: "/n", IPC: "/i", UTS: "/u"}},
-			Mounts:    []specs.Mount{bindMount("/h", "/etc/hostname", true)},
+			Mounts:    []specs.Mount{BindMount("/h", "/etc/hostname", true)},
 			Hostname:  "web-node1",
 		})...)
 	s := mustGenerate(t, opts...)
@@ -441,7 +441,7 @@ func TestSpecCgroupAndResources(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := append([]oci.SpecOpts{fakeImageConfig([]string{"PATH=/bin"}, nil, []string{"sh"}, 0, 0)},
-				containerSpecOpts(specParams{ID: "c1", Container: &pod.Container{Name: "app", Command: []string{"sh"}}, Sandbox: tt.sb, Resources: tt.res, Hostname: "h"})...)
+				ForContainer(Params{ID: "c1", Container: &pod.Container{Name: "app", Command: []string{"sh"}}, Sandbox: tt.sb, Resources: tt.res, Hostname: "h"})...)
 			tt.want(t, mustGenerate(t, opts...))
 		})
 	}
@@ -455,7 +455,7 @@ func TestWithPodSecurity(t *testing.T) {
 		SupplementalGroups: []int64{4000, 2000},
 		Sysctls:            []pod.Sysctl{{Name: "net.ipv4.ping_group_range", Value: "0 1000"}, {Name: "net/ipv4/conf/eth0.100/forwarding", Value: "1"}},
 	}}}
-	s := mustGenerate(t, withNamespaces(pod.Namespaces{}, true), withPodSecurity(p, &pod.SecurityContext{ProcMount: &unmasked}))
+	s := mustGenerate(t, WithNamespaces(pod.Namespaces{}, true), withPodSecurity(p, &pod.SecurityContext{ProcMount: &unmasked}))
 	if got := s.Process.User.AdditionalGids; !slices.Contains(got, 2000) || !slices.Contains(got, 4000) || len(got) != len(slices.Compact(slices.Sorted(slices.Values(got)))) {
 		t.Errorf("additional gids %v, want 2000 and 4000 once each", got)
 	}
