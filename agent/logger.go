@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"tug/internal/podruntime"
+	"tug/internal/podlogs"
 )
 
 // runLogger is "tug logger SETTINGS", started by containerd's shim for each
@@ -14,5 +14,5 @@ func runLogger(args []string) error {
 		return fmt.Errorf("logger: want one settings argument, got %d", len(args))
 	}
 	stdout, stderr, ready := os.NewFile(3, "stdout"), os.NewFile(4, "stderr"), os.NewFile(5, "ready")
-	return podruntime.RunLogger(args[0], stdout, stderr, ready)
+	return podlogs.RunLogger(args[0], stdout, stderr, ready)
 }

@@ -49,12 +49,15 @@ var allowedImports = map[string]allowed{
 	// containerd's API module, typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
-	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts"}, modules: []string{
+	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts", "tug/internal/podlogs"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
 		"golang.org/x/sys",
 	}},
+	// The CRI log layout: writing, conversion, reading. x/sys for
+	// fallocate, inotify and prlimit.
+	"tug/internal/podlogs": {internal: []string{"tug/internal/pod"}, modules: []string{"golang.org/x/sys"}},
 	// Pure OCI spec options: containerd's oci package and the spec and
 	// image types it speaks; x/sys opens seccomp profiles beneath their
 	// root.
@@ -114,7 +117,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
-		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages",
+		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 	}, modules: []string{"gopkg.in/yaml.v3",
 		// The metrics registry (Go and process collectors) and systemd's
 		// notify protocol (issue 15).

@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/remotes/docker"
 
 	"tug/internal/clock"
+	"tug/internal/podlogs"
 )
 
 // Defaults for the Config fields left zero. Where tug lives on the host
@@ -198,10 +199,10 @@ type Runtime struct {
 
 	fsGroups fsGroupDone // volume directories given the pod's fsGroup (see applyFSGroup)
 
-	pumps     *logPumps   // the file log driver's converter; nil with the binary driver
-	shimLocks keyedMutex  // serialises the start of a shim group's first task (see shimGroupFor)
-	deletes   keyedMutex  // one delete of a container's task at a time (see reap)
-	records   recordCache // ListContainers' container records; every change to one calls records.changed
+	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
+	shimLocks keyedMutex     // serialises the start of a shim group's first task (see shimGroupFor)
+	deletes   keyedMutex     // one delete of a container's task at a time (see reap)
+	records   recordCache    // ListContainers' container records; every change to one calls records.changed
 }
 
 // New connects to containerd at cfg.Address with cfg.Namespace as the
@@ -238,19 +239,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		archiveOf: map[string]string{},
 	}
 	if cfg.LogDriver == LogDriverFile {
-		lc := logConfig{maxSize: cfg.LogMaxSize, maxFiles: max(cfg.LogMaxFiles-1, 0)}
-		dir := filepath.Join(cfg.RootDir, "pods")
-		switch ok, err := canCollapse(dir); {
-		case err != nil:
-			cfg.Log.Warn("cannot probe the file system of the raw container logs: what a container writes while tug is down is not bounded", "dir", dir, "err", err)
-		case !ok:
-			cfg.Log.Warn("the file system of the raw container logs cannot remove a range from a file: what a container writes while tug is down is not bounded", "dir", dir)
-		default:
-			lc.rawLimit = rawFileMax
-		}
-		r.pumps = newLogPumps(cfg.RootDir, lc, cfg.Log.With("component", "logs"), r.taskGone)
-		r.pumps.stopTask = r.killTask
-		r.pumps.notify = r.containerEvent
+		r.pumps = podlogs.NewPumps(podlogs.PumpsConfig{
+			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,
+			Log:      cfg.Log.With("component", "logs"),
+			TaskGone: r.taskGone, StopTask: r.killTask, Notify: r.containerEvent,
+		})
 	}
 	r.removeStaleStaging()
 	return r, nil

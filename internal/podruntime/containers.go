@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/containerd/oci"
 
 	"tug/internal/pod"
+	"tug/internal/podlogs"
 	"tug/internal/specopts"
 )
 
@@ -97,7 +98,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", fmt.Errorf("create log directory: %w", err)
 	}
 	// Only this attempt's log and the previous one's are kept.
-	if err := pruneLogs(filepath.Dir(logPath), attempt-1); err != nil {
+	if err := podlogs.Prune(filepath.Dir(logPath), attempt-1); err != nil {
 		log.Warn("remove logs of earlier attempts", "err", err)
 	}
 	if err := r.removeLeftover(ctx, id, p.Metadata.UID, c.Name); err != nil {
@@ -178,12 +179,10 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	// cancelled must not be taken for a failure and killed.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	creator := r.logCreator(logPath)
-	if r.pumps != nil {
-		if creator, err = r.pumps.create(id, logPath, r.rawBase(p.Metadata.UID, c.Name, attempt)); err != nil {
-			r.cleanup(sctx, id, cont, log)
-			return "", err
-		}
+	creator, err := r.logIO(id, logPath, p.Metadata.UID, c.Name, attempt)
+	if err != nil {
+		r.cleanup(sctx, id, cont, log)
+		return "", err
 	}
 	task, err := cont.NewTask(sctx, creator)
 	releaseGroup()
@@ -191,10 +190,8 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		r.cleanup(sctx, id, cont, log)
 		return "", fmt.Errorf("create task: %w", err)
 	}
-	if r.pumps != nil && r.pumps.cfg.rawLimit > 0 {
-		if err := limitShim(task.Pid()); err != nil {
-			log.Warn("cannot limit the shim's raw output files: what the container writes while tug is down is not bounded", "err", err)
-		}
+	if err := r.limitShim(task.Pid()); err != nil {
+		log.Warn("cannot limit the shim's raw output files: what the container writes while tug is down is not bounded", "err", err)
 	}
 	// The start time is recorded before the start, so that a relist
 	// woken by the start event sees it and a quick exit never precedes it.

@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/platforms"
 
 	"tug/internal/pod"
+	"tug/internal/podlogs"
 )
 
 // StoredImage is one image of tug's containerd namespace as the image GC
@@ -147,11 +148,9 @@ func (r *Runtime) ContainerDiskUsage(ctx context.Context, p *pod.Pod, c pod.Runt
 		return 0, 0, fmt.Errorf("disk usage of container %s: %w", c.ID, notFound(err))
 	}
 	bytes, inodes = u.Size, u.Inodes
-	logs, _ := filepath.Glob(r.ContainerLogPath(p, c.Name, c.Attempt) + "*")
 	// The file driver's raw output not converted yet is on the disk too
 	// (its converted part is punched out: count allocated blocks).
-	out, errp, _ := rawPaths(r.rawBase(p.Metadata.UID, c.Name, c.Attempt))
-	for _, l := range append(logs, out, errp) {
+	for _, l := range podlogs.Files(r.cfg.LogsDir, r.cfg.RootDir, p, c.Name, c.Attempt) {
 		if fi, err := os.Lstat(l); err == nil && fi.Mode().IsRegular() {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				bytes += st.Blocks * 512

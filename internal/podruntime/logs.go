@@ -1,353 +1,155 @@
 package podruntime
 
 import (
-	"bufio"
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
 
 	"tug/internal/pod"
+	"tug/internal/podlogs"
 )
 
-// A container's output reaches its log file through containerd's binary log
-// driver: the shim starts "<LoggerPath> logger <settings>" when the task is
-// created, with the container's stdout on fd 3, its stderr on fd 4 and a
-// pipe on fd 5 that the logger closes once it is ready (the shim waits for
-// that before it starts the container). The shim passes the log URI's query
-// as "key value" arguments in Go map order, which is random, so all settings
-// travel as the single key "logger" whose value is a url.Values encoding.
-// The logger is the shim's child, not tug's: a tug crash or restart loses no
-// output.
+// A container's output reaches its CRI log (podlogs owns the layout) in one
+// of two ways, Config.LogDriver: the "file" driver (the default) makes the
+// shim write the raw output to files that podlogs.Pumps converts; the
+// "binary" driver makes the shim start "<LoggerPath> logger <settings>"
+// per container (podlogs.RunLogger).
 
-// maxLogLine is the longest log line written whole; longer lines are split
-// into partial ("P") records of this size, as containerd's CRI does.
-const maxLogLine = 16 * 1024
-
-// loggerDrainTimeout is how long the logger keeps copying after SIGTERM.
-// The shim closes the pipes' write ends and then sends SIGTERM when the
-// container exits, and kills the logger 12 s later; what is still in the
-// pipes must be written before that.
-const loggerDrainTimeout = 10 * time.Second
-
-// Log settings keys.
+// LogDriverFile and LogDriverBinary are the values of Config.LogDriver.
 const (
-	logSettingPath     = "path"
-	logSettingMaxSize  = "max-size"
-	logSettingMaxFiles = "max-files"
+	LogDriverFile   = "file"
+	LogDriverBinary = "binary"
 )
 
-// pruneLogs removes the log files (<attempt>.log and its rotated
-// <attempt>.log.N) of the attempts below keepFrom in a container's log
-// directory dir, so that a crash-looping container keeps the logs of its
-// current and previous attempt only (what "tug logs --previous" reads), not
-// one set per restart until the pod is removed. Other files are left alone.
-func pruneLogs(dir string, keepFrom int) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if a, ok := logAttempt(e.Name()); ok && a < keepFrom && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// logAttempt returns the attempt of a log file name: "<attempt>.log" or
-// "<attempt>.log.<n>".
-func logAttempt(name string) (int, bool) {
-	num, rest, ok := strings.Cut(name, ".log")
-	if !ok || (rest != "" && (rest[0] != '.' || !allDigits(rest[1:]))) || !allDigits(num) {
-		return 0, false
-	}
-	a, err := strconv.Atoi(num)
-	return a, err == nil
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// podLogDir is LogsDir/<namespace>_<pod>_<uid>.
-func (r *Runtime) podLogDir(p *pod.Pod) string {
-	return filepath.Join(r.cfg.LogsDir, p.Metadata.Namespace+"_"+p.Metadata.Name+"_"+p.Metadata.UID)
-}
+// podLogDir is the log directory of pod p.
+func (r *Runtime) podLogDir(p *pod.Pod) string { return podlogs.PodDir(r.cfg.LogsDir, p) }
 
 // ContainerLogPath returns the log file of one attempt of a container:
 // LogsDir/<namespace>_<pod>_<uid>/<container>/<attempt>.log.
 func (r *Runtime) ContainerLogPath(p *pod.Pod, container string, attempt int) string {
-	return filepath.Join(r.podLogDir(p), container, strconv.Itoa(attempt)+".log")
+	return podlogs.ContainerPath(r.cfg.LogsDir, p, container, attempt)
 }
 
-// logSettings encodes the logger's settings for path.
-func (r *Runtime) logSettings(path string) string {
-	return url.Values{
-		logSettingPath:    {path},
-		logSettingMaxSize: {strconv.FormatInt(r.cfg.LogMaxSize, 10)},
-		// The logger's max-files counts the rotated files only.
-		logSettingMaxFiles: {strconv.Itoa(max(r.cfg.LogMaxFiles-1, 0))},
-	}.Encode()
-}
-
-// logCreator returns the task IO that runs the logger for path.
-func (r *Runtime) logCreator(path string) cio.Creator {
-	return cio.BinaryIO(r.cfg.LoggerPath, map[string]string{"logger": r.logSettings(path)})
-}
-
-// logConfig is the parsed logger settings.
-type logConfig struct {
-	path     string
-	maxSize  int64 // 0: never rotate
-	maxFiles int   // rotated files kept (the current one not counted)
-	// rawLimit is the file driver's raw file length at which the shim
-	// stops writing (rawlimit.go); 0: the shim is not limited and the raw
-	// files are not collapsed.
-	rawLimit int64
-}
-
-func parseLogSettings(settings string) (logConfig, error) {
-	v, err := url.ParseQuery(settings)
+// logIO returns the task IO of a new attempt of container id of pod uid
+// whose CRI log is path: the file driver's raw files, or the logger
+// process of the binary driver.
+func (r *Runtime) logIO(id, path, uid, container string, attempt int) (cio.Creator, error) {
+	if r.pumps == nil {
+		return cio.BinaryIO(r.cfg.LoggerPath, map[string]string{
+			"logger": podlogs.Settings(path, r.cfg.LogMaxSize, r.cfg.LogMaxFiles)}), nil
+	}
+	stdout, stderr, err := r.pumps.Create(id, path, r.pumps.RawBase(uid, container, attempt))
 	if err != nil {
-		return logConfig{}, fmt.Errorf("logger settings: %w", err)
-	}
-	cfg := logConfig{path: v.Get(logSettingPath)}
-	if !filepath.IsAbs(cfg.path) {
-		return logConfig{}, fmt.Errorf("logger settings: path %q is not absolute", cfg.path)
-	}
-	if s := v.Get(logSettingMaxSize); s != "" {
-		if cfg.maxSize, err = strconv.ParseInt(s, 10, 64); err != nil || cfg.maxSize < 0 {
-			return logConfig{}, fmt.Errorf("logger settings: bad %s %q", logSettingMaxSize, s)
-		}
-	}
-	if s := v.Get(logSettingMaxFiles); s != "" {
-		if cfg.maxFiles, err = strconv.Atoi(s); err != nil || cfg.maxFiles < 0 {
-			return logConfig{}, fmt.Errorf("logger settings: bad %s %q", logSettingMaxFiles, s)
-		}
-	}
-	return cfg, nil
-}
-
-// RunLogger is the body of "tug logger <settings>", run by the shim for
-// each container: it writes the container's stdout and stderr to the log
-// file named in settings (a url.Values encoding with path, max-size and
-// max-files) in the CRI format, one record per line:
-//
-//	<RFC3339Nano time> <stdout|stderr> <F|P> <text>
-//
-// A line longer than 16 KiB is split into P (partial) records ended by an F
-// record; a last line without a newline is written as F when its stream
-// ends; a trailing "\r" is dropped with the newline. The two streams are
-// copied concurrently and their records are never interleaved. When the
-// file would grow beyond max-size it is rotated: <attempt>.log becomes
-// <attempt>.log.1, .1 becomes .2 and so on, and files beyond max-files are
-// removed.
-//
-// RunLogger creates the directories (0755) and the file (0640, appending),
-// then closes ready to tell the shim to start the container, and returns
-// when both streams have ended. It survives SIGTERM, which the shim sends
-// as soon as the container exits, and keeps copying what is left in the
-// pipes for up to 10 s. If the file cannot be opened it still closes ready
-// and drains the streams, so the container is not killed by a broken pipe,
-// and returns the error at the end. The caller passes os.NewFile(3), (4)
-// and (5).
-func RunLogger(settings string, stdout, stderr io.Reader, ready io.Closer) error {
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
-
-	cfg, err := parseLogSettings(settings)
-	var w *logWriter
-	if err == nil {
-		w, err = openLogWriter(cfg)
-	}
-	if ready != nil {
-		ready.Close()
-	}
-	var sink recordSink = discardSink{}
-	if w != nil {
-		defer w.close()
-		sink = w
-	}
-
-	done := make(chan error, 2)
-	go func() { done <- copyLog(sink, "stdout", stdout) }()
-	go func() { done <- copyLog(sink, "stderr", stderr) }()
-	var errs []error
-	var timeout <-chan time.Time
-	for pending := 2; pending > 0; {
-		select {
-		case e := <-done:
-			pending--
-			if e != nil {
-				errs = append(errs, e)
-			}
-		case <-term:
-			if timeout == nil {
-				timeout = time.After(loggerDrainTimeout)
-			}
-		case <-timeout:
-			errs = append(errs, errors.New("logger: streams still open after SIGTERM, giving up"))
-			pending = 0
-		}
-	}
-	if err != nil {
-		errs = append([]error{err}, errs...)
-	}
-	return errors.Join(errs...)
-}
-
-// recordSink receives log records.
-type recordSink interface {
-	write(stream string, partial bool, text []byte) error
-}
-
-type discardSink struct{}
-
-func (discardSink) write(string, bool, []byte) error { return nil }
-
-// copyLog reads lines from r and hands them to sink until r ends. A failed
-// write does not stop the copy (the next line is tried again, and the
-// container never blocks on a full pipe); the first write error is returned
-// when r ends.
-func copyLog(sink recordSink, stream string, r io.Reader) error {
-	if r == nil {
-		return nil
-	}
-	br := bufio.NewReaderSize(r, maxLogLine)
-	var werr error
-	for {
-		line, isPrefix, err := br.ReadLine()
-		if len(line) > 0 || (err == nil && !isPrefix) {
-			if e := sink.write(stream, isPrefix, line); e != nil && werr == nil {
-				werr = e
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-				return werr
-			}
-			return errors.Join(werr, fmt.Errorf("read %s: %w", stream, err))
-		}
-	}
-}
-
-// logWriter writes CRI records to a size-rotated file. Safe for concurrent
-// use.
-type logWriter struct {
-	cfg  logConfig
-	mu   sync.Mutex
-	f    *os.File
-	size int64
-	buf  []byte
-}
-
-func openLogWriter(cfg logConfig) (*logWriter, error) {
-	if err := os.MkdirAll(filepath.Dir(cfg.path), 0o755); err != nil {
-		return nil, fmt.Errorf("logger: %w", err)
-	}
-	w := &logWriter{cfg: cfg}
-	if err := w.open(); err != nil {
 		return nil, err
 	}
-	return w, nil
+	return func(string) (cio.IO, error) {
+		return &fileIO{cfg: cio.Config{Stdout: stdout, Stderr: stderr}}, nil
+	}, nil
 }
 
-func (w *logWriter) open() error {
-	f, err := os.OpenFile(w.cfg.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
-	if err != nil {
-		return fmt.Errorf("logger: %w", err)
+// limitShim limits the shim of a task just created, when the file driver
+// bounds raw output that way (podlogs.LimitShim).
+func (r *Runtime) limitShim(pid uint32) error {
+	if r.pumps == nil || !r.pumps.LimitsShims() {
+		return nil
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("logger: %w", err)
+	return podlogs.LimitShim(pid)
+}
+
+// LogDroppedBytes returns the raw output bytes the file log driver has
+// dropped since tug started, to keep containers' output within its
+// backlog bound. Safe for concurrent use.
+func (r *Runtime) LogDroppedBytes() int64 {
+	if r.pumps == nil {
+		return 0
 	}
-	w.f, w.size = f, fi.Size()
+	return r.pumps.DroppedBytes()
+}
+
+// LogNoPunchFiles returns how many container attempts' raw logs were
+// found, since tug started, on a file system that cannot punch holes. Safe
+// for concurrent use.
+func (r *Runtime) LogNoPunchFiles() int64 {
+	if r.pumps == nil {
+		return 0
+	}
+	return r.pumps.NoPunchFiles()
+}
+
+// containerEvent records a Warning event about container id, for the pod
+// its labels name.
+func (r *Runtime) containerEvent(ctx context.Context, id, reason, message string) {
+	cont, err := r.client.LoadContainer(r.ctx(ctx), id)
+	if err != nil {
+		return
+	}
+	labels, err := cont.Labels(r.ctx(ctx))
+	if err != nil {
+		return
+	}
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], UID: labels[LabelPodUID]}}
+	r.event(p, labels[LabelContainer], "Warning", reason, message)
+}
+
+// killTask kills container id's task with SIGKILL.
+func (r *Runtime) killTask(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	cont, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("kill container %s: %w", id, notFound(err))
+	}
+	task, err := cont.Task(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("kill container %s: %w", id, notFound(err))
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill container %s: %w", id, notFound(err))
+	}
 	return nil
 }
 
-func (w *logWriter) write(stream string, partial bool, text []byte) error {
-	tag := "F"
-	if partial {
-		tag = "P"
+// fileIO is the task IO of the file driver: paths only, nothing to copy.
+type fileIO struct{ cfg cio.Config }
+
+func (f *fileIO) Config() cio.Config { return f.cfg }
+func (f *fileIO) Cancel()            {}
+func (f *fileIO) Wait()              {}
+func (f *fileIO) Close() error       { return nil }
+
+// taskGone reports whether container id has no task (or no container).
+func (r *Runtime) taskGone(ctx context.Context, id string) (bool, error) {
+	cont, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = time.Now().AppendFormat(w.buf[:0], time.RFC3339Nano)
-	w.buf = append(w.buf, ' ')
-	w.buf = append(w.buf, stream...)
-	w.buf = append(w.buf, ' ')
-	w.buf = append(w.buf, tag...)
-	w.buf = append(w.buf, ' ')
-	w.buf = append(w.buf, text...)
-	w.buf = append(w.buf, '\n')
-	if w.cfg.maxSize > 0 && w.size > 0 && w.size+int64(len(w.buf)) > w.cfg.maxSize {
-		if err := w.rotate(); err != nil {
-			return err
-		}
+	if _, err := cont.Task(ctx, nil); errdefs.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, err
 	}
-	n, err := w.f.Write(w.buf)
-	w.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("logger: %w", err)
-	}
-	return nil
+	return false, nil
 }
 
-// rotate shifts path.N to path.N+1 (dropping what would pass maxFiles),
-// moves path to path.1 and starts a new path. With maxFiles 0 the file is
-// truncated instead. The file is reopened even when a rename fails.
-func (w *logWriter) rotate() error {
-	w.f.Close()
-	err := w.shift()
-	if oerr := w.open(); oerr != nil {
-		return errors.Join(err, oerr)
+// logTaskDeleted tells the file driver's pump of container id that the
+// shim has written everything.
+func (r *Runtime) logTaskDeleted(id string) {
+	if r.pumps != nil {
+		r.pumps.TaskDeleted(id)
 	}
-	if err != nil {
-		return fmt.Errorf("logger: rotate: %w", err)
-	}
-	return nil
 }
 
-func (w *logWriter) shift() error {
-	p := w.cfg.path
-	if w.cfg.maxFiles == 0 {
-		return os.Truncate(p, 0)
+// RunLogs converts the output of the containers that use the file log
+// driver into their CRI logs until ctx ends; with the binary driver it
+// only waits for ctx.
+func (r *Runtime) RunLogs(ctx context.Context) error {
+	if r.pumps == nil {
+		<-ctx.Done()
+		return nil
 	}
-	os.Remove(p + "." + strconv.Itoa(w.cfg.maxFiles))
-	for i := w.cfg.maxFiles - 1; i >= 1; i-- {
-		from := p + "." + strconv.Itoa(i)
-		if err := os.Rename(from, p+"."+strconv.Itoa(i+1)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	return os.Rename(p, p+".1")
-}
-
-func (w *logWriter) close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.f.Close()
+	return r.pumps.Run(ctx)
 }

@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
+	"tug/internal/podlogs"
 	"tug/internal/testutil"
 )
 
@@ -204,8 +205,26 @@ func (e *env) start(t *testing.T, p *pod.Pod, attempt int, ns pod.Namespaces) st
 	return id
 }
 
+// readRecords reads the CRI log file at path.
+func readRecords(t *testing.T, path string) []podlogs.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []podlogs.Record
+	for line := range bytes.Lines(b) {
+		r, err := podlogs.ParseRecord(bytes.TrimSuffix(line, []byte{'\n'}))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
 // waitLog waits until the container's log holds a record with text.
-func (e *env) waitLog(t *testing.T, p *pod.Pod, attempt int, stream, text string) []record {
+func (e *env) waitLog(t *testing.T, p *pod.Pod, attempt int, stream, text string) []podlogs.Record {
 	t.Helper()
 	path := e.r.ContainerLogPath(p, p.Spec.Containers[0].Name, attempt)
 	deadline := time.Now().Add(10 * time.Second)
@@ -213,7 +232,7 @@ func (e *env) waitLog(t *testing.T, p *pod.Pod, attempt int, stream, text string
 		if _, err := os.Stat(path); err == nil {
 			recs := readRecords(t, path)
 			for _, r := range recs {
-				if r.stream == stream && r.text == text && !r.partial {
+				if r.Stream == stream && string(r.Text) == text && !r.Partial {
 					return recs
 				}
 			}

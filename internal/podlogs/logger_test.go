@@ -1,4 +1,4 @@
-package podruntime
+package podlogs
 
 import (
 	"fmt"
@@ -312,8 +312,7 @@ func TestRunLoggerBadSettingsStillDrains(t *testing.T) {
 }
 
 func TestParseLogSettings(t *testing.T) {
-	r := &Runtime{cfg: Config{LogMaxSize: 1234, LogMaxFiles: 7}}
-	cfg, err := parseLogSettings(r.logSettings("/var/log/pods/ns_p_u/c/0.log"))
+	cfg, err := parseLogSettings(Settings("/var/log/pods/ns_p_u/c/0.log", 1234, 7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,11 +330,7 @@ func TestLogMaxFilesCountsCurrent(t *testing.T) {
 		t.Run(fmt.Sprintf("max-files=%d", n), func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "3.log")
-			r := &Runtime{cfg: Config{Address: "unused", Namespace: "unused", RootDir: dir, LogsDir: dir, ImageDir: dir, LoggerPath: "/unused", LogMaxSize: 300, LogMaxFiles: n}}
-			if err := r.cfg.setDefaults(); err != nil {
-				t.Fatal(err)
-			}
-			l := startLogger(t, r.logSettings(path))
+			l := startLogger(t, Settings(path, 300, n))
 			for i := range 200 {
 				fmt.Fprintf(l.stdout, "line %03d\n", i)
 			}
@@ -365,7 +360,7 @@ func TestPruneLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := pruneLogs(dir, 2); err != nil {
+	if err := Prune(dir, 2); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -377,7 +372,7 @@ func TestPruneLogs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("left %v, want %v", got, want)
 	}
-	if err := pruneLogs(filepath.Join(dir, "missing"), 5); err != nil {
+	if err := Prune(filepath.Join(dir, "missing"), 5); err != nil {
 		t.Errorf("missing dir: %v", err)
 	}
 }

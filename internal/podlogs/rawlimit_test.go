@@ -1,4 +1,4 @@
-package podruntime
+package podlogs
 
 import (
 	"encoding/binary"

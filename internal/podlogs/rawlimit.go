@@ -1,4 +1,4 @@
-package podruntime
+package podlogs
 
 import (
 	"errors"
@@ -63,7 +63,7 @@ func canCollapse(dir string) (bool, error) {
 // limitShim sets the RLIMIT_FSIZE soft limit of the shim that is the
 // parent of a container's init process pid to rawFileMax (the hard limit
 // stays). The parent must be a containerd shim.
-func limitShim(pid uint32) error {
+func LimitShim(pid uint32) error {
 	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(int(pid)), "status"))
 	if err != nil {
 		return err

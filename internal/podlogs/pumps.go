@@ -1,4 +1,4 @@
-package podruntime
+package podlogs
 
 import (
 	"bytes"
@@ -18,15 +18,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/containerd/cio"
-	"github.com/containerd/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
 )
 
-// The "file" log driver (the default; docs/decisions.md, issue 14): the
-// shim writes the container's stdout and stderr, unchanged, to two regular
+// The "file" log driver (docs/decisions.md, "Container output and the
+// disk"): the shim writes the container's stdout and stderr, unchanged, to two regular
 // files that tug creates, and tug turns them into the CRI log. No process
 // per container besides the shim, and the container never waits for tug:
 // the shim copies its output pipes into the files whether tug runs or not.
@@ -52,20 +50,13 @@ import (
 // whose unconverted part grows beyond the larger of rawBacklogMax and the
 // log's max-size (the container writes faster than tug converts, or it
 // wrote while tug was down) is cut: tug keeps the newest half of that from
-// the start of a line, drops
-// the bytes before them, writes one record saying how many bytes it
-// dropped, and punches them out. A tug that
-// starts does so before converting anything. While tug is down, the
-// shim's file size limit bounds each raw file (rawlimit.go). On a file system
-// that cannot punch holes, tug says so once (Error) and stops the container
+// the start of a line, drops the bytes before them, writes one record
+// saying how many bytes it dropped, and punches them out. A tug that starts
+// does so before converting anything. While tug is down, the shim's file
+// size limit bounds each raw file (rawlimit.go). On a file system that
+// cannot punch holes, tug says so once (Error) and stops the container
 // once its raw file holds rawNoPunchMax bytes: its next attempt starts with
 // new raw files (docs/decisions.md, "Container output and the disk").
-
-// LogDriverFile and LogDriverBinary are the values of Config.LogDriver.
-const (
-	LogDriverFile   = "file"
-	LogDriverBinary = "binary"
-)
 
 // Pump tuning.
 const (
@@ -166,11 +157,6 @@ func rawPaths(base string) (stdout, stderr, state string) {
 	return base + ".stdout", base + ".stderr", base + ".state"
 }
 
-// rawBase is the base of the raw files of a container attempt.
-func (r *Runtime) rawBase(uid, container string, attempt int) string {
-	return filepath.Join(r.podDir(uid), "logs", container, strconv.Itoa(attempt))
-}
-
 var streamNames = [2]string{"stdout", "stderr"}
 
 // pump converts one container attempt's raw files into its CRI log.
@@ -218,7 +204,7 @@ func (p *pump) crash(where string) {
 	}
 }
 
-// scratch is the buffers of a step, shared by the pumps of one logPumps
+// scratch is the buffers of a step, shared by the pumps of one Pumps
 // (they step one at a time): the agent's memory does not grow with the
 // number of containers.
 type scratch struct {
@@ -664,9 +650,9 @@ func (p *pump) close() {
 	}
 }
 
-// logPumps runs the pumps of every container attempt that uses the file
+// Pumps runs the pumps of every container attempt that uses the file
 // driver, in one goroutine (Run).
-type logPumps struct {
+type Pumps struct {
 	rootDir string
 	cfg     logConfig // maxSize and maxFiles
 	log     *slog.Logger
@@ -691,15 +677,98 @@ type logPumps struct {
 	running bool
 }
 
-func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger, taskGone func(context.Context, string) (bool, error)) *logPumps {
-	return &logPumps{rootDir: rootDir, cfg: cfg, log: log, taskGone: taskGone,
+// PumpsConfig is what the file driver's converter needs.
+type PumpsConfig struct {
+	// RootDir is tug's root directory: the raw files of pod uid are under
+	// <RootDir>/pods/<uid>/logs/.
+	RootDir string
+	// MaxSize is the size of a CRI log file beyond which it is rotated (0:
+	// never); MaxFiles is how many files an attempt keeps, the current one
+	// included.
+	MaxSize  int64
+	MaxFiles int
+	Log      *slog.Logger
+	// TaskGone reports whether container id has no task any more (the
+	// shim has written its last byte).
+	TaskGone func(ctx context.Context, id string) (bool, error)
+	// StopTask kills container id's task, whose raw output cannot be
+	// bounded any more.
+	StopTask func(ctx context.Context, id string) error
+	// Notify records a Warning event about container id.
+	Notify func(ctx context.Context, id, reason, message string)
+}
+
+// NewPumps returns the converter of the file driver. It finds out whether
+// the file system of the raw files can collapse ranges: if it can, the
+// raw files are collapsed and LimitsShims is true (rawlimit.go); if not,
+// it says so (Warn).
+func NewPumps(cfg PumpsConfig) *Pumps {
+	lc := logConfig{maxSize: cfg.MaxSize, maxFiles: max(cfg.MaxFiles-1, 0)}
+	dir := filepath.Join(cfg.RootDir, "pods")
+	switch ok, err := canCollapse(dir); {
+	case err != nil:
+		cfg.Log.Warn("cannot probe the file system of the raw container logs: what a container writes while tug is down is not bounded", "dir", dir, "err", err)
+	case !ok:
+		cfg.Log.Warn("the file system of the raw container logs cannot remove a range from a file: what a container writes while tug is down is not bounded", "dir", dir)
+	default:
+		lc.rawLimit = rawFileMax
+	}
+	l := newLogPumps(cfg.RootDir, lc, cfg.Log, cfg.TaskGone)
+	l.stopTask, l.notify = cfg.StopTask, cfg.Notify
+	return l
+}
+
+// LimitsShims reports whether the shims that write raw files are to be
+// limited with LimitShim.
+func (l *Pumps) LimitsShims() bool { return l.cfg.rawLimit > 0 }
+
+// RawBase is the base of the raw files of a container attempt:
+// <root-dir>/pods/<uid>/logs/<container>/<attempt>.
+func (l *Pumps) RawBase(uid, container string, attempt int) string {
+	return rawBase(l.rootDir, uid, container, attempt)
+}
+
+func rawBase(rootDir, uid, container string, attempt int) string {
+	return filepath.Join(rootDir, "pods", uid, "logs", container, strconv.Itoa(attempt))
+}
+
+// Files returns the files that hold the output of one attempt of a
+// container of pod p on disk: its CRI log files, rotated ones included,
+// and the file driver's raw files (missing ones too).
+func Files(logsDir, rootDir string, p *pod.Pod, container string, attempt int) []string {
+	files, _ := filepath.Glob(ContainerPath(logsDir, p, container, attempt) + "*")
+	out, errp, _ := rawPaths(rawBase(rootDir, p.Metadata.UID, container, attempt))
+	return append(files, out, errp)
+}
+
+// DroppedBytes returns the raw output bytes dropped since tug started, to
+// keep containers' output within its backlog bound. Safe for concurrent
+// use.
+func (l *Pumps) DroppedBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.droppedBytes.Load()
+	for _, p := range l.pumps {
+		n += p.dropped
+	}
+	return n
+}
+
+// NoPunchFiles returns how many container attempts' raw logs were found,
+// since tug started, on a file system that cannot punch holes. Safe for
+// concurrent use.
+func (l *Pumps) NoPunchFiles() int64 { return l.noPunchFiles.Load() }
+
+func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger, taskGone func(context.Context, string) (bool, error)) *Pumps {
+	return &Pumps{rootDir: rootDir, cfg: cfg, log: log, taskGone: taskGone,
 		sc: newScratch(), pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1),
 		notices: make(chan notice, 64)}
 }
 
-// create sets up the raw files of a new attempt and returns the task IO
-// that makes the shim write into them.
-func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
+// Create sets up the raw files of a new attempt of container id, whose CRI
+// log is cri, at base (RawBase), and returns the paths the shim writes the
+// container's stdout and stderr to.
+func (l *Pumps) Create(id, cri, base string) (stdout, stderr string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if old := l.pumps[id]; old != nil {
@@ -719,28 +788,26 @@ func (l *logPumps) create(id, cri, base string) (cio.Creator, error) {
 	delete(l.ended, id)
 	p, err := createPump(id, cri, base, l.cfg, l.sc)
 	if err != nil {
-		return nil, fmt.Errorf("create log files: %w", err)
+		return "", "", fmt.Errorf("create log files: %w", err)
 	}
 	// Its task is about to be created: no task check for a while.
 	p.lastData = time.Now()
 	l.pumps[id] = p
 	l.poke() // the next step watches its files: output wakes it from the first line
-	out, errp, _ := rawPaths(base)
-	return func(string) (cio.IO, error) {
-		return &fileIO{cfg: cio.Config{Stdout: out, Stderr: errp}}, nil
-	}, nil
+	stdout, stderr, _ = rawPaths(base)
+	return stdout, stderr, nil
 }
 
-// ended records that container id's task is deleted: its pump converts
-// the rest and ends.
-func (l *logPumps) taskDeleted(id string) {
+// TaskDeleted records that container id's task is deleted (the shim has
+// written its last byte): its pump converts the rest and ends.
+func (l *Pumps) TaskDeleted(id string) {
 	l.mu.Lock()
 	l.ended[id] = true
 	l.mu.Unlock()
 	l.poke()
 }
 
-func (l *logPumps) poke() {
+func (l *Pumps) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -749,7 +816,7 @@ func (l *logPumps) poke() {
 
 // adopt opens the pumps of every attempt that has a state file (left by an
 // earlier tug): each recovers to its last commit.
-func (l *logPumps) adopt() {
+func (l *Pumps) adopt() {
 	states, _ := filepath.Glob(filepath.Join(l.rootDir, "pods", "*", "logs", "*", "*.state"))
 	for _, s := range states {
 		p, err := openPump(s, l.cfg, l.sc)
@@ -770,7 +837,7 @@ func (l *logPumps) adopt() {
 // Run adopts the logs of running containers, then converts their output
 // as it comes (inotify on the raw files, a tick as a fallback) until ctx
 // ends.
-func (l *logPumps) Run(ctx context.Context) error {
+func (l *Pumps) Run(ctx context.Context) error {
 	l.adopt()
 	go l.notifier(ctx)
 	watch := newRawWatch(l.log)
@@ -799,7 +866,7 @@ func (l *logPumps) Run(ctx context.Context) error {
 	}
 }
 
-func (l *logPumps) stepAll(ctx context.Context, watch *rawWatch) {
+func (l *Pumps) stepAll(ctx context.Context, watch *rawWatch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ids := make([]string, 0, len(l.pumps))
@@ -870,7 +937,7 @@ const dropLogEvery = 10 * time.Second
 // dropped (Warn, at most every dropLogEvery), a file system that cannot
 // punch (Error, once), a raw file that outgrew rawNoPunchMax (Error, and
 // the container's task is killed). Called under l.mu.
-func (l *logPumps) report(id string, p *pump) {
+func (l *Pumps) report(id string, p *pump) {
 	var notices []notice
 	if p.dropped > 0 && time.Since(p.droppedAt) >= dropLogEvery {
 		l.log.Warn("dropped container output: it outgrew its raw log backlog", "container", id, "file", p.cri,
@@ -928,7 +995,7 @@ type notice struct {
 
 // notifier records the pumps' notices as events and stops the containers
 // they name, until ctx ends.
-func (l *logPumps) notifier(ctx context.Context) {
+func (l *Pumps) notifier(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -945,73 +1012,6 @@ func (l *logPumps) notifier(ctx context.Context) {
 		}
 	}
 }
-
-// LogDroppedBytes returns the raw output bytes the file log driver has
-// dropped since tug started, to keep containers' output within its
-// backlog bound. Safe for concurrent use.
-func (r *Runtime) LogDroppedBytes() int64 {
-	if r.pumps == nil {
-		return 0
-	}
-	l := r.pumps
-	l.mu.Lock()
-	n := l.droppedBytes.Load()
-	for _, p := range l.pumps {
-		n += p.dropped
-	}
-	l.mu.Unlock()
-	return n
-}
-
-// LogNoPunchFiles returns how many container attempts' raw logs were
-// found, since tug started, on a file system that cannot punch holes. Safe
-// for concurrent use.
-func (r *Runtime) LogNoPunchFiles() int64 {
-	if r.pumps == nil {
-		return 0
-	}
-	return r.pumps.noPunchFiles.Load()
-}
-
-// containerEvent records a Warning event about container id, for the pod
-// its labels name.
-func (r *Runtime) containerEvent(ctx context.Context, id, reason, message string) {
-	cont, err := r.client.LoadContainer(r.ctx(ctx), id)
-	if err != nil {
-		return
-	}
-	labels, err := cont.Labels(r.ctx(ctx))
-	if err != nil {
-		return
-	}
-	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], UID: labels[LabelPodUID]}}
-	r.event(p, labels[LabelContainer], "Warning", reason, message)
-}
-
-// killTask kills container id's task with SIGKILL.
-func (r *Runtime) killTask(ctx context.Context, id string) error {
-	ctx = r.ctx(ctx)
-	cont, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return fmt.Errorf("kill container %s: %w", id, notFound(err))
-	}
-	task, err := cont.Task(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("kill container %s: %w", id, notFound(err))
-	}
-	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill container %s: %w", id, notFound(err))
-	}
-	return nil
-}
-
-// fileIO is the task IO of the file driver: paths only, nothing to copy.
-type fileIO struct{ cfg cio.Config }
-
-func (f *fileIO) Config() cio.Config { return f.cfg }
-func (f *fileIO) Cancel()            {}
-func (f *fileIO) Wait()              {}
-func (f *fileIO) Close() error       { return nil }
 
 // rawWatch wakes the pumps when the shim writes a raw file.
 type rawWatch struct {
@@ -1077,39 +1077,4 @@ func (w *rawWatch) close() {
 	if w.f != nil {
 		w.f.Close()
 	}
-}
-
-// taskGone reports whether container id has no task (or no container).
-func (r *Runtime) taskGone(ctx context.Context, id string) (bool, error) {
-	cont, err := r.client.LoadContainer(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return true, nil
-	} else if err != nil {
-		return false, err
-	}
-	if _, err := cont.Task(ctx, nil); errdefs.IsNotFound(err) {
-		return true, nil
-	} else if err != nil {
-		return false, err
-	}
-	return false, nil
-}
-
-// logTaskDeleted tells the file driver's pump of container id that the
-// shim has written everything.
-func (r *Runtime) logTaskDeleted(id string) {
-	if r.pumps != nil {
-		r.pumps.taskDeleted(id)
-	}
-}
-
-// RunLogs converts the output of the containers that use the file log
-// driver into their CRI logs until ctx ends; with the binary driver it
-// only waits for ctx.
-func (r *Runtime) RunLogs(ctx context.Context) error {
-	if r.pumps == nil {
-		<-ctx.Done()
-		return nil
-	}
-	return r.pumps.Run(ctx)
 }
