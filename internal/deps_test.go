@@ -49,11 +49,17 @@ var allowedImports = map[string]allowed{
 	// containerd's API module, typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
-	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts", "tug/internal/podlogs"}, modules: []string{
+	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
 		"golang.org/x/sys",
+	}},
+	// Images present in containerd's store: the containerd client and the
+	// types it speaks (image-spec, distribution/reference for names).
+	"tug/internal/images": {internal: []string{"tug/internal/pod"}, modules: []string{
+		"github.com/containerd/containerd", "github.com/distribution/reference",
+		"github.com/opencontainers/image-spec",
 	}},
 	// The CRI log layout: writing, conversion, reading. x/sys for
 	// fallocate, inotify and prlimit.

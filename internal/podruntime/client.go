@@ -13,10 +13,9 @@ import (
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/remotes"
-	"github.com/containerd/containerd/remotes/docker"
 
 	"tug/internal/clock"
+	"tug/internal/images"
 	"tug/internal/podlogs"
 )
 
@@ -179,19 +178,11 @@ func (c *Config) setDefaults() error {
 // Runtime drives containerd for tug: images, containers, tasks and logs. It
 // implements reconcile.Runtime. All methods are safe for concurrent use.
 type Runtime struct {
-	cfg      Config
-	client   *containerd.Client
-	log      *slog.Logger
-	resolver remotes.Resolver
+	cfg    Config
+	client *containerd.Client
+	log    *slog.Logger
 
-	pullMu sync.Mutex
-	pulls  map[string]*pullCall // in-flight pulls by normalised ref
-
-	importMu sync.Mutex            // serialises archive imports
-	imported map[string]archiveKey // archives already imported, by file name
-	// archiveOf maps an image name to the archive it was imported from
-	// (the image GC keeps it while that file is in ImageDir).
-	archiveOf map[string]string
+	images *images.Manager
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
@@ -231,13 +222,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cfg:    cfg,
 		client: client,
 		log:    cfg.Log,
-		resolver: docker.NewResolver(docker.ResolverOptions{
-			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
-		}),
-		pulls:     map[string]*pullCall{},
-		imported:  map[string]archiveKey{},
-		archiveOf: map[string]string{},
 	}
+	r.images = images.New(images.Config{
+		Client: client, Namespace: cfg.Namespace, Snapshotter: cfg.Snapshotter,
+		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, PullTimeout: cfg.PullTimeout, Log: cfg.Log,
+	})
 	if cfg.LogDriver == LogDriverFile {
 		r.pumps = podlogs.NewPumps(podlogs.PumpsConfig{
 			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,

@@ -76,7 +76,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	id := ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
 	began := time.Now()
-	img, pulled, err := r.ensureImagePulled(ctx, p, c)
+	img, pulled, err := r.images.Ensure(ctx, p, c)
 	if err != nil {
 		return "", err
 	}

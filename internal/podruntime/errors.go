@@ -3,6 +3,7 @@ package podruntime
 import (
 	"errors"
 
+	"tug/internal/images"
 	"tug/internal/specopts"
 )
 
@@ -12,11 +13,11 @@ var (
 	ErrShimGrouping = errors.New("podruntime: unknown shim grouping")
 	// ErrImageNotPresent means the image is not in containerd's image store
 	// (unpacked for the snapshotter) and imagePullPolicy is Never.
-	ErrImageNotPresent = errors.New("podruntime: image not present")
+	ErrImageNotPresent = images.ErrImageNotPresent
 	// ErrImageDigestMismatch means an image reference pins a digest
 	// ("name@sha256:...") and the image present under that name (from a
 	// sideloaded archive, say) has another one: it is not used.
-	ErrImageDigestMismatch = errors.New("podruntime: image digest does not match the reference")
+	ErrImageDigestMismatch = images.ErrImageDigestMismatch
 	// ErrPrivilegedNotAllowed means a container asks for privileged mode but
 	// the agent runs without --allow-privileged.
 	ErrPrivilegedNotAllowed = specopts.ErrPrivilegedNotAllowed
@@ -49,5 +50,5 @@ var (
 	ErrNoTask = errors.New("podruntime: container has no task")
 	// ErrNoImageFS means containerd's snapshotter does not say where its
 	// root is, so the image filesystem cannot be measured.
-	ErrNoImageFS = errors.New("podruntime: snapshotter exports no root")
+	ErrNoImageFS = images.ErrNoImageFS
 )

@@ -23,6 +23,7 @@ import (
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/errdefs"
+	ctrimages "github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
 	"golang.org/x/sys/unix"
@@ -194,6 +195,12 @@ func (e *env) newPod(t *testing.T, script string) *pod.Pod {
 		}
 	})
 	return p
+}
+
+// ensureImage makes c's image present as a container start does.
+func (e *env) ensureImage(ctx context.Context, c *pod.Container) (containerd.Image, error) {
+	img, _, err := e.r.images.Ensure(ctx, nil, c)
+	return img, err
 }
 
 func (e *env) start(t *testing.T, p *pod.Pod, attempt int, ns pod.Namespaces) string {
@@ -531,7 +538,7 @@ func TestE2EPullPolicies(t *testing.T) {
 
 	// Never, missing.
 	c := &pod.Container{Name: "app", Image: ref, ImagePullPolicy: pod.PullNever}
-	if _, err := e.r.ensureImage(ctx, nil, c); !errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.ensureImage(ctx, c); !errors.Is(err, ErrImageNotPresent) {
 		t.Fatalf("Never with a missing image: %v, want ErrImageNotPresent", err)
 	}
 	p := e.newPod(t, "true")
@@ -548,7 +555,7 @@ func TestE2EPullPolicies(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = e.r.ensureImage(ctx, nil, c)
+			_, errs[i] = e.ensureImage(ctx, c)
 		}()
 	}
 	wg.Wait()
@@ -558,7 +565,7 @@ func TestE2EPullPolicies(t *testing.T) {
 	if n := e.counts.count("pulling image"); n != 1 {
 		t.Errorf("%d pulls for 4 concurrent IfNotPresent callers, want 1", n)
 	}
-	img, err := e.r.ensureImage(ctx, nil, c) // present now: no pull
+	img, err := e.ensureImage(ctx, c) // present now: no pull
 	if err != nil || e.counts.count("pulling image") != 1 {
 		t.Fatalf("IfNotPresent with the image present pulled again (%v)", err)
 	}
@@ -568,24 +575,24 @@ func TestE2EPullPolicies(t *testing.T) {
 
 	// Always pulls again.
 	c.ImagePullPolicy = pod.PullAlways
-	if _, err := e.r.ensureImage(ctx, nil, c); err != nil || e.counts.count("pulling image") != 2 {
+	if _, err := e.ensureImage(ctx, c); err != nil || e.counts.count("pulling image") != 2 {
 		t.Fatalf("Always: %v, %d pulls", err, e.counts.count("pulling image"))
 	}
 
 	// Always with the registry unreachable uses the local image.
 	offline := "127.0.0.1:1/tug/busybox:1.35"
-	if _, err := e.r.tagImage(ctx, offline, img.Target()); err != nil {
+	if _, err := e.r.client.ImageService().Create(ctx, ctrimages.Image{Name: offline, Target: img.Target()}); err != nil {
 		t.Fatal(err)
 	}
 	c.Image = offline
-	if _, err := e.r.ensureImage(ctx, nil, c); err != nil {
+	if _, err := e.ensureImage(ctx, c); err != nil {
 		t.Fatalf("Always offline with a local image: %v", err)
 	}
 	if e.counts.count("pull failed, using the image that is present") != 1 {
 		t.Error("no warning for the offline fallback")
 	}
 	c.Image = "127.0.0.1:1/tug/other:1"
-	if _, err := e.r.ensureImage(ctx, nil, c); err == nil || errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.ensureImage(ctx, c); err == nil || errors.Is(err, ErrImageNotPresent) {
 		t.Errorf("Always offline without a local image: %v, want the pull error", err)
 	}
 
@@ -869,7 +876,7 @@ func TestE2EImportArchives(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{e.image, "docker.io/tugtest/app:v1"} {
-		img, err := e.r.localImage(e.ctx, ref)
+		img, err := e.r.images.Local(e.ctx, ref)
 		if err != nil {
 			t.Fatalf("%s after import: %v", ref, err)
 		}
@@ -898,7 +905,7 @@ func TestE2EImportArchives(t *testing.T) {
 	// the unpack ends.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if img, err := e.r.localImage(e.ctx, "docker.io/tugtest/late:v2"); err == nil {
+		if img, err := e.r.images.Local(e.ctx, "docker.io/tugtest/late:v2"); err == nil {
 			if ok, _ := img.IsUnpacked(e.ctx, e.r.cfg.Snapshotter); ok {
 				break
 			}

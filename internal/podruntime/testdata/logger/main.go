@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"tug/internal/podruntime"
+	"tug/internal/podlogs"
 )
 
 func main() {
@@ -15,7 +15,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: logger logger <settings>")
 		os.Exit(2)
 	}
-	err := podruntime.RunLogger(os.Args[2], os.NewFile(3, "stdout"), os.NewFile(4, "stderr"), os.NewFile(5, "ready"))
+	err := podlogs.RunLogger(os.Args[2], os.NewFile(3, "stdout"), os.NewFile(4, "stderr"), os.NewFile(5, "ready"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

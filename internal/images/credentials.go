@@ -1,4 +1,4 @@
-package podruntime
+package images
 
 import (
 	"crypto/sha256"
@@ -116,49 +116,49 @@ func (k keyring) fingerprint() string {
 // keyringFor returns the credentials for pulling p's images. A pull secret
 // that is missing or not of type dockerconfigjson is skipped with a
 // warning, as the kubelet does (the pull may not need it).
-func (r *Runtime) keyringFor(p *pod.Pod) keyring {
+func (m *Manager) keyringFor(p *pod.Pod) keyring {
 	var k keyring
 	if p != nil {
 		for _, ref := range p.Spec.ImagePullSecrets {
 			o := p.Object(pod.KindSecret, ref.Name)
 			switch {
 			case o == nil:
-				r.log.Warn("image pull secret not found; pulling without it", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name)
+				m.log.Warn("image pull secret not found; pulling without it", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name)
 				continue
 			case o.Type != pod.SecretDockerConfigJSON:
-				r.log.Warn("image pull secret is not of type "+pod.SecretDockerConfigJSON+"; skipped", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name)
+				m.log.Warn("image pull secret is not of type "+pod.SecretDockerConfigJSON+"; skipped", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name)
 				continue
 			}
-			m, err := parseDockerConfig(o.Data[".dockerconfigjson"])
+			creds, err := parseDockerConfig(o.Data[".dockerconfigjson"])
 			if err != nil {
-				r.log.Warn("image pull secret unreadable; skipped", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name, "err", err)
+				m.log.Warn("image pull secret unreadable; skipped", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name, "err", err)
 				continue
 			}
-			k = append(k, m)
+			k = append(k, creds)
 		}
 	}
-	path := filepath.Join(r.cfg.RootDir, "config.json")
+	path := filepath.Join(m.cfg.RootDir, "config.json")
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		r.log.Warn("read node registry credentials", "file", path, "err", err)
+		m.log.Warn("read node registry credentials", "file", path, "err", err)
 	default:
-		m, err := parseDockerConfig(data)
+		creds, err := parseDockerConfig(data)
 		if err != nil {
-			r.log.Warn("node registry credentials unreadable; pulling without them", "file", path, "err", err)
+			m.log.Warn("node registry credentials unreadable; pulling without them", "file", path, "err", err)
 			break
 		}
-		k = append(k, m)
+		k = append(k, creds)
 	}
 	return k
 }
 
 // resolverFor returns the shared anonymous resolver, or one that answers
 // the registries' basic or token auth with k.
-func (r *Runtime) resolverFor(k keyring) remotes.Resolver {
+func (m *Manager) resolverFor(k keyring) remotes.Resolver {
 	if len(k) == 0 {
-		return r.resolver
+		return m.resolver
 	}
 	auth := docker.NewDockerAuthorizer(docker.WithAuthCreds(k.creds))
 	return docker.NewResolver(docker.ResolverOptions{

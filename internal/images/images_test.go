@@ -1,4 +1,4 @@
-package podruntime
+package images
 
 import (
 	"errors"
@@ -59,8 +59,8 @@ func TestPullPolicyDefault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := &pod.Container{Image: tt.image, ImagePullPolicy: tt.policy}
-		if got := pullPolicy(c); got != tt.want {
-			t.Errorf("pullPolicy(%q, %q) = %q, want %q", tt.image, tt.policy, got, tt.want)
+		if got := PullPolicy(c); got != tt.want {
+			t.Errorf("PullPolicy(%q, %q) = %q, want %q", tt.image, tt.policy, got, tt.want)
 		}
 	}
 }

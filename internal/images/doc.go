@@ -1,0 +1,9 @@
+// Package images makes the images of a pod's containers present in
+// containerd's store, unpacked for the snapshotter: registry pulls that
+// honour imagePullPolicy (one pull per reference shared by concurrent
+// callers, credentials from the pod's pull secrets and the node's
+// config.json), imports of sideloaded OCI and docker archives from the
+// image directory, and the store operations the image GC needs (list by
+// digest, remove, where the image filesystem is). Ensure is the entry
+// point of a container start.
+package images

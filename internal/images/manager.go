@@ -1,0 +1,80 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/remotes"
+	"github.com/containerd/containerd/remotes/docker"
+)
+
+var (
+	// ErrImageNotPresent means the image is not in containerd's image store
+	// (unpacked for the snapshotter) and imagePullPolicy is Never.
+	ErrImageNotPresent = errors.New("images: image not present")
+	// ErrImageDigestMismatch means an image reference pins a digest
+	// ("name@sha256:...") and the image present under that name (from a
+	// sideloaded archive, say) has another one: it is not used.
+	ErrImageDigestMismatch = errors.New("images: image digest does not match the reference")
+	// ErrNoImageFS means containerd's snapshotter does not say where its
+	// root is, so the image filesystem cannot be measured.
+	ErrNoImageFS = errors.New("images: snapshotter exports no root")
+)
+
+// Config is what the Manager needs.
+type Config struct {
+	Client      *containerd.Client
+	Namespace   string // containerd namespace of every call
+	Snapshotter string // images are unpacked for it
+	// RootDir holds the node's registry credentials, config.json.
+	RootDir string
+	// ImageDir is the directory of sideloaded image archives.
+	ImageDir    string
+	PullTimeout time.Duration
+	Log         *slog.Logger
+}
+
+// Manager makes images present in containerd's store. All methods are
+// safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	client   *containerd.Client
+	log      *slog.Logger
+	resolver remotes.Resolver
+
+	pullMu sync.Mutex
+	pulls  map[string]*pullCall // in-flight pulls by normalised ref
+
+	importMu sync.Mutex            // serialises archive imports
+	imported map[string]archiveKey // archives already imported, by file name
+	// archiveOf maps an image name to the archive it was imported from
+	// (the image GC keeps it while that file is in ImageDir).
+	archiveOf map[string]string
+}
+
+// New returns a Manager; cfg.Client stays the caller's.
+func New(cfg Config) *Manager {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{
+		cfg:    cfg,
+		client: cfg.Client,
+		log:    cfg.Log,
+		resolver: docker.NewResolver(docker.ResolverOptions{
+			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
+		}),
+		pulls:     map[string]*pullCall{},
+		imported:  map[string]archiveKey{},
+		archiveOf: map[string]string{},
+	}
+}
+
+func (m *Manager) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, m.cfg.Namespace)
+}
