@@ -49,11 +49,18 @@ var allowedImports = map[string]allowed{
 	// containerd's API module, typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
-	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images"}, modules: []string{
+	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
 		"golang.org/x/sys",
+	}},
+	// What a pod's containers mount: no containerd client; containerd's
+	// mount package unmounts a pod's tmpfs volumes recursively, the
+	// runtime-spec types are the mounts it returns, x/sys opens paths
+	// beneath their root.
+	"tug/internal/volume": {internal: []string{"tug/internal/pod"}, modules: []string{
+		"github.com/containerd/containerd", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
 	// Images present in containerd's store: the containerd client and the
 	// types it speaks (image-spec, distribution/reference for names).

@@ -17,6 +17,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/images"
 	"tug/internal/podlogs"
+	"tug/internal/volume"
 )
 
 // Defaults for the Config fields left zero. Where tug lives on the host
@@ -188,7 +189,7 @@ type Runtime struct {
 	reaping map[string]bool // containers whose exited task is being reaped
 	reaps   reapCount       // reaps under way: Close waits for them
 
-	fsGroups fsGroupDone // volume directories given the pod's fsGroup (see applyFSGroup)
+	volumes *volume.Manager
 
 	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex     // serialises the start of a shim group's first task (see shimGroupFor)
@@ -234,22 +235,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			TaskGone: r.taskGone, StopTask: r.killTask, Notify: r.containerEvent,
 		})
 	}
-	r.removeStaleStaging()
+	r.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName,
+		ResolvConf: cfg.ResolvConf, FileSource: cfg.FileSource, Log: cfg.Log})
+	r.volumes.RemoveStaleStaging()
 	return r, nil
-}
-
-// removeStaleStaging removes the staging mounts a tug that died while
-// starting a container left (see podMounts): a staging mount is only
-// needed while a task is being created, so any found now is a leftover.
-func (r *Runtime) removeStaleStaging() {
-	dirs, _ := filepath.Glob(filepath.Join(r.cfg.RootDir, "pods", "*", "volume-subpaths", "*"))
-	for _, d := range dirs {
-		if err := unstageDir(d); err != nil {
-			r.log.Warn("remove leftover staging mounts", "file", d, "err", err)
-		} else {
-			r.log.Info("removed leftover staging mounts", "file", d)
-		}
-	}
 }
 
 // Close closes the connection to containerd, once the reaps under way

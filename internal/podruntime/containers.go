@@ -20,6 +20,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podlogs"
 	"tug/internal/specopts"
+	"tug/internal/volume"
 )
 
 const (
@@ -67,10 +68,10 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
 		return "", ErrPrivilegedNotAllowed
 	}
-	if err := checkPod(p); err != nil {
+	if err := volume.CheckPod(p); err != nil {
 		return "", err
 	}
-	if err := checkName("container name", c.Name); err != nil {
+	if err := volume.CheckName("container name", c.Name); err != nil {
 		return "", err
 	}
 	id := ContainerID(p, c.Name, attempt)
@@ -89,7 +90,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", fmt.Errorf("read image config of %s: %w", img.Name(), err)
 	}
-	hostname, err := podHostname(p)
+	hostname, err := volume.Hostname(p)
 	if err != nil {
 		return "", err
 	}
@@ -106,17 +107,17 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	// The volumes are staged last, and unstaged when the start is over:
 	// runc has made its own mounts in the container by then (task create).
-	stageDir := r.stagingDir(p.Metadata.UID, id)
+	stageDir := r.volumes.StagingDir(p.Metadata.UID, id)
 	defer func() {
-		if err := unstageDir(stageDir); err != nil {
+		if err := volume.Unstage(stageDir); err != nil {
 			log.Warn("remove staging mounts", "err", err)
 		}
 	}()
-	mounts, err := r.podMounts(p, c, stageDir)
+	mounts, err := r.volumes.Mounts(p, c, stageDir)
 	if err != nil {
 		return "", err
 	}
-	if m, err := r.terminationMount(p, c, id); err != nil {
+	if m, err := r.volumes.TerminationMount(p, c, id, r.podLogDir(p)); err != nil {
 		return "", err
 	} else if m != nil {
 		mounts = append(mounts, *m)
@@ -129,7 +130,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 
 	// env is read now, from the objects bound to the pod: fixed for the
 	// life of this container, as in Kubernetes.
-	env, err := p.ResolveEnv(c, r.nodeInfo(sb))
+	env, err := p.ResolveEnv(c, r.volumes.NodeInfo(sb))
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
 	}

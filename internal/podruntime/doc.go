@@ -1,20 +1,16 @@
-// Package podruntime is tug's containerd adapter: it makes images present
-// (registry pulls honouring imagePullPolicy, and sideloaded OCI/docker
-// archives), builds each container's OCI spec from the pod manifest with its
-// own oci.SpecOpts, creates containers labelled with the pod's identity,
-// runs their tasks with output going to CRI-format log files through a
-// logging binary run by the shim, and reads the labelled containers back as
-// pod.RuntimeContainer values. It also prepares and cleans up what a pod's
-// containers mount (emptyDir and hostPath volumes, /etc/hostname). subPath
-// and hostPath mounts are opened without following symlinks out of their
-// volume and the opened object is what runc mounts (see podMounts), so a
-// container that races symlinks into a shared volume cannot redirect them.
+// Package podruntime is tug's containerd adapter: it creates a pod's
+// containers labelled with the pod's identity and runs their tasks, reads
+// the labelled containers back as pod.RuntimeContainer values (listing,
+// events, exit status, termination messages), execs into them, groups
+// their shims, and holds a pod's PID namespace when its containers share
+// one. A container start is a sequence of steps, each one call into a
+// package of its own: images makes the image present, volume prepares
+// and stages what the container mounts, specopts builds its OCI spec, and
+// podlogs sets up where its output goes.
 //
 // containerd is the source of truth: containers are found by their labels
 // (prefix "io.tug."), never by memory alone, so a restarted agent adopts
 // what is already running.
 //
-// It imports pod, clock, the containerd v1 client with the libraries of its API
-// (typeurl, image-spec, runtime-spec, distribution/reference) and
-// golang.org/x/sys/unix; never reconcile, network or qos.
+// It never imports reconcile, network or qos.
 package podruntime

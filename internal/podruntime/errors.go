@@ -5,6 +5,7 @@ import (
 
 	"tug/internal/images"
 	"tug/internal/specopts"
+	"tug/internal/volume"
 )
 
 var (
@@ -27,18 +28,18 @@ var (
 	// ErrHostPathType means a hostPath volume does not match its type
 	// (Directory, File, Socket, CharDevice, BlockDevice, or an existing path
 	// of the wrong kind for DirectoryOrCreate/FileOrCreate).
-	ErrHostPathType = errors.New("podruntime: hostPath type check failed")
+	ErrHostPathType = volume.ErrHostPathType
 	// ErrInvalidSubPath means a volumeMount's subPath is absolute, climbs
 	// out of its volume with "..", or resolves (through symlinks) outside
 	// it.
-	ErrInvalidSubPath = errors.New("podruntime: invalid subPath")
+	ErrInvalidSubPath = volume.ErrInvalidSubPath
 	// ErrVolumeNotFound means a volumeMount names a volume the pod does not
 	// define, or a volume with no source tug implements.
-	ErrVolumeNotFound = errors.New("podruntime: volume not found")
+	ErrVolumeNotFound = volume.ErrVolumeNotFound
 	// ErrEtcValue means a value bound for a pod's /etc/hosts,
 	// /etc/hostname or /etc/resolv.conf holds a space, a control character
 	// or a byte outside ASCII: the files are not written.
-	ErrEtcValue = errors.New("podruntime: value not allowed in an /etc file")
+	ErrEtcValue = volume.ErrEtcValue
 	// ErrContainerIDTaken means a container already exists under the ID a
 	// new one needs, and its labels say it belongs to another pod or
 	// container (or to no pod of tug's): it is left alone.

@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/containerd/containerd/mount"
-	"golang.org/x/sys/unix"
+	"tug/internal/volume"
 )
 
 // PodDirUIDs returns the UIDs that have a pod directory under
@@ -29,7 +27,7 @@ func (r *Runtime) PodDirUIDs() ([]string, error) {
 		errs = append(errs, fmt.Errorf("list pod directories: %w", err))
 	}
 	for _, e := range pods {
-		if e.IsDir() && checkName("pod uid", e.Name()) == nil {
+		if e.IsDir() && volume.CheckName("pod uid", e.Name()) == nil {
 			set[e.Name()] = true
 		}
 	}
@@ -49,7 +47,7 @@ func (r *Runtime) PodDirUIDs() ([]string, error) {
 // <namespace>_<pod>_<uid> (none of which has a "_").
 func logDirUID(name string) (string, bool) {
 	parts := strings.Split(name, "_")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || checkName("pod uid", parts[2]) != nil {
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || volume.CheckName("pod uid", parts[2]) != nil {
 		return "", false
 	}
 	return parts[2], true
@@ -60,7 +58,7 @@ func logDirUID(name string) (string, bool) {
 // knows; housekeeping calls it for a pod that is gone and whose name it no
 // longer has. Nothing to remove is not an error.
 func (r *Runtime) RemovePodDirs(uid string) error {
-	if err := checkName("pod uid", uid); err != nil {
+	if err := volume.CheckName("pod uid", uid); err != nil {
 		return err
 	}
 	// A shareProcessNamespace pod's PID holder is not a pod container:
@@ -70,8 +68,7 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
 		return fmt.Errorf("remove PID namespace holder of pod %s: %w", uid, err)
 	}
-	r.fsGroups.forget(uid)
-	if err := r.removePodDir(uid); err != nil {
+	if err := r.volumes.Remove(uid); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(r.cfg.LogsDir)
@@ -84,27 +81,6 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 				return fmt.Errorf("remove log directories of pod %s: %w", uid, err)
 			}
 		}
-	}
-	return nil
-}
-
-// removePodDir unmounts what is mounted below the pod directory of uid
-// (lazily: a mount still busy is detached, never deleted through) and
-// removes it.
-func (r *Runtime) removePodDir(uid string) error {
-	dir := r.podDir(uid)
-	real, err := filepath.EvalSymlinks(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pod directory of %s: %w", uid, err)
-	}
-	if err := mount.UnmountRecursive(real, unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("pod directory of %s: unmount volumes: %w", uid, err)
-	}
-	if err := removeTree(real); err != nil {
-		return fmt.Errorf("pod directory of %s: %w", uid, err)
 	}
 	return nil
 }

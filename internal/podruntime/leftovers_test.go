@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"tug/internal/volume"
 )
 
 // TestPodDirs: the UIDs of pod directories and of log directories
@@ -13,7 +15,7 @@ import (
 // another UID.
 func TestPodDirs(t *testing.T) {
 	root, logs := t.TempDir(), t.TempDir()
-	r := &Runtime{cfg: Config{RootDir: root, LogsDir: logs}}
+	r := &Runtime{cfg: Config{RootDir: root, LogsDir: logs}, volumes: volume.New(volume.Config{RootDir: root})}
 	if uids, err := r.PodDirUIDs(); err != nil || len(uids) != 0 {
 		t.Fatalf("PodDirUIDs() with no pods directory = %v, %v, want none", uids, err)
 	}

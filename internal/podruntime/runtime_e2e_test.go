@@ -651,7 +651,7 @@ grep -q "10.244.0.7.*web" /etc/hosts && test -e /etc/resolv.conf && echo etc ok`
 	} {
 		e.waitLog(t, p, 0, "stdout", want)
 	}
-	scratch := e.r.emptyDirPath(p.Metadata.UID, "scratch")
+	scratch := filepath.Join(e.r.cfg.RootDir, "pods", p.Metadata.UID, "volumes", "empty-dir", "scratch")
 	if b, err := os.ReadFile(filepath.Join(scratch, "out.txt")); err != nil || string(b) != "written\n" {
 		t.Errorf("emptyDir file on the host = %q, %v", b, err)
 	}

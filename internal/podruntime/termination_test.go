@@ -1,16 +1,51 @@
 package podruntime
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/volume"
 )
+
+func testRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := Config{RootDir: filepath.Join(dir, "root"), LogsDir: filepath.Join(dir, "logs")}
+	return &Runtime{cfg: cfg, log: slog.New(slog.DiscardHandler), volumes: volume.New(volume.Config{RootDir: cfg.RootDir})}
+}
+
+// TestCleanupPod: the pod's state and its log directory are removed, and a
+// second cleanup finds nothing to do.
+func TestCleanupPod(t *testing.T) {
+	r := testRuntime(t)
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
+	if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+		t.Fatal(err)
+	}
+	logDir := r.podLogDir(p)
+	if err := os.MkdirAll(filepath.Join(logDir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.CleanupPod(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{filepath.Join(r.cfg.RootDir, "pods", "u1"), logDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
+	}
+}
 
 func TestTerminationMessage(t *testing.T) {
 	r := testRuntime(t)
+	root := r.cfg.RootDir
 	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
 	tests := []struct {
 		name    string
@@ -29,7 +64,7 @@ func TestTerminationMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := "ctr-" + tt.c.Name
-			m, err := r.terminationMount(p, &tt.c, id)
+			m, err := r.volumes.TerminationMount(p, &tt.c, id, r.podLogDir(p))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,10 +98,10 @@ func TestTerminationMessage(t *testing.T) {
 		})
 	}
 	long := strings.Repeat("x", 10000)
-	if err := os.WriteFile(r.terminationPath("u1", "ctr-a"), []byte(long), 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "pods", "u1", "termination", "ctr-a"), []byte(long), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.terminationMessage(&pod.RuntimeContainer{ID: "ctr-a", PodUID: "u1"}); len(got) != maxTerminationMessage {
-		t.Errorf("message of %d bytes, want it cut to %d", len(got), maxTerminationMessage)
+	if got := r.terminationMessage(&pod.RuntimeContainer{ID: "ctr-a", PodUID: "u1"}); len(got) != 4096 {
+		t.Errorf("message of %d bytes, want it cut to the kubelet's 4096", len(got))
 	}
 }

@@ -2,404 +2,67 @@ package podruntime
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-
-	"github.com/containerd/containerd/mount"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
-	"tug/internal/specopts"
+	"tug/internal/podlogs"
+	"tug/internal/volume"
 )
 
-// podDir is RootDir/pods/<uid>: what PreparePod makes for the pod.
-func (r *Runtime) podDir(uid string) string { return filepath.Join(r.cfg.RootDir, "pods", uid) }
-
-func (r *Runtime) emptyDirPath(uid, volume string) string {
-	return filepath.Join(r.podDir(uid), "volumes", "empty-dir", volume)
-}
-
-// podHostname is the pod's hostname as Kubernetes gives it: the pod name cut
-// to 63 characters, or the node's own hostname for a hostNetwork pod (which
-// shares the host's UTS namespace).
-func podHostname(p *pod.Pod) (string, error) {
-	if p.Spec.HostNetwork {
-		h, err := os.Hostname()
-		if err != nil {
-			return "", fmt.Errorf("host name: %w", err)
-		}
-		return h, nil
-	}
-	return p.Hostname(), nil
-}
-
-// checkPod rejects a pod whose UID, namespace or name cannot be part of a
-// path component (they name its state and log directories).
-func checkPod(p *pod.Pod) error {
-	if err := checkName("pod uid", p.Metadata.UID); err != nil {
-		return err
-	}
-	if err := checkName("pod namespace", p.Metadata.Namespace); err != nil {
-		return err
-	}
-	return checkName("pod name", p.Metadata.Name)
-}
-
-// checkName rejects a name that cannot be one path component.
-func checkName(kind, name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		return fmt.Errorf("podruntime: invalid %s %q", kind, name)
-	}
-	return nil
-}
-
-// PreparePod creates what the pod's containers mount: the directory of each
-// emptyDir volume (a tmpfs, size-limited by sizeLimit, for medium Memory),
-// each hostPath checked or created as its type says, and the files the
-// pod's /etc/hostname, /etc/hosts (naming the sandbox's IP) and
-// /etc/resolv.conf are bound from. It is idempotent; the errors of all
-// volumes are joined.
+// PreparePod creates what the pod's containers mount (volume.Manager's
+// Prepare) and, for a pod that shares its process namespace, its PID
+// namespace holder. It is idempotent.
 func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) error {
-	uid := p.Metadata.UID
-	if err := checkPod(p); err != nil {
+	if err := r.volumes.Prepare(p, sb); err != nil {
 		return err
-	}
-	if err := os.MkdirAll(r.podDir(uid), 0o750); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
-	}
-	if err := r.writeEtcFiles(p, sb); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
 	if err := r.ensureHolder(r.ctx(ctx), p, sb); err != nil {
 		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
-	var errs []error
-	node := r.nodeInfo(sb)
-	for i := range p.Spec.Volumes {
-		v := &p.Spec.Volumes[i]
-		var err error
-		switch {
-		case v.EmptyDir != nil:
-			if err = r.prepareEmptyDir(uid, v.Name, v.EmptyDir); err == nil {
-				err = r.applyFSGroup(p, r.emptyDirPath(uid, v.Name), false, false)
-			}
-		case v.HostPath != nil:
-			err = prepareHostPath(v.HostPath)
-		case v.IsObjectVolume():
-			err = r.prepareObjectVolume(p, v, node)
-		case v.PersistentVolumeClaim != nil:
-			if err = r.prepareClaim(p, v); err == nil {
-				err = r.applyFSGroup(p, r.claimPath(p, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
-			}
-		default:
-			err = ErrVolumeNotFound
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
-	}
 	return nil
 }
 
-// prepareEmptyDir creates the volume's directory, world-writable as
-// Kubernetes makes it, and mounts a tmpfs on it for medium Memory.
-func (r *Runtime) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSource) error {
-	if err := checkName("volume name", name); err != nil {
-		return err
-	}
-	dir := r.emptyDirPath(uid, name)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
-		return err
-	}
-	if _, err := mkdirShared(dir); err != nil {
-		return err
-	}
-	if src.Medium != pod.StorageMediumMemory {
-		return nil
-	}
-	mounted, err := isMountPoint(dir)
-	if err != nil || mounted {
-		return err
-	}
-	data := "mode=0777"
-	if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
-		data += ",size=" + strconv.FormatInt(src.SizeLimit.Value(), 10)
-	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
-		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
-	}
-	return nil
-}
-
-// mkdirShared creates dir world-writable (0777 past the umask), as
-// Kubernetes makes an emptyDir, and reports whether it was new. An existing
-// dir is left alone: volumes are prepared at every sync, and a later chmod
-// would take back the setgid bit fsGroup added and undo the pod's own chmod
-// of its volume.
-func mkdirShared(dir string) (created bool, err error) {
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, os.Chmod(dir, 0o777)
-}
-
-// isMountPoint reports whether dir is itself a mount point.
-func isMountPoint(dir string) (bool, error) {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false, err
-	}
-	info, err := mount.Lookup(real)
-	if err != nil {
-		return false, err
-	}
-	return info.Mountpoint == real, nil
-}
-
-// prepareHostPath checks a hostPath volume against its type as Kubernetes
-// does, creating it for DirectoryOrCreate (0755, with parents) and
-// FileOrCreate (0644; the parent must exist). Symlinks are followed. It is
-// the early check of PreparePod; the check that counts is made again on
-// the opened path when a container mounts it (openHostPath).
-func prepareHostPath(src *pod.HostPathVolumeSource) error {
-	path := src.Path
-	if !filepath.IsAbs(path) {
-		return fmt.Errorf("%w: path %q is not absolute", ErrHostPathType, path)
-	}
-	fi, err := os.Stat(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("hostPath %s: %w", path, err)
-	}
-	switch {
-	case exists:
-		return checkHostPathType(src, fi.Mode(), true)
-	case src.Type == pod.HostPathDirectoryOrCreate:
-		if err := os.MkdirAll(path, 0o755); err != nil {
-			return fmt.Errorf("create hostPath directory %s: %w", path, err)
-		}
-		return nil
-	case src.Type == pod.HostPathFileOrCreate:
-		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			return fmt.Errorf("create hostPath file %s: %w", path, err)
-		}
-		return f.Close()
-	}
-	return checkHostPathType(src, 0, exists)
-}
-
-// checkHostPathType checks the file type mode of a hostPath (exists false:
-// missing) against its volume's type.
-func checkHostPathType(src *pod.HostPathVolumeSource, mode fs.FileMode, exists bool) error {
-	var ok bool
-	switch src.Type {
-	case pod.HostPathUnset:
-		return nil
-	case pod.HostPathDirectoryOrCreate, pod.HostPathDirectory:
-		ok = mode.IsDir()
-	case pod.HostPathFileOrCreate, pod.HostPathFile:
-		ok = mode.IsRegular()
-	case pod.HostPathSocket:
-		ok = mode&fs.ModeSocket != 0
-	case pod.HostPathCharDev:
-		ok = mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice != 0
-	case pod.HostPathBlockDev:
-		ok = mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0
-	default:
-		return fmt.Errorf("%w: unknown type %q", ErrHostPathType, src.Type)
-	}
-	if exists && ok {
-		return nil
-	}
-	return hostPathTypeError(src, exists)
-}
-
-func hostPathTypeError(src *pod.HostPathVolumeSource, exists bool) error {
-	if !exists {
-		return fmt.Errorf("%w: %s does not exist (type %s)", ErrHostPathType, src.Path, src.Type)
-	}
-	want := map[pod.HostPathType]string{
-		pod.HostPathDirectoryOrCreate: "directory", pod.HostPathDirectory: "directory",
-		pod.HostPathFileOrCreate: "file", pod.HostPathFile: "file",
-		pod.HostPathSocket: "socket", pod.HostPathCharDev: "character device", pod.HostPathBlockDev: "block device",
-	}[src.Type]
-	return fmt.Errorf("%w: %s is not a %s (type %s)", ErrHostPathType, src.Path, want, src.Type)
-}
-
-// stagingDir is where the volumes of container id are staged for runc:
-// RootDir/pods/<uid>/volume-subpaths/<id>/<n>, inside the pod's state
-// directory (0750, root's), which no container mounts.
-func (r *Runtime) stagingDir(uid, id string) string {
-	return filepath.Join(r.podDir(uid), "volume-subpaths", id)
-}
-
-// podMounts returns container c's mounts: its volumeMounts (hostPath and
-// emptyDir as recursive private binds, read-only when asked), then the
-// pod's /etc/hostname, /etc/hosts (the node's for hostNetwork) and
-// /etc/resolv.conf files, read-only, each unless a volume is mounted there.
-//
-// A mount with a subPath, and every hostPath mount, is staged: the path is
-// opened (the subPath below the opened volume, never following a symlink,
-// missing directories created; the hostPath checked against its type on
-// the opened descriptor) and the opened object is bind-mounted at
-// stageDir/<n>, which the returned mount names as its source. A plain
-// emptyDir mount is not staged: its path is tug's own, below the pod's
-// state directory, and no container can change any of its components. The
-// caller removes the staging mounts with unstageDir(stageDir) once runc has
-// made its own (after the task is created), also when podMounts fails.
-func (r *Runtime) podMounts(p *pod.Pod, c *pod.Container, stageDir string) ([]specs.Mount, error) {
-	vols := map[string]*pod.Volume{}
-	for i := range p.Spec.Volumes {
-		vols[p.Spec.Volumes[i].Name] = &p.Spec.Volumes[i]
-	}
-	var out []specs.Mount
-	taken := map[string]bool{}
-	for i, vm := range c.VolumeMounts {
-		v, ok := vols[vm.Name]
-		if !ok {
-			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
-		}
-		if !filepath.IsAbs(vm.MountPath) {
-			return nil, fmt.Errorf("volumeMount %q: mountPath %q is not absolute", vm.Name, vm.MountPath)
-		}
-		var src string
-		readOnly := vm.ReadOnly
-		switch {
-		case v.HostPath != nil || vm.SubPath != "":
-			var err error
-			if src, err = r.stageVolume(p, v, vm.SubPath, filepath.Join(stageDir, strconv.Itoa(i))); err != nil {
-				return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, err)
-			}
-		case v.EmptyDir != nil:
-			if err := checkName("volume name", v.Name); err != nil {
-				return nil, err
-			}
-			src = r.emptyDirPath(p.Metadata.UID, v.Name)
-		case v.IsObjectVolume():
-			if err := checkName("volume name", v.Name); err != nil {
-				return nil, err
-			}
-			// Read-only, as the kubelet mounts them: the files are tug's.
-			src, readOnly = r.objectVolumePath(p.Metadata.UID, v.Name), true
-		case v.PersistentVolumeClaim != nil:
-			if err := checkName("claim name", v.PersistentVolumeClaim.ClaimName); err != nil {
-				return nil, err
-			}
-			src = r.claimPath(p, v.PersistentVolumeClaim.ClaimName)
-			readOnly = readOnly || v.PersistentVolumeClaim.ReadOnly
-		default:
-			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
-		}
-		if v.IsObjectVolume() || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly) {
-			readOnly = true
-		}
-		out = append(out, specopts.BindMount(src, vm.MountPath, readOnly))
-		taken[filepath.Clean(vm.MountPath)] = true
-	}
-	uid := p.Metadata.UID
-	hosts := r.hostsPath(uid)
-	if p.Spec.HostNetwork {
-		hosts = "/etc/hosts"
-	}
-	for _, m := range []struct{ src, dst string }{
-		{r.hostnamePath(uid), "/etc/hostname"},
-		{hosts, "/etc/hosts"},
-		{r.resolvConfPath(uid), "/etc/resolv.conf"},
-	} {
-		if taken[m.dst] {
-			continue
-		}
-		if _, err := os.Stat(m.src); err != nil {
-			r.log.Debug("file not mounted", "file", m.src, "err", err)
-			continue
-		}
-		out = append(out, specopts.BindMount(m.src, m.dst, true))
-	}
-	return out, nil
-}
-
-// stageVolume opens volume v (and sub below it, if not empty) and
-// bind-mounts the opened object at target; it returns target.
-func (r *Runtime) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (string, error) {
-	var root int
-	var err error
-	switch {
-	case v.HostPath != nil:
-		root, err = openHostPath(v.HostPath)
-	case v.EmptyDir != nil:
-		if err := checkName("volume name", v.Name); err != nil {
-			return "", err
-		}
-		root, err = openRoot(r.emptyDirPath(p.Metadata.UID, v.Name))
-	case v.IsObjectVolume():
-		if err := checkName("volume name", v.Name); err != nil {
-			return "", err
-		}
-		var dir string
-		if dir, err = r.dataDir(p.Metadata.UID, v.Name); err == nil {
-			root, err = openRoot(dir)
-		}
-	case v.PersistentVolumeClaim != nil:
-		if err := checkName("claim name", v.PersistentVolumeClaim.ClaimName); err != nil {
-			return "", err
-		}
-		root, err = openRoot(r.claimPath(p, v.PersistentVolumeClaim.ClaimName))
-	default:
-		return "", ErrVolumeNotFound
-	}
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(root)
-	fd := root
-	if sub != "" {
-		if fd, err = openBeneath(root, sub, false); err != nil {
-			return "", err
-		}
-		defer unix.Close(fd)
-	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-		return "", fmt.Errorf("staging directory: %w", err)
-	}
-	if err := stage(fd, target); err != nil {
-		return "", err
-	}
-	if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
-		r.log.Debug("staged volume", "pod", p.FullName(), "file", real, "staged", target)
-	}
-	return target, nil
-}
-
-// CleanupPod unmounts the pod's tmpfs volumes and removes RootDir/pods/<uid>
-// and the pod's log directory. The pod's containers must already be removed.
-// A pod with nothing left is not an error.
+// CleanupPod removes the pod's PID namespace holder, unmounts its tmpfs
+// volumes and removes RootDir/pods/<uid> and the pod's log directory. The
+// pod's containers must already be removed. A pod with nothing left is not
+// an error.
 func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
-	uid := p.Metadata.UID
-	if err := checkPod(p); err != nil {
+	if err := volume.CheckPod(p); err != nil {
 		return err
 	}
-	r.fsGroups.forget(uid)
+	uid := p.Metadata.UID
 	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
 		return fmt.Errorf("clean up pod %s: remove PID namespace holder: %w", p.FullName(), err)
 	}
-	if err := r.removePodDir(uid); err != nil {
+	if err := r.volumes.Remove(uid); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 	}
 	if err := os.RemoveAll(r.podLogDir(p)); err != nil {
 		return fmt.Errorf("clean up pod %s: remove logs: %w", p.FullName(), err)
 	}
 	return nil
+}
+
+// RemoveClaims removes the claim directories that keep does not hold
+// (volume.Manager's RemoveClaims) and returns the ones it removed.
+func (r *Runtime) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
+	return r.volumes.RemoveClaims(keep)
+}
+
+// EmptyDirUsage returns the disk space and inodes used under the pod's
+// emptyDir volume name, for the eviction manager's sizeLimit check.
+func (r *Runtime) EmptyDirUsage(uid, name string) (bytes, inodes int64, err error) {
+	return r.volumes.EmptyDirUsage(uid, name)
+}
+
+// terminationMessage returns the termination message of exited container
+// rc: what it wrote, or the tail of its log when it failed under
+// FallbackToLogsOnError.
+func (r *Runtime) terminationMessage(rc *pod.RuntimeContainer) string {
+	msg, fallback := r.volumes.TerminationMessage(rc)
+	if fallback != "" {
+		return podlogs.Tail(fallback)
+	}
+	return msg
 }

@@ -438,20 +438,6 @@ func mountDepth(dest string) int {
 	return strings.Count(d, "/")
 }
 
-// BindMount returns a recursive, private bind mount of source at dest.
-func BindMount(source, dest string, readOnly bool) specs.Mount {
-	mode := "rw"
-	if readOnly {
-		mode = "ro"
-	}
-	return specs.Mount{
-		Type:        "bind",
-		Source:      source,
-		Destination: dest,
-		Options:     []string{"rbind", "rprivate", mode},
-	}
-}
-
 // withPodSecurity applies the rest of the pod's securityContext: fsGroup
 // and supplementalGroups join the process's supplementary groups (after
 // the image's, as the kubelet adds them), sysctls are set in the pod's

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/volume"
 )
 
 // fakeImageConfig does what oci.WithImageConfig does with an image's
@@ -321,9 +322,9 @@ func TestWithNamespacesAndHostname(t *testing.T) {
 
 func TestWithMounts(t *testing.T) {
 	mounts := []specs.Mount{
-		BindMount("/host/data/sub", "/data/sub", false),
-		BindMount("/host/data", "/data", true),
-		BindMount("/var/lib/tug/pods/u/etc-hostname", "/etc/hostname", true),
+		volume.BindMount("/host/data/sub", "/data/sub", false),
+		volume.BindMount("/host/data", "/data", true),
+		volume.BindMount("/var/lib/tug/pods/u/etc-hostname", "/etc/hostname", true),
 		{Type: "tmpfs", Source: "tmpfs", Destination: "/run", Options: []string{"nosuid"}},
 	}
 	s := mustGenerate(t, withMounts(mounts))
@@ -377,7 +378,7 @@ func TestContainerSpecOpts(t *testing.T) {
 			ID:        "c1",
 			Container: c,
 			Sandbox:   pod.Sandbox{Namespaces: pod.Namespaces{Net: "/n", IPC: "/i", UTS: "/u"}},
-			Mounts:    []specs.Mount{BindMount("/h", "/etc/hostname", true)},
+			Mounts:    []specs.Mount{volume.BindMount("/h", "/etc/hostname", true)},
 			Hostname:  "web-node1",
 		})...)
 	s := mustGenerate(t, opts...)

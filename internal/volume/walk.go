@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"errors"
@@ -21,9 +21,6 @@ const maxWalkDepth = 1024
 // its nearest open ancestor, one component at a time without following
 // links, so the agent never runs short of descriptors whatever the depth.
 const maxOpenDirs = 16
-
-// ErrTreeTooDeep reports a directory tree deeper than maxWalkDepth levels.
-var ErrTreeTooDeep = fmt.Errorf("podruntime: directory tree deeper than %d levels", maxWalkDepth)
 
 // walkFrame is one directory on the walk's path from its root.
 type walkFrame struct {

@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"os"
@@ -56,9 +56,9 @@ func TestRemoveClaims(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Runtime{cfg: Config{RootDir: t.TempDir(), FileSource: file}}
+			m := New(Config{RootDir: t.TempDir(), FileSource: file})
 			for _, k := range tt.dirs {
-				if err := os.MkdirAll(r.claimDir(k), 0o755); err != nil {
+				if err := os.MkdirAll(m.claimDir(k), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -66,13 +66,13 @@ func TestRemoveClaims(t *testing.T) {
 			for _, k := range tt.keep {
 				keep[k] = true
 			}
-			removed, err := r.RemoveClaims(keep)
+			removed, err := m.RemoveClaims(keep)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var want []string
 			for _, k := range tt.wantRemoved {
-				want = append(want, r.claimDir(k))
+				want = append(want, m.claimDir(k))
 			}
 			slices.Sort(removed)
 			slices.Sort(want)
@@ -80,18 +80,18 @@ func TestRemoveClaims(t *testing.T) {
 				t.Errorf("removed %q, want %q", removed, want)
 			}
 			for _, k := range tt.dirs {
-				_, err := os.Stat(r.claimDir(k))
+				_, err := os.Stat(m.claimDir(k))
 				if gone := os.IsNotExist(err); gone != slices.Contains(tt.wantRemoved, k) {
-					t.Errorf("%s: removed %v", r.claimDir(k), gone)
+					t.Errorf("%s: removed %v", m.claimDir(k), gone)
 				}
 			}
 		})
 	}
-	r := &Runtime{cfg: Config{RootDir: "/var/lib/tug", FileSource: file}}
-	if got := r.claimDir(key(file, "data")); got != "/var/lib/tug/claims/default/data" {
+	m := New(Config{RootDir: "/var/lib/tug", FileSource: file})
+	if got := m.claimDir(key(file, "data")); got != "/var/lib/tug/claims/default/data" {
 		t.Errorf("the file source's claim: %s", got)
 	}
-	if got := r.claimDir(key(url, "data")); filepath.Dir(filepath.Dir(filepath.Dir(got))) != "/var/lib/tug/source-claims" {
+	if got := m.claimDir(key(url, "data")); filepath.Dir(filepath.Dir(filepath.Dir(got))) != "/var/lib/tug/source-claims" {
 		t.Errorf("the URL source's claim: %s", got)
 	}
 }

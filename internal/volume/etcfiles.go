@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"bufio"
@@ -24,22 +24,22 @@ const (
 	maxResolvSearches    = 32
 )
 
-func (r *Runtime) hostnamePath(uid string) string {
-	return filepath.Join(r.podDir(uid), "etc-hostname")
+func (mgr *Manager) hostnamePath(uid string) string {
+	return filepath.Join(mgr.podDir(uid), "etc-hostname")
 }
 
-func (r *Runtime) hostsPath(uid string) string {
-	return filepath.Join(r.podDir(uid), "etc-hosts")
+func (mgr *Manager) hostsPath(uid string) string {
+	return filepath.Join(mgr.podDir(uid), "etc-hosts")
 }
 
-func (r *Runtime) resolvConfPath(uid string) string {
-	return filepath.Join(r.podDir(uid), "etc-resolv.conf")
+func (mgr *Manager) resolvConfPath(uid string) string {
+	return filepath.Join(mgr.podDir(uid), "etc-resolv.conf")
 }
 
 // writeEtcFiles writes the pod's hostname, hosts (not for hostNetwork) and
 // resolv.conf files.
-func (r *Runtime) writeEtcFiles(p *pod.Pod, sb pod.Sandbox) error {
-	h, err := podHostname(p)
+func (mgr *Manager) writeEtcFiles(p *pod.Pod, sb pod.Sandbox) error {
+	h, err := Hostname(p)
 	if err != nil {
 		return err
 	}
@@ -47,21 +47,21 @@ func (r *Runtime) writeEtcFiles(p *pod.Pod, sb pod.Sandbox) error {
 		return err
 	}
 	uid := p.Metadata.UID
-	if err := writeIfChanged(r.hostnamePath(uid), []byte(h+"\n")); err != nil {
+	if err := writeIfChanged(mgr.hostnamePath(uid), []byte(h+"\n")); err != nil {
 		return fmt.Errorf("write hostname file: %w", err)
 	}
 	if !p.Spec.HostNetwork {
-		if err := writeIfChanged(r.hostsPath(uid), hostsFile(h, p.FQDN(), sb.IP, p.Spec.HostAliases)); err != nil {
+		if err := writeIfChanged(mgr.hostsPath(uid), hostsFile(h, p.FQDN(), sb.IP, p.Spec.HostAliases)); err != nil {
 			return fmt.Errorf("write hosts file: %w", err)
 		}
 	}
 	var host []byte
-	if p.Spec.DNSPolicy != pod.DNSNone && r.cfg.ResolvConf != "" {
-		if host, err = os.ReadFile(r.cfg.ResolvConf); err != nil {
+	if p.Spec.DNSPolicy != pod.DNSNone && mgr.cfg.ResolvConf != "" {
+		if host, err = os.ReadFile(mgr.cfg.ResolvConf); err != nil {
 			return fmt.Errorf("read --resolv-conf: %w", err)
 		}
 	}
-	if err := writeIfChanged(r.resolvConfPath(uid), resolvConf(host, p.Spec.DNSPolicy, p.Spec.DNSConfig)); err != nil {
+	if err := writeIfChanged(mgr.resolvConfPath(uid), resolvConf(host, p.Spec.DNSPolicy, p.Spec.DNSConfig)); err != nil {
 		return fmt.Errorf("write resolv.conf: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"crypto/sha256"
@@ -17,16 +17,16 @@ import (
 
 // objectVolumePath is where a configMap, secret, projected or downwardAPI
 // volume's files are written: RootDir/pods/<uid>/volumes/objects/<name>.
-func (r *Runtime) objectVolumePath(uid, volume string) string {
-	return filepath.Join(r.podDir(uid), "volumes", "objects", volume)
+func (mgr *Manager) objectVolumePath(uid, volume string) string {
+	return filepath.Join(mgr.podDir(uid), "volumes", "objects", volume)
 }
 
 // claimPath is the local directory backing the PersistentVolumeClaim
 // claim of pod p: a claim belongs to the source that defines it (see
 // claimDir). It is not below the pod's directory, so it outlives the pod
 // (CleanupPod never touches it).
-func (r *Runtime) claimPath(p *pod.Pod, claim string) string {
-	return r.claimDir(pod.ClaimKey{Source: p.Metadata.Source, Namespace: p.Metadata.Namespace, Name: claim})
+func (mgr *Manager) claimPath(p *pod.Pod, claim string) string {
+	return mgr.claimDir(pod.ClaimKey{Source: p.Metadata.Source, Namespace: p.Metadata.Namespace, Name: claim})
 }
 
 // claimDir is the directory of claim k: RootDir/claims/<namespace>/<claim>
@@ -34,11 +34,11 @@ func (r *Runtime) claimPath(p *pod.Pod, claim string) string {
 // so their data stays where it is), RootDir/source-claims/<source id>/
 // <namespace>/<claim> for any other. The source id is a hash of the
 // source's name: one path component, whatever the name holds.
-func (r *Runtime) claimDir(k pod.ClaimKey) string {
-	if k.Source == r.cfg.FileSource {
-		return filepath.Join(r.cfg.RootDir, "claims", k.Namespace, k.Name)
+func (mgr *Manager) claimDir(k pod.ClaimKey) string {
+	if k.Source == mgr.cfg.FileSource {
+		return filepath.Join(mgr.cfg.RootDir, "claims", k.Namespace, k.Name)
 	}
-	return filepath.Join(r.cfg.RootDir, sourceClaimsDir, sourceID(k.Source), k.Namespace, k.Name)
+	return filepath.Join(mgr.cfg.RootDir, sourceClaimsDir, sourceID(k.Source), k.Namespace, k.Name)
 }
 
 // sourceClaimsDir holds, below RootDir, the claims of the sources other
@@ -52,9 +52,9 @@ func sourceID(source string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// nodeInfo is what the downward API reads of the node for pod p.
-func (r *Runtime) nodeInfo(sb pod.Sandbox) pod.NodeInfo {
-	n := pod.NodeInfo{NodeName: r.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
+// NodeInfo is what the downward API reads of the node for pod p.
+func (mgr *Manager) NodeInfo(sb pod.Sandbox) pod.NodeInfo {
+	n := pod.NodeInfo{NodeName: mgr.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
 	if n.NodeName == "" {
 		n.NodeName, _ = os.Hostname()
 	}
@@ -70,15 +70,15 @@ func (r *Runtime) nodeInfo(sb pod.Sandbox) pod.NodeInfo {
 // holds secret data is a tmpfs (mode 0700 at its root), so secrets never
 // reach the disk. A missing object is an error wrapping
 // pod.ErrCreateContainerConfig that names it.
-func (r *Runtime) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeInfo) error {
-	if err := checkName("volume name", v.Name); err != nil {
+func (mgr *Manager) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeInfo) error {
+	if err := CheckName("volume name", v.Name); err != nil {
 		return err
 	}
 	files, secret, err := p.VolumeFiles(v, node)
 	if err != nil {
 		return err
 	}
-	dir := r.objectVolumePath(p.Metadata.UID, v.Name)
+	dir := mgr.objectVolumePath(p.Metadata.UID, v.Name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
@@ -101,28 +101,28 @@ func (r *Runtime) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeIn
 		return fmt.Errorf("write files: %w", err)
 	}
 	if changed {
-		r.log.Info("volume files written", "pod", p.FullName(), "uid", p.Metadata.UID, "file", v.Name, "files", len(files))
+		mgr.log.Info("volume files written", "pod", p.FullName(), "uid", p.Metadata.UID, "file", v.Name, "files", len(files))
 	}
-	return r.applyFSGroup(p, dir, true, changed)
+	return mgr.applyFSGroup(p, dir, true, changed)
 }
 
 // prepareClaim makes sure the claim the volume names is defined and
 // creates its directory (world-writable, as an emptyDir) if it is new.
-func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
+func (mgr *Manager) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 	name := v.PersistentVolumeClaim.ClaimName
-	if err := checkName("claim name", name); err != nil {
+	if err := CheckName("claim name", name); err != nil {
 		return err
 	}
 	if p.Object(pod.KindClaim, name) == nil {
 		return &pod.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
 	}
-	dir := r.claimPath(p, name)
+	dir := mgr.claimPath(p, name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
 	created, err := mkdirShared(dir)
 	if created {
-		r.log.Info("claim directory created", "pod", p.FullName(), "file", dir)
+		mgr.log.Info("claim directory created", "pod", p.FullName(), "file", dir)
 	}
 	return err
 }
@@ -134,11 +134,11 @@ func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 // while any source defines that namespace and name: an earlier tug kept
 // every source's claims there, and data nobody can attribute is never
 // removed. It returns the directories removed.
-func (r *Runtime) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
+func (mgr *Manager) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
 	kept := map[string]bool{}
 	for k := range keep {
-		kept[r.claimDir(k)] = true
-		kept[filepath.Join(r.cfg.RootDir, "claims", k.Namespace, k.Name)] = true
+		kept[mgr.claimDir(k)] = true
+		kept[filepath.Join(mgr.cfg.RootDir, "claims", k.Namespace, k.Name)] = true
 	}
 	var removed []string
 	var errs []error
@@ -172,14 +172,14 @@ func (r *Runtime) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
 			}
 		}
 	}
-	removeUnder(filepath.Join(r.cfg.RootDir, "claims"))
-	sources, err := os.ReadDir(filepath.Join(r.cfg.RootDir, sourceClaimsDir))
+	removeUnder(filepath.Join(mgr.cfg.RootDir, "claims"))
+	sources, err := os.ReadDir(filepath.Join(mgr.cfg.RootDir, sourceClaimsDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
 	for _, s := range sources {
 		if s.IsDir() {
-			removeUnder(filepath.Join(r.cfg.RootDir, sourceClaimsDir, s.Name()))
+			removeUnder(filepath.Join(mgr.cfg.RootDir, sourceClaimsDir, s.Name()))
 		}
 	}
 	return removed, errors.Join(errs...)
@@ -188,8 +188,8 @@ func (r *Runtime) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
 // dataDir is the current version's directory of an object volume (the
 // target of its ..data link), for a subPath mount: as in Kubernetes, such
 // a mount does not see later updates.
-func (r *Runtime) dataDir(uid, volume string) (string, error) {
-	dir := r.objectVolumePath(uid, volume)
+func (mgr *Manager) dataDir(uid, volume string) (string, error) {
+	dir := mgr.objectVolumePath(uid, volume)
 	target, err := os.Readlink(filepath.Join(dir, dataLink))
 	if err != nil {
 		return "", err

@@ -1,10 +1,8 @@
-package podruntime
+package volume
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -21,13 +19,9 @@ import (
 	"tug/internal/testutil"
 )
 
-func testRuntime(t *testing.T) *Runtime {
+func testManager(t *testing.T) *Manager {
 	t.Helper()
-	dir := t.TempDir()
-	return &Runtime{
-		cfg: Config{RootDir: filepath.Join(dir, "root"), LogsDir: filepath.Join(dir, "logs")},
-		log: slog.New(slog.DiscardHandler),
-	}
+	return New(Config{RootDir: filepath.Join(t.TempDir(), "root")})
 }
 
 func TestPrepareHostPath(t *testing.T) {
@@ -195,31 +189,30 @@ func volumePod(t *testing.T, hostDir string) *pod.Pod {
 }
 
 func TestPreparePodAndMounts(t *testing.T) {
-	r := testRuntime(t)
+	m := testManager(t)
 	hostDir := filepath.Join(t.TempDir(), "data")
 	p := volumePod(t, hostDir)
-	ctx := context.Background()
 	for range 2 { // idempotent
-		if err := r.PreparePod(ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+		if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if fi, err := os.Stat(hostDir); err != nil || !fi.IsDir() {
 		t.Fatalf("hostPath DirectoryOrCreate not created: %v", err)
 	}
-	scratch := r.emptyDirPath(p.Metadata.UID, "scratch")
+	scratch := m.emptyDirPath(p.Metadata.UID, "scratch")
 	if fi, err := os.Stat(scratch); err != nil || fi.Mode().Perm() != 0o777 {
 		t.Fatalf("emptyDir %s: %v %v", scratch, fi, err)
 	}
-	b, err := os.ReadFile(r.hostnamePath(p.Metadata.UID))
+	b, err := os.ReadFile(m.hostnamePath(p.Metadata.UID))
 	if err != nil || string(b) != "web-node1\n" {
 		t.Fatalf("hostname file = %q, %v", b, err)
 	}
 
 	testutil.RequireRoot(t) // staging is a bind mount
-	stageDir := r.stagingDir(p.Metadata.UID, "web_app_0")
-	t.Cleanup(func() { unstageDir(stageDir) })
-	mounts, err := r.podMounts(p, &p.Spec.Containers[0], stageDir)
+	stageDir := m.StagingDir(p.Metadata.UID, "web_app_0")
+	t.Cleanup(func() { Unstage(stageDir) })
+	mounts, err := m.Mounts(p, &p.Spec.Containers[0], stageDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,9 +228,9 @@ func TestPreparePodAndMounts(t *testing.T) {
 		"/host":            filepath.Join(stageDir, "0") + " ro",
 		"/scratch":         scratch + " rw",
 		"/sub":             filepath.Join(stageDir, "2") + " rw",
-		"/etc/hostname":    r.hostnamePath(p.Metadata.UID) + " ro",
-		"/etc/hosts":       r.hostsPath(p.Metadata.UID) + " ro",
-		"/etc/resolv.conf": r.resolvConfPath(p.Metadata.UID) + " ro",
+		"/etc/hostname":    m.hostnamePath(p.Metadata.UID) + " ro",
+		"/etc/hosts":       m.hostsPath(p.Metadata.UID) + " ro",
+		"/etc/resolv.conf": m.resolvConfPath(p.Metadata.UID) + " ro",
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("mounts =\n%v\nwant\n%v", got, want)
@@ -253,11 +246,11 @@ func TestPreparePodAndMounts(t *testing.T) {
 			t.Errorf("%s is not %s: %v %v", staged, orig, err1, err2)
 		}
 	}
-	if err := unstageDir(stageDir); err != nil {
+	if err := Unstage(stageDir); err != nil {
 		t.Fatal(err)
 	}
-	if n := countMountsUnder(t, r.podDir(p.Metadata.UID)); n != 0 {
-		t.Errorf("%d staging mounts left after unstageDir", n)
+	if n := countMountsUnder(t, m.podDir(p.Metadata.UID)); n != 0 {
+		t.Errorf("%d staging mounts left after Unstage", n)
 	}
 	if _, err := os.Stat(filepath.Join(scratch, "s", "t")); err != nil {
 		t.Errorf("unstaging removed the volume's content: %v", err)
@@ -269,17 +262,17 @@ func TestPreparePodAndMounts(t *testing.T) {
 	}
 	c := p.Spec.Containers[0]
 	c.VolumeMounts = []pod.VolumeMount{{Name: "scratch", MountPath: "/x", SubPath: "evil"}}
-	if _, err := r.podMounts(p, &c, stageDir); !errors.Is(err, ErrInvalidSubPath) {
+	if _, err := m.Mounts(p, &c, stageDir); !errors.Is(err, ErrInvalidSubPath) {
 		t.Errorf("symlinked subPath: err = %v", err)
 	}
-	unstageDir(stageDir)
-	if n := countMountsUnder(t, r.podDir(p.Metadata.UID)); n != 0 {
+	Unstage(stageDir)
+	if n := countMountsUnder(t, m.podDir(p.Metadata.UID)); n != 0 {
 		t.Errorf("%d staging mounts left after a refused subPath", n)
 	}
 
 	// A volume mounted on /etc/hosts replaces the host's file.
 	c.VolumeMounts = []pod.VolumeMount{{Name: "scratch", MountPath: "/etc/hosts"}}
-	mounts, err = r.podMounts(p, &c, stageDir)
+	mounts, err = m.Mounts(p, &c, stageDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,21 +283,17 @@ func TestPreparePodAndMounts(t *testing.T) {
 	}
 	// An unknown volume is an error.
 	c.VolumeMounts = []pod.VolumeMount{{Name: "nope", MountPath: "/x"}}
-	if _, err := r.podMounts(p, &c, stageDir); !errors.Is(err, ErrVolumeNotFound) {
+	if _, err := m.Mounts(p, &c, stageDir); !errors.Is(err, ErrVolumeNotFound) {
 		t.Errorf("unknown volume: err = %v", err)
 	}
 
-	// Cleanup removes the pod's state and logs, and is idempotent.
-	logDir := r.podLogDir(p)
-	if err := os.MkdirAll(filepath.Join(logDir, "app"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// Remove removes the pod's state, and is idempotent.
 	for range 2 {
-		if err := r.CleanupPod(ctx, p); err != nil {
+		if err := m.Remove(p.Metadata.UID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []string{r.podDir(p.Metadata.UID), logDir} {
+	for _, d := range []string{m.podDir(p.Metadata.UID)} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s still there: %v", d, err)
 		}
@@ -333,12 +322,12 @@ func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := testRuntime(t)
+			m := testManager(t)
 			p := volumePod(t, filepath.Join(t.TempDir(), "data"))
 			p.Spec.SecurityContext = &pod.PodSecurityContext{FSGroup: tt.fsGroup}
-			scratch := r.emptyDirPath(p.Metadata.UID, "scratch")
+			scratch := m.emptyDirPath(p.Metadata.UID, "scratch")
 			for sync := range 3 {
-				if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+				if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 					t.Fatal(err)
 				}
 				if sync == 0 && tt.podMode != 0 {
@@ -359,37 +348,37 @@ func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
 }
 
 func TestPreparePodHostNetworkHostname(t *testing.T) {
-	r := testRuntime(t)
+	m := testManager(t)
 	p := testPod("web-node1")
 	p.Spec.HostNetwork = true
-	if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+	if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if b, _ := os.ReadFile(r.hostnamePath(p.Metadata.UID)); string(b) != host+"\n" {
+	if b, _ := os.ReadFile(m.hostnamePath(p.Metadata.UID)); string(b) != host+"\n" {
 		t.Errorf("hostNetwork pod hostname file = %q, want the node's %q", b, host)
 	}
 }
 
 func TestPreparePodLongNameHostname(t *testing.T) {
-	r := testRuntime(t)
+	m := testManager(t)
 	p := testPod(strings.Repeat("a", 62) + "-node1")
-	if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+	if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(r.hostnamePath(p.Metadata.UID)); string(b) != strings.Repeat("a", 62)+"\n" {
+	if b, _ := os.ReadFile(m.hostnamePath(p.Metadata.UID)); string(b) != strings.Repeat("a", 62)+"\n" {
 		t.Errorf("hostname file = %q, want the name cut to 63 without the trailing '-'", b)
 	}
 }
 
 func TestPreparePodErrors(t *testing.T) {
-	r := testRuntime(t)
+	m := testManager(t)
 	p := testPod("web-node1")
 	p.Spec.Volumes = []pod.Volume{
 		{Name: "a", HostPath: &pod.HostPathVolumeSource{Path: "/no/such/dir", Type: pod.HostPathDirectory}},
 		{Name: "b", HostPath: &pod.HostPathVolumeSource{Path: "/dev/null", Type: pod.HostPathFile}},
 	}
-	err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"})
+	err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"})
 	if !errors.Is(err, ErrHostPathType) {
 		t.Fatalf("err = %v, want ErrHostPathType", err)
 	}
@@ -402,22 +391,21 @@ func TestPreparePodErrors(t *testing.T) {
 
 func TestMemoryEmptyDir(t *testing.T) {
 	testutil.RequireRoot(t) // mounting a tmpfs needs root
-	r := testRuntime(t)
+	m := testManager(t)
 	p := testPod("web-node1")
 	limit := pod.MustParseQuantity("1Mi")
 	p.Spec.Volumes = []pod.Volume{
 		{Name: "mem", EmptyDir: &pod.EmptyDirVolumeSource{Medium: pod.StorageMediumMemory}},
 		{Name: "small", EmptyDir: &pod.EmptyDirVolumeSource{Medium: pod.StorageMediumMemory, SizeLimit: &limit}},
 	}
-	ctx := context.Background()
-	t.Cleanup(func() { r.CleanupPod(ctx, p) })
+	t.Cleanup(func() { m.Remove(p.Metadata.UID) })
 	for range 2 {
-		if err := r.PreparePod(ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+		if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, v := range []string{"mem", "small"} {
-		dir := r.emptyDirPath(p.Metadata.UID, v)
+		dir := m.emptyDirPath(p.Metadata.UID, v)
 		mounted, err := isMountPoint(dir)
 		if err != nil || !mounted {
 			t.Fatalf("%s not a mount point: %v", dir, err)
@@ -427,16 +415,16 @@ func TestMemoryEmptyDir(t *testing.T) {
 		}
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(r.emptyDirPath(p.Metadata.UID, "small"), &st); err != nil {
+	if err := unix.Statfs(m.emptyDirPath(p.Metadata.UID, "small"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if size := int64(st.Blocks) * st.Bsize; size != 1<<20 {
 		t.Errorf("tmpfs size = %d, want sizeLimit 1Mi", size)
 	}
-	if err := r.CleanupPod(ctx, p); err != nil {
+	if err := m.Remove(p.Metadata.UID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(r.podDir(p.Metadata.UID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(m.podDir(p.Metadata.UID)); !os.IsNotExist(err) {
 		t.Errorf("pod dir still there: %v", err)
 	}
 }
@@ -458,4 +446,14 @@ func countMountsWith(t *testing.T, filter mountinfo.FilterFunc) int {
 		t.Fatal(err)
 	}
 	return len(ms)
+}
+
+// testPod is a pod of the manifest directory with one container.
+func testPod(name string) *pod.Pod {
+	p := &pod.Pod{
+		Metadata: pod.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "app", Image: "busybox:1.35"}}},
+	}
+	p.Metadata.UID = pod.UID("file:/etc/tug/manifests", "default", name)
+	return p
 }

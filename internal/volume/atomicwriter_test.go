@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"errors"
@@ -59,20 +59,20 @@ func (d *fsGroupDone) forget(uid string) {
 // secret, projected, downwardAPI, claims; never hostPath). again forces a
 // new walk (an object volume's files were rewritten). Without fsGroup it
 // does nothing.
-func (r *Runtime) applyFSGroup(p *pod.Pod, dir string, readOnly, again bool) error {
+func (mgr *Manager) applyFSGroup(p *pod.Pod, dir string, readOnly, again bool) error {
 	psc := p.Spec.SecurityContext
 	if psc == nil || psc.FSGroup == nil {
 		return nil
 	}
 	uid := p.Metadata.UID
-	if !again && r.fsGroups.seen(uid, dir) {
+	if !again && mgr.fsGroups.seen(uid, dir) {
 		return nil
 	}
 	always := psc.FSGroupChangePolicy == nil || *psc.FSGroupChangePolicy != "OnRootMismatch"
 	if err := setVolumeOwnership(dir, int(*psc.FSGroup), readOnly, always); err != nil {
 		return fmt.Errorf("set fsGroup %d: %w", *psc.FSGroup, err)
 	}
-	r.fsGroups.mark(uid, dir)
+	mgr.fsGroups.mark(uid, dir)
 	return nil
 }
 

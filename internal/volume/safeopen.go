@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"errors"
@@ -249,9 +249,9 @@ func unstage(target string) error {
 	return nil
 }
 
-// unstageDir unstages every entry of dir (one container's staging
+// Unstage unstages every entry of dir (one container's staging
 // directory), then removes dir. A missing dir is not an error.
-func unstageDir(dir string) error {
+func Unstage(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
