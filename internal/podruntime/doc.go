@@ -14,7 +14,7 @@
 // (prefix "io.tug."), never by memory alone, so a restarted agent adopts
 // what is already running.
 //
-// It imports pod, clock, the containerd v1 client with the libraries of its API
+// It imports pod, objects, clock, the containerd v1 client with the libraries of its API
 // (typeurl, image-spec, runtime-spec, distribution/reference) and
 // golang.org/x/sys/unix; never reconcile, network or qos.
 package podruntime

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tug/internal/objects"
 	"tug/internal/pod"
 )
 
@@ -53,8 +54,8 @@ func sourceID(source string) string {
 }
 
 // nodeInfo is what the downward API reads of the node for pod p.
-func (r *Runtime) nodeInfo(sb pod.Sandbox) pod.NodeInfo {
-	n := pod.NodeInfo{NodeName: r.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
+func (r *Runtime) nodeInfo(sb pod.Sandbox) objects.NodeInfo {
+	n := objects.NodeInfo{NodeName: r.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
 	if n.NodeName == "" {
 		n.NodeName, _ = os.Hostname()
 	}
@@ -70,11 +71,11 @@ func (r *Runtime) nodeInfo(sb pod.Sandbox) pod.NodeInfo {
 // holds secret data is a tmpfs (mode 0700 at its root), so secrets never
 // reach the disk. A missing object is an error wrapping
 // pod.ErrCreateContainerConfig that names it.
-func (r *Runtime) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeInfo) error {
+func (r *Runtime) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node objects.NodeInfo) error {
 	if err := checkName("volume name", v.Name); err != nil {
 		return err
 	}
-	files, secret, err := p.VolumeFiles(v, node)
+	files, secret, err := objects.VolumeFiles(p, v, node)
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 		return err
 	}
 	if p.Object(pod.KindClaim, name) == nil {
-		return &pod.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
+		return &objects.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
 	}
 	dir := r.claimPath(p, name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
