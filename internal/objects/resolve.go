@@ -64,6 +64,16 @@ func objectOf(p *pod.Pod, kind, name string, opt bool) (*pod.Object, error) {
 	return nil, &MissingError{Key: pod.ObjectKey{Kind: kind, Namespace: p.Metadata.Namespace, Name: name}}
 }
 
+// Claim returns the key of the PersistentVolumeClaim name that p uses,
+// the key that names its directory (claims belong to the source that
+// defines them), or a *MissingError when p's source does not define it.
+func Claim(p *pod.Pod, name string) (pod.ClaimKey, error) {
+	if _, err := objectOf(p, pod.KindClaim, name, false); err != nil {
+		return pod.ClaimKey{}, err
+	}
+	return pod.ClaimKey{Source: p.Metadata.Source, Namespace: p.Metadata.Namespace, Name: name}, nil
+}
+
 // Env returns c's environment as literal variables, in the order the
 // container sees them: the envFrom sources first (each key, prefixed, in
 // key order; keys that are not valid variable names are skipped, as by the

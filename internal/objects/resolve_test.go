@@ -133,3 +133,18 @@ func TestFieldValueServiceAccountName(t *testing.T) {
 		}
 	}
 }
+
+// TestClaim: a claim of the pod's source resolves to the key of its
+// directory; without it, the error names it as the kubelet does.
+func TestClaim(t *testing.T) {
+	p, _ := parseObjectsFile(t)
+	k, err := Claim(p, "data")
+	if want := (pod.ClaimKey{Source: "file:testdata", Namespace: "default", Name: "data"}); err != nil || k != want {
+		t.Fatalf("Claim = %+v, %v; want %+v", k, err, want)
+	}
+	_, err = Claim(p, "other")
+	var me *MissingError
+	if !errors.As(err, &me) || !errors.Is(err, pod.ErrCreateContainerConfig) || err.Error() != `persistentvolumeclaim "other" not found` {
+		t.Fatalf("Claim of an undefined claim: %v", err)
+	}
+}

@@ -114,8 +114,8 @@ func (r *Runtime) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 	if err := checkName("claim name", name); err != nil {
 		return err
 	}
-	if p.Object(pod.KindClaim, name) == nil {
-		return &objects.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
+	if _, err := objects.Claim(p, name); err != nil {
+		return err
 	}
 	dir := r.claimPath(p, name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
