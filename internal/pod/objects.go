@@ -53,7 +53,7 @@ type Secret struct {
 }
 
 // PersistentVolumeClaim is the manifest form of a Kubernetes claim: tug
-// backs it with a local directory of its own (see Object.Claim).
+// backs it with a local directory of its own (see objects.Claim).
 type PersistentVolumeClaim struct {
 	APIVersion string                    `yaml:"apiVersion"`
 	Kind       string                    `yaml:"kind"`
