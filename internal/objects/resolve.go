@@ -15,9 +15,9 @@ import (
 
 // Resolving a pod's references into plain values: env variables and the
 // files of configMap, secret, projected and downwardAPI volumes. Pure
-// functions of the pod, its bound objects (pod.Pod.Bound, from pod.Bind) and the node; a
-// missing object or key that is not optional is an error wrapping
-// pod.ErrCreateContainerConfig that names it, as the kubelet's
+// functions of the pod, its bound objects (pod.Pod.Bound, from pod.Bind)
+// and the node; a missing object or key that is not optional is an error
+// wrapping pod.ErrCreateContainerConfig that names it, as the kubelet's
 // CreateContainerConfigError does.
 
 // NodeInfo is what the downward API reads of the node and the sandbox.
