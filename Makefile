@@ -111,7 +111,7 @@ test: lint test-unit fuzz build build-arm64 e2e test-v2 test-systemd
 # yet; CI failed so twice); a count has no deadline to race. 100000 inputs
 # take 8-28 s per target here.
 FUZZ_TIME ?= 100000x
-FUZZ_TARGETS ?= ./internal/pod:FuzzParse ./internal/source:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
+FUZZ_TARGETS ?= ./internal/manifest:FuzzParse ./internal/source:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"tug/internal/config"
+	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/policy"
 	"tug/internal/source"
@@ -53,7 +54,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	}
 	hostname, _ := os.Hostname()
 	bad := false
-	parsed := map[string]pod.Parsed{}
+	parsed := map[string]manifest.Parsed{}
 	for _, path := range expand(paths, stderr, &bad) {
 		abs, _ := filepath.Abs(filepath.Dir(path))
 		data, err := readManifest(path)
@@ -63,7 +64,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		src := "file:" + abs
-		pf, err := pod.ParseFile(data, pod.ParseOptions{
+		pf, err := manifest.ParseFile(data, manifest.ParseOptions{
 			Origin:   pod.Origin{Source: src, File: path},
 			Hostname: hostname,
 			// Accepted but ignored on a node: reported, exit status 0.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"tug/internal/manifest"
 	"tug/internal/pod"
 )
 
@@ -17,7 +18,7 @@ import (
 // directory are checked together, as the agent reads them, and a missing
 // object is an error there. It also prints the objects' own warnings
 // (an ignored storage class). It returns false when there was an error.
-func checkRefs(args []string, parsed map[string]pod.Parsed, stderr io.Writer) bool {
+func checkRefs(args []string, parsed map[string]manifest.Parsed, stderr io.Writer) bool {
 	ok := true
 	for _, arg := range args {
 		st, err := os.Stat(arg)

@@ -23,8 +23,15 @@ import (
 // tug/internal/redact, a stdlib-only leaf that masks secrets in logs and
 // errors, may be imported by every package (everyPackage).
 var allowedImports = map[string]allowed{
-	// The manifest types and their strict decoding.
-	"tug/internal/pod": {modules: []string{"gopkg.in/yaml.v3"}},
+	// The manifest types, defaults, identity, hashes and observed-state
+	// types: plain data every package shares, so the standard library only.
+	"tug/internal/pod": {},
+	// Reading manifests: the strict decoder works on yaml.v3's node tree
+	// (positions for file:line:col errors) and fills pod's types.
+	"tug/internal/manifest": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// Resolving a pod's references into values: pure functions of the pod
+	// and the objects bound to it.
+	"tug/internal/objects": {internal: []string{"tug/internal/pod"}},
 	// Leaves: the standard library only.
 	"tug/internal/redact": {},
 	"tug/internal/clock":  {},
@@ -33,11 +40,12 @@ var allowedImports = map[string]allowed{
 	"tug/internal/exepages": {},
 	// The agent's configuration; only agent/ imports it. STYLE.md gives it
 	// the standard library and yaml.v3 only; it also imports pod, a leaf
-	// of the same two, so that --reserved is parsed and validated with the
+	// of the standard library, so that --reserved is parsed and validated with the
 	// manifests' quantity syntax before anything touches the host.
 	"tug/internal/config": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3"}},
-	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it).
-	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
+	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
+	// manifest reads what each source fetched.
+	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// client_golang: each package owns and registers its metrics (issue 15).
 	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
@@ -49,7 +57,9 @@ var allowedImports = map[string]allowed{
 	// containerd's API module, typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
-	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume"}, modules: []string{
+	// objects gives the values of env as a container starts.
+	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/clock",
+		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
@@ -59,7 +69,7 @@ var allowedImports = map[string]allowed{
 	// mount package unmounts a pod's tmpfs volumes recursively, the
 	// runtime-spec types are the mounts it returns, x/sys opens paths
 	// beneath their root.
-	"tug/internal/volume": {internal: []string{"tug/internal/pod"}, modules: []string{
+	"tug/internal/volume": {internal: []string{"tug/internal/pod", "tug/internal/objects"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
 	// Images present in containerd's store: the containerd client and the
@@ -123,9 +133,10 @@ var allowedImports = map[string]allowed{
 		"github.com/vishvananda/netns", "golang.org/x/sys",
 	}},
 	// The only place that builds concrete types and connects them: every
-	// internal package but testutil. yaml.v3 prints "tug inspect -o yaml".
+	// internal package but testutil. yaml.v3 prints "tug inspect -o yaml";
+	// manifest reads the files of "tug validate".
 	"tug/agent": {internal: []string{
-		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
+		"tug/internal/pod", "tug/internal/manifest", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",

@@ -17,7 +17,7 @@ const DefaultTerminationGracePeriodSeconds = 30
 // containers, dnsPolicy ClusterFirst, and a request for every resource
 // that has a limit but no request (set to the limit), and the probe
 // defaults (see defaultProbe). It also normalises capability names to the form without
-// "CAP_". SetDefaults is idempotent; Parse calls it.
+// "CAP_". SetDefaults is idempotent; manifest.Parse calls it.
 func SetDefaults(p *Pod) {
 	if p.APIVersion == "" {
 		p.APIVersion = "v1"
@@ -151,4 +151,29 @@ func (p *Pod) GracePeriod() time.Duration {
 		return DefaultTerminationGracePeriodSeconds * time.Second
 	}
 	return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
+}
+
+// PriorityClasses are the priorities of the two built-in Kubernetes
+// priority classes, which tug knows without an API server.
+var priorityClasses = map[string]int32{
+	"system-node-critical":    2000001000,
+	"system-cluster-critical": 2000000000,
+}
+
+// PodPriority returns the pod's priority, as Kubernetes resolves it:
+// spec.priority when set, else that of a built-in priorityClassName, else 0.
+// A higher priority is evicted later.
+func PodPriority(p *Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return priorityClasses[p.Spec.PriorityClassName]
+}
+
+// BuiltinPriorityClass returns the priority of a built-in Kubernetes
+// priority class (system-node-critical, system-cluster-critical), and
+// whether name is one.
+func BuiltinPriorityClass(name string) (int32, bool) {
+	v, ok := priorityClasses[name]
+	return v, ok
 }

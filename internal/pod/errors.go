@@ -59,7 +59,7 @@ type FieldError struct {
 
 // Error formats the problem as "file:line:col: path: msg". Parts that are
 // unknown are left out: the column when the YAML parser gives only a line
-// ("file:line: msg"), the position for an error made by Validate on a pod
+// ("file:line: msg"), the position for an error made by manifest.Validate on a pod
 // built in code ("path: msg").
 func (e *FieldError) Error() string {
 	var b strings.Builder

@@ -30,13 +30,14 @@ type containerHashInput struct {
 
 // ContainerHash returns the spec hash of container c in pod p, 16 hex
 // characters: it covers the container and every pod-level field that goes
-// into its OCI spec (namespace and name, hostNetwork, the volumes it
-// mounts, the pod's securityContext), so a change in it means the container must be recreated, and a
-// change elsewhere in the pod (labels, another container, a volume it does
-// not mount, restartPolicy, the container's probes) does not. The pod should be defaulted (Parse
-// does this), so that writing a default out does not change the hash. The
-// hash is stable across runs and tug versions as long as new Container
-// fields are added with omitempty.
+// into its OCI spec (namespace and name, hostNetwork, the volumes it mounts,
+// the pod's securityContext), so a change in it means the container must be
+// recreated, and a change elsewhere in the pod (labels, another container, a
+// volume it does not mount, restartPolicy, the container's probes) does not.
+// The pod should be defaulted (SetDefaults; manifest.Parse calls it), so
+// that writing a default out does not change the hash. The hash is stable
+// across runs and tug versions as long as new Container fields are added
+// with omitempty.
 func ContainerHash(p *Pod, c *Container) string {
 	// The probes are not part of the container: the prober re-arms them
 	// when they change, without recreating the container.

@@ -1,11 +1,13 @@
 package pod
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
 	"sort"
+	"strconv"
 )
 
 // The objects a manifest may carry beside its pods, as podman's kube play
@@ -51,7 +53,7 @@ type Secret struct {
 }
 
 // PersistentVolumeClaim is the manifest form of a Kubernetes claim: tug
-// backs it with a local directory of its own (see Object.Claim).
+// backs it with a local directory of its own (see objects.Claim).
 type PersistentVolumeClaim struct {
 	APIVersion string                    `yaml:"apiVersion"`
 	Kind       string                    `yaml:"kind"`
@@ -160,6 +162,9 @@ type Ref struct {
 
 func optional(b *bool) bool { return b != nil && *b }
 
+// refIndex is the field path of element i of the list at path.
+func refIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
 // Refs returns every reference of p to a ConfigMap, Secret or claim, in
 // the order of the manifest. A name referenced twice appears twice.
 func (p *Pod) Refs() []Ref {
@@ -171,7 +176,7 @@ func (p *Pod) Refs() []Ref {
 		}
 	}
 	for i, v := range p.Spec.Volumes {
-		vp := indexPath("spec.volumes", i)
+		vp := refIndex("spec.volumes", i)
 		if s := v.ConfigMap; s != nil {
 			add(KindConfigMap, s.Name, optional(s.Optional), vp+".configMap.name")
 		}
@@ -183,7 +188,7 @@ func (p *Pod) Refs() []Ref {
 		}
 		if s := v.Projected; s != nil {
 			for j, src := range s.Sources {
-				sp := indexPath(vp+".projected.sources", j)
+				sp := refIndex(vp+".projected.sources", j)
 				if c := src.ConfigMap; c != nil {
 					add(KindConfigMap, c.Name, optional(c.Optional), sp+".configMap.name")
 				}
@@ -196,19 +201,19 @@ func (p *Pod) Refs() []Ref {
 	for i, s := range p.Spec.ImagePullSecrets {
 		// A missing pull secret does not stop the pod (the kubelet pulls
 		// without it and warns).
-		add(KindSecret, s.Name, true, indexPath("spec.imagePullSecrets", i)+".name")
+		add(KindSecret, s.Name, true, refIndex("spec.imagePullSecrets", i)+".name")
 	}
 	for _, list := range []struct {
 		path string
 		cs   []Container
 	}{{"spec.initContainers", p.Spec.InitContainers}, {"spec.containers", p.Spec.Containers}} {
 		for i, c := range list.cs {
-			cp := indexPath(list.path, i)
+			cp := refIndex(list.path, i)
 			for j, e := range c.Env {
 				if e.ValueFrom == nil {
 					continue
 				}
-				ep := indexPath(cp+".env", j) + ".valueFrom"
+				ep := refIndex(cp+".env", j) + ".valueFrom"
 				if s := e.ValueFrom.ConfigMapKeyRef; s != nil {
 					add(KindConfigMap, s.Name, optional(s.Optional), ep+".configMapKeyRef.name")
 				}
@@ -217,7 +222,7 @@ func (p *Pod) Refs() []Ref {
 				}
 			}
 			for j, e := range c.EnvFrom {
-				ep := indexPath(cp+".envFrom", j)
+				ep := refIndex(cp+".envFrom", j)
 				if s := e.ConfigMapRef; s != nil {
 					add(KindConfigMap, s.Name, optional(s.Optional), ep+".configMapRef.name")
 				}
@@ -288,4 +293,27 @@ func Bind(p *Pod, lookup func(ObjectKey) *Object) (*Pod, string) {
 	cp := *p
 	cp.Bound = b
 	return &cp, hex.EncodeToString(h.Sum(nil))
+}
+
+// SortedKeys returns the keys of o.Data, sorted. The slice is the caller's.
+func (o *Object) SortedKeys() []string {
+	keys := make([]string, 0, len(o.Data))
+	for k := range o.Data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Equal reports whether a and b have the same kind, name, type and data.
+func (o *Object) Equal(b *Object) bool {
+	if o.Key() != b.Key() || o.Type != b.Type || len(o.Data) != len(b.Data) {
+		return false
+	}
+	for k, v := range o.Data {
+		if w, ok := b.Data[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }

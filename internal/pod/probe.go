@@ -7,7 +7,7 @@ import (
 
 // Probe is a container's health check (livenessProbe, readinessProbe or
 // startupProbe), with the fields of the Kubernetes v1 API. Exactly one
-// handler (Exec, HTTPGet, TCPSocket, GRPC) is set. After Parse the timing
+// handler (Exec, HTTPGet, TCPSocket, GRPC) is set. After SetDefaults the timing
 // fields hold Kubernetes' defaults: timeoutSeconds 1, periodSeconds 10,
 // successThreshold 1, failureThreshold 3.
 type Probe struct {
@@ -73,7 +73,7 @@ const (
 )
 
 // HTTPGetAction is a GET request; a status in [200, 400) is success. Host
-// empty means the pod's IP. After Parse, Path defaults to "/" and Scheme to
+// empty means the pod's IP. After SetDefaults, Path defaults to "/" and Scheme to
 // HTTP.
 type HTTPGetAction struct {
 	Path        string       `yaml:"path" json:"path,omitempty"`

@@ -43,10 +43,24 @@ var binarySuffixes = map[string]int{
 func ParseQuantity(s string) (Quantity, error) {
 	milli, reason := parseMilli(s)
 	if reason != "" {
-		return Quantity{}, fmt.Errorf("%w %q: %s", ErrInvalidQuantity, s, reason)
+		return Quantity{}, &QuantityError{Value: s, Reason: reason}
 	}
 	return Quantity{raw: s, milli: milli}, nil
 }
+
+// QuantityError is the error of ParseQuantity: the text and why it is not
+// a quantity. It wraps ErrInvalidQuantity.
+type QuantityError struct {
+	Value  string
+	Reason string // why it is not, e.g. "empty"
+}
+
+func (e *QuantityError) Error() string {
+	return fmt.Sprintf("%v %q: %s", ErrInvalidQuantity, e.Value, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidQuantity) true.
+func (e *QuantityError) Unwrap() error { return ErrInvalidQuantity }
 
 // MustParseQuantity is ParseQuantity for constants in code and tests: it
 // panics if s is not a valid quantity.

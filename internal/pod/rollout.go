@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The annotations of a pod's rollout (issue 16).
+// The annotations of a pod's rollout.
 const (
 	// AnnotationRolloutTimeout holds how long an update of the pod may
 	// take to become Ready, as a Go duration ("90s"); "0" turns rollback

@@ -53,7 +53,7 @@ const (
 	// its message.
 	ReasonBlocked = "Blocked"
 	// ReasonRolledBack: the pod's newest spec failed its rollout and the
-	// pod runs its last good spec (issue 16).
+	// pod runs its last good spec.
 	ReasonRolledBack = "RolledBack"
 )
 

@@ -1,9 +1,12 @@
 package pod
 
+import "strings"
+
 // The manifest types mirror Kubernetes Pod v1 (k8s.io/api/core/v1) field for
 // field, limited to what tug implements. The yaml tags are the Kubernetes
 // field names; the same names are used for JSON output. A field tug does not
-// implement is absent here on purpose: the decoder reports it as an error.
+// implement is absent here on purpose: package manifest's decoder reports it
+// as an error.
 
 // Pod is one decoded, defaulted and validated manifest document.
 type Pod struct {
@@ -286,7 +289,7 @@ const (
 type ResourceList map[ResourceName]Quantity
 
 // Resources are a container's requests and limits. A limit without a
-// request sets the request (Kubernetes' defaulting), so after Parse a
+// request sets the request (Kubernetes' defaulting), so after SetDefaults a
 // request is present wherever a limit is.
 type Resources struct {
 	Limits   ResourceList `yaml:"limits" json:"limits,omitempty"`
@@ -426,4 +429,39 @@ const (
 type EmptyDirVolumeSource struct {
 	Medium    StorageMedium `yaml:"medium" json:"medium,omitempty"`
 	SizeLimit *Quantity     `yaml:"sizeLimit" json:"sizeLimit,omitempty"`
+}
+
+// SysctlDotted returns a sysctl name in the dotted form: Kubernetes also
+// accepts slashes as separators, and then a dot is part of a name
+// ("net/ipv4/conf/eth0.100/forwarding" is
+// "net.ipv4.conf.eth0/100.forwarding" dotted, as /proc/sys sees it).
+func SysctlDotted(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '/':
+			return '.'
+		case '.':
+			return '/'
+		}
+		return r
+	}, name)
+}
+
+// IsEnvVarName reports whether s may name an environment variable, as
+// Kubernetes checks it: [-._a-zA-Z][-._a-zA-Z0-9]*. Validation rejects
+// other env names; envFrom skips the keys that are not such names.
+func IsEnvVarName(s string) bool {
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
 }

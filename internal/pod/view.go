@@ -37,7 +37,7 @@ type ManifestStatus struct {
 	Version uint64 `json:"version,omitempty"`
 	// Fetch is the state of a URL source's polling (nil for files).
 	Fetch *FetchStatus `json:"fetch,omitempty"`
-	// Rollout is the rollout state of the file (issue 16): its last good
+	// Rollout is the rollout state of the file: its last good
 	// and its failed content; nil when tug has none.
 	Rollout *ManifestRollout `json:"rollout,omitempty"`
 }

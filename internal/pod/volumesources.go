@@ -1,5 +1,7 @@
 package pod
 
+import "strings"
+
 // The volume, env and image-pull fields that read objects beside the pods
 // (ConfigMap, Secret, PersistentVolumeClaim) or the pod itself (the
 // downward API). Field for field as in Kubernetes Pod v1.
@@ -132,4 +134,20 @@ type EnvFromSource struct {
 type ObjectSource struct {
 	Name     string `yaml:"name" json:"name"`
 	Optional *bool  `yaml:"optional" json:"optional,omitempty"`
+}
+
+// IsObjectVolume reports whether v's files are written by tug from objects
+// or the downward API.
+func (v *Volume) IsObjectVolume() bool {
+	return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil
+}
+
+// Subscript returns the key of a downward API field path field['key'] (a
+// non-empty key), or "" and false.
+func Subscript(fp, field string) (string, bool) {
+	rest, ok := strings.CutPrefix(fp, field+"['")
+	if !ok || !strings.HasSuffix(rest, "']") || len(rest) <= 2 {
+		return "", false
+	}
+	return strings.TrimSuffix(rest, "']"), true
 }

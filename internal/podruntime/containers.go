@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/oci"
 
+	"tug/internal/objects"
 	"tug/internal/pod"
 	"tug/internal/podlogs"
 	"tug/internal/specopts"
@@ -130,7 +131,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 
 	// env is read now, from the objects bound to the pod: fixed for the
 	// life of this container, as in Kubernetes.
-	env, err := p.ResolveEnv(c, r.volumes.NodeInfo(sb))
+	env, err := objects.Env(p, c, r.volumes.NodeInfo(sb))
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
 	}

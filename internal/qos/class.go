@@ -32,7 +32,7 @@ var qosResources = [...]pod.ResourceName{pod.ResourceCPU, pod.ResourceMemory}
 // and no limit at all is BestEffort; anything else is Burstable.
 //
 // A limit without a request counts as a request of the same amount (the
-// Kubernetes defaulting that pod.Parse also applies), so Class gives the
+// Kubernetes defaulting that manifest.Parse also applies), so Class gives the
 // same answer for a pod that was not defaulted.
 func Class(p *pod.Pod) PodClass {
 	requests := map[pod.ResourceName]int64{}

@@ -3,6 +3,7 @@ package qos
 import (
 	"testing"
 
+	"tug/internal/manifest"
 	"tug/internal/pod"
 )
 
@@ -77,7 +78,7 @@ func TestClass(t *testing.T) {
 	}
 }
 
-// TestClassAfterParse checks Class on a pod from pod.Parse, which applies
+// TestClassAfterParse checks Class on a pod from manifest.Parse, which applies
 // the defaulting itself: a limit without a request is Guaranteed.
 func TestClassAfterParse(t *testing.T) {
 	src := `apiVersion: v1
@@ -93,7 +94,7 @@ spec:
         cpu: 500m
         memory: 64Mi
 `
-	pods, err := pod.Parse([]byte(src), pod.ParseOptions{Origin: pod.Origin{Source: "file", File: "web.yaml"}, Hostname: "node"})
+	pods, err := manifest.Parse([]byte(src), manifest.ParseOptions{Origin: pod.Origin{Source: "file", File: "web.yaml"}, Hostname: "node"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 func FuzzReadCheckpoint(f *testing.F) {
 	var valid bytes.Buffer
 	path := filepath.Join(f.TempDir(), "seed.json")
-	if err := writeCheckpoint(path, checkpoint{URL: "http://x/", Body: []byte(manifest("a", "b")), ETag: `"1"`}); err != nil {
+	if err := writeCheckpoint(path, checkpoint{URL: "http://x/", Body: []byte(podManifest("a", "b")), ETag: `"1"`}); err != nil {
 		f.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)

@@ -70,7 +70,7 @@ func TestLoadPublicKeys(t *testing.T) {
 
 func TestHTTPSecretsNeverShown(t *testing.T) {
 	const secret = "s3cretZZ"
-	f := newHTTPFixture(t, manifest("web", "nginx:1"), func(c *HTTPConfig) {
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"), func(c *HTTPConfig) {
 		c.URL = strings.Replace(c.URL, "http://", "http://fleet:"+secret+"@", 1) + "?token=" + secret
 		c.Header = http.Header{"Authorization": {"Bearer " + secret}}
 	})
@@ -111,7 +111,7 @@ func TestHTTPSecretsNeverShown(t *testing.T) {
 
 func TestHTTPRedirects(t *testing.T) {
 	const secret = "s3cretZZ"
-	body := manifest("web", "nginx:1")
+	body := podManifest("web", "nginx:1")
 	var got http.Header
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Clone()
@@ -189,7 +189,7 @@ func TestHTTPClientCertAndCAReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	clientCert, clientKey := ca1.Issue(t, dir, "client", nil)
-	body := manifest("web", "nginx:1")
+	body := podManifest("web", "nginx:1")
 	start := func(ca *testutil.CA) string {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
 		pair := ca.ServerPair(t, net.ParseIP("127.0.0.1"))

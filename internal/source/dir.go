@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tug/internal/manifest"
 	"tug/internal/pod"
 )
 
@@ -519,8 +520,8 @@ func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
 		e.m.Pods, e.m.Objects, e.m.Err = prev.m.Pods, prev.m.Objects, prev.m.Err
 		return e
 	}
-	var parsed pod.Parsed
-	parsed, e.m.Err = pod.ParseFile(data, pod.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname,
+	var parsed manifest.Parsed
+	parsed, e.m.Err = manifest.ParseFile(data, manifest.ParseOptions{Origin: e.m.Origin, Hostname: d.cfg.Hostname,
 		// Parsed again only when the file changes: logged once per version.
 		Warn: func(w *pod.FieldError) { d.log.Warn("manifest: accepted, ignored on a node", "file", path, "err", w) }})
 	e.m.Pods, e.m.Objects = parsed.Pods, parsed.Objects

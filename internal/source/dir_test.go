@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tug/internal/manifest"
 	"tug/internal/pod"
 )
 
@@ -114,7 +115,7 @@ func (snap snapshot) hasPod(name, image string) bool {
 	return ok && m.Err == nil && len(m.Pods) == 1 && m.Pods[0].Spec.Containers[0].Image == image
 }
 
-func manifest(name, image string) string {
+func podManifest(name, image string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: main\n    image: %s\n", name, image)
 }
 
@@ -186,7 +187,7 @@ func TestRenameReachesSinkFast(t *testing.T) {
 	var lat []time.Duration
 	for i := range trials {
 		name := fmt.Sprintf("web%d.yaml", i)
-		writeAtomic(t, filepath.Join(dir, name), manifest(fmt.Sprintf("web%d", i), "busybox:1"))
+		writeAtomic(t, filepath.Join(dir, name), podManifest(fmt.Sprintf("web%d", i), "busybox:1"))
 		t0 := time.Now()
 		snap := sink.waitFor(t, time.Second, name, func(s snapshot) bool { return s.hasPod(name, "busybox:1") })
 		lat = append(lat, snap.at.Sub(t0))
@@ -206,7 +207,7 @@ func TestBurstIsCoalesced(t *testing.T) {
 	sink.waitFor(t, 5*time.Second, "the first report", func(snapshot) bool { return true })
 	const n = 30
 	for i := range n {
-		if err := os.WriteFile(filepath.Join(stage, fmt.Sprintf("p%02d.yaml", i)), []byte(manifest(fmt.Sprintf("p%02d", i), "busybox:1")), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(stage, fmt.Sprintf("p%02d.yaml", i)), []byte(podManifest(fmt.Sprintf("p%02d", i), "busybox:1")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -264,14 +265,14 @@ func TestIgnoredNamesNeverBecomeManifests(t *testing.T) {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(path, []byte(manifest("ignored", "busybox:1")), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte(podManifest("ignored", "busybox:1")), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	dir := t.TempDir()
 	populate(t, dir, "")
-	writeAtomic(t, filepath.Join(dir, "good.yaml"), manifest("good", "busybox:1"))
+	writeAtomic(t, filepath.Join(dir, "good.yaml"), podManifest("good", "busybox:1"))
 	_, sink := start(t, DirConfig{Path: dir, Rescan: 50 * time.Millisecond})
 	snap := sink.waitFor(t, 5*time.Second, "the first report", func(snapshot) bool { return true })
 	if got := snap.names(); !slices.Equal(got, []string{"good.yaml"}) {
@@ -287,7 +288,7 @@ func TestIgnoredNamesNeverBecomeManifests(t *testing.T) {
 			}
 		}
 	}
-	writeAtomic(t, filepath.Join(dir, "z.yaml"), manifest("z", "busybox:1"))
+	writeAtomic(t, filepath.Join(dir, "z.yaml"), podManifest("z", "busybox:1"))
 	sink.waitFor(t, time.Second, "z.yaml", func(s snapshot) bool { return s.hasPod("z.yaml", "busybox:1") })
 	time.Sleep(200 * time.Millisecond) // a few rescans
 	for _, s := range sink.history() {
@@ -303,9 +304,9 @@ func TestIgnoredNamesNeverBecomeManifests(t *testing.T) {
 // 300 ms apart, while rescans run every 20 ms.
 func TestSlowWriteNeverParsedHalfWay(t *testing.T) {
 	t.Parallel()
-	full := manifest("web", "busybox:2")
+	full := podManifest("web", "busybox:2")
 	half := full[:len(full)-len("age: busybox:2\n")] // ends in "    im"
-	if _, err := pod.Parse([]byte(half), pod.ParseOptions{}); err == nil {
+	if _, err := manifest.Parse([]byte(half), manifest.ParseOptions{}); err == nil {
 		t.Fatalf("the first half parses; the test would prove nothing:\n%s", half)
 	}
 	tests := []struct {
@@ -324,7 +325,7 @@ func TestSlowWriteNeverParsedHalfWay(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "web.yaml")
 			if tt.existing {
-				if err := os.WriteFile(path, []byte(manifest("web", "busybox:1")), 0o644); err != nil {
+				if err := os.WriteFile(path, []byte(podManifest("web", "busybox:1")), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				// Old enough to be read at once without inotify.
@@ -372,7 +373,7 @@ func TestDeletedFileLeavesSnapshot(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, n := range []string{"a", "b"} {
-		writeAtomic(t, filepath.Join(dir, n+".yaml"), manifest(n, "busybox:1"))
+		writeAtomic(t, filepath.Join(dir, n+".yaml"), podManifest(n, "busybox:1"))
 	}
 	_, sink := start(t, DirConfig{Path: dir, Rescan: time.Hour})
 	sink.waitFor(t, 5*time.Second, "a and b", func(s snapshot) bool { return len(s.files) == 2 })
@@ -414,7 +415,7 @@ func TestMissingDirectory(t *testing.T) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				writeAtomic(t, filepath.Join(dir, "web.yaml"), manifest("web", image))
+				writeAtomic(t, filepath.Join(dir, "web.yaml"), podManifest("web", image))
 				t0 := time.Now()
 				snap := sink.waitFor(t, 3*time.Second, "web.yaml "+image, func(s snapshot) bool { return s.hasPod("web.yaml", image) })
 				t.Logf("round %d: directory created -> sink: %v", round, snap.at.Sub(t0))
@@ -435,8 +436,8 @@ func TestFileErrors(t *testing.T) {
 		max     int64
 		check   func(error) bool
 	}{
-		{"oversize", manifest("big", "busybox:1") + "# " + strings.Repeat("x", 200) + "\n", 200, func(err error) bool { return errors.Is(err, ErrTooLarge) }},
-		{"unknown field", manifest("bad", "busybox:1") + "    bogus: 1\n", 0, func(err error) bool {
+		{"oversize", podManifest("big", "busybox:1") + "# " + strings.Repeat("x", 200) + "\n", 200, func(err error) bool { return errors.Is(err, ErrTooLarge) }},
+		{"unknown field", podManifest("bad", "busybox:1") + "    bogus: 1\n", 0, func(err error) bool {
 			var fe *pod.FieldError
 			return errors.As(err, &fe)
 		}},
@@ -458,7 +459,7 @@ func TestFileErrors(t *testing.T) {
 				t.Fatalf("web.yaml: err %v, %d pods; want the %s error naming %s", m.Err, len(m.Pods), tt.name, path)
 			}
 			// Fixed: reported without the error.
-			writeAtomic(t, path, manifest("web", "busybox:1"))
+			writeAtomic(t, path, podManifest("web", "busybox:1"))
 			sink.waitFor(t, time.Second, "web.yaml fixed", func(s snapshot) bool {
 				m, ok := s.file("web.yaml")
 				return ok && m.Err == nil
@@ -486,7 +487,7 @@ func TestRescanCatchesUnwatchedChange(t *testing.T) {
 			t.Parallel()
 			dir, elsewhere := t.TempDir(), t.TempDir()
 			path := filepath.Join(dir, "web.yaml")
-			writeAtomic(t, path, manifest("web", "busybox:1"))
+			writeAtomic(t, path, podManifest("web", "busybox:1"))
 			link := filepath.Join(elsewhere, "web.yaml")
 			if err := os.Link(path, link); err != nil {
 				t.Fatal(err)
@@ -494,7 +495,7 @@ func TestRescanCatchesUnwatchedChange(t *testing.T) {
 			_, sink := start(t, DirConfig{Path: dir, Rescan: tt.rescan})
 			sink.waitFor(t, 5*time.Second, "busybox:1", func(s snapshot) bool { return s.hasPod("web.yaml", "busybox:1") })
 
-			if err := os.WriteFile(link, []byte(manifest("web", "busybox:2")), 0o644); err != nil {
+			if err := os.WriteFile(link, []byte(podManifest("web", "busybox:2")), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			t0 := time.Now()
@@ -517,7 +518,7 @@ func TestUnchangedDirectoryIsNotReportedAgain(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
-	writeAtomic(t, path, manifest("web", "busybox:1"))
+	writeAtomic(t, path, podManifest("web", "busybox:1"))
 	_, sink := start(t, DirConfig{Path: dir, Rescan: 20 * time.Millisecond})
 	sink.waitFor(t, 5*time.Second, "the first report", func(snapshot) bool { return true })
 	now := time.Now()
@@ -622,7 +623,7 @@ func TestFileErrorLoggedOnChangeOnly(t *testing.T) {
 	writeAtomic(t, path, "kind: [")
 	sink.waitFor(t, time.Second, "the error", func(s snapshot) bool { m, ok := s.file("web.yaml"); return ok && m.Err != nil })
 	time.Sleep(200 * time.Millisecond) // rescans
-	writeAtomic(t, path, manifest("web", "busybox:1"))
+	writeAtomic(t, path, podManifest("web", "busybox:1"))
 	sink.waitFor(t, time.Second, "the fix", func(s snapshot) bool { return s.hasPod("web.yaml", "busybox:1") })
 	time.Sleep(100 * time.Millisecond)
 
@@ -645,7 +646,7 @@ func TestFileErrorLoggedOnChangeOnly(t *testing.T) {
 func TestTotalSizeCap(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	a, b := manifest("a", "busybox:1"), manifest("b", "busybox:1")
+	a, b := podManifest("a", "busybox:1"), podManifest("b", "busybox:1")
 	writeAtomic(t, filepath.Join(dir, "a.yaml"), a)
 	writeAtomic(t, filepath.Join(dir, "b.yaml"), b)
 	_, sink := start(t, DirConfig{Path: dir, Rescan: time.Hour, MaxTotalSize: int64(len(a) + len(b) - 1)})

@@ -12,10 +12,10 @@
 // start after a reboot before the URL answers. The URL is shown only through
 // redact.URL, never with its credentials.
 //
-// It imports only internal/pod, internal/redact, internal/clock,
-// golang.org/x/sys/unix and
-// the standard library; it must not import podconfig (it defines Sink
-// instead), reconcile, the runtime packages or agent.
+// It imports only internal/pod, internal/manifest, internal/redact,
+// internal/clock, golang.org/x/sys/unix and the standard library; it must
+// not import podconfig (it defines Sink instead), reconcile, the runtime
+// packages or agent.
 package source
 
 import (

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"tug/internal/clock"
+	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/redact"
 )
@@ -403,9 +404,9 @@ func capValidator(v string) string {
 	return v
 }
 
-func (h *HTTP) parse(body []byte) (pod.Parsed, error) {
+func (h *HTTP) parse(body []byte) (manifest.Parsed, error) {
 	h.parses.Add(1)
-	return pod.ParseFile(body, pod.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname,
+	return manifest.ParseFile(body, manifest.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname,
 		Warn: func(w *pod.FieldError) {
 			h.log.Warn("manifest: accepted, ignored on a node", "source", h.origin.Source, "err", w)
 		}})

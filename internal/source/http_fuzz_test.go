@@ -13,7 +13,7 @@ import (
 // parse, checkpoint, report): it must never panic, and the source must stay
 // consistent.
 func FuzzHTTPBody(f *testing.F) {
-	f.Add([]byte(manifest("web", "nginx:1")))
+	f.Add([]byte(podManifest("web", "nginx:1")))
 	f.Add([]byte("apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: c, image: i}]}\n"))
 	f.Add([]byte(`{"apiVersion":"v1","kind":"List","items":[]}`))
 	f.Add([]byte("---\n---\n"))

@@ -169,7 +169,7 @@ func (f *httpFixture) wantPods(images ...string) {
 }
 
 func TestHTTPAcceptsAndCheckpoints(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"))
 	if f.sets() != 0 {
 		t.Fatal("Set before any fetch without a checkpoint")
 	}
@@ -179,7 +179,7 @@ func TestHTTPAcceptsAndCheckpoints(t *testing.T) {
 		t.Errorf("pod name %q, want web-node1", p.Metadata.Name)
 	}
 	cp, err := readCheckpoint(f.ckpt)
-	if err != nil || string(cp.Body) != manifest("web", "nginx:1") || cp.URL != f.h.Name() || cp.ETag == "" {
+	if err != nil || string(cp.Body) != podManifest("web", "nginx:1") || cp.URL != f.h.Name() || cp.ETag == "" {
 		t.Fatalf("checkpoint %+v, %v", cp, err)
 	}
 	if fi, err := os.Stat(f.ckpt); err != nil || fi.Mode().Perm() != 0o600 {
@@ -204,7 +204,7 @@ func TestHTTPAcceptsAndCheckpoints(t *testing.T) {
 		t.Fatalf("unchanged body: full %d parses %d→%d sets %d→%d", f.srv.full.Load(), parses, f.h.parses.Load(), sets, f.sets())
 	}
 	// A change is reported.
-	f.srv.set(func(s *manifestServer) { s.noETag, s.body = false, []byte(manifest("web", "nginx:2")) })
+	f.srv.set(func(s *manifestServer) { s.noETag, s.body = false, []byte(podManifest("web", "nginx:2")) })
 	f.poll()
 	f.wantPods("nginx:2")
 	if f.sets() != sets+1 {
@@ -213,7 +213,7 @@ func TestHTTPAcceptsAndCheckpoints(t *testing.T) {
 }
 
 func TestHTTPFailuresKeepLastGood(t *testing.T) {
-	good := manifest("web", "nginx:1")
+	good := podManifest("web", "nginx:1")
 	tests := []struct {
 		name    string
 		set     func(s *manifestServer)
@@ -276,7 +276,7 @@ func TestHTTPFailuresKeepLastGood(t *testing.T) {
 }
 
 func TestHTTPServerGoneAndRestartFromCheckpoint(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"))
 	f.poll()
 	f.wantPods("nginx:1")
 	f.ts.Close()
@@ -320,7 +320,7 @@ func TestHTTPNoCheckpointServerDownNotReady(t *testing.T) {
 func TestHTTPBadAnswerWithoutCheckpointNotReady(t *testing.T) {
 	pub, priv, _ := ed25519.GenerateKey(nil)
 	_, other, _ := ed25519.GenerateKey(nil)
-	good := manifest("web", "nginx:1")
+	good := podManifest("web", "nginx:1")
 	tests := []struct {
 		name string
 		body []byte
@@ -383,7 +383,7 @@ func TestHTTPValidEmptyAnswersAreReady(t *testing.T) {
 }
 
 func TestHTTPEmptyBodyIsNoPods(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"))
 	f.poll()
 	f.srv.set(func(s *manifestServer) { s.body = nil })
 	f.poll()
@@ -394,7 +394,7 @@ func TestHTTPEmptyBodyIsNoPods(t *testing.T) {
 }
 
 func TestHTTPCorruptCheckpointIgnored(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"))
 	f.poll()
 	data, err := os.ReadFile(f.ckpt)
 	if err != nil {
@@ -415,7 +415,7 @@ func TestHTTPCorruptCheckpointIgnored(t *testing.T) {
 		t.Fatalf("no warning: %s", f.logs)
 	}
 	// Another URL's checkpoint is ignored as well.
-	if err := writeCheckpoint(f.ckpt, checkpoint{URL: "http://other/", Body: []byte(manifest("a", "b"))}); err != nil {
+	if err := writeCheckpoint(f.ckpt, checkpoint{URL: "http://other/", Body: []byte(podManifest("a", "b"))}); err != nil {
 		t.Fatal(err)
 	}
 	f.h = f.newSource()
@@ -425,7 +425,7 @@ func TestHTTPCorruptCheckpointIgnored(t *testing.T) {
 }
 
 func TestHTTPGzipAndHeaders(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"), func(c *HTTPConfig) {
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"), func(c *HTTPConfig) {
 		c.Header = http.Header{"Authorization": {"Bearer s3cret"}}
 	})
 	f.srv.set(func(s *manifestServer) { s.gzip = true })
@@ -439,7 +439,7 @@ func TestHTTPGzipAndHeaders(t *testing.T) {
 }
 
 func TestHTTPCAFile(t *testing.T) {
-	srv := &manifestServer{body: []byte(manifest("web", "nginx:1"))}
+	srv := &manifestServer{body: []byte(podManifest("web", "nginx:1"))}
 	ts := httptest.NewTLSServer(srv)
 	defer ts.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -490,8 +490,8 @@ func TestHTTPSignatures(t *testing.T) {
 	pub2, priv2, _ := ed25519.GenerateKey(nil)
 	_, otherPriv, _ := ed25519.GenerateKey(nil)
 	keys := []ed25519.PublicKey{pub, pub2}
-	good := manifest("web", "nginx:1")
-	next := manifest("web", "nginx:2")
+	good := podManifest("web", "nginx:1")
+	next := podManifest("web", "nginx:2")
 	soon := time.Now().Add(time.Hour)
 	tests := []struct {
 		name   string
@@ -544,7 +544,7 @@ func TestHTTPVersionFloorSurvivesUnusableCheckpoint(t *testing.T) {
 	pub, priv, _ := ed25519.GenerateKey(nil)
 	newPub, newPriv, _ := ed25519.GenerateKey(nil)
 	f := newHTTPFixture(t, "", func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
-	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 9, manifest("web", "nginx:9")) })
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 9, podManifest("web", "nginx:9")) })
 	f.poll()
 	f.wantPods("nginx:9")
 	// The old key is retired: the checkpoint no longer verifies, is
@@ -553,12 +553,12 @@ func TestHTTPVersionFloorSurvivesUnusableCheckpoint(t *testing.T) {
 	if n := f.sets(); n != 0 {
 		t.Fatalf("%d Sets from a checkpoint signed by a retired key", n)
 	}
-	f.srv.set(func(s *manifestServer) { s.body = seal(t, newPriv, 3, manifest("web", "nginx:3")) })
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, newPriv, 3, podManifest("web", "nginx:3")) })
 	f.poll()
 	if n := f.sets(); n != 0 || !strings.Contains(f.h.Status().Error, "older") {
 		t.Fatalf("an older bundle after key rotation: %d sets, status %+v", n, f.h.Status())
 	}
-	f.srv.set(func(s *manifestServer) { s.body = seal(t, newPriv, 10, manifest("web", "nginx:10")) })
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, newPriv, 10, podManifest("web", "nginx:10")) })
 	f.poll()
 	f.wantPods("nginx:10")
 }
@@ -569,7 +569,7 @@ func TestHTTPValidators(t *testing.T) {
 	f := newHTTPFixture(t, "", func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
 	// A 16 KiB ETag is not kept: the next request is unconditional.
 	f.srv.set(func(s *manifestServer) {
-		s.body, s.etag = seal(t, priv, 1, manifest("web", "nginx:1")), `"`+strings.Repeat("e", 16<<10)+`"`
+		s.body, s.etag = seal(t, priv, 1, podManifest("web", "nginx:1")), `"`+strings.Repeat("e", 16<<10)+`"`
 	})
 	f.poll()
 	f.wantPods("nginx:1")
@@ -581,7 +581,7 @@ func TestHTTPValidators(t *testing.T) {
 		t.Fatal("long ETag sent back")
 	}
 	// A refused bundle's ETag is not kept.
-	f.srv.set(func(s *manifestServer) { s.body, s.etag = []byte(manifest("web", "evil")), `"evil"` })
+	f.srv.set(func(s *manifestServer) { s.body, s.etag = []byte(podManifest("web", "evil")), `"evil"` })
 	f.poll()
 	if f.h.acc.etag == `"evil"` {
 		t.Fatal("the ETag of a refused body was kept")
@@ -589,7 +589,7 @@ func TestHTTPValidators(t *testing.T) {
 	// Once the accepted bundle has expired, requests are unconditional and
 	// a 304 is an error.
 	f.srv.set(func(s *manifestServer) {
-		s.body, s.etag = sealHeader(t, priv, EnvelopeHeader{Version: 2, NotAfter: time.Now().Add(300 * time.Millisecond)}, manifest("web", "nginx:2")), `"v2"`
+		s.body, s.etag = sealHeader(t, priv, EnvelopeHeader{Version: 2, NotAfter: time.Now().Add(300 * time.Millisecond)}, podManifest("web", "nginx:2")), `"v2"`
 	})
 	f.poll()
 	f.wantPods("nginx:2")
@@ -637,7 +637,7 @@ func swapBody(bundle []byte, body string) []byte {
 }
 
 func TestHTTPCheckpointWithoutSignatureRejectedWithKey(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"))
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"))
 	f.poll()
 	pub, _, _ := ed25519.GenerateKey(nil)
 	f.h = f.newSource(func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} })
@@ -650,12 +650,12 @@ func TestHTTPCheckpointWithoutSignatureRejectedWithKey(t *testing.T) {
 }
 
 func TestHTTPRun(t *testing.T) {
-	f := newHTTPFixture(t, manifest("web", "nginx:1"), func(c *HTTPConfig) { c.Period = 10 * time.Millisecond })
+	f := newHTTPFixture(t, podManifest("web", "nginx:1"), func(c *HTTPConfig) { c.Period = 10 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.h.Run(ctx) }()
 	f.sink.waitFor(t, 5*time.Second, "nginx:1", func(s snapshot) bool { return s.hasPod("pods.yaml", "nginx:1") })
-	f.srv.set(func(s *manifestServer) { s.body = []byte(manifest("web", "nginx:2")) })
+	f.srv.set(func(s *manifestServer) { s.body = []byte(podManifest("web", "nginx:2")) })
 	f.sink.waitFor(t, 5*time.Second, "nginx:2", func(s snapshot) bool { return s.hasPod("pods.yaml", "nginx:2") })
 	for f.h.Status().NotModified == 0 {
 		time.Sleep(5 * time.Millisecond)
@@ -685,11 +685,11 @@ func TestJitter(t *testing.T) {
 func TestHTTPBundleWithoutKeys(t *testing.T) {
 	_, priv, _ := ed25519.GenerateKey(nil)
 	f := newHTTPFixture(t, "")
-	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1<<62, manifest("web", "nginx:1")) })
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1<<62, podManifest("web", "nginx:1")) })
 	f.poll()
 	f.wantPods("nginx:1")
 	// No key: the header is not authenticated, so its version sets no floor.
-	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1, manifest("web", "nginx:2")) })
+	f.srv.set(func(s *manifestServer) { s.body = seal(t, priv, 1, podManifest("web", "nginx:2")) })
 	f.poll()
 	f.wantPods("nginx:2")
 	if cp, err := readCheckpoint(f.ckpt); err != nil || cp.BundleVersion != 0 {
@@ -697,7 +697,7 @@ func TestHTTPBundleWithoutKeys(t *testing.T) {
 	}
 	// Nodes and expiry still apply.
 	f.srv.set(func(s *manifestServer) {
-		s.body = sealHeader(t, priv, EnvelopeHeader{Version: 3, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"other"}}, manifest("web", "nginx:3"))
+		s.body = sealHeader(t, priv, EnvelopeHeader{Version: 3, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"other"}}, podManifest("web", "nginx:3"))
 	})
 	f.poll()
 	if st := f.h.Status(); !strings.Contains(st.Error, "other nodes") {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"tug/internal/pod"
+	"tug/internal/objects"
 )
 
 // The kubelet's atomic writer, for configMap, secret, projected and
@@ -29,7 +29,7 @@ const (
 
 // writeAtomic makes dir hold exactly files. It returns whether anything
 // changed: a call with the content already there writes nothing.
-func writeAtomic(dir string, files map[string]pod.VolumeFile) (bool, error) {
+func writeAtomic(dir string, files map[string]objects.VolumeFile) (bool, error) {
 	old, err := os.Readlink(filepath.Join(dir, dataLink))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err
@@ -110,7 +110,7 @@ func writeAtomic(dir string, files map[string]pod.VolumeFile) (bool, error) {
 
 // sameFiles reports whether the directory ts holds exactly files (data and
 // mode).
-func sameFiles(ts string, files map[string]pod.VolumeFile) (bool, error) {
+func sameFiles(ts string, files map[string]objects.VolumeFile) (bool, error) {
 	n := 0
 	same := true
 	err := filepath.WalkDir(ts, func(p string, d fs.DirEntry, err error) error {

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tug/internal/pod"
+	"tug/internal/objects"
 )
 
 // TestWriteAtomic: the files appear through ..data, an update swaps the
@@ -15,14 +15,14 @@ func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
 	steps := []struct {
 		name    string
-		files   map[string]pod.VolumeFile
+		files   map[string]objects.VolumeFile
 		changed bool
 		gone    []string
 	}{
-		{"first", map[string]pod.VolumeFile{"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o600}}, true, nil},
-		{"same", map[string]pod.VolumeFile{"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o600}}, false, nil},
-		{"mode", map[string]pod.VolumeFile{"a": {Data: []byte("1"), Mode: 0o640}, "sub/b": {Data: []byte("2"), Mode: 0o600}}, true, nil},
-		{"update", map[string]pod.VolumeFile{"a": {Data: []byte("new"), Mode: 0o644}, "c": {Data: nil, Mode: 0o644}}, true, []string{"sub"}},
+		{"first", map[string]objects.VolumeFile{"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o600}}, true, nil},
+		{"same", map[string]objects.VolumeFile{"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o600}}, false, nil},
+		{"mode", map[string]objects.VolumeFile{"a": {Data: []byte("1"), Mode: 0o640}, "sub/b": {Data: []byte("2"), Mode: 0o600}}, true, nil},
+		{"update", map[string]objects.VolumeFile{"a": {Data: []byte("new"), Mode: 0o644}, "c": {Data: nil, Mode: 0o644}}, true, []string{"sub"}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tug/internal/objects"
 	"tug/internal/pod"
 )
 
@@ -53,8 +54,8 @@ func sourceID(source string) string {
 }
 
 // NodeInfo is what the downward API reads of the node for pod p.
-func (mgr *Manager) NodeInfo(sb pod.Sandbox) pod.NodeInfo {
-	n := pod.NodeInfo{NodeName: mgr.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
+func (mgr *Manager) NodeInfo(sb pod.Sandbox) objects.NodeInfo {
+	n := objects.NodeInfo{NodeName: mgr.cfg.NodeName, PodIP: sb.IP, HostIP: sb.HostIP, CPUMillis: int64(runtime.NumCPU()) * 1000}
 	if n.NodeName == "" {
 		n.NodeName, _ = os.Hostname()
 	}
@@ -70,11 +71,11 @@ func (mgr *Manager) NodeInfo(sb pod.Sandbox) pod.NodeInfo {
 // holds secret data is a tmpfs (mode 0700 at its root), so secrets never
 // reach the disk. A missing object is an error wrapping
 // pod.ErrCreateContainerConfig that names it.
-func (mgr *Manager) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node pod.NodeInfo) error {
+func (mgr *Manager) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node objects.NodeInfo) error {
 	if err := CheckName("volume name", v.Name); err != nil {
 		return err
 	}
-	files, secret, err := p.VolumeFiles(v, node)
+	files, secret, err := objects.VolumeFiles(p, v, node)
 	if err != nil {
 		return err
 	}
@@ -113,8 +114,8 @@ func (mgr *Manager) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 	if err := CheckName("claim name", name); err != nil {
 		return err
 	}
-	if p.Object(pod.KindClaim, name) == nil {
-		return &pod.MissingError{Key: pod.ObjectKey{Kind: pod.KindClaim, Namespace: p.Metadata.Namespace, Name: name}}
+	if _, err := objects.Claim(p, name); err != nil {
+		return err
 	}
 	dir := mgr.claimPath(p, name)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {

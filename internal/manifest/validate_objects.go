@@ -1,14 +1,16 @@
-package pod
+package manifest
 
 import (
 	"path"
 	"strings"
+
+	"tug/internal/pod"
 )
 
 // The checks of the fields that read objects or the downward API.
 
 // volumeSources names the sources set on vol, in the manifest's field order.
-func volumeSources(vol *Volume) []string {
+func volumeSources(vol *pod.Volume) []string {
 	var set []string
 	for _, s := range []struct {
 		name string
@@ -28,7 +30,7 @@ func volumeSources(vol *Volume) []string {
 
 // objectVolume checks a configMap, secret, projected, downwardAPI or
 // persistentVolumeClaim volume at p.
-func (v *validator) objectVolume(p string, vol *Volume) {
+func (v *validator) objectVolume(p string, vol *pod.Volume) {
 	if s := vol.ConfigMap; s != nil {
 		v.objectName(p+".configMap.name", s.Name)
 		v.items(p+".configMap.items", s.Items)
@@ -111,7 +113,7 @@ func (v *validator) relPath(p, file string) {
 }
 
 // items checks the key-to-path list of a configMap or secret source.
-func (v *validator) items(p string, items []KeyToPath) {
+func (v *validator) items(p string, items []pod.KeyToPath) {
 	for i, it := range items {
 		ip := indexPath(p, i)
 		if it.Key == "" {
@@ -123,7 +125,7 @@ func (v *validator) items(p string, items []KeyToPath) {
 }
 
 // downwardFiles checks the files of a downwardAPI volume or projection.
-func (v *validator) downwardFiles(p string, files []DownwardAPIVolumeFile) {
+func (v *validator) downwardFiles(p string, files []pod.DownwardAPIVolumeFile) {
 	for i, f := range files {
 		fp := indexPath(p, i)
 		v.relPath(fp+".path", f.Path)
@@ -146,7 +148,7 @@ func (v *validator) downwardFiles(p string, files []DownwardAPIVolumeFile) {
 
 // fieldRef checks a downward API field path; volume says where (volumes
 // take metadata only, as in Kubernetes).
-func (v *validator) fieldRef(p string, f *ObjectFieldSelector, volume bool) {
+func (v *validator) fieldRef(p string, f *pod.ObjectFieldSelector, volume bool) {
 	if f.APIVersion != "" && f.APIVersion != "v1" {
 		v.fail(p+".apiVersion", "unsupported apiVersion %q: must be \"v1\"", f.APIVersion)
 	}
@@ -168,20 +170,12 @@ func (v *validator) fieldRef(p string, f *ObjectFieldSelector, volume bool) {
 
 // isSubscript reports whether fp is field['key'] with a non-empty key.
 func isSubscript(fp, field string) bool {
-	rest, ok := strings.CutPrefix(fp, field+"['")
-	return ok && strings.HasSuffix(rest, "']") && len(rest) > 2
-}
-
-// Subscript returns the key of a field path field['key'], or "" and false.
-func Subscript(fp, field string) (string, bool) {
-	if !isSubscript(fp, field) {
-		return "", false
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(fp, field+"['"), "']"), true
+	_, ok := pod.Subscript(fp, field)
+	return ok
 }
 
 // resourceFieldRef checks a downward API resource selector.
-func (v *validator) resourceFieldRef(p string, r *ResourceFieldSelector) {
+func (v *validator) resourceFieldRef(p string, r *pod.ResourceFieldSelector) {
 	switch r.Resource {
 	case "limits.cpu", "limits.memory", "limits.ephemeral-storage",
 		"requests.cpu", "requests.memory", "requests.ephemeral-storage":
@@ -196,7 +190,7 @@ func (v *validator) resourceFieldRef(p string, r *ResourceFieldSelector) {
 }
 
 // envSources checks a container's env valueFrom and envFrom.
-func (v *validator) envSources(p string, c *Container) {
+func (v *validator) envSources(p string, c *pod.Container) {
 	for i, e := range c.Env {
 		if e.ValueFrom == nil {
 			continue
@@ -217,7 +211,7 @@ func (v *validator) envSources(p string, c *Container) {
 		}
 		for _, s := range []struct {
 			name string
-			ks   *KeySelector
+			ks   *pod.KeySelector
 		}{{"configMapKeyRef", vf.ConfigMapKeyRef}, {"secretKeyRef", vf.SecretKeyRef}} {
 			if s.ks == nil {
 				continue
@@ -245,7 +239,7 @@ func (v *validator) envSources(p string, c *Container) {
 		case !v.failedUnder(ep):
 			v.fail(ep, "one of configMapRef or secretRef is required")
 		}
-		if e.Prefix != "" && !isEnvVarName(e.Prefix) {
+		if e.Prefix != "" && !pod.IsEnvVarName(e.Prefix) {
 			v.fail(ep+".prefix", "invalid prefix %q: %s", e.Prefix, envVarNameMsg)
 		}
 	}

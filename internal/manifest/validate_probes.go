@@ -1,6 +1,10 @@
-package pod
+package manifest
 
-import "strings"
+import (
+	"strings"
+
+	"tug/internal/pod"
+)
 
 // Probe and lifecycle-hook validation, as Kubernetes' (validateProbe,
 // validateHandler, validateLifecycle), plus one check of tug's: a port
@@ -9,11 +13,11 @@ import "strings"
 
 // probes checks a container's probes and hooks at path p. init is true
 // for an init container: only a sidecar may have them.
-func (v *validator) probes(p string, c *Container, init bool) {
+func (v *validator) probes(p string, c *pod.Container, init bool) {
 	plain := init && !c.IsSidecar()
 	for _, pr := range []struct {
 		field string
-		probe *Probe
+		probe *pod.Probe
 	}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
 		if pr.probe == nil {
 			continue
@@ -40,7 +44,7 @@ func (v *validator) probes(p string, c *Container, init bool) {
 	}
 }
 
-func (v *validator) probe(p, field string, pr *Probe, ports []ContainerPort) {
+func (v *validator) probe(p, field string, pr *pod.Probe, ports []pod.ContainerPort) {
 	v.handler(p, pr.Handler(), ports)
 	for _, f := range []struct {
 		name string
@@ -70,7 +74,7 @@ func (v *validator) probe(p, field string, pr *Probe, ports []ContainerPort) {
 	}
 }
 
-func (v *validator) lifecycleHandler(p string, h *LifecycleHandler, ports []ContainerPort) {
+func (v *validator) lifecycleHandler(p string, h *pod.LifecycleHandler, ports []pod.ContainerPort) {
 	hd := h.Handler()
 	if h.Sleep != nil {
 		if hd.Kind() != "" {
@@ -86,7 +90,7 @@ func (v *validator) lifecycleHandler(p string, h *LifecycleHandler, ports []Cont
 }
 
 // handler checks that exactly one action is set, and the action.
-func (v *validator) handler(p string, h ProbeHandler, ports []ContainerPort) {
+func (v *validator) handler(p string, h pod.ProbeHandler, ports []pod.ContainerPort) {
 	n := 0
 	for _, set := range []bool{h.Exec != nil, h.HTTPGet != nil, h.TCPSocket != nil, h.GRPC != nil} {
 		if set {
@@ -110,7 +114,7 @@ func (v *validator) handler(p string, h ProbeHandler, ports []ContainerPort) {
 		g := h.HTTPGet
 		v.port(p+".httpGet.port", g.Port, ports)
 		switch g.Scheme {
-		case URISchemeHTTP, URISchemeHTTPS:
+		case pod.URISchemeHTTP, pod.URISchemeHTTPS:
 		default:
 			v.fail(p+".httpGet.scheme", "unsupported value %q: must be \"HTTP\" or \"HTTPS\"", g.Scheme)
 		}
@@ -132,7 +136,7 @@ func (v *validator) handler(p string, h ProbeHandler, ports []ContainerPort) {
 	}
 }
 
-func (v *validator) port(p string, port IntOrString, ports []ContainerPort) {
+func (v *validator) port(p string, port pod.IntOrString, ports []pod.ContainerPort) {
 	if !port.IsString {
 		if port.IntVal < 1 || port.IntVal > 65535 {
 			v.fail(p, "must be between 1 and 65535, inclusive")
@@ -143,7 +147,7 @@ func (v *validator) port(p string, port IntOrString, ports []ContainerPort) {
 		v.fail(p, "invalid port name %q: %s", port.StrVal, ianaSvcNameMsg)
 		return
 	}
-	if _, ok := ResolvePort(port, ports); !ok {
+	if _, ok := pod.ResolvePort(port, ports); !ok {
 		v.fail(p, "no port of the container is named %q", port.StrVal)
 	}
 }

@@ -1,13 +1,15 @@
-package pod
+package manifest
 
 import (
 	"errors"
 	"os"
 	"testing"
+
+	"tug/internal/pod"
 )
 
 // FuzzParse checks that Parse never panics, that a failure is made of
-// *FieldError values only, and that a success is a set of usable pods: each
+// *pod.FieldError values only, and that a success is a set of usable pods: each
 // has a name, a UID and a container, passes Validate again, and hashes.
 func FuzzParse(f *testing.F) {
 	for _, dir := range []string{"good", "bad"} {
@@ -30,7 +32,7 @@ func FuzzParse(f *testing.F) {
 				t.Errorf("Parse returned %d pods and an error", len(pods))
 			}
 			for _, e := range unjoin(err) {
-				var fe *FieldError
+				var fe *pod.FieldError
 				if !errors.As(e, &fe) {
 					t.Errorf("error %q is a %T, want *FieldError", e, e)
 				}
@@ -49,7 +51,7 @@ func FuzzParse(f *testing.F) {
 			}
 			_ = p.Hash()
 			for j := range p.Spec.Containers {
-				if h := ContainerHash(p, &p.Spec.Containers[j]); len(h) != 16 {
+				if h := pod.ContainerHash(p, &p.Spec.Containers[j]); len(h) != 16 {
 					t.Errorf("pod %d (%s): ContainerHash = %q", i, p.FullName(), h)
 				}
 			}

@@ -1,31 +1,15 @@
-package pod
+package manifest
 
 import (
 	"math"
 	"path"
 	"regexp"
-	"strings"
+
+	"tug/internal/pod"
 )
 
 // Checks of the pod fields of the securityContext, host namespace,
 // hostname and scheduling areas (issue 13 points 4 to 6).
-
-// PriorityClasses are the priorities of the two built-in Kubernetes
-// priority classes, which tug knows without an API server.
-var priorityClasses = map[string]int32{
-	"system-node-critical":    2000001000,
-	"system-cluster-critical": 2000000000,
-}
-
-// PodPriority returns the pod's priority, as Kubernetes resolves it:
-// spec.priority when set, else that of a built-in priorityClassName, else 0.
-// A higher priority is evicted later.
-func PodPriority(p *Pod) int32 {
-	if p.Spec.Priority != nil {
-		return *p.Spec.Priority
-	}
-	return priorityClasses[p.Spec.PriorityClassName]
-}
 
 // sysctlName is Kubernetes' sysctl name syntax (dots or slashes).
 var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
@@ -37,11 +21,11 @@ func (v *validator) warnAt(p, msg string) {
 	if v.index != nil {
 		pos = v.index.find(full)
 	}
-	v.warns = append(v.warns, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: msg})
+	v.warns = append(v.warns, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: msg})
 }
 
 // podFields checks the pod-level fields of points 4 to 6.
-func (v *validator) podFields(s *PodSpec) {
+func (v *validator) podFields(s *pod.PodSpec) {
 	if sc := s.SecurityContext; sc != nil {
 		if sc.FSGroup != nil && (*sc.FSGroup < 0 || *sc.FSGroup > math.MaxInt32) {
 			v.fail("spec.securityContext.fsGroup", "must be between 0 and 2147483647, inclusive")
@@ -62,10 +46,10 @@ func (v *validator) podFields(s *PodSpec) {
 				v.fail(p+".name", "required")
 			case len(sy.Name) > 253 || !sysctlName.MatchString(sy.Name):
 				v.fail(p+".name", "invalid sysctl name %q: lower case dot- or slash-separated words", sy.Name)
-			case names[SysctlDotted(sy.Name)]:
+			case names[pod.SysctlDotted(sy.Name)]:
 				v.fail(p+".name", "duplicate sysctl %q", sy.Name)
 			}
-			names[SysctlDotted(sy.Name)] = true
+			names[pod.SysctlDotted(sy.Name)] = true
 		}
 	}
 	switch {
@@ -129,14 +113,14 @@ func (v *validator) podFields(s *PodSpec) {
 		}
 	}
 	if n := s.PriorityClassName; n != "" {
-		if _, ok := priorityClasses[n]; !ok && s.Priority == nil {
-			v.warnAt("spec.priorityClassName", "ignored on a node: PriorityClass "+`"`+Truncate(n)+`"`+" is a cluster object (only system-node-critical and system-cluster-critical are known); set spec.priority for the eviction order")
+		if _, ok := pod.BuiltinPriorityClass(n); !ok && s.Priority == nil {
+			v.warnAt("spec.priorityClassName", "ignored on a node: PriorityClass "+`"`+pod.Truncate(n)+`"`+" is a cluster object (only system-node-critical and system-cluster-critical are known); set spec.priority for the eviction order")
 		}
 	}
 }
 
 // nodeSelectorRequirement checks one matchExpressions or matchFields entry.
-func (v *validator) nodeSelectorRequirement(p string, r NodeSelectorRequirement, field bool) {
+func (v *validator) nodeSelectorRequirement(p string, r pod.NodeSelectorRequirement, field bool) {
 	switch {
 	case field && r.Key != "metadata.name":
 		v.fail(p+".key", "unsupported value %q: matchFields can only name \"metadata.name\"", r.Key)
@@ -164,12 +148,12 @@ func (v *validator) nodeSelectorRequirement(p string, r NodeSelectorRequirement,
 }
 
 // containerFields checks the container fields of points 4 and 5.
-func (v *validator) containerFields(p string, c *Container, init bool) {
+func (v *validator) containerFields(p string, c *pod.Container, init bool) {
 	if c.RestartPolicy != nil {
 		switch {
 		case !init:
 			v.fail(p+".restartPolicy", "only init containers may set restartPolicy (\"Always\": a sidecar)")
-		case *c.RestartPolicy != RestartAlways:
+		case *c.RestartPolicy != pod.RestartAlways:
 			v.fail(p+".restartPolicy", "unsupported value %q: an init container's restartPolicy can only be \"Always\" (a sidecar)", *c.RestartPolicy)
 		}
 	}
@@ -187,23 +171,4 @@ func (v *validator) containerFields(p string, c *Container, init bool) {
 	if sc := c.SecurityContext; sc != nil && sc.ProcMount != nil && *sc.ProcMount != "Default" && *sc.ProcMount != "Unmasked" {
 		v.fail(p+".securityContext.procMount", "unsupported value %q: must be \"Default\" or \"Unmasked\"", *sc.ProcMount)
 	}
-}
-
-// SysctlDotted returns a sysctl name in the dotted form: Kubernetes also
-// accepts slashes as separators, and then a dot is part of a name
-// ("net/ipv4/conf/eth0.100/forwarding" is
-// "net.ipv4.conf.eth0/100.forwarding" dotted, as /proc/sys sees it).
-func SysctlDotted(name string) string {
-	if !strings.Contains(name, "/") {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '/':
-			return '.'
-		case '.':
-			return '/'
-		}
-		return r
-	}, name)
 }

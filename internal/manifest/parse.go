@@ -1,4 +1,4 @@
-package pod
+package manifest
 
 import (
 	"bytes"
@@ -13,13 +13,15 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"tug/internal/pod"
 )
 
 // ParseOptions says where the bytes came from and how to name the pods.
 type ParseOptions struct {
 	// Origin names the source (it goes into each pod's UID) and the file (it
 	// starts every error message).
-	Origin Origin
+	Origin pod.Origin
 	// Hostname is appended to each pod name as "-<hostname>", as the kubelet
 	// does for static pods. It is lowercased and trimmed first, as the
 	// kubelet does with the node name; "" leaves names as written.
@@ -27,7 +29,7 @@ type ParseOptions struct {
 	// Warn, when set, is called with each warning of the file, in order
 	// of position: a field or kind accepted but ignored on a node, each
 	// reported once per file. It is called also when Parse fails.
-	Warn func(*FieldError)
+	Warn func(*pod.FieldError)
 }
 
 // maxErrors bounds the errors Parse reports for one file; the rest are
@@ -36,19 +38,19 @@ const maxErrors = 100
 
 // Parse decodes one file's bytes (YAML or JSON; one Pod per document,
 // multi-document YAML and "kind: List" or "kind: PodList" accepted), applies
-// defaults (SetDefaults), names the pods as static pods (Metadata.Name gets
+// defaults (pod.SetDefaults), names the pods as static pods (Metadata.Name gets
 // "-<hostname>", Metadata.ManifestName keeps the name as written,
-// Metadata.UID is UID(Origin.Source, namespace, name)) and validates them.
+// Metadata.UID is pod.UID(Origin.Source, namespace, name)) and validates them.
 //
 // Decoding is strict: a field Kubernetes has but tug does not implement, and
 // a field Kubernetes does not have, are both errors, and so is a non-empty
 // top-level status. All problems in the file are returned at once, joined
-// with errors.Join and sorted by position; each is a *FieldError reading
+// with errors.Join and sorted by position; each is a *pod.FieldError reading
 // "file:line:col: field.path: message". On error no pods are returned. Empty
 // documents are skipped, so a file with no pods yields an empty result and
 // no error. The returned pods belong to the caller. Parse is safe for
 // concurrent use.
-func Parse(data []byte, opts ParseOptions) ([]*Pod, error) {
+func Parse(data []byte, opts ParseOptions) ([]*pod.Pod, error) {
 	p, err := parse(data, opts)
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func Parse(data []byte, opts ParseOptions) ([]*Pod, error) {
 // parse decodes a whole file: pods and objects.
 func parse(data []byte, opts ParseOptions) (*parser, error) {
 	p := &parser{
-		seenObj:  make(map[ObjectKey]int),
+		seenObj:  make(map[pod.ObjectKey]int),
 		file:     opts.Origin.File,
 		source:   opts.Origin.Source,
 		hostname: strings.ToLower(strings.TrimSpace(opts.Hostname)),
@@ -101,24 +103,24 @@ type parser struct {
 	file     string
 	source   string
 	hostname string
-	pods     []*Pod
+	pods     []*pod.Pod
 	errs     []error
 	seen     map[string]int // namespace/name -> line of its first definition
-	objects  []*Object
-	seenObj  map[ObjectKey]int // line of each object's first definition
-	warns    []error           // *FieldError
+	objects  []*pod.Object
+	seenObj  map[pod.ObjectKey]int // line of each object's first definition
+	warns    []error               // *pod.FieldError
 }
 
 // reportWarnings calls warn for each warning in order of position, once
 // per field name and message.
-func (p *parser) reportWarnings(warn func(*FieldError)) {
+func (p *parser) reportWarnings(warn func(*pod.FieldError)) {
 	slices.SortStableFunc(p.warns, func(a, b error) int {
-		fa, fb := a.(*FieldError), b.(*FieldError)
+		fa, fb := a.(*pod.FieldError), b.(*pod.FieldError)
 		return cmp.Or(cmp.Compare(fa.Line, fb.Line), cmp.Compare(fa.Col, fb.Col))
 	})
 	seen := make(map[string]bool)
 	for _, w := range p.warns {
-		fe := w.(*FieldError)
+		fe := w.(*pod.FieldError)
 		name := fe.Path
 		if i := strings.LastIndexAny(name, ".]"); i >= 0 {
 			name = name[i+1:]
@@ -132,15 +134,15 @@ func (p *parser) reportWarnings(warn func(*FieldError)) {
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a YAML parser error into a *FieldError. The parser gives
+// syntaxError turns a YAML parser error into a *pod.FieldError. The parser gives
 // a line but no column.
 func (p *parser) syntaxError(err error) error {
 	msg := err.Error()
 	if m := yamlLineError.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &FieldError{File: p.file, Line: line, Msg: "invalid YAML: " + m[2]}
+		return &pod.FieldError{File: p.file, Line: line, Msg: "invalid YAML: " + m[2]}
 	}
-	return &FieldError{File: p.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	return &pod.FieldError{File: p.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // document decodes one YAML document: a Pod or a List of Pods.
@@ -257,33 +259,33 @@ func (p *parser) list(d *decoder, root *yaml.Node) {
 // pod decodes, defaults, names and validates the Pod in mapping n, whose
 // field paths start with prefix ("" or "items[2]").
 func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
-	pod := new(Pod)
-	d.decode(n, reflect.ValueOf(pod).Elem(), prefix)
-	p.checkAPIVersion(d, prefix, pod.APIVersion)
-	if kind := joinPath(prefix, "kind"); pod.Kind == "" && !d.index.quiet(kind) {
+	pd := new(pod.Pod)
+	d.decode(n, reflect.ValueOf(pd).Elem(), prefix)
+	p.checkAPIVersion(d, prefix, pd.APIVersion)
+	if kind := joinPath(prefix, "kind"); pd.Kind == "" && !d.index.quiet(kind) {
 		d.errs = append(d.errs, d.errorAt(kind, "required"))
 	}
-	SetDefaults(pod)
-	p.name(pod)
+	pod.SetDefaults(pd)
+	p.name(pd)
 	if d.exhausted() {
 		return // cut short: validating the rest would only add noise
 	}
 
 	v := &validator{file: p.file, prefix: prefix, index: d.index}
-	v.pod(pod)
+	v.pod(pd)
 	d.errs = append(d.errs, v.errs...)
 	d.warns = append(d.warns, v.warns...)
 
-	if m := pod.Metadata; m.ManifestName != "" {
+	if m := pd.Metadata; m.ManifestName != "" {
 		key := m.Namespace + "/" + m.Name
 		namePath := joinPath(prefix, "metadata.name")
 		if line, dup := p.seen[key]; dup {
-			d.errs = append(d.errs, d.errorAt(namePath, fmt.Sprintf("pod %q is already defined at line %d", Truncate(m.Namespace+"/"+m.ManifestName), line)))
+			d.errs = append(d.errs, d.errorAt(namePath, fmt.Sprintf("pod %q is already defined at line %d", pod.Truncate(m.Namespace+"/"+m.ManifestName), line)))
 		} else {
 			p.seen[key] = d.index.find(namePath).line
 		}
 	}
-	p.pods = append(p.pods, pod)
+	p.pods = append(p.pods, pd)
 }
 
 // checkAPIVersion reports an apiVersion other than v1.
@@ -294,25 +296,25 @@ func (p *parser) checkAPIVersion(d *decoder, prefix, apiVersion string) {
 	case apiVersion == "":
 		d.errs = append(d.errs, d.errorAt(path, "required"))
 	case apiVersion != "v1":
-		d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf("unsupported apiVersion %q: must be \"v1\"", Truncate(apiVersion))))
+		d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf("unsupported apiVersion %q: must be \"v1\"", pod.Truncate(apiVersion))))
 	}
 }
 
-// errorAt returns a *FieldError at the position recorded for path (or its
+// errorAt returns a *pod.FieldError at the position recorded for path (or its
 // nearest written ancestor).
 func (d *decoder) errorAt(path, msg string) error {
 	pos := d.index.find(path)
-	return &FieldError{File: d.file, Line: pos.line, Col: pos.col, Path: path, Msg: msg}
+	return &pod.FieldError{File: d.file, Line: pos.line, Col: pos.col, Path: path, Msg: msg}
 }
 
 // name sets the static pod name and the UID.
-func (p *parser) name(pod *Pod) {
-	m := &pod.Metadata
+func (p *parser) name(pd *pod.Pod) {
+	m := &pd.Metadata
 	m.ManifestName = m.Name
 	if m.Name != "" && p.hostname != "" {
 		m.Name += "-" + p.hostname
 	}
-	m.UID = UID(p.source, m.Namespace, m.Name)
+	m.UID = pod.UID(p.source, m.Namespace, m.Name)
 	m.Source = p.source
 }
 
@@ -320,8 +322,8 @@ func (p *parser) name(pod *Pod) {
 // anchor used twice fails twice), bounds their number and joins them.
 func sortErrors(file string, errs []error) error {
 	slices.SortStableFunc(errs, func(a, b error) int {
-		fa, _ := a.(*FieldError)
-		fb, _ := b.(*FieldError)
+		fa, _ := a.(*pod.FieldError)
+		fb, _ := b.(*pod.FieldError)
 		if fa == nil || fb == nil {
 			return 0
 		}
@@ -330,7 +332,7 @@ func sortErrors(file string, errs []error) error {
 	errs = slices.CompactFunc(errs, func(a, b error) bool { return a.Error() == b.Error() })
 	if len(errs) > maxErrors {
 		more := len(errs) - maxErrors
-		errs = append(errs[:maxErrors:maxErrors], &FieldError{File: file, Msg: fmt.Sprintf("too many errors (%d more)", more)})
+		errs = append(errs[:maxErrors:maxErrors], &pod.FieldError{File: file, Msg: fmt.Sprintf("too many errors (%d more)", more)})
 	}
 	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package pod
+package manifest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package pod
+package manifest
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"tug/internal/pod"
 )
 
 // The decoder walks a yaml.Node tree into the manifest structs by
@@ -18,8 +20,8 @@ import (
 // tug does not implement from a field that does not exist.
 
 var (
-	quantityType    = reflect.TypeFor[Quantity]()
-	intOrStringType = reflect.TypeFor[IntOrString]()
+	quantityType    = reflect.TypeFor[pod.Quantity]()
+	intOrStringType = reflect.TypeFor[pod.IntOrString]()
 )
 
 // position is a 1-based line and column in the source.
@@ -127,7 +129,7 @@ type decoder struct {
 	file   string
 	index  *nodeIndex
 	errs   []error
-	warns  []error // *FieldError: fields accepted and ignored
+	warns  []error // *pod.FieldError: fields accepted and ignored
 	budget int     // nodes left to visit; bounds alias expansion
 	limit  int     // the initial budget
 }
@@ -156,12 +158,12 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 // report records a problem at node n that leaves the value at path intact
 // (an unknown or duplicate key in the mapping at path).
 func (d *decoder) report(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+	d.errs = append(d.errs, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
 }
 
 // warn records a field that is accepted and ignored.
 func (d *decoder) warn(n *yaml.Node, path, msg string) {
-	d.warns = append(d.warns, &FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: msg})
+	d.warns = append(d.warns, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: msg})
 }
 
 // exhausted reports whether the node budget ran out: the document was cut
@@ -258,13 +260,13 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(val, v.Field(i), fpath)
 			return
 		}
-		if t == reflect.TypeFor[Pod]() && name == "status" {
+		if t == reflect.TypeFor[pod.Pod]() && name == "status" {
 			if !isEmpty(val) {
 				d.fail(k, fpath, msgStatus)
 			}
 			return
 		}
-		if t == reflect.TypeFor[ObjectMeta]() && name == "creationTimestamp" && isNull(val) {
+		if t == reflect.TypeFor[pod.ObjectMeta]() && name == "creationTimestamp" && isNull(val) {
 			return // written as null by kubeadm and kubectl --dry-run=client
 		}
 		if ignored {
@@ -463,12 +465,12 @@ func (d *decoder) quantity(n *yaml.Node, v reflect.Value, path string) {
 		switch n.ShortTag() {
 		case "!!str", "!!int", "!!float":
 			s := strings.TrimSpace(n.Value)
-			milli, reason := parseMilli(s)
-			if reason != "" {
-				d.fail(n, path, "invalid quantity %q: %s", n.Value, reason)
+			q, err := pod.ParseQuantity(s)
+			if qe := (*pod.QuantityError)(nil); errors.As(err, &qe) {
+				d.fail(n, path, "invalid quantity %q: %s", n.Value, qe.Reason)
 				return
 			}
-			v.Set(reflect.ValueOf(Quantity{raw: s, milli: milli}))
+			v.Set(reflect.ValueOf(q))
 			return
 		}
 	}
@@ -481,11 +483,11 @@ func (d *decoder) intOrString(n *yaml.Node, v reflect.Value, path string) {
 		switch n.ShortTag() {
 		case "!!int", "!!float":
 			if i, ok := d.integer(n, path, 32); ok {
-				v.Set(reflect.ValueOf(FromInt(int32(i))))
+				v.Set(reflect.ValueOf(pod.FromInt(int32(i))))
 			}
 			return
 		case "!!str":
-			v.Set(reflect.ValueOf(FromString(n.Value)))
+			v.Set(reflect.ValueOf(pod.FromString(n.Value)))
 			return
 		}
 	}

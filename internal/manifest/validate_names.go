@@ -1,4 +1,4 @@
-package pod
+package manifest
 
 import "strings"
 
@@ -90,19 +90,6 @@ func labelValueError(v string) string {
 		return ""
 	}
 	return "a label value " + labelNameMsg + ", or be empty"
-}
-
-// isEnvVarName reports whether s matches [-._a-zA-Z][-._a-zA-Z0-9]*.
-func isEnvVarName(s string) bool {
-	if s == "" || '0' <= s[0] && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
-			return false
-		}
-	}
-	return true
 }
 
 // isIANASvcName reports whether s is a valid port name: at most 15 lower case

@@ -1,20 +1,23 @@
-package pod
+package objects
 
 import (
 	"cmp"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"tug/internal/pod"
 )
 
 // Resolving a pod's references into plain values: env variables and the
 // files of configMap, secret, projected and downwardAPI volumes. Pure
-// functions of the pod, its bound objects (Pod.Bound) and the node; a
-// missing object or key that is not optional is an error wrapping
-// ErrCreateContainerConfig that names it, as the kubelet's
+// functions of the pod, its bound objects (pod.Pod.Bound, from pod.Bind)
+// and the node; a missing object or key that is not optional is an error
+// wrapping pod.ErrCreateContainerConfig that names it, as the kubelet's
 // CreateContainerConfigError does.
 
 // NodeInfo is what the downward API reads of the node and the sandbox.
@@ -29,9 +32,9 @@ type NodeInfo struct {
 }
 
 // MissingError says which object or key a pod needs and the store does not
-// have. It wraps ErrCreateContainerConfig.
+// have. It wraps pod.ErrCreateContainerConfig.
 type MissingError struct {
-	Key   ObjectKey
+	Key   pod.ObjectKey
 	Field string // the key of the object, "" for the whole object
 }
 
@@ -43,36 +46,49 @@ func (e *MissingError) Error() string {
 	return fmt.Sprintf("%s %q not found", kind, e.Key.Name)
 }
 
-// Unwrap makes errors.Is(err, ErrCreateContainerConfig) true.
-func (e *MissingError) Unwrap() error { return ErrCreateContainerConfig }
+// Unwrap makes errors.Is(err, pod.ErrCreateContainerConfig) true.
+func (e *MissingError) Unwrap() error { return pod.ErrCreateContainerConfig }
 
-// object returns the bound object kind/name, or a *MissingError unless
+// optional reads an optional flag of a reference (unset is false).
+func optional(b *bool) bool { return b != nil && *b }
+
+// objectOf returns the bound object kind/name, or a *MissingError unless
 // optional (then nil, nil).
-func (p *Pod) object(kind, name string, opt bool) (*Object, error) {
+func objectOf(p *pod.Pod, kind, name string, opt bool) (*pod.Object, error) {
 	if o := p.Object(kind, name); o != nil {
 		return o, nil
 	}
 	if opt {
 		return nil, nil
 	}
-	return nil, &MissingError{Key: ObjectKey{kind, p.Metadata.Namespace, name}}
+	return nil, &MissingError{Key: pod.ObjectKey{Kind: kind, Namespace: p.Metadata.Namespace, Name: name}}
 }
 
-// ResolveEnv returns c's environment as literal variables, in the order the
+// Claim returns the key of the PersistentVolumeClaim name that p uses,
+// the key that names its directory (claims belong to the source that
+// defines them), or a *MissingError when p's source does not define it.
+func Claim(p *pod.Pod, name string) (pod.ClaimKey, error) {
+	if _, err := objectOf(p, pod.KindClaim, name, false); err != nil {
+		return pod.ClaimKey{}, err
+	}
+	return pod.ClaimKey{Source: p.Metadata.Source, Namespace: p.Metadata.Namespace, Name: name}, nil
+}
+
+// Env returns c's environment as literal variables, in the order the
 // container sees them: the envFrom sources first (each key, prefixed, in
 // key order; keys that are not valid variable names are skipped, as by the
 // kubelet), then env, each valueFrom read now. A change of an object later
 // does not change a running container's environment.
-func (p *Pod) ResolveEnv(c *Container, node NodeInfo) ([]EnvVar, error) {
-	var out []EnvVar
+func Env(p *pod.Pod, c *pod.Container, node NodeInfo) ([]pod.EnvVar, error) {
+	var out []pod.EnvVar
 	for _, ef := range c.EnvFrom {
-		var o *Object
+		var o *pod.Object
 		var err error
 		switch {
 		case ef.ConfigMapRef != nil:
-			o, err = p.object(KindConfigMap, ef.ConfigMapRef.Name, optional(ef.ConfigMapRef.Optional))
+			o, err = objectOf(p, pod.KindConfigMap, ef.ConfigMapRef.Name, optional(ef.ConfigMapRef.Optional))
 		case ef.SecretRef != nil:
-			o, err = p.object(KindSecret, ef.SecretRef.Name, optional(ef.SecretRef.Optional))
+			o, err = objectOf(p, pod.KindSecret, ef.SecretRef.Name, optional(ef.SecretRef.Optional))
 		}
 		if err != nil {
 			return nil, err
@@ -81,22 +97,22 @@ func (p *Pod) ResolveEnv(c *Container, node NodeInfo) ([]EnvVar, error) {
 			continue
 		}
 		for _, k := range o.SortedKeys() {
-			if name := ef.Prefix + k; isEnvVarName(name) {
-				out = append(out, EnvVar{Name: name, Value: string(o.Data[k])})
+			if name := ef.Prefix + k; pod.IsEnvVarName(name) {
+				out = append(out, pod.EnvVar{Name: name, Value: string(o.Data[k])})
 			}
 		}
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			out = append(out, EnvVar{Name: e.Name, Value: e.Value})
+			out = append(out, pod.EnvVar{Name: e.Name, Value: e.Value})
 			continue
 		}
-		v, ok, err := p.envValue(c, e.ValueFrom, node)
+		v, ok, err := envValue(p, c, e.ValueFrom, node)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
 		if ok {
-			out = append(out, EnvVar{Name: e.Name, Value: v})
+			out = append(out, pod.EnvVar{Name: e.Name, Value: v})
 		}
 	}
 	return out, nil
@@ -104,23 +120,23 @@ func (p *Pod) ResolveEnv(c *Container, node NodeInfo) ([]EnvVar, error) {
 
 // envValue reads one valueFrom; ok is false for an optional key or object
 // that is missing (the variable is then not set).
-func (p *Pod) envValue(c *Container, vf *EnvVarSource, node NodeInfo) (string, bool, error) {
+func envValue(p *pod.Pod, c *pod.Container, vf *pod.EnvVarSource, node NodeInfo) (string, bool, error) {
 	switch {
 	case vf.FieldRef != nil:
-		v, err := p.FieldValue(vf.FieldRef.FieldPath, node)
+		v, err := FieldValue(p, vf.FieldRef.FieldPath, node)
 		return v, err == nil, err
 	case vf.ResourceFieldRef != nil:
-		v, err := p.ResourceValue(c, vf.ResourceFieldRef, node)
+		v, err := ResourceValue(p, c, vf.ResourceFieldRef, node)
 		return v, err == nil, err
 	}
-	kind, ks := KindConfigMap, vf.ConfigMapKeyRef
+	kind, ks := pod.KindConfigMap, vf.ConfigMapKeyRef
 	if ks == nil {
-		kind, ks = KindSecret, vf.SecretKeyRef
+		kind, ks = pod.KindSecret, vf.SecretKeyRef
 	}
 	if ks == nil {
-		return "", false, fmt.Errorf("%w: empty valueFrom", ErrCreateContainerConfig)
+		return "", false, fmt.Errorf("%w: empty valueFrom", pod.ErrCreateContainerConfig)
 	}
-	o, err := p.object(kind, ks.Name, optional(ks.Optional))
+	o, err := objectOf(p, kind, ks.Name, optional(ks.Optional))
 	if err != nil || o == nil {
 		return "", false, err
 	}
@@ -135,7 +151,7 @@ func (p *Pod) envValue(c *Container, vf *EnvVarSource, node NodeInfo) (string, b
 }
 
 // FieldValue is the downward API's value of a pod field path.
-func (p *Pod) FieldValue(fp string, node NodeInfo) (string, error) {
+func FieldValue(p *pod.Pod, fp string, node NodeInfo) (string, error) {
 	m := &p.Metadata
 	switch fp {
 	case "metadata.name":
@@ -157,19 +173,19 @@ func (p *Pod) FieldValue(fp string, node NodeInfo) (string, error) {
 	case "status.hostIP", "status.hostIPs":
 		return node.HostIP, nil
 	}
-	if k, ok := Subscript(fp, "metadata.labels"); ok {
+	if k, ok := pod.Subscript(fp, "metadata.labels"); ok {
 		return m.Labels[k], nil
 	}
-	if k, ok := Subscript(fp, "metadata.annotations"); ok {
+	if k, ok := pod.Subscript(fp, "metadata.annotations"); ok {
 		return m.Annotations[k], nil
 	}
-	return "", fmt.Errorf("%w: unsupported fieldPath %q", ErrCreateContainerConfig, fp)
+	return "", fmt.Errorf("%w: unsupported fieldPath %q", pod.ErrCreateContainerConfig, fp)
 }
 
 // formatMap writes labels or annotations as the kubelet does: one
 // key="value" per line, sorted, values quoted as Go strings.
 func formatMap(m map[string]string) string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	for i, k := range keys {
 		if i > 0 {
@@ -184,18 +200,18 @@ func formatMap(m map[string]string) string {
 // limit, divided by the divisor and rounded up (as the kubelet does). A
 // limit that is not set reads as the node's capacity. In env, an empty
 // containerName means the container itself (def).
-func (p *Pod) ResourceValue(def *Container, sel *ResourceFieldSelector, node NodeInfo) (string, error) {
+func ResourceValue(p *pod.Pod, def *pod.Container, sel *pod.ResourceFieldSelector, node NodeInfo) (string, error) {
 	c := def
 	if sel.ContainerName != "" {
 		c = nil
-		for _, list := range [][]Container{p.Spec.InitContainers, p.Spec.Containers} {
-			if i := slices.IndexFunc(list, func(x Container) bool { return x.Name == sel.ContainerName }); i >= 0 {
+		for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			if i := slices.IndexFunc(list, func(x pod.Container) bool { return x.Name == sel.ContainerName }); i >= 0 {
 				c = &list[i]
 			}
 		}
 	}
 	if c == nil {
-		return "", fmt.Errorf("%w: resourceFieldRef: no container %q", ErrCreateContainerConfig, sel.ContainerName)
+		return "", fmt.Errorf("%w: resourceFieldRef: no container %q", pod.ErrCreateContainerConfig, sel.ContainerName)
 	}
 	kind, res, _ := strings.Cut(sel.Resource, ".")
 	list := c.Resources.Requests
@@ -203,13 +219,13 @@ func (p *Pod) ResourceValue(def *Container, sel *ResourceFieldSelector, node Nod
 		list = c.Resources.Limits
 	}
 	var milli int64
-	if q, ok := list[ResourceName(res)]; ok {
+	if q, ok := list[pod.ResourceName(res)]; ok {
 		milli = q.MilliValue()
 	} else if kind == "limits" {
-		switch ResourceName(res) {
-		case ResourceCPU:
+		switch pod.ResourceName(res) {
+		case pod.ResourceCPU:
 			milli = node.CPUMillis
-		case ResourceMemory:
+		case pod.ResourceMemory:
 			milli = node.MemoryBytes * 1000
 		}
 	}
@@ -218,7 +234,7 @@ func (p *Pod) ResourceValue(def *Container, sel *ResourceFieldSelector, node Nod
 		div = sel.Divisor.MilliValue()
 	}
 	v := (milli + div - 1) / div
-	if ResourceName(res) == ResourceCPU && milli > 0 && v == 0 {
+	if pod.ResourceName(res) == pod.ResourceCPU && milli > 0 && v == 0 {
 		v = 1
 	}
 	return strconv.FormatInt(v, 10), nil
@@ -243,7 +259,7 @@ const (
 // downwardAPI volume by relative path, and whether the volume holds secret
 // data (it is then kept in memory only). A missing object or item key that
 // is not optional is a *MissingError.
-func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool, error) {
+func VolumeFiles(p *pod.Pod, v *pod.Volume, node NodeInfo) (map[string]VolumeFile, bool, error) {
 	files := map[string]VolumeFile{}
 	secret := false
 	mode := func(m *int32, def fs.FileMode) fs.FileMode {
@@ -252,8 +268,8 @@ func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool
 		}
 		return def
 	}
-	project := func(kind, name string, items []KeyToPath, opt bool, def fs.FileMode) error {
-		o, err := p.object(kind, name, opt)
+	project := func(kind, name string, items []pod.KeyToPath, opt bool, def fs.FileMode) error {
+		o, err := objectOf(p, kind, name, opt)
 		if err != nil || o == nil {
 			return err
 		}
@@ -275,15 +291,15 @@ func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool
 		}
 		return nil
 	}
-	downward := func(items []DownwardAPIVolumeFile, def fs.FileMode) error {
+	downward := func(items []pod.DownwardAPIVolumeFile, def fs.FileMode) error {
 		for _, it := range items {
 			var val string
 			var err error
 			switch {
 			case it.FieldRef != nil:
-				val, err = p.FieldValue(it.FieldRef.FieldPath, node)
+				val, err = FieldValue(p, it.FieldRef.FieldPath, node)
 			case it.ResourceFieldRef != nil:
-				val, err = p.ResourceValue(nil, it.ResourceFieldRef, node)
+				val, err = ResourceValue(p, nil, it.ResourceFieldRef, node)
 			}
 			if err != nil {
 				return err
@@ -296,11 +312,11 @@ func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool
 	switch {
 	case v.ConfigMap != nil:
 		s := v.ConfigMap
-		err = project(KindConfigMap, s.Name, s.Items, optional(s.Optional), mode(s.DefaultMode, DefaultFileMode))
+		err = project(pod.KindConfigMap, s.Name, s.Items, optional(s.Optional), mode(s.DefaultMode, DefaultFileMode))
 	case v.Secret != nil:
 		s := v.Secret
 		secret = true
-		err = project(KindSecret, s.SecretName, s.Items, optional(s.Optional), mode(s.DefaultMode, DefaultSecretMode))
+		err = project(pod.KindSecret, s.SecretName, s.Items, optional(s.Optional), mode(s.DefaultMode, DefaultSecretMode))
 	case v.DownwardAPI != nil:
 		err = downward(v.DownwardAPI.Items, mode(v.DownwardAPI.DefaultMode, DefaultFileMode))
 	case v.Projected != nil:
@@ -308,11 +324,11 @@ func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool
 			switch {
 			case src.ConfigMap != nil:
 				s := src.ConfigMap
-				err = project(KindConfigMap, s.Name, s.Items, optional(s.Optional), mode(v.Projected.DefaultMode, DefaultFileMode))
+				err = project(pod.KindConfigMap, s.Name, s.Items, optional(s.Optional), mode(v.Projected.DefaultMode, DefaultFileMode))
 			case src.Secret != nil:
 				s := src.Secret
 				secret = true
-				err = project(KindSecret, s.Name, s.Items, optional(s.Optional), mode(v.Projected.DefaultMode, DefaultSecretMode))
+				err = project(pod.KindSecret, s.Name, s.Items, optional(s.Optional), mode(v.Projected.DefaultMode, DefaultSecretMode))
 			case src.DownwardAPI != nil:
 				err = downward(src.DownwardAPI.Items, mode(v.Projected.DefaultMode, DefaultFileMode))
 			}
@@ -327,10 +343,4 @@ func (p *Pod) VolumeFiles(v *Volume, node NodeInfo) (map[string]VolumeFile, bool
 		return nil, secret, err
 	}
 	return files, secret, nil
-}
-
-// IsObjectVolume reports whether v's files are written by tug from objects
-// or the downward API.
-func (v *Volume) IsObjectVolume() bool {
-	return v.ConfigMap != nil || v.Secret != nil || v.Projected != nil || v.DownwardAPI != nil
 }

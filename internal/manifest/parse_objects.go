@@ -1,28 +1,28 @@
-package pod
+package manifest
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"tug/internal/pod"
 )
 
 // Parsed is what one file holds: its pods and the objects beside them.
 type Parsed struct {
-	Pods    []*Pod
-	Objects []*Object
+	Pods    []*pod.Pod
+	Objects []*pod.Object
 }
 
 // ParseFile is Parse that also returns the ConfigMaps, Secrets and
 // PersistentVolumeClaims of the file (decoded strictly, validated, data
 // decoded from base64). A file's pods may reference objects of another
-// file of the same source: binding is the store's job (Bind). On error
+// file of the same source: binding is the store's job (pod.Bind). On error
 // nothing is returned.
 func ParseFile(data []byte, opts ParseOptions) (Parsed, error) {
 	p, err := parse(data, opts)
@@ -34,7 +34,7 @@ func ParseFile(data []byte, opts ParseOptions) (Parsed, error) {
 
 // isObjectKind reports whether kind is an object tug takes beside pods.
 func isObjectKind(kind string) bool {
-	return kind == KindConfigMap || kind == KindSecret || kind == KindClaim
+	return kind == pod.KindConfigMap || kind == pod.KindSecret || kind == pod.KindClaim
 }
 
 // configMapKey is the Kubernetes rule for ConfigMap and Secret keys.
@@ -47,8 +47,8 @@ const maxObjectData = 1 << 20
 // object decodes and validates a ConfigMap, Secret or claim in mapping n,
 // whose field paths start with prefix ("" or "items[2]").
 func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
-	o := &Object{Kind: kind, Origin: Origin{Source: p.source, File: p.file}, Line: n.Line}
-	var meta *ObjectMeta
+	o := &pod.Object{Kind: kind, Origin: pod.Origin{Source: p.source, File: p.file}, Line: n.Line}
+	var meta *pod.ObjectMeta
 	var apiVersion string
 	check := func(key string, ok bool, format string, args ...any) {
 		if !ok {
@@ -59,12 +59,12 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 		for _, k := range sortedKeys(m) {
 			kp := keyPath(field, k)
 			if !configMapKey.MatchString(k) || k == "." || k == ".." || strings.HasPrefix(k, "..") {
-				check(kp, false, "invalid key %q: must consist of alphanumeric characters, '-', '_' or '.', and not start with '..'", Truncate(k))
+				check(kp, false, "invalid key %q: must consist of alphanumeric characters, '-', '_' or '.', and not start with '..'", pod.Truncate(k))
 				continue
 			}
 			if _, dup := o.Data[k]; dup {
-				if kind == KindConfigMap {
-					check(kp, false, "key %q is also in data", Truncate(k))
+				if kind == pod.KindConfigMap {
+					check(kp, false, "key %q is also in data", pod.Truncate(k))
 					continue
 				}
 			}
@@ -81,15 +81,15 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 		}
 	}
 	switch kind {
-	case KindConfigMap:
-		cm := new(ConfigMap)
+	case pod.KindConfigMap:
+		cm := new(pod.ConfigMap)
 		d.decode(n, reflect.ValueOf(cm).Elem(), prefix)
 		meta, apiVersion = &cm.Metadata, cm.APIVersion
 		o.Data = map[string][]byte{}
 		dataKeys("data", cm.Data, false)
 		dataKeys("binaryData", cm.BinaryData, true)
-	case KindSecret:
-		s := new(Secret)
+	case pod.KindSecret:
+		s := new(pod.Secret)
 		before := len(d.errs)
 		d.decode(n, reflect.ValueOf(s).Elem(), prefix)
 		hideSecretValues(d.errs[before:], prefix)
@@ -99,21 +99,21 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 		dataKeys("stringData", s.StringData, false) // stringData wins
 		o.Type = s.Type
 		if o.Type == "" {
-			o.Type = SecretOpaque
+			o.Type = pod.SecretOpaque
 		}
 		switch o.Type {
-		case SecretOpaque, SecretBasicAuth, SecretSSHAuth:
-		case SecretDockerConfigJSON:
+		case pod.SecretOpaque, pod.SecretBasicAuth, pod.SecretSSHAuth:
+		case pod.SecretDockerConfigJSON:
 			check("type", o.Data[".dockerconfigjson"] != nil, "a secret of type %s needs the key .dockerconfigjson", o.Type)
-		case SecretTLS:
+		case pod.SecretTLS:
 			check("type", o.Data["tls.crt"] != nil && o.Data["tls.key"] != nil, "a secret of type %s needs the keys tls.crt and tls.key", o.Type)
 		case "kubernetes.io/service-account-token":
 			check("type", false, msgAPIServer+"a service account token is issued by the API server; use an Opaque secret with the token instead")
 		default:
-			check("type", false, "unsupported value %q: must be %q, %q, %q, %q or %q", Truncate(o.Type), SecretOpaque, SecretDockerConfigJSON, SecretTLS, SecretBasicAuth, SecretSSHAuth)
+			check("type", false, "unsupported value %q: must be %q, %q, %q, %q or %q", pod.Truncate(o.Type), pod.SecretOpaque, pod.SecretDockerConfigJSON, pod.SecretTLS, pod.SecretBasicAuth, pod.SecretSSHAuth)
 		}
-	case KindClaim:
-		c := new(PersistentVolumeClaim)
+	case pod.KindClaim:
+		c := new(pod.PersistentVolumeClaim)
 		d.decode(n, reflect.ValueOf(c).Elem(), prefix)
 		meta, apiVersion = &c.Metadata, c.APIVersion
 		p.claim(d, o, &c.Spec, prefix, check)
@@ -138,7 +138,7 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 	if o.Name != "" {
 		key := o.Key()
 		if line, dup := p.seenObj[key]; dup {
-			d.errs = append(d.errs, d.errorAt(joinPath(prefix, "metadata.name"), fmt.Sprintf("%s %q is already defined at line %d", kind, Truncate(o.Namespace+"/"+o.Name), line)))
+			d.errs = append(d.errs, d.errorAt(joinPath(prefix, "metadata.name"), fmt.Sprintf("%s %q is already defined at line %d", kind, pod.Truncate(o.Namespace+"/"+o.Name), line)))
 		} else {
 			p.seenObj[key] = d.index.find(joinPath(prefix, "metadata.name")).line
 		}
@@ -151,7 +151,7 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 // string, got ..."): a secret never reaches an error, hence a log.
 func hideSecretValues(errs []error, prefix string) {
 	for _, err := range errs {
-		var fe *FieldError
+		var fe *pod.FieldError
 		if !errors.As(err, &fe) {
 			continue
 		}
@@ -162,12 +162,12 @@ func hideSecretValues(errs []error, prefix string) {
 }
 
 // claim validates a claim's spec into o.
-func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, prefix string, check func(string, bool, string, ...any)) {
+func (p *parser) claim(d *decoder, o *pod.Object, s *pod.PersistentVolumeClaimSpec, prefix string, check func(string, bool, string, ...any)) {
 	for i, m := range s.AccessModes {
 		switch m {
 		case "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod":
 		default:
-			check(indexPath("spec.accessModes", i), false, "unsupported value %q: must be \"ReadWriteOnce\", \"ReadOnlyMany\", \"ReadWriteMany\" or \"ReadWriteOncePod\"", Truncate(m))
+			check(indexPath("spec.accessModes", i), false, "unsupported value %q: must be \"ReadWriteOnce\", \"ReadOnlyMany\", \"ReadWriteMany\" or \"ReadWriteOncePod\"", pod.Truncate(m))
 		}
 	}
 	switch s.VolumeMode {
@@ -175,13 +175,13 @@ func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, pref
 	case "Block":
 		check("spec.volumeMode", false, "%s: a block device claim needs a PersistentVolume; use Filesystem (tug backs a claim with a local directory)", strings.TrimSuffix(msgAPIServer, ": "))
 	default:
-		check("spec.volumeMode", false, "unsupported value %q: must be \"Filesystem\" or \"Block\"", Truncate(s.VolumeMode))
+		check("spec.volumeMode", false, "unsupported value %q: must be \"Filesystem\" or \"Block\"", pod.Truncate(s.VolumeMode))
 	}
 	check("spec.volumeName", s.VolumeName == "", "%sbinding a claim to a named PersistentVolume needs the API server; remove volumeName (tug backs a claim with a local directory)", msgAPIServer)
 	for name, q := range s.Resources.Requests {
 		path := keyPath("spec.resources.requests", string(name))
 		if name != "storage" {
-			check(path, false, "unsupported resource %q: a claim requests \"storage\"", Truncate(string(name)))
+			check(path, false, "unsupported resource %q: a claim requests \"storage\"", pod.Truncate(string(name)))
 			continue
 		}
 		check(path, q.MilliValue() > 0, "must be positive")
@@ -190,38 +190,15 @@ func (p *parser) claim(d *decoder, o *Object, s *PersistentVolumeClaimSpec, pref
 	}
 	for name, q := range s.Resources.Limits {
 		path := keyPath("spec.resources.limits", string(name))
-		check(path, name == "storage", "unsupported resource %q: a claim limits \"storage\"", Truncate(string(name)))
+		check(path, name == "storage", "unsupported resource %q: a claim limits \"storage\"", pod.Truncate(string(name)))
 		if r := o.StorageRequest; name == "storage" && r != nil {
 			check(path, q.MilliValue() >= r.MilliValue(), "must not be less than the request")
 		}
 	}
 	if sc := s.StorageClassName; sc != nil && *sc != "" {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(joinPath(prefix, "spec.storageClassName")).line, Truncate(*sc)))
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(joinPath(prefix, "spec.storageClassName")).line, pod.Truncate(*sc)))
 	}
 	if s.Selector != nil {
 		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find(joinPath(prefix, "spec.selector")).line))
 	}
-}
-
-// SortedKeys returns the keys of o.Data, sorted. The slice is the caller's.
-func (o *Object) SortedKeys() []string {
-	keys := make([]string, 0, len(o.Data))
-	for k := range o.Data {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// Equal reports whether a and b have the same kind, name, type and data.
-func (o *Object) Equal(b *Object) bool {
-	if o.Key() != b.Key() || o.Type != b.Type || len(o.Data) != len(b.Data) {
-		return false
-	}
-	for k, v := range o.Data {
-		if w, ok := b.Data[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }

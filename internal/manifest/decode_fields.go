@@ -1,9 +1,11 @@
-package pod
+package manifest
 
 import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"tug/internal/pod"
 )
 
 // structInfo is what the decoder knows about one manifest struct type.
@@ -14,8 +16,8 @@ type structInfo struct {
 
 // structInfos describes every struct type reachable from Pod. It is built
 // once at package initialisation and only read afterwards.
-var structInfos = buildStructInfos(reflect.TypeFor[Pod](), reflect.TypeFor[ConfigMap](),
-	reflect.TypeFor[Secret](), reflect.TypeFor[PersistentVolumeClaim]())
+var structInfos = buildStructInfos(reflect.TypeFor[pod.Pod](), reflect.TypeFor[pod.ConfigMap](),
+	reflect.TypeFor[pod.Secret](), reflect.TypeFor[pod.PersistentVolumeClaim]())
 
 // buildStructInfos walks t and the types of its fields and describes each
 // struct type found (Quantity excepted: it is a scalar in a manifest).

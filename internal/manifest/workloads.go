@@ -1,17 +1,19 @@
-package pod
+package manifest
 
 import (
 	"fmt"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
+
+	"tug/internal/pod"
 )
 
 // Workload kinds that mean "run this pod here", read as podman kube play
 // reads them: the pod template runs as one pod named "<name>-pod" in the
 // workload's namespace, whatever the replica count. A Job's template runs to
 // completion (its restartPolicy is OnFailure or Never) and its backoffLimit
-// bounds the restarts of a failed container (see Pod.BackoffLimit).
+// bounds the restarts of a failed container (see pod.Pod.BackoffLimit).
 
 // workloadAPIVersions are the apiVersions of the workload kinds.
 var workloadAPIVersions = map[string]string{
@@ -115,7 +117,7 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 			// Matches the template's labels on a cluster; one pod here.
 		case "replicas":
 			if v.Kind == yaml.ScalarNode && v.Value != "1" && v.Value != "0" {
-				d.warn(k, path, fmt.Sprintf("ignored on a node: one replica runs (the file asks for %s)", Truncate(v.Value)))
+				d.warn(k, path, fmt.Sprintf("ignored on a node: one replica runs (the file asks for %s)", pod.Truncate(v.Value)))
 			}
 		case "backoffLimit":
 			if kind != "Job" {
@@ -187,7 +189,7 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 			backoff = 6 // Kubernetes' default
 		}
 		pd.BackoffLimit = &backoff
-		if pd.Spec.RestartPolicy == RestartAlways && !d.index.quiet("spec.template.spec.restartPolicy") {
+		if pd.Spec.RestartPolicy == pod.RestartAlways && !d.index.quiet("spec.template.spec.restartPolicy") {
 			d.errs = append(d.errs, d.errorAt("spec.template.spec.restartPolicy", `a Job's pod must have restartPolicy "OnFailure" or "Never"`))
 		}
 	}
@@ -201,5 +203,5 @@ func scalarNode(value string, at *yaml.Node) *yaml.Node {
 // skippedKinds are kinds a pod file may carry that mean nothing on a node:
 // they are skipped with a warning naming the kind.
 func skippedKindWarning(kind string) string {
-	return "kind " + strconv.Quote(Truncate(kind)) + " skipped: tug runs Pods (and the pod template of a Deployment, DaemonSet, StatefulSet or Job) on this node; a " + Truncate(kind) + " needs an API server"
+	return "kind " + strconv.Quote(pod.Truncate(kind)) + " skipped: tug runs Pods (and the pod template of a Deployment, DaemonSet, StatefulSet or Job) on this node; a " + pod.Truncate(kind) + " needs an API server"
 }

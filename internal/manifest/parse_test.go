@@ -1,4 +1,4 @@
-package pod
+package manifest
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"tug/internal/pod"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -18,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // testOptions are the ParseOptions of the golden tests.
 func testOptions(file string) ParseOptions {
 	return ParseOptions{
-		Origin:   Origin{Source: "file:testdata", File: file},
+		Origin:   pod.Origin{Source: "file:testdata", File: file},
 		Hostname: "node1",
 	}
 }
@@ -43,7 +45,7 @@ func manifestFiles(t testing.TB, dir string) []string {
 // parsedPod is the golden form of a parsed pod: the pod as JSON, plus what
 // JSON leaves out.
 type parsedPod struct {
-	Pod             *Pod              `json:"pod"`
+	Pod             *pod.Pod          `json:"pod"`
 	ManifestName    string            `json:"manifestName"`
 	Hash            string            `json:"hash"`
 	ContainerHashes map[string]string `json:"containerHashes"`
@@ -84,9 +86,9 @@ func TestParseGood(t *testing.T) {
 					t.Errorf("Validate(%s) after Parse: %v", p.FullName(), err)
 				}
 				pp := parsedPod{Pod: p, ManifestName: p.Metadata.ManifestName, Hash: p.Hash(), ContainerHashes: map[string]string{}}
-				for _, cs := range [][]Container{p.Spec.InitContainers, p.Spec.Containers} {
+				for _, cs := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
 					for i := range cs {
-						pp.ContainerHashes[cs[i].Name] = ContainerHash(p, &cs[i])
+						pp.ContainerHashes[cs[i].Name] = pod.ContainerHash(p, &cs[i])
 					}
 				}
 				out = append(out, pp)
@@ -115,7 +117,7 @@ func TestParseBad(t *testing.T) {
 				t.Errorf("Parse returned %d pods with an error, want none", len(pods))
 			}
 			for _, e := range unjoin(err) {
-				var fe *FieldError
+				var fe *pod.FieldError
 				if !errors.As(e, &fe) {
 					t.Errorf("error %q is a %T, want *FieldError", e, e)
 				}
@@ -135,7 +137,7 @@ func unjoin(err error) []error {
 
 // parseOne parses a manifest given inline and fails unless it yields
 // exactly one pod.
-func parseOne(t *testing.T, manifest string, opts ParseOptions) *Pod {
+func parseOne(t *testing.T, manifest string, opts ParseOptions) *pod.Pod {
 	t.Helper()
 	pods, err := Parse([]byte(manifest), opts)
 	if err != nil {
@@ -166,7 +168,7 @@ func TestParseNaming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := ParseOptions{Origin: Origin{Source: "file:/etc/tug/manifests", File: "web.yaml"}, Hostname: tt.hostname}
+			opts := ParseOptions{Origin: pod.Origin{Source: "file:/etc/tug/manifests", File: "web.yaml"}, Hostname: tt.hostname}
 			p := parseOne(t, minimalPod, opts)
 			if p.Metadata.Name != tt.wantName {
 				t.Errorf("Name = %q, want %q", p.Metadata.Name, tt.wantName)
@@ -174,7 +176,7 @@ func TestParseNaming(t *testing.T) {
 			if p.Metadata.ManifestName != "web" {
 				t.Errorf("ManifestName = %q, want web", p.Metadata.ManifestName)
 			}
-			if want := UID(opts.Origin.Source, "default", tt.wantName); p.Metadata.UID != want {
+			if want := pod.UID(opts.Origin.Source, "default", tt.wantName); p.Metadata.UID != want {
 				t.Errorf("UID = %q, want %q", p.Metadata.UID, want)
 			}
 		})
@@ -182,17 +184,17 @@ func TestParseNaming(t *testing.T) {
 }
 
 func TestUID(t *testing.T) {
-	base := UID("file:/a", "default", "web-node1")
+	base := pod.UID("file:/a", "default", "web-node1")
 	tests := []struct {
 		name      string
 		uid       string
 		wantEqual bool
 	}{
-		{"same input", UID("file:/a", "default", "web-node1"), true},
-		{"other source", UID("http://x/pods", "default", "web-node1"), false},
-		{"other namespace", UID("file:/a", "edge", "web-node1"), false},
-		{"other name", UID("file:/a", "default", "web-node2"), false},
-		{"no ambiguity across fields", UID("file:/a", "defaultweb-node1", ""), false},
+		{"same input", pod.UID("file:/a", "default", "web-node1"), true},
+		{"other source", pod.UID("http://x/pods", "default", "web-node1"), false},
+		{"other namespace", pod.UID("file:/a", "edge", "web-node1"), false},
+		{"other name", pod.UID("file:/a", "default", "web-node2"), false},
+		{"no ambiguity across fields", pod.UID("file:/a", "defaultweb-node1", ""), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,29 +241,29 @@ spec:
       requests: {cpu: 100m}
       limits: {cpu: 200m, memory: 64Mi}
 `, testOptions("web.yaml"))
-	want := &Pod{
+	want := &pod.Pod{
 		APIVersion: "v1",
 		Kind:       "Pod",
-		Metadata:   ObjectMeta{Name: "web-node1", Namespace: "default", ManifestName: "web", UID: UID("file:testdata", "default", "web-node1"), Source: "file:testdata"},
-		Spec: PodSpec{
-			RestartPolicy:                 RestartAlways,
+		Metadata:   pod.ObjectMeta{Name: "web-node1", Namespace: "default", ManifestName: "web", UID: pod.UID("file:testdata", "default", "web-node1"), Source: "file:testdata"},
+		Spec: pod.PodSpec{
+			RestartPolicy:                 pod.RestartAlways,
 			TerminationGracePeriodSeconds: ptr(int64(30)),
 			HostNetwork:                   true,
-			DNSPolicy:                     DNSClusterFirst,
-			InitContainers: []Container{{
-				Name: "init", Image: "busybox@sha256:abc", ImagePullPolicy: PullIfNotPresent,
-				Ports: []ContainerPort{{ContainerPort: 1, Protocol: ProtocolTCP}},
+			DNSPolicy:                     pod.DNSClusterFirst,
+			InitContainers: []pod.Container{{
+				Name: "init", Image: "busybox@sha256:abc", ImagePullPolicy: pod.PullIfNotPresent,
+				Ports: []pod.ContainerPort{{ContainerPort: 1, Protocol: pod.ProtocolTCP}},
 			}},
-			Containers: []Container{{
-				Name: "app", Image: "localhost:5000/app", ImagePullPolicy: PullAlways,
-				Ports: []ContainerPort{
-					{ContainerPort: 80, HostPort: 80, Protocol: ProtocolTCP},
-					{ContainerPort: 53, HostPort: 53, Protocol: ProtocolUDP},
+			Containers: []pod.Container{{
+				Name: "app", Image: "localhost:5000/app", ImagePullPolicy: pod.PullAlways,
+				Ports: []pod.ContainerPort{
+					{ContainerPort: 80, HostPort: 80, Protocol: pod.ProtocolTCP},
+					{ContainerPort: 53, HostPort: 53, Protocol: pod.ProtocolUDP},
 				},
-				SecurityContext: &SecurityContext{Capabilities: &Capabilities{Add: []string{"NET_ADMIN", "SYS_TIME"}}},
-				Resources: Resources{
-					Requests: ResourceList{ResourceCPU: MustParseQuantity("100m"), ResourceMemory: MustParseQuantity("64Mi")},
-					Limits:   ResourceList{ResourceCPU: MustParseQuantity("200m"), ResourceMemory: MustParseQuantity("64Mi")},
+				SecurityContext: &pod.SecurityContext{Capabilities: &pod.Capabilities{Add: []string{"NET_ADMIN", "SYS_TIME"}}},
+				Resources: pod.Resources{
+					Requests: pod.ResourceList{pod.ResourceCPU: pod.MustParseQuantity("100m"), pod.ResourceMemory: pod.MustParseQuantity("64Mi")},
+					Limits:   pod.ResourceList{pod.ResourceCPU: pod.MustParseQuantity("200m"), pod.ResourceMemory: pod.MustParseQuantity("64Mi")},
 				},
 			}},
 		},
@@ -278,22 +280,22 @@ func ptr[T any](v T) *T { return &v }
 func TestDefaultPullPolicy(t *testing.T) {
 	tests := []struct {
 		image string
-		want  PullPolicy
+		want  pod.PullPolicy
 	}{
-		{"busybox", PullAlways},
-		{"busybox:latest", PullAlways},
-		{"busybox:1.36", PullIfNotPresent},
-		{"localhost:5000/busybox", PullAlways},
-		{"localhost:5000/busybox:latest", PullAlways},
-		{"localhost:5000/busybox:1", PullIfNotPresent},
-		{"busybox@sha256:0123", PullIfNotPresent},
-		{"busybox:latest@sha256:0123", PullIfNotPresent},
-		{"registry.example.com/team/app:v2", PullIfNotPresent},
-		{"busybox:", PullAlways},
+		{"busybox", pod.PullAlways},
+		{"busybox:latest", pod.PullAlways},
+		{"busybox:1.36", pod.PullIfNotPresent},
+		{"localhost:5000/busybox", pod.PullAlways},
+		{"localhost:5000/busybox:latest", pod.PullAlways},
+		{"localhost:5000/busybox:1", pod.PullIfNotPresent},
+		{"busybox@sha256:0123", pod.PullIfNotPresent},
+		{"busybox:latest@sha256:0123", pod.PullIfNotPresent},
+		{"registry.example.com/team/app:v2", pod.PullIfNotPresent},
+		{"busybox:", pod.PullAlways},
 	}
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
-			if got := DefaultPullPolicy(tt.image); got != tt.want {
+			if got := pod.DefaultPullPolicy(tt.image); got != tt.want {
 				t.Errorf("DefaultPullPolicy(%q) = %q, want %q", tt.image, got, tt.want)
 			}
 		})
@@ -348,7 +350,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown anchor", "a: *b\n", `t.yaml: invalid YAML: unknown anchor 'b' referenced`},
 		{"unknown top-level field", head + "sepc: {}\n", `t.yaml:8:1: sepc: unknown field "sepc" (did you mean "spec"?)`},
 		{"name too long with hostname", strings.Replace(head, "name: web", "name: "+longName, 1),
-			`t.yaml:3:18: metadata.name: the name with the hostname appended ("` + Truncate(longName+"-node1") + `") is 257 characters, more than 253`},
+			`t.yaml:3:18: metadata.name: the name with the hostname appended ("` + pod.Truncate(longName+"-node1") + `") is 257 characters, more than 253`},
 		{"tabs in JSON", "{\n\t\"apiVersion\": \"v1\",\n\t\"kind\": \"Pod\",\n\t\"metadata\": {\"name\": \"web\"},\n\t\"spec\": {\"containers\": [{\"name\": \"app\"}]}\n}\n",
 			`t.yaml:5:26: spec.containers[0].image: required`},
 	}
@@ -374,29 +376,29 @@ func TestParseHostNetworkYes(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	valid := func() *Pod {
-		p := &Pod{
-			Metadata: ObjectMeta{Name: "web"},
-			Spec:     PodSpec{Containers: []Container{{Name: "app", Image: "busybox"}}},
+	valid := func() *pod.Pod {
+		p := &pod.Pod{
+			Metadata: pod.ObjectMeta{Name: "web"},
+			Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "app", Image: "busybox"}}},
 		}
-		SetDefaults(p)
+		pod.SetDefaults(p)
 		return p
 	}
 	tests := []struct {
 		name   string
-		modify func(*Pod)
+		modify func(*pod.Pod)
 		want   string
 	}{
-		{"valid", func(*Pod) {}, ""},
-		{"no name", func(p *Pod) { p.Metadata.Name = "" }, "metadata.name: required"},
-		{"no containers", func(p *Pod) { p.Spec.Containers = nil }, "spec.containers: at least one container is required"},
-		{"zero port", func(p *Pod) { p.Spec.Containers[0].Ports = []ContainerPort{{Protocol: ProtocolTCP}} },
+		{"valid", func(*pod.Pod) {}, ""},
+		{"no name", func(p *pod.Pod) { p.Metadata.Name = "" }, "metadata.name: required"},
+		{"no containers", func(p *pod.Pod) { p.Spec.Containers = nil }, "spec.containers: at least one container is required"},
+		{"zero port", func(p *pod.Pod) { p.Spec.Containers[0].Ports = []pod.ContainerPort{{Protocol: pod.ProtocolTCP}} },
 			"spec.containers[0].ports[0].containerPort: required"},
-		{"not defaulted", func(p *Pod) { p.Spec.RestartPolicy = "" }, "spec.restartPolicy: required"},
-		{"two errors", func(p *Pod) { p.Spec.Containers[0].Image = ""; p.Metadata.Namespace = "A" },
+		{"not defaulted", func(p *pod.Pod) { p.Spec.RestartPolicy = "" }, "spec.restartPolicy: required"},
+		{"two errors", func(p *pod.Pod) { p.Spec.Containers[0].Image = ""; p.Metadata.Namespace = "A" },
 			"metadata.namespace: invalid namespace \"A\": " + dns1123LabelMsg + "\nspec.containers[0].image: required"},
-		{"negative size limit", func(p *Pod) {
-			p.Spec.Volumes = []Volume{{Name: "v", EmptyDir: &EmptyDirVolumeSource{SizeLimit: ptr(MustParseQuantity("-1"))}}}
+		{"negative size limit", func(p *pod.Pod) {
+			p.Spec.Volumes = []pod.Volume{{Name: "v", EmptyDir: &pod.EmptyDirVolumeSource{SizeLimit: ptr(pod.MustParseQuantity("-1"))}}}
 		}, "spec.volumes[0].emptyDir.sizeLimit: must not be negative"},
 	}
 	for _, tt := range tests {
@@ -417,14 +419,14 @@ func TestValidate(t *testing.T) {
 func TestFieldErrorString(t *testing.T) {
 	tests := []struct {
 		name string
-		err  FieldError
+		err  pod.FieldError
 		want string
 	}{
-		{"full", FieldError{File: "web.yaml", Line: 12, Col: 7, Path: "spec.containers[0].image", Msg: "required"}, "web.yaml:12:7: spec.containers[0].image: required"},
-		{"no path", FieldError{File: "web.yaml", Line: 1, Col: 1, Msg: "bad"}, "web.yaml:1:1: bad"},
-		{"no column", FieldError{File: "web.yaml", Line: 3, Msg: "invalid YAML: x"}, "web.yaml:3: invalid YAML: x"},
-		{"no position", FieldError{File: "web.yaml", Msg: "bad"}, "web.yaml: bad"},
-		{"no file", FieldError{Path: "metadata.name", Msg: "required"}, "metadata.name: required"},
+		{"full", pod.FieldError{File: "web.yaml", Line: 12, Col: 7, Path: "spec.containers[0].image", Msg: "required"}, "web.yaml:12:7: spec.containers[0].image: required"},
+		{"no path", pod.FieldError{File: "web.yaml", Line: 1, Col: 1, Msg: "bad"}, "web.yaml:1:1: bad"},
+		{"no column", pod.FieldError{File: "web.yaml", Line: 3, Msg: "invalid YAML: x"}, "web.yaml:3: invalid YAML: x"},
+		{"no position", pod.FieldError{File: "web.yaml", Msg: "bad"}, "web.yaml: bad"},
+		{"no file", pod.FieldError{Path: "metadata.name", Msg: "required"}, "metadata.name: required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -485,13 +487,13 @@ func TestParseWarnings(t *testing.T) {
 			}
 			var out strings.Builder
 			opts := testOptions(filepath.Base(file))
-			opts.Warn = func(w *FieldError) { out.WriteString(w.Error() + "\n") }
+			opts.Warn = func(w *pod.FieldError) { out.WriteString(w.Error() + "\n") }
 			pods, err := Parse(data, opts)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
 			for _, p := range pods {
-				fmt.Fprintf(&out, "pod %s/%s workload=%q backoffLimit=%v priority=%d\n", p.Metadata.Namespace, p.Metadata.Name, p.Workload, ptrString(p.BackoffLimit), PodPriority(p))
+				fmt.Fprintf(&out, "pod %s/%s workload=%q backoffLimit=%v priority=%d\n", p.Metadata.Namespace, p.Metadata.Name, p.Workload, ptrString(p.BackoffLimit), pod.PodPriority(p))
 			}
 			golden(t, strings.TrimSuffix(file, filepath.Ext(file))+".warn", []byte(out.String()))
 		})

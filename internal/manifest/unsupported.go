@@ -1,6 +1,10 @@
-package pod
+package manifest
 
-import "reflect"
+import (
+	"reflect"
+
+	"tug/internal/pod"
+)
 
 // Messages for Kubernetes fields that tug reads but does not implement.
 const (
@@ -25,7 +29,7 @@ const (
 // accepts and ignores on a node, with the warning given (once per field
 // and file) when a manifest sets one. The table is read-only.
 var ignoredFields = map[reflect.Type]map[string]string{
-	reflect.TypeFor[ObjectMeta](): {
+	reflect.TypeFor[pod.ObjectMeta](): {
 		"ownerReferences": "ignored on a node: there is no garbage collector to follow owners",
 		"finalizers":      "ignored on a node: there is no API server to hold the deletion",
 		// Written by the API server (podman kube generate and kubectl get
@@ -36,7 +40,7 @@ var ignoredFields = map[reflect.Type]map[string]string{
 		"generation":        msgServerIgnored,
 		"managedFields":     msgServerIgnored,
 	},
-	reflect.TypeFor[PodSpec](): {
+	reflect.TypeFor[pod.PodSpec](): {
 		"schedulerName":                "ignored on a node: only a scheduler reads it",
 		"preemptionPolicy":             "ignored on a node: only a scheduler preempts",
 		"topologySpreadConstraints":    "ignored on a node: only a scheduler spreads pods",
@@ -47,19 +51,19 @@ var ignoredFields = map[reflect.Type]map[string]string{
 		"automountServiceAccountToken": "ignored on a node: there are no service accounts and no token is mounted",
 		"readinessGates":               "ignored on a node: no controller sets the conditions it waits for",
 	},
-	reflect.TypeFor[Affinity](): {
+	reflect.TypeFor[pod.Affinity](): {
 		"podAffinity":     "ignored on a node: only a scheduler places pods beside others",
 		"podAntiAffinity": "ignored on a node: only a scheduler places pods apart",
 	},
-	reflect.TypeFor[NodeAffinity](): {
+	reflect.TypeFor[pod.NodeAffinity](): {
 		"preferredDuringSchedulingIgnoredDuringExecution": "ignored on a node: a preference only matters to a scheduler (the required terms are checked)",
 	},
-	reflect.TypeFor[PodSecurityContext](): {
+	reflect.TypeFor[pod.PodSecurityContext](): {
 		"seLinuxOptions":      "ignored: tug does not apply SELinux labels (SELinux is off on the nodes it runs on)",
 		"seLinuxChangePolicy": "ignored: tug does not apply SELinux labels (SELinux is off on the nodes it runs on)",
 		"windowsOptions":      "ignored on a Linux node",
 	},
-	reflect.TypeFor[SecurityContext](): {
+	reflect.TypeFor[pod.SecurityContext](): {
 		"seLinuxOptions": "ignored: tug does not apply SELinux labels (SELinux is off on the nodes it runs on)",
 		"windowsOptions": "ignored on a Linux node",
 	},
@@ -70,13 +74,13 @@ var ignoredFields = map[reflect.Type]map[string]string{
 // field that is in neither the type nor this table is reported as unknown.
 // The table is read-only.
 var notImplemented = map[reflect.Type]map[string]string{
-	reflect.TypeFor[ObjectMeta](): {
+	reflect.TypeFor[pod.ObjectMeta](): {
 		"generateName":               msgAPIServer + "the API server generates names; set metadata.name",
 		"uid":                        msgUIDDerived,
 		"deletionTimestamp":          msgServerSet,
 		"deletionGracePeriodSeconds": msgServerSet,
 	},
-	reflect.TypeFor[PodSpec](): {
+	reflect.TypeFor[pod.PodSpec](): {
 		"ephemeralContainers":   msgNotYet,
 		"activeDeadlineSeconds": msgNotYet,
 		"hostUsers":             msgNotYet,
@@ -86,29 +90,29 @@ var notImplemented = map[reflect.Type]map[string]string{
 		"resourceClaims":        msgNotYet,
 		"resources":             msgNotYet,
 	},
-	reflect.TypeFor[Resources](): {
+	reflect.TypeFor[pod.Resources](): {
 		"claims": msgNotYet,
 	},
-	reflect.TypeFor[Container](): {
+	reflect.TypeFor[pod.Container](): {
 		"resizePolicy":  msgNotYet,
 		"volumeDevices": msgNotYet,
 	},
-	reflect.TypeFor[Lifecycle](): {
+	reflect.TypeFor[pod.Lifecycle](): {
 		"stopSignal": msgNotYet,
 	},
-	reflect.TypeFor[VolumeMount](): {
+	reflect.TypeFor[pod.VolumeMount](): {
 		"mountPropagation":  msgNotYet,
 		"recursiveReadOnly": msgNotYet,
 		"subPathExpr":       msgNotYet,
 	},
-	reflect.TypeFor[PodSecurityContext](): {
+	reflect.TypeFor[pod.PodSecurityContext](): {
 		"supplementalGroupsPolicy": msgNotYet,
 		"appArmorProfile":          msgNotYet,
 	},
-	reflect.TypeFor[SecurityContext](): {
+	reflect.TypeFor[pod.SecurityContext](): {
 		"appArmorProfile": msgNotYet,
 	},
-	reflect.TypeFor[Volume](): {
+	reflect.TypeFor[pod.Volume](): {
 		"awsElasticBlockStore": msgCloudDisk,
 		"azureDisk":            msgCloudDisk,
 		"azureFile":            msgCloudDisk,
@@ -133,12 +137,12 @@ var notImplemented = map[reflect.Type]map[string]string{
 		"storageos":            msgCloudDisk,
 		"vsphereVolume":        msgCloudDisk,
 	},
-	reflect.TypeFor[VolumeProjection](): {
+	reflect.TypeFor[pod.VolumeProjection](): {
 		"serviceAccountToken": msgAPIServer + "a service account token is issued by the API server; mount a Secret with the token instead",
 		"clusterTrustBundle":  msgAPIServer + "ClusterTrustBundles are cluster objects; put the bundle in a ConfigMap instead",
 		"podCertificate":      msgAPIServer + "pod certificates are signed through the API server; put the certificate in a Secret instead",
 	},
-	reflect.TypeFor[PersistentVolumeClaimSpec](): {
+	reflect.TypeFor[pod.PersistentVolumeClaimSpec](): {
 		"dataSource":                msgAPIServer + "a claim's data source is a cluster object; tug's claims start empty",
 		"dataSourceRef":             msgAPIServer + "a claim's data source is a cluster object; tug's claims start empty",
 		"volumeAttributesClassName": msgAPIServer + "volume attribute classes are cluster objects",

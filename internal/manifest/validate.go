@@ -1,4 +1,4 @@
-package pod
+package manifest
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"tug/internal/pod"
 )
 
 // maxAnnotationsSize is Kubernetes' limit on the total size of a pod's
@@ -18,11 +20,11 @@ const maxAnnotationsSize = 256 << 10
 
 // Validate checks a defaulted pod with the rules Parse applies, the
 // kubelet's where tug implements the field, and returns every problem,
-// joined, each a *FieldError with a field path but no file position. Parse
+// joined, each a *pod.FieldError with a field path but no file position. Parse
 // already validates what it returns; Validate is for pods built in code. The
 // name checks use Metadata.ManifestName when set (the name as written) and
 // Metadata.Name otherwise.
-func Validate(p *Pod) error {
+func Validate(p *pod.Pod) error {
 	v := &validator{}
 	v.pod(p)
 	return errors.Join(v.errs...)
@@ -36,7 +38,7 @@ type validator struct {
 	prefix string     // path of the pod in the document: "" or "items[2]"
 	index  *nodeIndex // nil for Validate
 	errs   []error
-	warns  []error // *FieldError: accepted, ignored on a node
+	warns  []error // *pod.FieldError: accepted, ignored on a node
 }
 
 // fail reports a problem with the value at path (relative to the pod).
@@ -49,7 +51,7 @@ func (v *validator) fail(p, format string, args ...any) {
 		}
 		pos = v.index.find(full)
 	}
-	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
 }
 
 // failKey reports a problem with key of the map at p, positioned at the key.
@@ -66,7 +68,7 @@ func (v *validator) failKey(p, key, format string, args ...any) {
 			pos = v.index.find(full)
 		}
 	}
-	v.errs = append(v.errs, &FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
 }
 
 // written reports whether the manifest set the field at p (false without an
@@ -81,12 +83,12 @@ func (v *validator) failedUnder(p string) bool {
 	return v.index != nil && v.index.badIn[joinPath(v.prefix, p)]
 }
 
-func (v *validator) pod(p *Pod) {
+func (v *validator) pod(p *pod.Pod) {
 	v.metadata(&p.Metadata)
 	v.spec(&p.Spec)
 }
 
-func (v *validator) metadata(m *ObjectMeta) {
+func (v *validator) metadata(m *pod.ObjectMeta) {
 	name := m.ManifestName
 	if name == "" {
 		name = m.Name
@@ -122,14 +124,14 @@ func (v *validator) metadata(m *ObjectMeta) {
 		}
 		size += len(k) + len(m.Annotations[k])
 	}
-	if val, ok := m.Annotations[AnnotationRolloutTimeout]; ok {
-		if _, err := ParseRolloutTimeout(val); err != nil {
-			v.fail(keyPath("metadata.annotations", AnnotationRolloutTimeout), "invalid value: %v", err)
+	if val, ok := m.Annotations[pod.AnnotationRolloutTimeout]; ok {
+		if _, err := pod.ParseRolloutTimeout(val); err != nil {
+			v.fail(keyPath("metadata.annotations", pod.AnnotationRolloutTimeout), "invalid value: %v", err)
 		}
 	}
-	if val, ok := m.Annotations[AnnotationRolloutMaxRestarts]; ok {
-		if _, err := ParseRolloutMaxRestarts(val); err != nil {
-			v.fail(keyPath("metadata.annotations", AnnotationRolloutMaxRestarts), "invalid value: %v", err)
+	if val, ok := m.Annotations[pod.AnnotationRolloutMaxRestarts]; ok {
+		if _, err := pod.ParseRolloutMaxRestarts(val); err != nil {
+			v.fail(keyPath("metadata.annotations", pod.AnnotationRolloutMaxRestarts), "invalid value: %v", err)
 		}
 	}
 	if size > maxAnnotationsSize {
@@ -146,9 +148,9 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-func (v *validator) spec(s *PodSpec) {
+func (v *validator) spec(s *pod.PodSpec) {
 	switch s.RestartPolicy {
-	case RestartAlways, RestartOnFailure, RestartNever:
+	case pod.RestartAlways, pod.RestartOnFailure, pod.RestartNever:
 	case "":
 		v.fail("spec.restartPolicy", "required")
 	default:
@@ -169,8 +171,8 @@ func (v *validator) spec(s *PodSpec) {
 	if len(s.Containers) == 0 {
 		v.fail("spec.containers", "at least one container is required")
 	}
-	if n := len(s.InitContainers) + len(s.Containers); n > MaxContainers {
-		v.fail("spec.containers", "%d containers (init containers included): tug runs at most %d per pod", n, MaxContainers)
+	if n := len(s.InitContainers) + len(s.Containers); n > pod.MaxContainers {
+		v.fail("spec.containers", "%d containers (init containers included): tug runs at most %d per pod", n, pod.MaxContainers)
 	}
 	names := make(map[string]string) // container name -> path of its first use
 	for i := range s.InitContainers {
@@ -183,7 +185,7 @@ func (v *validator) spec(s *PodSpec) {
 }
 
 // volumes checks the pod's volumes and returns the set of their names.
-func (v *validator) volumes(vols []Volume) map[string]bool {
+func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 	names := make(map[string]bool, len(vols))
 	for i := range vols {
 		vol := &vols[i]
@@ -215,15 +217,15 @@ func (v *validator) volumes(vols []Volume) map[string]bool {
 				v.fail(p+".hostPath.path", "must not contain '..'")
 			}
 			switch hp.Type {
-			case HostPathUnset, HostPathDirectoryOrCreate, HostPathDirectory, HostPathFileOrCreate,
-				HostPathFile, HostPathSocket, HostPathCharDev, HostPathBlockDev:
+			case pod.HostPathUnset, pod.HostPathDirectoryOrCreate, pod.HostPathDirectory, pod.HostPathFileOrCreate,
+				pod.HostPathFile, pod.HostPathSocket, pod.HostPathCharDev, pod.HostPathBlockDev:
 			default:
 				v.fail(p+".hostPath.type", "unsupported value %q: must be \"\", \"DirectoryOrCreate\", \"Directory\", \"FileOrCreate\", \"File\", \"Socket\", \"CharDevice\" or \"BlockDevice\"", hp.Type)
 			}
 		}
 		if ed := vol.EmptyDir; ed != nil {
 			switch {
-			case ed.Medium == StorageMediumDefault || ed.Medium == StorageMediumMemory:
+			case ed.Medium == pod.StorageMediumDefault || ed.Medium == pod.StorageMediumMemory:
 			case strings.HasPrefix(string(ed.Medium), "HugePages"):
 				v.fail(p+".emptyDir.medium", "medium %q is not supported by tug yet", ed.Medium)
 			default:
@@ -239,7 +241,7 @@ func (v *validator) volumes(vols []Volume) map[string]bool {
 
 // container checks one init or app container at path p. names maps the
 // container names seen so far to their paths.
-func (v *validator) container(p string, c *Container, init, hostNetwork bool, volumes map[string]bool, names map[string]string) {
+func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool, volumes map[string]bool, names map[string]string) {
 	switch {
 	case c.Name == "":
 		v.fail(p+".name", "required")
@@ -258,7 +260,7 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 		v.fail(p+".image", "invalid image %q: must not contain whitespace", c.Image)
 	}
 	switch c.ImagePullPolicy {
-	case PullAlways, PullIfNotPresent, PullNever:
+	case pod.PullAlways, pod.PullIfNotPresent, pod.PullNever:
 	case "":
 		v.fail(p+".imagePullPolicy", "required")
 	default:
@@ -267,15 +269,15 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 	if c.WorkingDir != "" && !path.IsAbs(c.WorkingDir) {
 		v.fail(p+".workingDir", "must be an absolute path")
 	}
-	if len(c.Env) > MaxEnv {
-		v.fail(p+".env", "%d entries: tug takes at most %d per container", len(c.Env), MaxEnv)
+	if len(c.Env) > pod.MaxEnv {
+		v.fail(p+".env", "%d entries: tug takes at most %d per container", len(c.Env), pod.MaxEnv)
 	}
 	for i, e := range c.Env {
 		ep := indexPath(p+".env", i)
 		switch {
 		case e.Name == "":
 			v.fail(ep+".name", "required")
-		case !isEnvVarName(e.Name):
+		case !pod.IsEnvVarName(e.Name):
 			v.fail(ep+".name", "invalid name %q: %s", e.Name, envVarNameMsg)
 		}
 	}
@@ -290,7 +292,7 @@ func (v *validator) container(p string, c *Container, init, hostNetwork bool, vo
 	}
 }
 
-func (v *validator) ports(p string, ports []ContainerPort, init, hostNetwork bool) {
+func (v *validator) ports(p string, ports []pod.ContainerPort, init, hostNetwork bool) {
 	names := make(map[string]int)
 	seen := make(map[string]int) // containerPort/protocol -> index
 	for i, port := range ports {
@@ -311,7 +313,7 @@ func (v *validator) ports(p string, ports []ContainerPort, init, hostNetwork boo
 			v.fail(pp+".containerPort", "must be between 1 and 65535, inclusive")
 		}
 		switch port.Protocol {
-		case ProtocolTCP, ProtocolUDP:
+		case pod.ProtocolTCP, pod.ProtocolUDP:
 		case "SCTP":
 			v.fail(pp+".protocol", "SCTP is not supported by tug yet")
 		case "":
@@ -348,7 +350,7 @@ func (v *validator) ports(p string, ports []ContainerPort, init, hostNetwork boo
 // hostPortConflicts reports two app containers publishing the same host
 // port and protocol. (Within one container, the duplicate port check
 // already reports it.)
-func (v *validator) hostPortConflicts(containers []Container) {
+func (v *validator) hostPortConflicts(containers []pod.Container) {
 	type owner struct{ container, port int }
 	seen := make(map[string]owner)
 	for ci := range containers {
@@ -369,7 +371,7 @@ func (v *validator) hostPortConflicts(containers []Container) {
 	}
 }
 
-func (v *validator) volumeMounts(p string, mounts []VolumeMount, volumes map[string]bool) {
+func (v *validator) volumeMounts(p string, mounts []pod.VolumeMount, volumes map[string]bool) {
 	paths := make(map[string]int)
 	for i, m := range mounts {
 		mp := indexPath(p+".volumeMounts", i)
@@ -403,7 +405,7 @@ func (v *validator) volumeMounts(p string, mounts []VolumeMount, volumes map[str
 	}
 }
 
-func (v *validator) securityContext(p string, sc *SecurityContext) {
+func (v *validator) securityContext(p string, sc *pod.SecurityContext) {
 	v.runAs(p, sc.RunAsUser, sc.RunAsGroup)
 	v.seccompProfile(p+".seccompProfile", sc.SeccompProfile)
 	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
@@ -436,16 +438,16 @@ func (v *validator) runAs(p string, user, group *int64) {
 // seccompProfile checks a seccomp profile as Kubernetes does: a known type,
 // and a localhostProfile exactly when the type is Localhost, relative and
 // without "..". (The runtime still opens it without leaving its directory.)
-func (v *validator) seccompProfile(p string, sp *SeccompProfile) {
+func (v *validator) seccompProfile(p string, sp *pod.SeccompProfile) {
 	if sp == nil {
 		return
 	}
 	switch sp.Type {
-	case SeccompRuntimeDefault, SeccompUnconfined:
+	case pod.SeccompRuntimeDefault, pod.SeccompUnconfined:
 		if sp.LocalhostProfile != nil {
 			v.fail(p+".localhostProfile", "can only be set when seccomp type is Localhost")
 		}
-	case SeccompLocalhost:
+	case pod.SeccompLocalhost:
 		switch lp := sp.LocalhostProfile; {
 		case lp == nil || *lp == "":
 			v.fail(p+".localhostProfile", "must be set when seccomp type is Localhost")
@@ -474,14 +476,14 @@ func hasDotDot(p string) bool {
 }
 
 // resourceNames are the resources a container may request or limit.
-var resourceNames = []ResourceName{ResourceCPU, ResourceMemory, ResourceEphemeralStorage}
+var resourceNames = []pod.ResourceName{pod.ResourceCPU, pod.ResourceMemory, pod.ResourceEphemeralStorage}
 
 // resources checks a container's requests and limits as Kubernetes does:
 // known names, no negative values, and no request above its limit.
-func (v *validator) resources(p string, r *Resources) {
+func (v *validator) resources(p string, r *pod.Resources) {
 	for _, list := range []struct {
 		path string
-		rl   ResourceList
+		rl   pod.ResourceList
 	}{{p + ".limits", r.Limits}, {p + ".requests", r.Requests}} {
 		for _, name := range sortedResourceNames(list.rl) {
 			q := list.rl[name]
@@ -497,7 +499,7 @@ func (v *validator) resources(p string, r *Resources) {
 				v.failKey(list.path, string(name), "unsupported resource %q: must be \"cpu\", \"memory\" or \"ephemeral-storage\"", name)
 			case q.MilliValue() < 0:
 				v.fail(keyPath(list.path, string(name)), "must be greater than or equal to 0")
-			case name != ResourceCPU && q.MilliValue()%1000 != 0:
+			case name != pod.ResourceCPU && q.MilliValue()%1000 != 0:
 				v.fail(keyPath(list.path, string(name)), "must be a whole number of bytes, not %s", q)
 			}
 		}
@@ -511,8 +513,8 @@ func (v *validator) resources(p string, r *Resources) {
 	}
 }
 
-func sortedResourceNames(rl ResourceList) []ResourceName {
-	names := make([]ResourceName, 0, len(rl))
+func sortedResourceNames(rl pod.ResourceList) []pod.ResourceName {
+	names := make([]pod.ResourceName, 0, len(rl))
 	for n := range rl {
 		names = append(names, n)
 	}
@@ -529,9 +531,9 @@ const (
 
 // dns checks dnsPolicy and dnsConfig: policy None needs at least one
 // nameserver, nameservers are IP addresses, searches are domain names.
-func (v *validator) dns(s *PodSpec) {
+func (v *validator) dns(s *pod.PodSpec) {
 	switch s.DNSPolicy {
-	case DNSClusterFirst, DNSClusterFirstWithHostNet, DNSDefault, DNSNone:
+	case pod.DNSClusterFirst, pod.DNSClusterFirstWithHostNet, pod.DNSDefault, pod.DNSNone:
 	case "":
 		v.fail("spec.dnsPolicy", "required")
 	default:
@@ -539,12 +541,12 @@ func (v *validator) dns(s *PodSpec) {
 	}
 	c := s.DNSConfig
 	if c == nil {
-		if s.DNSPolicy == DNSNone {
+		if s.DNSPolicy == pod.DNSNone {
 			v.fail("spec.dnsConfig", "required when dnsPolicy is None")
 		}
 		return
 	}
-	if s.DNSPolicy == DNSNone && len(c.Nameservers) == 0 {
+	if s.DNSPolicy == pod.DNSNone && len(c.Nameservers) == 0 {
 		v.fail("spec.dnsConfig.nameservers", "must have at least one nameserver when dnsPolicy is None")
 	}
 	if len(c.Nameservers) > maxDNSNameservers {
