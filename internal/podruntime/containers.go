@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/oci"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/objects"
 	"tug/internal/pod"
@@ -65,22 +67,152 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	return id, nil
 }
 
-func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
-	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
-		return "", ErrPrivilegedNotAllowed
-	}
-	if err := volume.CheckPod(p); err != nil {
-		return "", err
-	}
-	if err := volume.CheckName("container name", c.Name); err != nil {
+// startContainer starts attempt attempt of container c of pod p, in steps
+// that each call one package: check the request; make the image present
+// (images); prepare the log directory (podlogs); remove a leftover of an
+// earlier try; stage the mounts (volume); join the shim group; build the
+// spec (objects, specopts); create the container; set up its output
+// (podlogs) and create its task; limit the shim; record the start time and
+// start the task. A failure after the container is created removes it (one
+// deferred clean-up); the staged mounts and the shim group are released
+// whatever happens.
+func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (_ string, retErr error) {
+	// 1. The request.
+	if err := r.checkStart(p, c); err != nil {
 		return "", err
 	}
 	id := ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
+
+	// 2. The image.
+	img, imgConfig, err := r.ensureImage(ctx, p, c)
+	if err != nil {
+		return "", err
+	}
+
+	// 3. The log directory: only this attempt's log and the previous one's
+	// are kept.
+	logPath := r.ContainerLogPath(p, c.Name, attempt)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return "", fmt.Errorf("create log directory: %w", err)
+	}
+	if err := podlogs.Prune(filepath.Dir(logPath), attempt-1); err != nil {
+		log.Warn("remove logs of earlier attempts", "err", err)
+	}
+
+	// 4. What an earlier try of this ID left.
+	if err := r.removeLeftover(ctx, id, p.Metadata.UID, c.Name); err != nil {
+		return "", err
+	}
+
+	// 5. The mounts, staged last and unstaged when the start is over: runc
+	// has made its own mounts in the container by then (task create).
+	stageDir := r.volumes.StagingDir(p.Metadata.UID, id)
+	defer func() {
+		if err := volume.Unstage(stageDir); err != nil {
+			log.Warn("remove staging mounts", "err", err)
+		}
+	}()
+	mounts, err := r.mounts(p, c, id, stageDir)
+	if err != nil {
+		return "", err
+	}
+
+	// 6. The shim group, held until the task is created.
+	group, releaseGroup, err := r.shimGroupFor(ctx, p.Metadata.UID, id)
+	if err != nil {
+		return "", err
+	}
+	defer releaseGroup()
+
+	// 7. The spec.
+	specOpts, err := r.specOpts(ctx, p, c, id, imgConfig, sb, res, mounts, group)
+	if err != nil {
+		return "", err
+	}
+
+	// 8. The container. From here on a failure removes what was made; a
+	// container that exists already was made by someone else, and its
+	// snapshot is not ours to remove.
+	var cont containerd.Container
+	owned := false
+	defer func() {
+		if retErr != nil && owned {
+			r.cleanup(ctx, id, cont, log)
+		}
+	}()
+	cont, err = r.client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithSnapshotter(r.cfg.Snapshotter),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, specOpts...)...),
+		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
+		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
+		containerd.WithRuntime(runcRuntime, nil),
+	)
+	r.records.changed()
+	// NewContainer's lease lets GC collect a snapshot it made, but not
+	// before a retry would trip over it: it is removed here.
+	owned = err == nil || !errdefs.IsAlreadyExists(err)
+	if err != nil {
+		cont = nil // only the snapshot, if NewContainer made one
+		return "", err
+	}
+	// From here on the start runs to its end whatever happens to ctx (tug
+	// stopping): a task that containerd started while the call was being
+	// cancelled must not be taken for a failure and killed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+
+	// 9. The output, and the task.
+	creator, err := r.logIO(id, logPath, p.Metadata.UID, c.Name, attempt)
+	if err != nil {
+		return "", err
+	}
+	task, err := cont.NewTask(ctx, creator)
+	releaseGroup()
+	if err != nil {
+		return "", fmt.Errorf("create task: %w", err)
+	}
+
+	// 10. The shim's limit on the raw output files.
+	if err := r.limitShim(task.Pid()); err != nil {
+		log.Warn("cannot limit the shim's raw output files: what the container writes while tug is down is not bounded", "err", err)
+	}
+
+	// 11. The start, recorded before it happens so that a relist woken by
+	// the start event sees it and a quick exit never precedes it.
+	started := r.cfg.Clock.Now()
+	if _, err := cont.SetLabels(ctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
+		log.Warn("record start time", "err", err)
+	}
+	r.records.changed()
+	if err := task.Start(ctx); err != nil {
+		return "", fmt.Errorf("start task: %w", err)
+	}
+	log.Info("started container", "image", img.Name(), "attempt", attempt, "pid", task.Pid())
+	return id, nil
+}
+
+// checkStart refuses a container tug must not start: privileged without
+// --allow-privileged, or names that cannot be path components.
+func (r *Runtime) checkStart(p *pod.Pod, c *pod.Container) error {
+	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
+		return ErrPrivilegedNotAllowed
+	}
+	if err := volume.CheckPod(p); err != nil {
+		return err
+	}
+	return volume.CheckName("container name", c.Name)
+}
+
+// ensureImage makes c's image present, records the Pulled event, and
+// returns the image with its config.
+func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, ocispec.ImageConfig, error) {
 	began := time.Now()
 	img, pulled, err := r.images.Ensure(ctx, p, c)
 	if err != nil {
-		return "", err
+		return nil, ocispec.ImageConfig{}, err
 	}
 	if pulled {
 		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Successfully pulled image %q in %s", c.Image, time.Since(began).Round(time.Millisecond)))
@@ -89,125 +221,63 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {
-		return "", fmt.Errorf("read image config of %s: %w", img.Name(), err)
+		return nil, ocispec.ImageConfig{}, fmt.Errorf("read image config of %s: %w", img.Name(), err)
 	}
-	hostname, err := volume.Hostname(p)
-	if err != nil {
-		return "", err
-	}
-	logPath := r.ContainerLogPath(p, c.Name, attempt)
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return "", fmt.Errorf("create log directory: %w", err)
-	}
-	// Only this attempt's log and the previous one's are kept.
-	if err := podlogs.Prune(filepath.Dir(logPath), attempt-1); err != nil {
-		log.Warn("remove logs of earlier attempts", "err", err)
-	}
-	if err := r.removeLeftover(ctx, id, p.Metadata.UID, c.Name); err != nil {
-		return "", err
-	}
-	// The volumes are staged last, and unstaged when the start is over:
-	// runc has made its own mounts in the container by then (task create).
-	stageDir := r.volumes.StagingDir(p.Metadata.UID, id)
-	defer func() {
-		if err := volume.Unstage(stageDir); err != nil {
-			log.Warn("remove staging mounts", "err", err)
-		}
-	}()
+	return img, imgSpec.Config, nil
+}
+
+// mounts stages c's volumes under stageDir and returns its mounts, its
+// termination message file's included.
+func (r *Runtime) mounts(p *pod.Pod, c *pod.Container, id, stageDir string) ([]specs.Mount, error) {
 	mounts, err := r.volumes.Mounts(p, c, stageDir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if m, err := r.volumes.TerminationMount(p, c, id, r.podLogDir(p)); err != nil {
-		return "", err
-	} else if m != nil {
+	m, err := r.volumes.TerminationMount(p, c, id, r.podLogDir(p))
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
 		mounts = append(mounts, *m)
 	}
-	group, releaseGroup, err := r.shimGroupFor(ctx, p.Metadata.UID, id)
-	if err != nil {
-		return "", err
-	}
-	defer releaseGroup()
+	return mounts, nil
+}
 
-	// env is read now, from the objects bound to the pod: fixed for the
-	// life of this container, as in Kubernetes.
+// specOpts returns the options of c's OCI spec, to apply after the
+// image's config. Its env is read now, from the objects bound to the pod:
+// fixed for the life of this container, as in Kubernetes.
+func (r *Runtime) specOpts(ctx context.Context, p *pod.Pod, c *pod.Container, id string, img ocispec.ImageConfig, sb pod.Sandbox, res pod.LinuxResources, mounts []specs.Mount, group string) ([]oci.SpecOpts, error) {
+	hostname, err := volume.Hostname(p)
+	if err != nil {
+		return nil, err
+	}
 	env, err := objects.Env(p, c, r.volumes.NodeInfo(sb))
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
+		return nil, fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
 	}
 	resolved := *c
 	resolved.Env, resolved.EnvFrom = env, nil
-	specOpts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, specopts.ForContainer(specopts.Params{
+	opts := specopts.ForContainer(specopts.Params{
 		ID:              id,
 		Pod:             p,
 		Container:       &resolved,
-		Image:           imgSpec.Config,
+		Image:           img,
 		Sandbox:         sb,
 		Resources:       res,
 		Mounts:          mounts,
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
 		Seccomp:         specopts.SeccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
-	})...)
-	specOpts = append(specOpts, withShimGroup(group))
+	})
+	opts = append(opts, withShimGroup(group))
 	if sharesPID(p) {
 		opt, err := r.withSharedPID(ctx, p)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		specOpts = append(specOpts, opt)
+		opts = append(opts, opt)
 	}
-	cont, err := r.client.NewContainer(ctx, id,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(r.cfg.Snapshotter),
-		containerd.WithNewSnapshot(id, img),
-		containerd.WithNewSpec(specOpts...),
-		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
-		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
-		containerd.WithRuntime(runcRuntime, nil),
-	)
-	r.records.changed()
-	if err != nil {
-		// NewContainer's lease lets GC collect a snapshot it made, but not
-		// before a retry would trip over it. A container that exists now
-		// was made by someone else: its snapshot is not ours to remove.
-		if !errdefs.IsAlreadyExists(err) {
-			r.cleanup(ctx, id, nil, log)
-		}
-		return "", err
-	}
-	// From here on the start runs to its end whatever happens to ctx (tug
-	// stopping): a task that containerd started while the call was being
-	// cancelled must not be taken for a failure and killed.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer cancel()
-	creator, err := r.logIO(id, logPath, p.Metadata.UID, c.Name, attempt)
-	if err != nil {
-		r.cleanup(sctx, id, cont, log)
-		return "", err
-	}
-	task, err := cont.NewTask(sctx, creator)
-	releaseGroup()
-	if err != nil {
-		r.cleanup(sctx, id, cont, log)
-		return "", fmt.Errorf("create task: %w", err)
-	}
-	if err := r.limitShim(task.Pid()); err != nil {
-		log.Warn("cannot limit the shim's raw output files: what the container writes while tug is down is not bounded", "err", err)
-	}
-	// The start time is recorded before the start, so that a relist
-	// woken by the start event sees it and a quick exit never precedes it.
-	started := r.cfg.Clock.Now()
-	if _, err := cont.SetLabels(sctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
-		log.Warn("record start time", "err", err)
-	}
-	r.records.changed()
-	if err := task.Start(sctx); err != nil {
-		r.cleanup(sctx, id, cont, log)
-		return "", fmt.Errorf("start task: %w", err)
-	}
-	log.Info("started container", "image", img.Name(), "attempt", attempt, "pid", task.Pid())
-	return id, nil
+	return opts, nil
 }
 
 // removeLeftover deletes a container (with its task) or a bare snapshot
