@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// TestLoopbackPortDropsIdleConnections (issue 10, point 14): a local user
+// TestLoopbackPortDropsIdleConnections: a local user
 // cannot hold tug's loopback port with connections that say nothing, or that
 // stay open after their answer: tug closes a connection that sends no
 // request within its read bound (10 s) and a keep-alive connection idle for

@@ -18,8 +18,8 @@ import (
 // exactly its current and its previous attempt in containerd (the previous
 // one for its exit status and "tug logs --previous"), and every removed
 // attempt's snapshot goes with it: the namespace's active snapshots are
-// exactly the containers' (issue 15, point 2: this is what the sync loop's
-// start and housekeeping already do; the test pins it).
+// exactly the containers' (what the sync loop's start and housekeeping
+// do; the test pins it).
 func TestContainerGCKeepsThePreviousAttempt(t *testing.T) {
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "100ms", "--crash-loop-back-off-max", "200ms"}})
 	tg.writeManifest("crash.yaml", shPod("crash", tg.image, "exit 3"))

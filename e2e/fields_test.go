@@ -15,7 +15,8 @@ import (
 	"tug/internal/pod"
 )
 
-// The manifest fields of issue 13 (points 4 to 7) on the real containerd.
+// Manifest fields of real files (node selection and tolerations, sidecars,
+// Jobs, hostname and scheduling fields) on the real containerd.
 
 // TestNodeSelectorAdmission: a pod whose nodeSelector the node's labels do
 // not match is not started and is Failed/NodeAffinity; once tug is

@@ -16,7 +16,7 @@ import (
 	"tug/internal/pod"
 )
 
-// Lifecycle hooks (issue 12 point 3) and the grpc probe against the test
+// Lifecycle hooks and the grpc probe against the test
 // image's /bin/grpchealth. Each pod writes what happens, in order, to a
 // file on a hostPath directory the test reads: "prestop" from its preStop
 // hook, "term" from the app's TERM trap.

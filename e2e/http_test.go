@@ -538,7 +538,7 @@ func TestFileSourceIndependentOfURL(t *testing.T) {
 		}
 		return true, nil
 	})
-	// The URL's state is visible too (issue 6, point 5): it never
+	// The URL's state is visible too: it never
 	// answered, and /manifests says so.
 	tg.waitURLManifest(3*time.Second, url, "the fetch error of the URL that never answered", func(m *pod.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Error == "" || m.Fetch.FullResponses != 0 {

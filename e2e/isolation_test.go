@@ -21,7 +21,7 @@ import (
 	"tug/internal/testutil"
 )
 
-// TestTwoInstancesOneNode (issue 11, point 6): two tugs with their own
+// TestTwoInstancesOneNode: two tugs with their own
 // containerd namespaces, directories, bridges, pod CIDRs and cgroup roots
 // run side by side in one network namespace, as tests and benchmarks run
 // them on one host. Each has pods with a pod network and a hostPort. A

@@ -83,7 +83,7 @@ func (tg *tug) waitGone(timeout time.Duration, uid, what string) {
 	})
 }
 
-// TestOrphansOfRemovedSource (issue 10, point 9): the pods of a
+// TestOrphansOfRemovedSource: the pods of a
 // --manifest-url that is changed or removed are shown as orphaned while
 // the configured sources have not all reported, then removed; the file
 // source's pods are not touched.
@@ -145,7 +145,7 @@ func TestOrphansOfRemovedSource(t *testing.T) {
 	}
 }
 
-// TestHostPortConflicts (issue 10, point 10): a hostPort another pod has,
+// TestHostPortConflicts: a hostPort another pod has,
 // or a program on the node listens on, refuses the pod with a status that
 // says so; it starts once the port is free.
 func TestHostPortConflicts(t *testing.T) {
@@ -171,7 +171,7 @@ func TestHostPortConflicts(t *testing.T) {
 	tg.waitPod(removeTimeout+startTimeout, "b", "running once a is gone", phaseIs(pod.PhaseRunning))
 }
 
-// TestLimits (issue 10, point 13): pods beyond --max-pods are not
+// TestLimits: pods beyond --max-pods are not
 // started and say why, and the one left out starts when another is
 // removed; a pod over the container cap is refused with a clear error;
 // tug pods prints a hostPath with terminal escapes escaped.
@@ -219,7 +219,7 @@ func TestLimits(t *testing.T) {
 	tg.waitPod(removeTimeout+startTimeout, "pc", "running once pa is gone", phaseIs(pod.PhaseRunning))
 }
 
-// TestDuplicateAcrossSourcesFileWins (issue 10, point 14): a pod that the
+// TestDuplicateAcrossSourcesFileWins: a pod that the
 // URL and a file both define runs from the file, even when the URL's copy
 // ran first, and the URL's manifest says why; a restart changes nothing.
 func TestDuplicateAcrossSourcesFileWins(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"tug/internal/testutil"
 )
 
-// Issue 13 points 1-3: ConfigMap, Secret and PersistentVolumeClaim objects
+// ConfigMap, Secret and PersistentVolumeClaim objects
 // beside pods, and the downward API, on the real containerd.
 
 // objPod is a pod of one busybox container that sleeps, with extra
@@ -244,7 +244,7 @@ func TestObjectsMissing(t *testing.T) {
 	if cs, _ := tg.podContainers(tg.uid("late")); len(cs) != 0 {
 		t.Fatalf("containers created without the ConfigMap: %v", cs)
 	}
-	// A Warning event names the missing object (issue 15, point 7).
+	// A Warning event names the missing object.
 	evs, err := tg.api().Events(context.Background(), api.EventQuery{UID: tg.uid("late")})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"tug/internal/pod"
 )
 
-// Probes (issue 12): each test runs a busybox httpd (or nothing) in a
+// Probes: each test runs a busybox httpd (or nothing) in a
 // pod and checks what the probes do to the pod's status and containers.
 
 // webScript serves /www on port 8080 with busybox httpd (in the

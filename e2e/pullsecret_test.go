@@ -17,7 +17,7 @@ import (
 	"tug/internal/testutil"
 )
 
-// Issue 13 point 9: image pulls with credentials, from a Secret of type
+// Image pulls with credentials, from a Secret of type
 // kubernetes.io/dockerconfigjson named in imagePullSecrets and from the
 // node's <root-dir>/config.json, against Debian's docker-registry with
 // htpasswd basic auth on loopback.

@@ -19,7 +19,7 @@ import (
 	"tug/internal/testutil"
 )
 
-// Health-gated updates with rollback (issue 16). Every test runs tug with
+// Health-gated updates with rollback. Every test runs tug with
 // a short --rollout-min-ready, makes a good spec, updates it to a bad one
 // and checks that the pod returns to the good spec, with the condition,
 // the event, the STATUS and the history saying so.

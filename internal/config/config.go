@@ -93,8 +93,8 @@ type Config struct {
 	ContainerLogMaxFiles int `yaml:"container-log-max-files"`
 	// ContainerLogDriver is how container output reaches its log: "file"
 	// (the shim writes raw files that tug converts) or "binary" (a tug
-	// logger process per container, the design before issue 14). Default
-	// "file".
+	// logger process per container, which costs a process and its memory
+	// per container). Default "file".
 	ContainerLogDriver string `yaml:"container-log-driver"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log-level"`
@@ -111,7 +111,7 @@ type Config struct {
 	// exited restarts at once again. Default 10m.
 	CrashLoopBackOffReset time.Duration `yaml:"crash-loop-back-off-reset"`
 	// RolloutMinReady is how long a pod's spec must be Ready with no
-	// restart to become its last good spec (issue 16). Default 30s.
+	// restart to become its last good spec. Default 30s.
 	RolloutMinReady time.Duration `yaml:"rollout-min-ready"`
 	// RolloutTimeout is how long an updated pod may take to become Ready
 	// before it is rolled back to its last good spec; 0 turns rollback
@@ -197,7 +197,7 @@ type Config struct {
 	// unconfined (Kubernetes' default). Default runtime-default.
 	DefaultSeccomp string `yaml:"default-seccomp"`
 
-	// Reclaim (issue 15), the kubelet's flags and defaults.
+	// Reclaim, the kubelet's flags and defaults.
 	// ImageGCHighThresholdPercent: the image filesystem usage (percent) at
 	// which unused images are removed; 100 disables. Default 85.
 	ImageGCHighThresholdPercent int `yaml:"image-gc-high-threshold"`

@@ -9,7 +9,7 @@ import (
 )
 
 // Checks of the pod fields of the securityContext, host namespace,
-// hostname and scheduling areas (issue 13 points 4 to 6).
+// hostname and scheduling areas.
 
 // sysctlName is Kubernetes' sysctl name syntax (dots or slashes).
 var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)

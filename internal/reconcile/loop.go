@@ -65,22 +65,22 @@ type Config struct {
 	Log   *slog.Logger
 	// Claims and ClaimDirs, when both set, let housekeeping remove the
 	// directory of a PersistentVolumeClaim no source defines any more and
-	// no pod uses (issue 13).
+	// no pod uses.
 	Claims    ClaimSet
 	ClaimDirs ClaimRemover
-	// Prober, when set, runs the containers' probes (issue 12): a failed
+	// Prober, when set, runs the containers' probes: a failed
 	// liveness or startup probe restarts the container, readiness sets
 	// its Ready. Nil: no probes, a running container is ready.
 	Prober Prober
 	// Hooks, when set, runs the containers' postStart and preStop hooks
-	// (issue 12). Nil: hooks are not run.
+	//. Nil: hooks are not run.
 	Hooks Hooks
 	// Images, when set, pulls a changed container's image before its
-	// running predecessor is stopped (issue 16): an update to an image that
+	// running predecessor is stopped: an update to an image that
 	// cannot be pulled leaves the old container serving.
 	Images ImagePuller
 	// PodDirs, when set, lets housekeeping remove the pod and log
-	// directories of pods that are gone and left nothing else (issue 15).
+	// directories of pods that are gone and left nothing else.
 	PodDirs PodDirs
 	// Registerer gets kubelet_pod_worker_duration_seconds; nil: not
 	// registered.

@@ -112,9 +112,9 @@ func TestStartErrorReason(t *testing.T) {
 	}
 }
 
-// TestComputeStatusFieldsOfIssue13: sidecars, Jobs' backoffLimit and node
+// TestComputeStatusSidecarsJobsAndAdmission: sidecars, Jobs' backoffLimit and node
 // admission in a pod's status.
-func TestComputeStatusFieldsOfIssue13(t *testing.T) {
+func TestComputeStatusSidecarsJobsAndAdmission(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rec := func(name string, attempt int, state pod.RunState, code int, init bool) pod.RuntimeContainer {
 		return pod.RuntimeContainer{ID: fmt.Sprintf("%s-%d", name, attempt), PodUID: "u", Name: name, Attempt: attempt, Init: init,

@@ -1,4 +1,4 @@
-// Package rollout owns each pod's rollout state (issue 16): the last good
+// Package rollout owns each pod's rollout state: the last good
 // spec (the spec that was last Ready for the minimum time with no
 // restart), the spec being watched since it was applied, the spec that
 // failed and is held back, and a short history. The state is persisted,
