@@ -128,7 +128,8 @@ var allowedImports = map[string]allowed{
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// Test code only: the one package that may import testing.
-	"tug/internal/testutil": {testing: true, modules: []string{
+	// manifest and pod: parsing helpers for the tests of other packages.
+	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api", "github.com/vishvananda/netlink",
 		"github.com/vishvananda/netns", "golang.org/x/sys",
 	}},

@@ -3,38 +3,21 @@ package objects
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"strings"
 	"testing"
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // parseObjectsFile parses manifest's testdata/good/objects.yaml and binds
 // its pod to its objects, as the store does.
 func parseObjectsFile(t *testing.T) (*pod.Pod, manifest.Parsed) {
-	t.Helper()
-	data, err := os.ReadFile("../manifest/testdata/good/objects.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := manifest.ParseFile(data, manifest.ParseOptions{
+	return testutil.BoundPod(t, "../manifest/testdata/good/objects.yaml", manifest.ParseOptions{
 		Origin:   pod.Origin{Source: "file:testdata", File: "objects.yaml"},
 		Hostname: "node1",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := map[pod.ObjectKey]*pod.Object{}
-	for _, o := range pf.Objects {
-		idx[o.Key()] = o
-	}
-	p, digest := pod.Bind(pf.Pods[0], func(k pod.ObjectKey) *pod.Object { return idx[k] })
-	if digest == "" || p.Bound == nil || len(p.Bound.Missing) != 0 {
-		t.Fatalf("Bind: digest %q, bound %+v", digest, p.Bound)
-	}
-	return p, pf
 }
 
 func TestResolveEnv(t *testing.T) {

@@ -1,11 +1,11 @@
 package pod_test
 
 import (
-	"os"
 	"testing"
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // The tests of package pod that need a pod as a manifest file makes it
@@ -22,15 +22,7 @@ func testOptions(file string) manifest.ParseOptions {
 
 // parseOne parses src, which must hold exactly one pod.
 func parseOne(t *testing.T, src string, opts manifest.ParseOptions) *pod.Pod {
-	t.Helper()
-	pods, err := manifest.Parse([]byte(src), opts)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	if len(pods) != 1 {
-		t.Fatalf("Parse returned %d pods, want 1", len(pods))
-	}
-	return pods[0]
+	return testutil.ParseOnePod(t, src, opts)
 }
 
 const minimalPod = `apiVersion: v1
@@ -45,22 +37,5 @@ func ptr[T any](v T) *T { return &v }
 // parseObjectsFile parses manifest's testdata/good/objects.yaml and binds
 // its pod to its objects.
 func parseObjectsFile(t *testing.T) (*pod.Pod, manifest.Parsed) {
-	t.Helper()
-	data, err := os.ReadFile("../manifest/testdata/good/objects.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := manifest.ParseFile(data, testOptions("objects.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := map[pod.ObjectKey]*pod.Object{}
-	for _, o := range pf.Objects {
-		idx[o.Key()] = o
-	}
-	p, digest := pod.Bind(pf.Pods[0], func(k pod.ObjectKey) *pod.Object { return idx[k] })
-	if digest == "" || p.Bound == nil || len(p.Bound.Missing) != 0 {
-		t.Fatalf("Bind: digest %q, bound %+v", digest, p.Bound)
-	}
-	return p, pf
+	return testutil.BoundPod(t, "../manifest/testdata/good/objects.yaml", testOptions("objects.yaml"))
 }

@@ -134,29 +134,17 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 					appendRaw(t, out, fmt.Sprintf("line %d\n", next))
 					next++
 				}
-				if p == nil {
-					if p, err = openPump(state, cfg, newScratch()); err != nil {
-						t.Fatalf("reopen after kill %d: %v", kills, err)
-					}
-					arm(p)
-				}
-				func() {
-					defer func() {
-						if r := recover(); r != nil {
-							p.close()
-							p = nil
-						}
-					}()
+				stepOrKill(t, &p, state, cfg, arm, func(p *pump) {
 					if _, err := p.step(); err != nil {
 						t.Fatal(err)
 					}
-					if next == lines {
-						p.crashPoint = nil
-						finishPump(t, p)
-						p = nil
-						next++ // done
-					}
-				}()
+				})
+				if p != nil && next == lines {
+					p.crashPoint = nil
+					finishPump(t, p)
+					p = nil
+					next++ // done
+				}
 			}
 			if kills < 10 {
 				t.Fatalf("only %d kills", kills)
@@ -200,6 +188,27 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 			t.Logf("%d kills, %d records", kills, len(recs))
 		})
 	}
+}
+
+// stepOrKill opens the pump at state again when the last step killed it
+// (*p nil), arming it, then runs step on it; a kill (a panic of its crash
+// point) closes it and leaves *p nil.
+func stepOrKill(t *testing.T, p **pump, state string, cfg logConfig, arm func(*pump), step func(*pump)) {
+	t.Helper()
+	if *p == nil {
+		var err error
+		if *p, err = openPump(state, cfg, newScratch()); err != nil {
+			t.Fatalf("reopen after a kill: %v", err)
+		}
+		arm(*p)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			(*p).close()
+			*p = nil
+		}
+	}()
+	step(*p)
 }
 
 // TestPumpBoundedStep: a backlog larger than one step's share is converted

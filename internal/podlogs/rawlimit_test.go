@@ -64,21 +64,7 @@ func TestPumpCollapseAcrossKills(t *testing.T) {
 			next++
 		}
 		appendRaw(t, out, b.String())
-		if p == nil {
-			if p, err = openPump(state, cfg, newScratch()); err != nil {
-				t.Fatalf("reopen after %v: %v", kills, err)
-			}
-			arm(p)
-		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					p.close()
-					p = nil
-				}
-			}()
-			stepAll(t, p)
-		}()
+		stepOrKill(t, &p, state, cfg, arm, func(p *pump) { stepAll(t, p) })
 		if fi, err := os.Stat(out); err == nil {
 			longest = max(longest, fi.Size())
 		}

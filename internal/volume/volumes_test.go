@@ -448,12 +448,9 @@ func countMountsWith(t *testing.T, filter mountinfo.FilterFunc) int {
 	return len(ms)
 }
 
-// testPod is a pod of the manifest directory with one container.
+// testPod is a pod with one container, named name.
 func testPod(name string) *pod.Pod {
-	p := &pod.Pod{
-		Metadata: pod.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "app", Image: "busybox:1.35"}}},
-	}
-	p.Metadata.UID = pod.UID("file:/etc/tug/manifests", "default", name)
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + name}}
+	p.Spec.Containers = []pod.Container{{Name: "app", Image: "busybox:1.35"}}
 	return p
 }
