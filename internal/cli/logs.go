@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -30,9 +30,9 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
 // logsCmd is "tug logs". It returns the exit code: 1 when tug cannot be
 // asked or refuses, 2 for a usage error.
-func logsCmd(args []string, stdout, stderr io.Writer) int {
+func (e Env) logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug logs", flag.ContinueOnError)
-	socket, ns := podFlags(fs)
+	socket, ns := podFlags(fs, e.Socket)
 	var container string
 	var o api.LogOptions
 	fs.StringVar(&container, "c", "", "the `container` (default: the only one, the default-container annotation's, or the first)")
@@ -54,7 +54,7 @@ func logsCmd(args []string, stdout, stderr io.Writer) int {
 	if o.Since < 0 {
 		return usageError(stderr, logsUsage, "--since must be positive")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	c := &api.Client{SocketPath: *socket}
 	if container == "" {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -20,12 +20,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/api"
-	"tug/internal/config"
 	"tug/internal/pod"
 )
 
-// The client subcommands: "tug pods" and "tug inspect" read the agent's API
-// over its unix socket (api.Client) and print what it says.
+// "tug pods" and "tug inspect" read the agent's API over its unix socket
+// (api.Client) and print what it says; the flag parsing and printing
+// helpers below are every command's.
 
 const podsUsage = `usage: tug pods [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]
 
@@ -47,9 +47,9 @@ recent event (lastEvent; "tug events POD" lists them all). POD is the name
 
 // listPods is "tug pods". It returns the exit code: 1 when tug cannot be
 // asked, 2 for a usage error.
-func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug pods", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
+	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	var ns string
 	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
 	fs.StringVar(&ns, "namespace", "", "same as -n")
@@ -106,9 +106,9 @@ func listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // inspectPod is "tug inspect POD". It returns the exit code: 1 when tug
 // cannot be asked or has no such pod, 2 for a usage error.
-func inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
-	socket, ns := podFlags(fs)
+	socket, ns := podFlags(fs, e.Socket)
 	output := fs.String("o", "yaml", "output `format`: yaml or json")
 	pos, code, ok := parseFlags(fs, args, inspectUsage, stdout, stderr)
 	if !ok {
@@ -171,16 +171,10 @@ func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
 	fs.SetOutput(out)
 }
 
-// defaultSocket is the agent's API socket with the default --run-dir.
-func defaultSocket() string {
-	c := config.Default()
-	return c.SocketPath()
-}
-
-// podFlags registers the flags of a command about one pod: --socket and
-// -n/--namespace (default "default").
-func podFlags(fs *flag.FlagSet) (socket, namespace *string) {
-	socket = fs.String("socket", defaultSocket(), "`path` of tug's API socket")
+// podFlags registers the flags of a command about one pod: --socket
+// (default defaultSocket) and -n/--namespace (default "default").
+func podFlags(fs *flag.FlagSet, defaultSocket string) (socket, namespace *string) {
+	socket = fs.String("socket", defaultSocket, "`path` of tug's API socket")
 	namespace = new(string)
 	fs.StringVar(namespace, "n", "default", "the pod's `namespace`")
 	fs.StringVar(namespace, "namespace", "default", "same as -n")
@@ -201,10 +195,10 @@ type tableOptions struct {
 // manifestErrorStatus is the STATUS of a manifest file tug cannot use.
 const manifestErrorStatus = "ManifestError"
 
-// printPods prints pods and broken manifests as "tug pods" does by default
+// PrintPods prints pods and broken manifests as "tug pods" does by default
 // (writePodTable, every namespace), and returns the number of rows. "tug
-// run --runonce" uses it too.
-func printPods(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, now time.Time) int {
+// run --runonce" uses it too. It does not modify its arguments.
+func PrintPods(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, now time.Time) int {
 	return writePodTable(w, pods, manifests, tableOptions{}, now)
 }
 

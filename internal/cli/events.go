@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -29,9 +29,9 @@ memory; they are gone when it restarts.
 
 // eventsCmd is "tug events". It returns the exit code: 1 when tug cannot be
 // asked, 2 for a usage error.
-func eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (e Env) eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug events", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
+	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	var ns string
 	fs.StringVar(&ns, "n", "", "only this `namespace`'s events (default: every namespace)")
 	fs.StringVar(&ns, "namespace", "", "same as -n")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // checkRefs checks the references of the pods to ConfigMaps, Secrets and
-// claims (issue 13): a file given by name is checked alone, and a
+// claims: a file given by name is checked alone, and a
 // reference to an object it does not hold is a warning (the object may be
 // in another file of the directory or the bundle); the files of a
 // directory are checked together, as the agent reads them, and a missing

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -337,8 +337,8 @@ func TestPrintPodsUnsorted(t *testing.T) {
 	slices.Reverse(f.pods)
 	before := slices.Clone(f.pods)
 	var out bytes.Buffer
-	if rows := printPods(&out, f.pods, f.manifests[1:3], now); rows != 3 {
-		t.Errorf("printPods = %d rows, want 3", rows)
+	if rows := PrintPods(&out, f.pods, f.manifests[1:3], now); rows != 3 {
+		t.Errorf("PrintPods = %d rows, want 3", rows)
 	}
 	want := `NAME          READY   STATUS             RESTARTS      AGE
 crash-edge1   0/1     CrashLoopBackOff   4 (12m ago)   2d2h
@@ -346,15 +346,15 @@ setup-edge1   0/1     Init:1/2           0             15m
 web-edge1     1/1     Running            0             5h
 `
 	if out.String() != want {
-		t.Errorf("printPods printed:\n%s\nwant:\n%s", out.String(), want)
+		t.Errorf("PrintPods printed:\n%s\nwant:\n%s", out.String(), want)
 	}
 	for i := range before {
 		if f.pods[i].Metadata.UID != before[i].Metadata.UID {
-			t.Fatal("printPods reordered the caller's slice")
+			t.Fatal("PrintPods reordered the caller's slice")
 		}
 	}
-	if rows := printPods(io.Discard, nil, nil, now); rows != 0 {
-		t.Errorf("printPods(nothing) = %d rows, want 0", rows)
+	if rows := PrintPods(io.Discard, nil, nil, now); rows != 0 {
+		t.Errorf("PrintPods(nothing) = %d rows, want 0", rows)
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tug/internal/config"
 	"tug/internal/pod"
 	"tug/internal/policy"
 	"tug/internal/source"
@@ -28,16 +27,15 @@ file with warnings only still passes). With
 // validate checks each manifest file (or every manifest in a directory)
 // exactly as the agent would, prints every problem as
 // "file:line:col: field.path: message", and returns 1 if there was any.
-// With --policy LEVEL it also applies the admission policy, as an agent
-// with that level for the file's source and otherwise default settings
-// (--allow-privileged and --allow-host-state-mounts may be given too)
-// would, and prints each violation as "file: field.path: message".
-func validate(args []string, stdout, stderr io.Writer) int {
+// With --policy LEVEL it also applies the admission policy e.Policy builds,
+// as an agent with that level for the file's source and otherwise default
+// settings (--allow-privileged and --allow-host-state-mounts may be given
+// too) would, and prints each violation as "file: field.path: message".
+func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug validate", flag.ContinueOnError)
 	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
-	cfg := config.Default()
-	fs.BoolVar(&cfg.AllowPrivileged, "allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
-	fs.BoolVar(&cfg.AllowHostStateMounts, "allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
+	allowPrivileged := fs.Bool("allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
+	allowHostStateMounts := fs.Bool("allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
 	paths, code, ok := parseFlags(fs, args, validateUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -79,7 +77,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if *level != "" {
-			pl := newPolicy(cfg, map[string]string{src: *level}, nil)
+			pl := e.Policy(map[string]string{src: *level}, *allowPrivileged, *allowHostStateMounts)
 			blocked := false
 			for _, p := range pods {
 				var perr *policy.Error

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -15,9 +15,9 @@ const nodeUsage = "usage: tug node [-o json] [--socket PATH]\n"
 
 // showNode is "tug node": the node's conditions as kubectl describe node
 // prints them, or the Node as JSON.
-func showNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (e Env) showNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug node", flag.ContinueOnError)
-	socket := fs.String("socket", defaultSocket(), "`path` of tug's API socket")
+	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	output := fs.String("o", "", "output `format`: json, or a table when empty")
 	pos, code, ok := parseFlags(fs, args, nodeUsage, stdout, stderr)
 	if !ok {

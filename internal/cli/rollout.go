@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"tug/internal/redact"
 )
 
-// The rollout subcommands (issue 16): "tug rollback POD" returns a pod to
-// its last good spec by hand, "tug history POD" lists its last specs.
+// The rollout subcommands: "tug rollback POD" returns a pod to its last
+// good spec by hand, "tug history POD" lists its last specs.
 
 const rollbackUsage = `usage: tug rollback [-n NAMESPACE] [--socket PATH] POD
        tug rollback --source FILE|URL [--socket PATH]
@@ -36,9 +36,9 @@ Superseded), with its last good spec and the spec held back.
 `
 
 // rollbackCmd is "tug rollback POD".
-func rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug rollback", flag.ContinueOnError)
-	socket, ns := podFlags(fs)
+	socket, ns := podFlags(fs, e.Socket)
 	source := fs.String("source", "", "roll back every pod of this manifest `file or URL` instead of one pod")
 	pos, code, ok := parseFlags(fs, args, rollbackUsage, stdout, stderr)
 	if !ok {
@@ -68,9 +68,9 @@ func rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // historyCmd is "tug history POD".
-func historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug history", flag.ContinueOnError)
-	socket, ns := podFlags(fs)
+	socket, ns := podFlags(fs, e.Socket)
 	output := fs.String("o", "", "output `format`: json, or the table when empty")
 	pos, code, ok := parseFlags(fs, args, historyUsage, stdout, stderr)
 	if !ok {

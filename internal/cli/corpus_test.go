@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ const envCorpus = "TUG_CORPUS_REALWORLD"
 // repository it was cloned from.
 func corpusBesideRepo() string {
 	rel := filepath.Join("shared", "corpus", "realworld")
-	dir := filepath.Join("..", "..", rel)
+	dir := filepath.Join("..", "..", "..", rel) // from internal/cli
 	if _, err := os.Stat(dir); err == nil {
 		return dir
 	}
@@ -68,7 +68,7 @@ func TestCorpusRealworld(t *testing.T) {
 				t.Fatalf("no expectation for %s in testdata/corpus-realworld.txt", name)
 			}
 			var stdout, stderr bytes.Buffer
-			code := validate([]string{f}, &stdout, &stderr)
+			code := testEnv.validate([]string{f}, &stdout, &stderr)
 			var errs []string
 			for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
 				if line != "" && !strings.HasPrefix(line, "warning: ") {
