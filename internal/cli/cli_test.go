@@ -8,23 +8,17 @@ import (
 	"tug/internal/policy"
 )
 
-// testEnv is the Env of the tests: a policy with containerd's socket as
-// its one protected path, where agent/ protects the agent's whole list
-// (agent's TestValidateWiring checks that one).
+// testEnv is the Env of the tests. Its policy protects no host path:
+// agent/ passes the agent's own (agent's TestValidateWiring checks them).
 var testEnv = Env{Socket: "/run/tug/tug.sock", Version: "test", Policy: testPolicy}
 
 func testPolicy(levels map[string]string, allowPrivileged, allowHostStateMounts bool) *policy.Policy {
-	l := make(map[string]policy.Level, len(levels))
+	pl := &policy.Policy{Levels: map[string]policy.Level{}, Default: policy.Restricted,
+		AllowPrivileged: allowPrivileged, AllowHostStateMounts: allowHostStateMounts}
 	for src, level := range levels {
-		l[src] = policy.Level(level)
+		pl.Levels[src] = policy.Level(level)
 	}
-	return &policy.Policy{
-		Levels:               l,
-		Default:              policy.Restricted,
-		AllowPrivileged:      allowPrivileged,
-		AllowHostStateMounts: allowHostStateMounts,
-		Protected:            []policy.Protected{{Path: "/run/containerd/containerd.sock", What: "containerd's socket"}},
-	}
+	return pl
 }
 
 // run runs the client command args[0] with testEnv, as tug's main does.

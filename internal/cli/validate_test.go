@@ -154,8 +154,9 @@ func TestValidateFileLimit(t *testing.T) {
 	}
 }
 
-// TestValidatePolicy checks "tug validate --policy LEVEL": the agent's
-// admission messages, exit 1, whatever the order of flags and paths.
+// TestValidatePolicy checks "tug validate --policy LEVEL": the policy's
+// admission messages, exit 1, whatever the order of flags and paths
+// (agent's TestValidateWiring checks the host paths the agent protects).
 func TestValidatePolicy(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "caps.yaml")
@@ -174,21 +175,6 @@ spec:
 	if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	host := filepath.Join(dir, "host.yaml")
-	if err := os.WriteFile(host, []byte(`apiVersion: v1
-kind: Pod
-metadata:
-  name: host
-spec:
-  containers:
-  - name: app
-    image: busybox
-  volumes:
-  - name: sock
-    hostPath: {path: /run/containerd/containerd.sock}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	abs, _ := filepath.Abs(dir)
 	tests := []struct {
 		name string
@@ -201,9 +187,6 @@ spec:
 		{"baseline", []string{"--policy", "baseline", file}, 1,
 			file + `: spec.containers[0].securityContext.capabilities.add[0]: "ALL" is not allowed by the baseline policy of source file:` + abs},
 		{"flag after the path", []string{file, "--policy=restricted"}, 1, `must be false under the restricted policy of source file:` + abs},
-		{"host state under privileged", []string{"--policy", "privileged", host}, 1,
-			`spec.volumes[0].hostPath.path: "/run/containerd/containerd.sock" exposes containerd's socket (/run/containerd/containerd.sock); refused whatever the policy`},
-		{"host state allowed", []string{"--policy", "privileged", "--allow-host-state-mounts", host}, 0, ""},
 		{"unknown level", []string{"--policy", "strict", file}, 2, "unknown level"},
 	}
 	for _, tt := range tests {
