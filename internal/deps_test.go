@@ -12,8 +12,9 @@ import (
 )
 
 // allowedImports is the package map of STYLE.md §3 as an allow-list, in
-// the spirit of Tailscale's depaware: for every package of internal/ and
-// agent/, the tug packages and the third-party modules its production code
+// the spirit of Tailscale's depaware: for every package of the module
+// (internal/, agent/, the benchmark programs of bench/ and the test image's
+// programs under e2e/), the tug packages and the third-party modules its production code
 // may import directly. Anything not listed fails TestImportRules, and so
 // does a package with no entry (a new package gets its line here first)
 // or an entry naming a package that does not exist. The standard library
@@ -120,6 +121,39 @@ var allowedImports = map[string]allowed{
 		// The metrics registry (Go and process collectors) and systemd's
 		// notify protocol (issue 15).
 		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22"}},
+
+	// The benchmark programs ("make bench") and their kit: test tooling, run
+	// by hand or by make against the test environment, never part of tug.
+	// The kit starts and measures tug and containerd: containerd's client,
+	// its API (task metrics, events) and typeurl for the events' payloads,
+	// mountinfo and x/sys to unmount tug's namespace pins and read /proc;
+	// api and pod for tug's status as the programs read it.
+	"tug/bench/internal/kit": {internal: []string{"tug/internal/api", "tug/internal/pod"}, modules: []string{
+		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
+		"github.com/containerd/typeurl/v2", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
+	}},
+	// Each program measures through the kit; pod for the manifests it writes.
+	"tug/bench/benchday2":    {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	"tug/bench/benchidle":    {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchlogs":    {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchprobe":   {internal: []string{"tug/bench/internal/kit"}},
+	"tug/bench/benchrollout": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	// ctr's way of starting a container, with containerd's client, beside tug's.
+	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	// Network setup per pod through package network itself, against the same
+	// with ip commands: netlink and x/sys for the comparison's own netns.
+	"tug/bench/benchnet": {internal: []string{"tug/bench/internal/kit", "tug/internal/network", "tug/internal/pod"},
+		modules: []string{"github.com/vishvananda/netlink", "golang.org/x/sys"}},
+	// PSS of tug and its pods against podman: containerd's client and
+	// runtime-spec for the shims and specs it inspects, x/sys for /proc.
+	"tug/bench/benchfootprint": {internal: []string{"tug/bench/internal/kit", "tug/internal/api", "tug/internal/pod"},
+		modules: []string{"github.com/containerd/containerd", "github.com/opencontainers/runtime-spec", "golang.org/x/sys"}},
+	// The floor: a Go containerd client making only the PLEG's calls, which
+	// gives back its start-up pages as tug does (exepages).
+	"tug/bench/benchfootprint/floor": {internal: []string{"tug/internal/exepages"},
+		modules: []string{"github.com/containerd/containerd", "github.com/containerd/containerd/api"}},
+	// The test image's grpc.health.v1 server (scripts/mkimage.sh builds it).
+	"tug/e2e/testimage/grpchealth": {modules: []string{"google.golang.org/grpc"}},
 }
 
 // everyPackage lists the tug packages any package may import.
@@ -145,7 +179,7 @@ type listedPackage struct {
 // TestImportRules enforces allowedImports on the real tree.
 func TestImportRules(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps",
-		"-json=ImportPath,Standard,GoFiles,Imports,Deps,Module", "tug/internal/...", "tug/agent").Output()
+		"-json=ImportPath,Standard,GoFiles,Imports,Deps,Module", "tug/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
