@@ -98,22 +98,11 @@ type window struct {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	client, err := kit.Connect(o.Containerd)
+	s, err := kit.Open(ctx, "benchday2", o.Options, namespace)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	dir, err := kit.WorkDir("benchday2")
-	if err != nil {
-		return err
-	}
-	var tug *kit.Tug
-	defer func() {
-		err = errors.Join(err, kit.Teardown("benchday2", client, tug, namespace, dir, o.Keep, nil))
-	}()
-	if err := kit.Purge(ctx, client, namespace, nil); err != nil {
-		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
-	}
+	defer func() { err = errors.Join(err, s.Close()) }()
 	configs := []config{{name: "tug", args: strings.Fields(o.baselineArgs)}}
 	if o.evictionArgs != "" {
 		configs = append(configs, config{name: "tug + eviction", args: strings.Fields(o.evictionArgs)})
@@ -122,19 +111,20 @@ func run(ctx context.Context, o options) (err error) {
 	var scrapeTimes []time.Duration
 	var pss int64
 	for i, c := range configs {
-		if tug != nil {
-			if err := tug.Stop(20 * time.Second); err != nil {
+		if s.Tug != nil {
+			if err := s.Tug.Stop(20 * time.Second); err != nil {
 				return err
 			}
 		}
-		tug, err = kit.NewTug(ctx, kit.TugConfig{Bin: o.Tug, Dir: dir, Containerd: o.Containerd,
-			Namespace: namespace, Hostname: hostname, Healthz: true, Netns: "day2", Args: c.args})
+		tug, err := s.NewTug(ctx, kit.TugConfig{Hostname: hostname, Healthz: true, Netns: "day2", Args: c.args})
 		if err != nil {
 			return err
 		}
-		o.Tug = tug.Bin // built once
 		if i == 0 {
-			if err := prepare(o, tug); err != nil {
+			if err := tug.WriteSleepPods("day2", o.pods, o.Image, ""); err != nil {
+				return err
+			}
+			if err := tug.AddImage(o.Archive); err != nil {
 				return err
 			}
 		}
@@ -284,27 +274,4 @@ func report(w io.Writer, o options, configs []config, windows []window, scrapes 
 	fmt.Fprintf(w, "/metrics at %d pods, %d scrapes: %s (target p50 < %v)  %s\n", o.pods, len(scrapes), s, targetScrape,
 		kit.Verdict(kit.Percentile(scrapes, 0.5) < targetScrape))
 	fmt.Fprintf(w, "tug PSS after the scrapes: %.1f MiB\n", kit.MiB(pss))
-}
-
-// prepare writes the manifests and puts the image archive into tug's image
-// directory.
-func prepare(o options, tug *kit.Tug) error {
-	for i := range o.pods {
-		name := fmt.Sprintf("day2-%02d", i)
-		m := fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-    - name: main
-      image: %s
-      command: ["sleep", "86400"]
-`, name, o.Image)
-		if err := os.WriteFile(filepath.Join(tug.Manifests, name+".yaml"), []byte(m), 0o644); err != nil {
-			return err
-		}
-	}
-	return kit.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive)))
 }

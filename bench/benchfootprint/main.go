@@ -162,14 +162,11 @@ func runTug(ctx context.Context, o options, dir string) (res tugRun, err error) 
 	if err != nil {
 		return res, err
 	}
-	for i := range o.pods {
-		name := fmt.Sprintf("fp-%02d", i)
-		if err := os.WriteFile(filepath.Join(tug.Manifests, name+".yaml"), []byte(podYAML(name, o.Image)), 0o644); err != nil {
-			return res, err
-		}
+	if err := tug.WriteSleepPods("fp", o.pods, o.Image, "IfNotPresent"); err != nil {
+		return res, err
 	}
-	if err := kit.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
-		return res, fmt.Errorf("image archive: %w", err)
+	if err := tug.AddImage(o.Archive); err != nil {
+		return res, err
 	}
 	if o.floor {
 		// Built before tug starts, started right after it: both are the
@@ -252,35 +249,7 @@ func stopFloor(floor *exec.Cmd) error {
 func teardownTug(client *containerd.Client, tug *kit.Tug) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var errs []error
-	if tug != nil && !tug.Exited() {
-		ms, _ := filepath.Glob(filepath.Join(tug.Manifests, "*.yaml"))
-		for _, m := range ms {
-			errs = append(errs, os.Remove(m))
-		}
-		if err := kit.WaitGone(ctx, client, namespace, time.Minute, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "benchfootprint: tug did not remove its pods: %v; removing them directly\n", err)
-		}
-		errs = append(errs, tug.Stop(20*time.Second))
-	}
-	errs = append(errs, kit.Purge(ctx, client, namespace, nil), kit.RemoveNamespace(ctx, client, namespace), client.Close())
-	return errors.Join(errs...)
-}
-
-// podYAML is one benchmark pod: one container sleeping, pod networking.
-func podYAML(name, image string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-    - name: main
-      image: %s
-      imagePullPolicy: IfNotPresent
-      command: ["sleep", "86400"]
-`, name, image)
+	return errors.Join(kit.TeardownTug(ctx, "benchfootprint", client, tug, namespace, nil), client.Close())
 }
 
 // waitTugPods waits until tug's API lists every pod Running.
@@ -364,7 +333,7 @@ func runPodman(ctx context.Context, o options, dir string) (groups []group, err 
 	}
 	var docs []string
 	for i := range o.pods {
-		docs = append(docs, podYAML(fmt.Sprintf("fp-%02d", i), o.Image))
+		docs = append(docs, kit.SleepPod(fmt.Sprintf("fp-%02d", i), o.Image, "IfNotPresent"))
 	}
 	kube := filepath.Join(dir, "pods.yaml")
 	if err := os.WriteFile(kube, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {

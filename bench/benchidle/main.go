@@ -91,31 +91,21 @@ func run(ctx context.Context, o options) (err error) {
 	if _, err := kit.ReadTicks(o.containerdPID); err != nil {
 		return fmt.Errorf("containerd pid %d: %w", o.containerdPID, err)
 	}
-	client, err := kit.Connect(o.Containerd)
+	s, err := kit.Open(ctx, "benchidle", o.Options, namespace)
 	if err != nil {
 		return err
 	}
-	dir, err := kit.WorkDir("benchidle")
-	if err != nil {
-		client.Close()
-		return err
-	}
-	var tug *kit.Tug
-	defer func() {
-		err = errors.Join(err, kit.Teardown("benchidle", client, tug, namespace, dir, o.Keep, nil), client.Close())
-	}()
-	if err := kit.Purge(ctx, client, namespace, nil); err != nil {
-		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
-	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	client := s.Client
 	// tug as it runs in production: log level info, the health port on.
-	tug, err = kit.NewTug(ctx, kit.TugConfig{
-		Bin: o.Tug, Dir: dir, Containerd: o.Containerd, Namespace: namespace, Hostname: hostname,
-		Healthz: true, Netns: "idle",
-	})
+	tug, err := s.NewTug(ctx, kit.TugConfig{Hostname: hostname, Healthz: true, Netns: "idle"})
 	if err != nil {
 		return err
 	}
-	if err := prepare(o, tug); err != nil {
+	if err := tug.WriteSleepPods("idle", o.pods, o.Image, ""); err != nil {
+		return err
+	}
+	if err := tug.AddImage(o.Archive); err != nil {
 		return err
 	}
 	if err := tug.Start(); err != nil {
@@ -138,32 +128,6 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	report(os.Stdout, o, res)
-	return nil
-}
-
-// prepare writes the manifests and puts the image archive into tug's image
-// directory (tug imports it at start, as on an offline device).
-func prepare(o options, tug *kit.Tug) error {
-	for i := range o.pods {
-		name := fmt.Sprintf("idle-%02d", i)
-		m := fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-    - name: main
-      image: %s
-      command: ["sleep", "86400"]
-`, name, o.Image)
-		if err := os.WriteFile(filepath.Join(tug.Manifests, name+".yaml"), []byte(m), 0o644); err != nil {
-			return err
-		}
-	}
-	if err := kit.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
-		return fmt.Errorf("image archive: %w", err)
-	}
 	return nil
 }
 

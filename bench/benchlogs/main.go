@@ -114,8 +114,8 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 	if err != nil {
 		return res, err
 	}
-	if err := kit.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
-		return res, fmt.Errorf("image archive: %w", err)
+	if err := tug.AddImage(o.Archive); err != nil {
+		return res, err
 	}
 	// 99 characters and a newline per line; the sleep lets the
 	// measurement start before the output does.

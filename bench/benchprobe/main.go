@@ -112,34 +112,21 @@ type latency struct {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	client, err := kit.Connect(o.Containerd)
+	s, err := kit.Open(ctx, "benchprobe", o.Options, namespace)
 	if err != nil {
 		return err
 	}
-	dir, err := kit.WorkDir("benchprobe")
-	if err != nil {
-		client.Close()
-		return err
-	}
-	var tug *kit.Tug
-	defer func() {
-		err = errors.Join(err, kit.Teardown("benchprobe", client, tug, namespace, dir, o.Keep, nil), client.Close())
-	}()
-	if err := kit.Purge(ctx, client, namespace, nil); err != nil {
-		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
-	}
-	tug, err = kit.NewTug(ctx, kit.TugConfig{
-		Bin: o.Tug, Dir: dir, Containerd: o.Containerd, Namespace: namespace, Hostname: hostname,
-		Healthz: true, Netns: "probe",
-	})
+	defer func() { err = errors.Join(err, s.Close()) }()
+	client := s.Client
+	tug, err := s.NewTug(ctx, kit.TugConfig{Hostname: hostname, Healthz: true, Netns: "probe"})
 	if err != nil {
 		return err
 	}
 	if err := writeManifests(o, tug, "", ""); err != nil {
 		return err
 	}
-	if err := kit.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
-		return fmt.Errorf("image archive: %w", err)
+	if err := tug.AddImage(o.Archive); err != nil {
+		return err
 	}
 	if err := tug.Start(); err != nil {
 		return err

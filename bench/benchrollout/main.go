@@ -85,31 +85,17 @@ spec:
 }
 
 func run(ctx context.Context, o options) (err error) {
-	client, err := kit.Connect(o.Containerd)
+	s, err := kit.Open(ctx, "benchrollout", o.Options, namespace)
 	if err != nil {
 		return err
 	}
-	dir, err := kit.WorkDir("benchrollout")
-	if err != nil {
-		client.Close()
-		return err
-	}
-	var tug *kit.Tug
-	defer func() {
-		err = errors.Join(err, kit.Teardown("benchrollout", client, tug, namespace, dir, o.Keep, nil), client.Close())
-	}()
-	if err := kit.Purge(ctx, client, namespace, nil); err != nil {
-		return fmt.Errorf("remove leftovers of an earlier run: %w", err)
-	}
-	tug, err = kit.NewTug(ctx, kit.TugConfig{
-		Bin: o.Tug, Dir: dir, Containerd: o.Containerd, Namespace: namespace, Hostname: hostname, Netns: "rollout",
-		Args: []string{"--rollout-min-ready", "1s"},
-	})
+	defer func() { err = errors.Join(err, s.Close()) }()
+	tug, err := s.NewTug(ctx, kit.TugConfig{Hostname: hostname, Netns: "rollout", Args: []string{"--rollout-min-ready", "1s"}})
 	if err != nil {
 		return err
 	}
-	if err := kit.CopyFile(o.Archive, filepath.Join(tug.ImageDir, filepath.Base(o.Archive))); err != nil {
-		return fmt.Errorf("image archive: %w", err)
+	if err := tug.AddImage(o.Archive); err != nil {
+		return err
 	}
 	m := measurer{tug: tug, image: o.Image}
 	if err := m.write(0, true); err != nil {

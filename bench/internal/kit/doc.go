@@ -14,6 +14,10 @@
 //	              directories and in its own network namespace (netns.go)
 //	env.go        the defaults the test environment (scripts/testenv.sh)
 //	              exports, and the work directory's clean-up
+//	lifecycle.go  waiting for tug's pods, and the end of a run (Teardown)
+//	session.go    one run: containerd client, work directory, namespace and
+//	              tug (Open, NewTug, Close); the resting pods' manifests
+//	              and the image archive tug imports
 //
 // Memory is reported as PSS (proportional set size): RSS counts the pages a
 // process shares with others in each of them. RSS and VmHWM stay in the

@@ -65,15 +65,26 @@ func (t *Tug) WaitPods(ctx context.Context, want int, timeout time.Duration, ok 
 	return fmt.Errorf("pods not as wanted within %v: %s", timeout, last)
 }
 
-// Teardown is the end of a benchmark with one tug: it removes the pods
-// through tug (remove, or else deleting every manifest and waiting for the
-// containers to go), stops tug, removes what is left in namespace and the
+// Teardown is the end of a benchmark with one tug: TeardownTug, then the
 // work directory dir (kept when keep is set or anything failed). It uses
 // its own context, so it also runs after an interrupt. name prefixes its
 // messages.
 func Teardown(name string, client *containerd.Client, tug *Tug, namespace, dir string, keep bool, remove func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	err := TeardownTug(ctx, name, client, tug, namespace, remove)
+	if err != nil {
+		keep = true
+		fmt.Fprintf(os.Stderr, "%s: clean-up failed, keeping %s\n", name, dir)
+	}
+	return errors.Join(err, RemoveWorkDir(name, dir, keep))
+}
+
+// TeardownTug removes the pods through tug (remove, or else deleting
+// every manifest and waiting for the containers to go), stops tug (nil:
+// none was made) and removes what is left in namespace. name prefixes its
+// messages.
+func TeardownTug(ctx context.Context, name string, client *containerd.Client, tug *Tug, namespace string, remove func(ctx context.Context) error) error {
 	var errs []error
 	if tug != nil && !tug.Exited() {
 		if remove == nil {
@@ -91,9 +102,5 @@ func Teardown(name string, client *containerd.Client, tug *Tug, namespace, dir s
 		errs = append(errs, tug.Stop(20*time.Second))
 	}
 	errs = append(errs, Purge(ctx, client, namespace, nil), RemoveNamespace(ctx, client, namespace))
-	if err := errors.Join(errs...); err != nil {
-		keep = true
-		fmt.Fprintf(os.Stderr, "%s: clean-up failed, keeping %s\n", name, dir)
-	}
-	return errors.Join(append(errs, RemoveWorkDir(name, dir, keep))...)
+	return errors.Join(errs...)
 }
