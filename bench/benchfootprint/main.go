@@ -208,7 +208,7 @@ func runTug(ctx context.Context, o options, dir string) (res tugRun, err error) 
 	var roots, containers []int
 	roots = append(roots, tug.PID())
 	for pid, p := range procs {
-		if strings.HasPrefix(p.exe, "containerd-shim") && slices.Contains(p.args, o.Containerd) && argAfter(p.args, "-namespace") == namespace {
+		if kit.IsShim(p.exe, p.args, o.Containerd, namespace) {
 			roots = append(roots, pid)
 		}
 	}
@@ -601,13 +601,4 @@ func report(w io.Writer, o options, tugRes tugRun, podGroups []group, podErr err
 // split is the group's PSS as anonymous + file pages.
 func (g group) split() string {
 	return fmt.Sprintf("%.1f + %.1f", kit.MiB(g.mem.PSSAnon), kit.MiB(g.mem.PSSFile))
-}
-
-func argAfter(args []string, flag string) string {
-	for i, a := range args {
-		if a == flag && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
 }

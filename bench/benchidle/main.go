@@ -22,12 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -159,7 +154,7 @@ func measure(ctx context.Context, o options, client *containerd.Client, tug *kit
 		return res, fmt.Errorf("%d tasks in namespace %s, want %d", len(pids), namespace, o.pods)
 	}
 	res.pids = pids
-	shims, loggers, err := findHelpers(o.Containerd, tug.Bin, tug.LogsDir)
+	shims, loggers, err := tug.Helpers(o.Containerd, namespace)
 	if err != nil {
 		return res, err
 	}
@@ -231,44 +226,4 @@ func report(w io.Writer, o options, res result) {
 		ctd.cpuPercent, kit.MiB(ctd.mem.RSS), kit.MiB(ctd.mem.HWM), kit.MiB(ctd.mem.PSS))
 	fmt.Fprintf(w, "tug / containerd, same run: CPU %s, PSS %s\n",
 		kit.RatioString(tug.cpuPercent, ctd.cpuPercent), kit.RatioString(float64(tug.mem.PSS), float64(ctd.mem.PSS)))
-}
-
-// findHelpers returns the pids of the shims serving the benchmark's
-// namespace on this containerd, and of tug's log drivers writing under
-// logsDir.
-func findHelpers(sock, tugBin, logsDir string) (shims, loggers []int, err error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, nil, err
-	}
-	tugExe, _ := filepath.EvalSymlinks(tugBin)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		switch {
-		case strings.HasPrefix(filepath.Base(exe), "containerd-shim") &&
-			slices.Contains(args, sock) && argAfter(args, "-namespace") == namespace:
-			shims = append(shims, pid)
-		case exe == tugExe && len(args) > 2 && args[1] == "logger" && strings.Contains(args[2], url.QueryEscape(logsDir)):
-			loggers = append(loggers, pid)
-		}
-	}
-	return shims, loggers, nil
-}
-
-func argAfter(args []string, flag string) string {
-	for i, a := range args {
-		if a == flag && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
 }

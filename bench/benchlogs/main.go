@@ -26,10 +26,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,7 +158,7 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 		return res, err
 	}
 	res.idleCPU = usage[0].Percent
-	shims, loggers, err := helpers(o.Containerd, tug)
+	shims, loggers, err := tug.Helpers(o.Containerd, namespace)
 	if err != nil {
 		return res, err
 	}
@@ -184,7 +182,7 @@ func runDriver(ctx context.Context, o options, client *containerd.Client, driver
 // throughput measures the flooding pod: from the first record in its CRI
 // log to END.
 func throughput(ctx context.Context, o options, tug *kit.Tug, res *result) error {
-	shims, loggers, err := helpers(o.Containerd, tug)
+	shims, loggers, err := tug.Helpers(o.Containerd, namespace)
 	if err != nil {
 		return err
 	}
@@ -288,44 +286,6 @@ func removePods(ctx context.Context, client *containerd.Client, tug *kit.Tug) er
 		}
 	}
 	return kit.WaitGone(ctx, client, namespace, 2*time.Minute, nil)
-}
-
-// helpers returns the pids of the shims of the benchmark's namespace and
-// of the tug loggers writing under tug's logs dir.
-func helpers(sock string, tug *kit.Tug) (shims, loggers []int, err error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, nil, err
-	}
-	tugExe, _ := filepath.EvalSymlinks(tug.Bin)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		switch {
-		case strings.HasPrefix(filepath.Base(exe), "containerd-shim") && slices.Contains(args, sock) && argAfter(args, "-namespace") == namespace:
-			shims = append(shims, pid)
-		case exe == tugExe && len(args) > 2 && args[1] == "logger" && strings.Contains(args[2], url.QueryEscape(tug.LogsDir)):
-			loggers = append(loggers, pid)
-		}
-	}
-	return shims, loggers, nil
-}
-
-func argAfter(args []string, flag string) string {
-	for i, a := range args {
-		if a == flag && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
 }
 
 func report(w io.Writer, o options, rs []result) {

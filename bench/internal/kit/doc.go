@@ -15,6 +15,7 @@
 //	env.go        the defaults the test environment (scripts/testenv.sh)
 //	              exports, and the work directory's clean-up
 //	lifecycle.go  waiting for tug's pods, and the end of a run (Teardown)
+//	helpers.go    the shims and log drivers serving a tug, found in /proc
 //	session.go    one run: containerd client, work directory, namespace and
 //	              tug (Open, NewTug, Close); the resting pods' manifests
 //	              and the image archive tug imports
