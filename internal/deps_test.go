@@ -119,7 +119,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors) and systemd's
-		// notify protocol (issue 15).
+		// notify protocol.
 		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22"}},
 
 	// The benchmark programs ("make bench") and their kit: test tooling, run

@@ -20,7 +20,7 @@
 //	go run ./bench/benchday2 [-pods 30] [-settle 10s] [-window 60s] [-rounds 2] [-scrape-every 15s] [-baseline-args ARGS] [-eviction-args ARGS] [-tug ./tug] [-keep] [-markdown]
 //
 // It needs root and a containerd (scripts/testenv.sh up). It prints
-// PASS/FAIL against issue 15's targets (the added CPU under 1 % of one
+// PASS/FAIL against its targets (the added CPU under 1 % of one
 // core, the scrape under 20 ms) and exits 0 whether they are met or not.
 package main
 
@@ -47,7 +47,7 @@ const (
 	hostname  = "bench"
 )
 
-// Targets from issue 15.
+// Targets of the day-2 components (metrics, eviction, image GC).
 const (
 	targetCPU    = 1.0                   // % of one core, added by the day-2 components together
 	targetScrape = 20 * time.Millisecond // one /metrics at 30 pods

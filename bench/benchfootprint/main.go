@@ -23,7 +23,7 @@
 // image archive.
 //
 // It needs root and a containerd (scripts/testenv.sh up). It prints
-// PASS/FAIL against the targets of issue 14 (tug's total under 100 MiB at
+// PASS/FAIL against its targets (tug's total under 100 MiB at
 // 30 pods; per pod within 1.5x of podman's) and exits 0 either way: it is a
 // measurement.
 package main
@@ -59,7 +59,7 @@ const (
 	hostname  = "bench"
 )
 
-// Targets from issue 14.
+// Targets: tug's footprint with 30 pods.
 const (
 	targetTotal    = 100 // MiB, tug and what it caused, at 30 pods
 	targetPerPodX  = 1.5 // tug's per-pod cost / podman's

@@ -9,8 +9,8 @@
 //	go run ./bench/benchidle [-pods 30] [-settle 60s] [-window 60s] [-tug ./tug] [-keep] [-markdown]
 //
 // It needs root and a containerd (scripts/testenv.sh up; the defaults come
-// from its env file's variables). It prints PASS/FAIL against the targets
-// of issue 14 (idle CPU under 0.5% of one core, RSS under 25 MiB;
+// from its env file's variables). It prints PASS/FAIL against its targets
+// (idle CPU under 0.5% of one core, RSS under 25 MiB;
 // PSS, the round's measure of memory, is printed beside RSS) and exits 0
 // whether they are met or not: it is a measurement. The measuring is
 // bench/internal/kit's. docs/benchmarks.md holds measured numbers.
@@ -36,9 +36,9 @@ const (
 	hostname  = "bench"
 )
 
-// Targets from the lifecycle issue.
+// Targets: the idle agent with 30 pods.
 const (
-	targetCPU = 0.5 // % of one core (issue 14: the idle agent with 30 pods)
+	targetCPU = 0.5 // % of one core
 	targetRSS = 25  // MiB
 )
 

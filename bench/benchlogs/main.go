@@ -1,7 +1,7 @@
 // Command benchlogs compares tug's two container log drivers in one run
 // ("make bench"): --container-log-driver=file (the shim writes raw files,
 // tug converts them) against =binary (a "tug logger" process per
-// container, the design before issue 14). For each driver it starts a tug
+// container). For each driver it starts a tug
 // and measures:
 //
 //   - throughput: one container writes -mb MB to stdout (lines of 100

@@ -1,5 +1,5 @@
-// Command benchprobe measures what probes cost tug ("make bench", issue
-// 12): it starts tug with N pods, each running a busybox httpd, measures
+// Command benchprobe measures what probes cost tug ("make bench"): it
+// starts tug with N pods, each running a busybox httpd, measures
 // tug's CPU over a window and its memory at the end, then adds three
 // probes per pod (httpGet readiness and tcpSocket liveness on its web
 // server, exec readiness on its second container) at periodSeconds 1, which re-arms them
@@ -44,7 +44,7 @@ const (
 	hostname  = "bench"
 )
 
-// Targets from issue 12 (http/tcp probes).
+// Targets of the http/tcp probes.
 const (
 	targetCPU     = 2.0 // % of one core added
 	targetRSS     = 5   // MiB added

@@ -1,4 +1,4 @@
-// Command benchrollout measures a rollback (issue 16) against a plain
+// Command benchrollout measures a rollback against a plain
 // update of the same pod, in the same run ("make bench"): it starts tug
 // with one pod (an HTTP server with a readiness probe), and repeats
 //

@@ -12,7 +12,7 @@
 //
 // It needs root and a containerd (scripts/testenv.sh up; the defaults come
 // from its env file's variables). It prints the medians, the ratios and
-// PASS/FAIL against the targets of the benchmark issue, and exits 0 whether
+// PASS/FAIL against its targets, and exits 0 whether
 // the targets are met or not: it is a measurement. The measuring (events,
 // containerd, tug, statistics, tables) is bench/internal/kit's.
 package main

@@ -18,7 +18,7 @@ const (
 	methodCtrLog = "ctr all-at-once + tug logger"
 )
 
-// Targets of the benchmark issue.
+// Targets of pod start-up.
 const (
 	targetManyRatio = 1.1                   // N=30: tug within 1.1x the all-at-once floor
 	targetOneRatio  = 1.2                   // N=1: tug within 1.2x (one ctr run + 20 ms)
