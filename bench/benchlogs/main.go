@@ -94,24 +94,18 @@ func run(ctx context.Context, o options) error {
 
 func runDriver(ctx context.Context, o options, client *containerd.Client, driver string) (res result, err error) {
 	res.driver = driver
-	dir, err := kit.WorkDir("benchlogs")
+	s, err := kit.OpenClient(ctx, "benchlogs", client, o.Options, namespace)
 	if err != nil {
 		return res, err
 	}
-	var tug *kit.Tug
-	defer func() {
-		err = errors.Join(err, kit.Teardown("benchlogs", client, tug, namespace, dir, o.Keep, func(ctx context.Context) error { return removePods(ctx, client, tug) }))
-	}()
-	if err := kit.Purge(ctx, client, namespace, nil); err != nil {
-		return res, fmt.Errorf("remove leftovers of an earlier run: %w", err)
-	}
-	tug, err = kit.NewTug(ctx, kit.TugConfig{
-		Bin: o.Tug, Dir: dir, Containerd: o.Containerd, Namespace: namespace, Hostname: hostname, Netns: "logs",
+	defer func() { err = errors.Join(err, s.Close()) }()
+	tug, err := s.NewTug(ctx, kit.TugConfig{Hostname: hostname, Netns: "logs",
 		Args: []string{"--container-log-driver", driver, "--container-log-max-size", strconv.Itoa(1 << 30), "--container-log-max-files", "1"},
 	})
 	if err != nil {
 		return res, err
 	}
+	s.Remove = func(ctx context.Context) error { return removePods(ctx, client, tug) }
 	if err := tug.AddImage(o.Archive); err != nil {
 		return res, err
 	}

@@ -25,20 +25,32 @@ type Session struct {
 	// remove); nil deletes every manifest and waits for the containers.
 	Remove func(ctx context.Context) error
 
-	opts Options
+	opts      Options
+	ownClient bool // Close closes Client
 }
 
-// Open connects to o.Containerd, makes the work directory tug-<name>-*
-// and removes what an earlier run left in namespace. When that removal
-// fails it ends the session again (Close) and returns nil.
+// Open connects to o.Containerd and starts a session on that client
+// (OpenClient); Close closes the client too.
 func Open(ctx context.Context, name string, o Options, namespace string) (*Session, error) {
 	client, err := Connect(o.Containerd)
 	if err != nil {
 		return nil, err
 	}
+	s, err := OpenClient(ctx, name, client, o, namespace)
+	if err != nil {
+		return nil, errors.Join(err, client.Close())
+	}
+	s.ownClient = true
+	return s, nil
+}
+
+// OpenClient makes the work directory tug-<name>-* and removes what an
+// earlier run left in namespace, through client, which the caller keeps
+// (Close leaves it open). When that removal fails it ends the session
+// again (Close) and returns nil.
+func OpenClient(ctx context.Context, name string, client *containerd.Client, o Options, namespace string) (*Session, error) {
 	dir, err := WorkDir(name)
 	if err != nil {
-		client.Close()
 		return nil, err
 	}
 	s := &Session{Name: name, Client: client, Dir: dir, Namespace: namespace, opts: o}
@@ -75,10 +87,14 @@ func (s *Session) NewTug(ctx context.Context, cfg TugConfig) (*Tug, error) {
 }
 
 // Close ends the session: Teardown (tug's pods, tug, the namespace, the
-// work directory unless -keep or anything failed), then the client.
+// work directory unless -keep or anything failed), then the client if
+// Open made it.
 func (s *Session) Close() error {
 	err := Teardown(s.Name, s.Client, s.Tug, s.Namespace, s.Dir, s.opts.Keep, s.Remove)
-	return errors.Join(err, s.Client.Close())
+	if s.ownClient {
+		err = errors.Join(err, s.Client.Close())
+	}
+	return err
 }
 
 // AddImage puts the image archive into tug's image directory: tug imports
