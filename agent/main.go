@@ -45,9 +45,9 @@ func commands() []cli.Command {
 		Socket:  cfg.SocketPath(),
 		Version: version,
 		Policy: func(levels map[string]string, allowPrivileged, allowHostStateMounts bool) *policy.Policy {
-			cfg := config.Default()
-			cfg.AllowPrivileged, cfg.AllowHostStateMounts = allowPrivileged, allowHostStateMounts
-			return newPolicy(cfg, levels, nil)
+			c := config.Default()
+			c.AllowPrivileged, c.AllowHostStateMounts = allowPrivileged, allowHostStateMounts
+			return newPolicy(c, levels, nil)
 		},
 	}
 	all := []cli.Command{{Name: "run", Synopsis: "[flags]        run the agent (tug run --help lists the flags)", Run: runCmd}}
