@@ -31,18 +31,18 @@
 #                     the pod; scripts/systemdtest.sh); part of make test
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
-#                     pod start-up vs ctr run (scripts/benchstart), tug at rest (scripts/benchidle),
-#                     network setup per pod vs the same with ip commands (scripts/benchnet),
-#                     the log drivers' throughput and footprint, file vs binary (scripts/benchlogs);
+#                     pod start-up vs ctr run (bench/benchstart), tug at rest (bench/benchidle),
+#                     network setup per pod vs the same with ip commands (bench/benchnet),
+#                     the log drivers' throughput and footprint, file vs binary (bench/benchlogs);
 #                     the metrics collector's CPU at 30 pods scraped every 15 s vs tug idle, and
-#                     the /metrics scrape time (scripts/benchday2; BENCHDAY2_ARGS, by default
+#                     the /metrics scrape time (bench/benchday2; BENCHDAY2_ARGS, by default
 #                     -eviction-args with the kubelet's --eviction-hard: the eviction manager and
 #                     image GC measured too, against a baseline without them);
 #                     PSS of tug and what it runs per pod vs podman kube play, with the floor of
-#                     any Go agent on containerd's client beside it (scripts/benchfootprint);
-#                     probe cost and latency (scripts/benchprobe); a rollback vs a plain update of
-#                     the same pod (scripts/benchrollout);
-#                     the programs measure with one kit, scripts/internal/bench (PSS and CPU
+#                     any Go agent on containerd's client beside it (bench/benchfootprint);
+#                     probe cost and latency (bench/benchprobe); a rollback vs a plain update of
+#                     the same pod (bench/benchrollout);
+#                     the programs measure with one kit, bench/internal/kit (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
@@ -176,14 +176,14 @@ bench:
 		( eval "$$($(TESTENV) env)"; \
 		  set -x; \
 		  $(GO) test -tags e2e -p 1 -run='^$$' -bench=. -benchmem ./internal/... && \
-		  $(GO) run ./scripts/benchstart && \
-		  $(GO) run ./scripts/benchidle && \
-		  $(GO) run ./scripts/benchlogs && \
-		  $(GO) run ./scripts/benchnet && \
-		  $(GO) run ./scripts/benchday2 $(BENCHDAY2_ARGS) && \
-		  $(GO) run ./scripts/benchfootprint && \
-		  $(GO) run ./scripts/benchprobe && \
-		  $(GO) run ./scripts/benchrollout ) || rc=$$?; \
+		  $(GO) run ./bench/benchstart && \
+		  $(GO) run ./bench/benchidle && \
+		  $(GO) run ./bench/benchlogs && \
+		  $(GO) run ./bench/benchnet && \
+		  $(GO) run ./bench/benchday2 $(BENCHDAY2_ARGS) && \
+		  $(GO) run ./bench/benchfootprint && \
+		  $(GO) run ./bench/benchprobe && \
+		  $(GO) run ./bench/benchrollout ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -61,9 +61,9 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range commands {
-		if !listed[c.name] {
-			t.Errorf("command %s has no --help test", c.name)
+	for _, c := range commands() {
+		if !listed[c.Name] {
+			t.Errorf("command %s has no --help test", c.Name)
 		}
 	}
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"help", "help"}} {

@@ -1,6 +1,7 @@
 // Command tug is the node agent: it runs Kubernetes-style static pods from a
 // manifest directory and a URL on containerd. This package is the only place that
-// builds concrete components and connects them.
+// builds concrete components and connects them; the client subcommands are
+// package cli's.
 //
 //	tug run [flags]          run the agent
 //	tug validate [--policy LEVEL] PATH...  check manifests, print file:line:col errors
@@ -23,7 +24,9 @@ import (
 	"strings"
 	"syscall"
 
+	"tug/internal/cli"
 	"tug/internal/config"
+	"tug/internal/policy"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -33,41 +36,23 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one subcommand of tug.
-type command struct {
-	name, synopsis string
-	// run runs it with the arguments after its name and returns the exit
-	// code; "--help" prints its usage and flags on stdout and returns 0.
-	run func(args []string, stdout, stderr io.Writer) int
-}
-
-// commands are the subcommands "tug help" lists, in its order.
-var commands = []command{
-	{"run", "[flags]        run the agent (tug run --help lists the flags)", runCmd},
-	{"validate", "[--policy LEVEL] PATH...  check manifest files or directories\n" +
-		"                         (and the admission policy of LEVEL: privileged, baseline, restricted)", validate},
-	{"pods", "              list the pods and broken manifests of the running agent", func(args []string, stdout, stderr io.Writer) int {
-		return listPods(context.Background(), args, stdout, stderr)
-	}},
-	{"inspect", "POD        print one pod and its status as YAML", func(args []string, stdout, stderr io.Writer) int {
-		return inspectPod(context.Background(), args, stdout, stderr)
-	}},
-	{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", logsCmd},
-	{"node", "              show the node's pressure conditions (MemoryPressure, DiskPressure, PIDPressure)", func(args []string, stdout, stderr io.Writer) int {
-		return showNode(context.Background(), args, stdout, stderr)
-	}},
-	{"events", "[-w] [POD]  list the agent's recent events, -w to follow them", func(args []string, stdout, stderr io.Writer) int {
-		return eventsCmd(context.Background(), args, stdout, stderr)
-	}},
-	{"rollback", "POD       return a pod to its last good spec", func(args []string, stdout, stderr io.Writer) int {
-		return rollbackCmd(context.Background(), args, stdout, stderr)
-	}},
-	{"history", "POD        list a pod's last specs and what became of them", func(args []string, stdout, stderr io.Writer) int {
-		return historyCmd(context.Background(), args, stdout, stderr)
-	}},
-	{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", signCmd},
-	{"version", "           print the version", versionCmd},
-	{"help", "[COMMAND]     list the commands, or print COMMAND's usage and flags (as COMMAND --help)", nil},
+// commands are the subcommands "tug help" lists, in its order: "run", the
+// client commands of package cli, "help". Their Env comes from the
+// agent's default configuration and admission policy.
+func commands() []cli.Command {
+	cfg := config.Default()
+	env := cli.Env{
+		Socket:  cfg.SocketPath(),
+		Version: version,
+		Policy: func(levels map[string]string, allowPrivileged, allowHostStateMounts bool) *policy.Policy {
+			c := config.Default()
+			c.AllowPrivileged, c.AllowHostStateMounts = allowPrivileged, allowHostStateMounts
+			return newPolicy(c, levels, nil)
+		},
+	}
+	all := []cli.Command{{Name: "run", Synopsis: "[flags]        run the agent (tug run --help lists the flags)", Run: runCmd}}
+	all = append(all, cli.Commands(env)...)
+	return append(all, cli.Command{Name: "help", Synopsis: "[COMMAND]     list the commands, or print COMMAND's usage and flags (as COMMAND --help)"})
 }
 
 // run dispatches a subcommand and returns the process exit code.
@@ -108,9 +93,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		name, args = args[1], []string{args[1], "--help"}
 	}
-	for _, c := range commands {
-		if c.name == name && c.run != nil {
-			return c.run(args[1:], stdout, stderr)
+	for _, c := range commands() {
+		if c.Name == name && c.Run != nil {
+			return c.Run(context.Background(), args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "tug: unknown command %q\n%s", name, usage())
@@ -118,8 +103,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // runCmd is "tug run".
-func runCmd(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	defer startProfiles(stderr)()
 	err := runAgent(ctx, args, stdout, stderr)
@@ -144,26 +129,12 @@ the command line wins over the file.
 
 `
 
-// versionCmd is "tug version".
-func versionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug version", flag.ContinueOnError)
-	pos, code, ok := parseFlags(fs, args, "usage: tug version\n\nPrints tug's version.\n", stdout, stderr)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return usageError(stderr, "usage: tug version\n", "tug version takes no arguments")
-	}
-	fmt.Fprintln(stdout, "tug", version)
-	return 0
-}
-
 // usage lists the commands.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage:\n")
-	for _, c := range commands {
-		fmt.Fprintf(&b, "  tug %s %s\n", c.name, c.synopsis)
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  tug %s %s\n", c.Name, c.Synopsis)
 	}
 	return b.String()
 }

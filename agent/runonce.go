@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"tug/internal/cli"
 	"tug/internal/config"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
@@ -47,7 +48,7 @@ func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, sou
 			continue
 		}
 		manifests := view.Manifests()
-		printPods(out, pods, manifests, time.Now())
+		cli.PrintPods(out, pods, manifests, time.Now())
 		for _, m := range manifests {
 			failed = failed || m.Error != ""
 		}

@@ -12,8 +12,9 @@ import (
 )
 
 // allowedImports is the package map of STYLE.md §3 as an allow-list, in
-// the spirit of Tailscale's depaware: for every package of internal/ and
-// agent/, the tug packages and the third-party modules its production code
+// the spirit of Tailscale's depaware: for every package of the module
+// (internal/, agent/, the benchmark programs of bench/ and the test image's
+// programs under e2e/), the tug packages and the third-party modules its production code
 // may import directly. Anything not listed fails TestImportRules, and so
 // does a package with no entry (a new package gets its line here first)
 // or an entry naming a package that does not exist. The standard library
@@ -127,26 +128,66 @@ var allowedImports = map[string]allowed{
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
-	// Test code only: the one package that may import testing.
-	// manifest and pod: parsing helpers for the tests of other packages.
+	// The client subcommands: api's client and the pod and event types it
+	// returns; manifest reads the files of "tug validate"; source for the manifest file rules "tug validate" shares with
+	// the file source and the envelope "tug sign" seals; policy for "tug
+	// validate --policy" (the policy itself comes from agent/); yaml.v3
+	// prints "tug inspect -o yaml". Not config: agent/ passes its defaults.
+	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
+		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// Test code only: the one package that may import testing; manifest
+	// and pod for the parsing helpers of other packages' tests.
 	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{
 		"github.com/containerd/containerd", "github.com/containerd/containerd/api", "github.com/vishvananda/netlink",
 		"github.com/vishvananda/netns", "golang.org/x/sys",
 	}},
 	// The only place that builds concrete types and connects them: every
-	// internal package but testutil. yaml.v3 prints "tug inspect -o yaml";
-	// manifest reads the files of "tug validate".
-	"tug/agent": {internal: []string{
-		"tug/internal/pod", "tug/internal/manifest", "tug/internal/config", "tug/internal/source",
+	// internal package but testutil; cli for the client subcommands it
+	// dispatches to.
+	"tug/agent": {internal: []string{"tug/internal/cli",
+		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
-	}, modules: []string{"gopkg.in/yaml.v3",
+	}, modules: []string{
 		// The metrics registry (Go and process collectors) and systemd's
-		// notify protocol (issue 15).
+		// notify protocol.
 		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22"}},
+
+	// The benchmark programs ("make bench") and their kit: test tooling, run
+	// by hand or by make against the test environment, never part of tug.
+	// The kit starts and measures tug and containerd: containerd's client,
+	// its API (task metrics, events) and typeurl for the events' payloads,
+	// mountinfo and x/sys to unmount tug's namespace pins and read /proc;
+	// api and pod for tug's status as the programs read it.
+	"tug/bench/internal/kit": {internal: []string{"tug/internal/api", "tug/internal/pod"}, modules: []string{
+		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
+		"github.com/containerd/typeurl/v2", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
+	}},
+	// Each program measures through the kit; pod for the manifests it writes.
+	"tug/bench/benchday2":    {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	"tug/bench/benchidle":    {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchlogs":    {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchprobe":   {internal: []string{"tug/bench/internal/kit"}},
+	"tug/bench/benchrollout": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	// ctr's way of starting a container, with containerd's client, beside tug's.
+	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	// Network setup per pod through package network itself, against the same
+	// with ip commands: netlink and x/sys for the comparison's own netns.
+	"tug/bench/benchnet": {internal: []string{"tug/bench/internal/kit", "tug/internal/network", "tug/internal/pod"},
+		modules: []string{"github.com/vishvananda/netlink", "golang.org/x/sys"}},
+	// PSS of tug and its pods against podman: containerd's client and
+	// runtime-spec for the shims and specs it inspects, x/sys for /proc.
+	"tug/bench/benchfootprint": {internal: []string{"tug/bench/internal/kit", "tug/internal/api", "tug/internal/pod"},
+		modules: []string{"github.com/containerd/containerd", "github.com/opencontainers/runtime-spec", "golang.org/x/sys"}},
+	// The floor: a Go containerd client making only the PLEG's calls, which
+	// gives back its start-up pages as tug does (exepages).
+	"tug/bench/benchfootprint/floor": {internal: []string{"tug/internal/exepages"},
+		modules: []string{"github.com/containerd/containerd", "github.com/containerd/containerd/api"}},
+	// The test image's grpc.health.v1 server (scripts/mkimage.sh builds it).
+	"tug/e2e/testimage/grpchealth": {modules: []string{"google.golang.org/grpc"}},
 }
 
 // everyPackage lists the tug packages any package may import.
@@ -172,7 +213,7 @@ type listedPackage struct {
 // TestImportRules enforces allowedImports on the real tree.
 func TestImportRules(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps",
-		"-json=ImportPath,Standard,GoFiles,Imports,Deps,Module", "tug/internal/...", "tug/agent").Output()
+		"-json=ImportPath,Standard,GoFiles,Imports,Deps,Module", "tug/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

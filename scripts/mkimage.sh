@@ -9,7 +9,7 @@
 #   /bin/<applet>           symlinks to busybox for every applet (busybox --list)
 #   /etc/passwd, /etc/group root and nobody, as in the upstream busybox image
 #   /etc /proc /sys /dev /tmp /root /var/www   empty directories
-#   /bin/grpchealth         a static grpc.health.v1 server (scripts/grpchealth,
+#   /bin/grpchealth         a static grpc.health.v1 server (e2e/testimage/grpchealth,
 #                           built with the host's Go for the image's arch) that
 #                           the grpc probe tests run
 #
@@ -33,7 +33,7 @@ die() { log "ERROR: $*"; exit 1; }
 OUT=$1
 NAME=$2
 SELF=${BASH_SOURCE[0]}
-GRPCHEALTH_SRC=$(cd "$(dirname "$SELF")/grpchealth" && pwd)
+GRPCHEALTH_SRC=$(cd "$(dirname "$SELF")/../e2e/testimage/grpchealth" && pwd)
 GO=${GO:-go}
 command -v "$GO" >/dev/null || die "no Go toolchain ($GO): it builds /bin/grpchealth"
 

@@ -1,0 +1,457 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"tug/internal/api"
+	"tug/internal/pod"
+)
+
+// "tug pods" and "tug inspect" read the agent's API over its unix socket
+// (api.Client) and print what it says; the flag parsing and printing
+// helpers below are every command's.
+
+const podsUsage = `usage: tug pods [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]
+
+Lists the pods tug runs like "kubectl get pods" (NAME, READY, STATUS,
+RESTARTS, AGE; -o wide adds IP and FILE), every namespace unless -n is given
+(with a NAMESPACE column when some pod is outside "default"), then each
+manifest file tug cannot use, as a ManifestError row and, below the table,
+its errors as file:line:col lines.
+
+`
+
+const inspectUsage = `usage: tug inspect [-n NAMESPACE] [-o yaml|json] [--socket PATH] POD
+
+Prints one pod, its spec and its status, as YAML (or JSON), with its most
+recent event (lastEvent; "tug events POD" lists them all). POD is the name
+"tug pods" shows, or the name written in the manifest.
+
+`
+
+// listPods is "tug pods". It returns the exit code: 1 when tug cannot be
+// asked, 2 for a usage error.
+func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug pods", flag.ContinueOnError)
+	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
+	var ns string
+	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
+	fs.StringVar(&ns, "namespace", "", "same as -n")
+	output := fs.String("o", "", "output `format`: wide, json or yaml (default: a table)")
+	pos, code, ok := parseFlags(fs, args, podsUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(stderr, podsUsage, "tug pods takes no arguments (use tug inspect POD for one pod)")
+	}
+	switch *output {
+	case "", "wide", "json", "yaml":
+	default:
+		return usageError(stderr, podsUsage, fmt.Sprintf("unknown output format %q", *output))
+	}
+
+	c := &api.Client{SocketPath: *socket}
+	list, err := c.Pods(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	all := slices.Clone(list.Items)
+	if ns != "" {
+		list.Items = slices.DeleteFunc(list.Items, func(v pod.View) bool { return v.Metadata.Namespace != ns })
+	}
+	switch *output {
+	case "json":
+		err = writeJSON(stdout, list)
+	case "yaml":
+		err = writeYAML(stdout, list)
+	default:
+		var manifests []pod.ManifestStatus
+		if manifests, err = c.Manifests(ctx); err != nil {
+			fmt.Fprintln(stderr, "tug:", err)
+			return 1
+		}
+		opts := tableOptions{wide: *output == "wide", namespace: ns}
+		if writePodTable(stdout, all, manifests, opts, time.Now()) == 0 {
+			if ns != "" {
+				fmt.Fprintf(stderr, "No pods in namespace %q.\n", ns)
+			} else {
+				fmt.Fprintln(stderr, "No pods.")
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	return 0
+}
+
+// inspectPod is "tug inspect POD". It returns the exit code: 1 when tug
+// cannot be asked or has no such pod, 2 for a usage error.
+func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
+	socket, ns := podFlags(fs, e.Socket)
+	output := fs.String("o", "yaml", "output `format`: yaml or json")
+	pos, code, ok := parseFlags(fs, args, inspectUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, inspectUsage, "tug inspect takes one pod name")
+	}
+	if *output != "yaml" && *output != "json" {
+		return usageError(stderr, inspectUsage, fmt.Sprintf("unknown output format %q", *output))
+	}
+	client := &api.Client{SocketPath: *socket}
+	v, err := client.Pod(ctx, *ns, pos[0])
+	if err == nil {
+		out := withLastEvent(ctx, client, v)
+		if *output == "json" {
+			err = writeJSON(stdout, out)
+		} else {
+			err = writeYAML(stdout, out)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseFlags parses args with flags and positional arguments in any order
+// ("tug inspect web -n kube-system"), as kubectl accepts them. ok is false
+// when the command must stop, with code its exit code: 0 after -h or
+// --help, which print usage and the flags to stdout; 2 after a bad flag,
+// reported on stderr with usage.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // printed below, where asked for help or after the error
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printUsage(stdout, fs, usage)
+				return nil, 0, false
+			}
+			printUsage(stderr, fs, usage)
+			return nil, 2, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0, true
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
+// printUsage writes a subcommand's usage text and its flags.
+func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
+	fmt.Fprint(w, usage)
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+}
+
+// podFlags registers the flags of a command about one pod: --socket
+// (default defaultSocket) and -n/--namespace (default "default").
+func podFlags(fs *flag.FlagSet, defaultSocket string) (socket, namespace *string) {
+	socket = fs.String("socket", defaultSocket, "`path` of tug's API socket")
+	namespace = new(string)
+	fs.StringVar(namespace, "n", "default", "the pod's `namespace`")
+	fs.StringVar(namespace, "namespace", "default", "same as -n")
+	return socket, namespace
+}
+
+func usageError(stderr io.Writer, usage, msg string) int {
+	fmt.Fprintf(stderr, "tug: %s\n%s", msg, usage)
+	return 2
+}
+
+// tableOptions chooses the rows and columns of the pod table.
+type tableOptions struct {
+	wide      bool   // add IP and FILE
+	namespace string // only this namespace's pods; "" for all, with a NAMESPACE column unless all are in "default"
+}
+
+// manifestErrorStatus is the STATUS of a manifest file tug cannot use.
+const manifestErrorStatus = "ManifestError"
+
+// PrintPods prints pods and broken manifests as "tug pods" does by default
+// (writePodTable, every namespace), and returns the number of rows. "tug
+// run --runonce" uses it too. It does not modify its arguments.
+func PrintPods(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, now time.Time) int {
+	return writePodTable(w, pods, manifests, tableOptions{}, now)
+}
+
+// writePodTable prints pods (those of opts.namespace, when set) as "kubectl
+// get pods" does, sorted by namespace and name, with READY, STATUS, RESTARTS and AGE from api.Summarize at now;
+// then a ManifestError row for each manifest file with an error and, after
+// the table, every error line of those files. It prints nothing when there
+// is no row, and returns the number of rows. It does not modify its
+// arguments.
+func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, opts tableOptions, now time.Time) int {
+	nameOf := make(map[string]string) // pod UID -> its name, in any namespace
+	for _, v := range pods {
+		nameOf[v.Metadata.UID] = v.Metadata.Name
+	}
+	pods = slices.DeleteFunc(slices.Clone(pods), func(v pod.View) bool {
+		return opts.namespace != "" && v.Metadata.Namespace != opts.namespace
+	})
+	namespaceColumn := opts.namespace == "" && !allDefault(pods)
+	slices.SortFunc(pods, func(a, b pod.View) int {
+		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name))
+	})
+	var broken []pod.ManifestStatus
+	for _, m := range manifests {
+		if m.Error != "" {
+			broken = append(broken, m)
+		}
+	}
+	slices.SortFunc(broken, func(a, b pod.ManifestStatus) int { return cmp.Compare(a.File, b.File) })
+	var urls []pod.ManifestStatus
+	for _, m := range manifests {
+		if m.Fetch != nil {
+			urls = append(urls, m)
+		}
+	}
+	if len(pods)+len(broken)+len(urls) == 0 {
+		return 0
+	}
+
+	fileOf := make(map[string]string) // pod UID -> its manifest file
+	for _, m := range manifests {
+		for _, uid := range m.UIDs {
+			fileOf[uid] = m.File
+		}
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	row := func(ns string, cells []string, ip, file string) {
+		if namespaceColumn {
+			cells = append([]string{ns}, cells...)
+		}
+		if opts.wide {
+			cells = append(cells, ip, file)
+		}
+		for i := range cells {
+			cells[i] = escape(cells[i])
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
+	for i := range pods {
+		v := &pods[i]
+		s := api.Summarize(v, false, now) // pod.View has no deletionTimestamp yet
+		row(v.Metadata.Namespace, []string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age},
+			podIP(&v.Status), orNone(fileOf[v.Metadata.UID]))
+	}
+	for _, m := range broken {
+		age := "<unknown>"
+		if !m.LastChange.IsZero() {
+			age = api.HumanDuration(now.Sub(m.LastChange))
+		}
+		row("-", []string{filepath.Base(m.File), "-", manifestErrorStatus, "-", age}, "<none>", m.File)
+	}
+	tw.Flush()
+
+	// Why a pod cannot be set up (no free address, a missing hostPath):
+	// what kubectl describe shows as the pod's events.
+	first := true
+	for i := range pods {
+		v := &pods[i]
+		if v.Status.Message == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintln(w, escape(v.Metadata.Name+": "+v.Status.Message))
+	}
+	for i, m := range broken {
+		if i == 0 {
+			fmt.Fprintln(w)
+		}
+		for line := range strings.Lines(m.Error) {
+			line = strings.TrimRight(line, "\n")
+			if line == "" {
+				continue
+			}
+			if !strings.HasPrefix(line, m.File) {
+				line = m.File + ": " + line
+			}
+			fmt.Fprintln(w, escape(line))
+		}
+		if len(m.UIDs) > 0 {
+			var names []string
+			for _, uid := range m.UIDs {
+				names = append(names, cmp.Or(nameOf[uid], uid))
+			}
+			fmt.Fprintln(w, escape(fmt.Sprintf("%s: keeping its last good version running (%s)", m.File, strings.Join(names, ", "))))
+		}
+	}
+	if len(urls) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, m := range urls {
+		fmt.Fprintln(w, escape(fetchLine(m, now)))
+	}
+	return len(pods) + len(broken)
+}
+
+// fetchLine sums up a URL source's state in one line: when it was last
+// fetched and with what answer, the accepted content's ETag and how old
+// the checkpoint is, e.g. "URL https://h/pods.yaml: fetched 3s ago (304),
+// etag "v2", applied 462c4323c07e, checkpoint 5m old".
+func fetchLine(m pod.ManifestStatus, now time.Time) string {
+	f := m.Fetch
+	ago := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return api.HumanDuration(now.Sub(t)) + " ago"
+	}
+	answer := "no answer"
+	if f.HTTPStatus != 0 {
+		answer = strconv.Itoa(f.HTTPStatus)
+	}
+	parts := []string{fmt.Sprintf("fetched %s (%s)", ago(f.LastFetch), answer)}
+	if f.ETag != "" {
+		parts = append(parts, "etag "+f.ETag)
+	}
+	if m.AppliedHash != "" {
+		parts = append(parts, "applied "+m.AppliedHash[:min(12, len(m.AppliedHash))])
+	}
+	if !f.CheckpointTime.IsZero() {
+		parts = append(parts, "checkpoint "+api.HumanDuration(now.Sub(f.CheckpointTime))+" old")
+	}
+	if f.FromCheckpoint {
+		parts = append(parts, "pods from the checkpoint")
+	}
+	if f.Error != "" {
+		parts = append(parts, "error: "+f.Error)
+	}
+	return "URL " + m.Source + ": " + strings.Join(parts, ", ")
+}
+
+// escape is the one place where what tug pods prints from manifests and
+// status (names, paths, messages, errors) is made safe for a terminal:
+// every non-printable rune (control characters such as ESC, which would
+// start a terminal escape sequence, a tab that would shift the table's
+// columns, invisible format characters) and every byte that is not UTF-8
+// is written as a Go escape (\x1b, \t, \u200b); the rest is left as is.
+func escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// podIP is the pod's first IP, or "<none>".
+func podIP(st *pod.Status) string {
+	if len(st.PodIPs) > 0 && st.PodIPs[0].IP != "" {
+		return st.PodIPs[0].IP
+	}
+	return orNone(st.PodIP)
+}
+
+func orNone(s string) string { return cmp.Or(s, "<none>") }
+
+// allDefault reports whether every pod is in namespace "default".
+func allDefault(pods []pod.View) bool {
+	for _, v := range pods {
+		if v.Metadata.Namespace != "default" {
+			return false
+		}
+	}
+	return true
+}
+
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return writeEscaped(w, buf.String())
+}
+
+// writeEscaped writes text line by line through escape, so that -o json
+// and -o yaml show no control or invisible character raw either (JSON and
+// YAML put them inside strings, where the escape reads the same).
+func writeEscaped(w io.Writer, text string) error {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		b.WriteString(escape(strings.TrimSuffix(line, "\n")))
+		if strings.HasSuffix(line, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeYAML prints v as YAML with its JSON (Kubernetes) field names: it goes
+// through JSON into generic maps first, so keys are sorted as kubectl sorts
+// them and omitempty fields stay out.
+func writeYAML(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	var generic any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(generic); err != nil {
+		return fmt.Errorf("encode YAML: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	return writeEscaped(w, buf.String())
+}

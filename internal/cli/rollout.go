@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"tug/internal/api"
+	"tug/internal/redact"
+)
+
+// The rollout subcommands: "tug rollback POD" returns a pod to its last
+// good spec by hand, "tug history POD" lists its last specs.
+
+const rollbackUsage = `usage: tug rollback [-n NAMESPACE] [--socket PATH] POD
+       tug rollback --source FILE|URL [--socket PATH]
+
+Returns POD to its last good spec (the spec that was last Ready for
+--rollout-min-ready with no restart), as an automatic rollback does: the
+spec the source wants now is held back until its content changes.
+With --source, returns every pod of a manifest file (or of the URL's
+bundle) to the file's last good content: the last content whose pods were
+all good at once ("tug pods -o json" and GET /manifests show it).
+
+`
+
+const historyUsage = `usage: tug history [-n NAMESPACE] [-o json] [--socket PATH] POD
+
+Lists POD's last specs, oldest first: the spec hash, when tug started to
+apply it and what became of it (Progressing, Succeeded, RolledBack, Failed,
+Superseded), with its last good spec and the spec held back.
+
+`
+
+// rollbackCmd is "tug rollback POD".
+func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug rollback", flag.ContinueOnError)
+	socket, ns := podFlags(fs, e.Socket)
+	source := fs.String("source", "", "roll back every pod of this manifest `file or URL` instead of one pod")
+	pos, code, ok := parseFlags(fs, args, rollbackUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	c := &api.Client{SocketPath: *socket}
+	if *source != "" {
+		if len(pos) != 0 {
+			return usageError(stderr, rollbackUsage, "tug rollback --source takes no pod name")
+		}
+		if err := c.RollbackFile(ctx, *source); err != nil {
+			fmt.Fprintln(stderr, "tug:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: rolling back to its last good content\n", redact.URL(*source))
+		return 0
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, rollbackUsage, "tug rollback takes one pod name")
+	}
+	if err := c.Rollback(ctx, *ns, pos[0]); err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s/%s: rolling back to its last good spec\n", *ns, pos[0])
+	return 0
+}
+
+// historyCmd is "tug history POD".
+func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug history", flag.ContinueOnError)
+	socket, ns := podFlags(fs, e.Socket)
+	output := fs.String("o", "", "output `format`: json, or the table when empty")
+	pos, code, ok := parseFlags(fs, args, historyUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, historyUsage, "tug history takes one pod name")
+	}
+	if *output != "" && *output != "json" {
+		return usageError(stderr, historyUsage, fmt.Sprintf("unknown output format %q", *output))
+	}
+	c := &api.Client{SocketPath: *socket}
+	h, err := c.History(ctx, *ns, pos[0])
+	if err == nil && *output == "json" {
+		err = writeJSON(stdout, h)
+	} else if err == nil {
+		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "HASH\tAPPLIED\tOUTCOME\tREASON")
+		for _, e := range h.Entries {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shortHash(e.Hash), e.Applied.Local().Format(time.DateTime), e.Outcome, e.Reason)
+		}
+		err = tw.Flush()
+		if err == nil {
+			fmt.Fprintf(stdout, "last good spec: %s\n", orNone(shortHash(h.GoodHash)))
+			if h.Failed != "" {
+				fmt.Fprintf(stdout, "held back: %s (%s)\n", shortHash(h.Failed), h.Reason)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tug:", err)
+		return 1
+	}
+	return 0
+}
+
+// shortHash is the first 12 characters of a spec hash.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

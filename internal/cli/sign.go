@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"tug/internal/source"
+)
+
+const signUsage = `usage: tug sign --key KEY [--version N] [--expires DURATION | --not-after TIME]
+                [--node NAME]... [-o OUT] FILE...
+
+Writes FILE.signed (or OUT, for one FILE) for each FILE: a signed bundle
+(tug-envelope-v1, see docs/decisions.md) holding the file's exact bytes,
+its version, its expiry and the nodes it is for, signed with KEY. Publish it
+at the manifest URL; the agent checks it with --manifest-verify-key.
+
+KEY is a PEM "PRIVATE KEY" (PKCS #8, as "openssl genpkey -algorithm
+ed25519" writes it); the agent's key is the matching PEM "PUBLIC KEY"
+("openssl pkey -pubout").
+
+--version must never go down for a URL: a device refuses a bundle older
+than the one it runs (the default, the current Unix time, grows by itself).
+--node (repeatable) restricts the bundle to those node names (the host
+name tug uses, or --hostname-override; shell patterns such as "kiosk-*");
+none means every node.
+
+`
+
+// signCmd implements "tug sign".
+func signCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug sign", flag.ContinueOnError)
+	key := fs.String("key", "", "ed25519 private key file (PEM PKCS #8)")
+	version := fs.Uint64("version", 0, "bundle version, never lower than the last one published (default: the current Unix time)")
+	expires := fs.Duration("expires", 30*24*time.Hour, "the bundle is refused when fetched after this long")
+	notAfter := fs.String("not-after", "", "the bundle is refused when fetched after this RFC 3339 time (instead of --expires)")
+	out := fs.String("o", "", "output file (one FILE only; default FILE.signed)")
+	var nodes []string
+	fs.Func("node", "node name or pattern the bundle is for (repeatable; default: every node)", func(v string) error {
+		nodes = append(nodes, v)
+		return nil
+	})
+	files, code, ok := parseFlags(fs, args, signUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if *key == "" {
+		return usageError(stderr, signUsage, "sign: --key is required")
+	}
+	if len(files) == 0 {
+		return usageError(stderr, signUsage, "sign: no file to sign")
+	}
+	if *out != "" && len(files) > 1 {
+		return usageError(stderr, signUsage, "sign: -o takes one FILE")
+	}
+	now := time.Now()
+	hdr := source.EnvelopeHeader{Version: *version, NotAfter: now.Add(*expires).Truncate(time.Second), Nodes: nodes}
+	if hdr.Version == 0 {
+		hdr.Version = uint64(now.Unix())
+	}
+	if *notAfter != "" {
+		t, err := time.Parse(time.RFC3339, *notAfter)
+		if err != nil {
+			return usageError(stderr, signUsage, "sign: --not-after: "+err.Error())
+		}
+		hdr.NotAfter = t
+	}
+	if !hdr.NotAfter.After(now) {
+		return usageError(stderr, signUsage, "sign: the bundle would already have expired")
+	}
+	data, err := os.ReadFile(*key)
+	if err != nil {
+		fmt.Fprintf(stderr, "tug: sign: %v\n", err)
+		return 1
+	}
+	priv, err := source.ParsePrivateKey(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "tug: sign: %s: %v\n", *key, err)
+		return 1
+	}
+	rc := 0
+	for _, file := range files {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			fmt.Fprintf(stderr, "tug: sign: %v\n", err)
+			rc = 1
+			continue
+		}
+		bundle, err := source.SealEnvelope(priv, hdr, body)
+		if err != nil {
+			fmt.Fprintf(stderr, "tug: sign: %s: %v\n", file, err)
+			rc = 1
+			continue
+		}
+		dst := *out
+		if dst == "" {
+			dst = strings.TrimSuffix(file, "/") + ".signed"
+		}
+		if err := os.WriteFile(dst, bundle, 0o644); err != nil {
+			fmt.Fprintf(stderr, "tug: sign: %v\n", err)
+			rc = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "%s (version %d, not after %s)\n", dst, hdr.Version, hdr.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return rc
+}

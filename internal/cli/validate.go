@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"tug/internal/manifest"
+	"tug/internal/pod"
+	"tug/internal/policy"
+	"tug/internal/source"
+)
+
+const validateUsage = `usage: tug validate [--policy LEVEL] [--allow-privileged] [--allow-host-state-mounts] PATH...
+
+Checks each manifest file, or every manifest of a directory, exactly as the
+agent would read it, and prints every problem as file:line:col lines, and
+each field or kind accepted but ignored on a node as a "warning:" line (a
+file with warnings only still passes). With
+--policy it also applies the admission policy of that level.
+
+`
+
+// validate checks each manifest file (or every manifest in a directory)
+// exactly as the agent would, prints every problem as
+// "file:line:col: field.path: message", and returns 1 if there was any.
+// With --policy LEVEL it also applies the admission policy e.Policy builds,
+// as an agent with that level for the file's source and otherwise default
+// settings (--allow-privileged and --allow-host-state-mounts may be given
+// too) would, and prints each violation as "file: field.path: message".
+func (e Env) validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tug validate", flag.ContinueOnError)
+	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
+	allowPrivileged := fs.Bool("allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
+	allowHostStateMounts := fs.Bool("allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
+	paths, code, ok := parseFlags(fs, args, validateUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(paths) == 0 {
+		return usageError(stderr, validateUsage, "tug validate needs a file or directory")
+	}
+	if *level != "" {
+		if _, err := policy.ParseLevel(*level); err != nil {
+			fmt.Fprintln(stderr, "tug validate: --policy:", err)
+			return 2
+		}
+	}
+	hostname, _ := os.Hostname()
+	bad := false
+	parsed := map[string]manifest.Parsed{}
+	for _, path := range expand(paths, stderr, &bad) {
+		abs, _ := filepath.Abs(filepath.Dir(path))
+		data, err := readManifest(path)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			bad = true
+			continue
+		}
+		src := "file:" + abs
+		pf, err := manifest.ParseFile(data, manifest.ParseOptions{
+			Origin:   pod.Origin{Source: src, File: path},
+			Hostname: hostname,
+			// Accepted but ignored on a node: reported, exit status 0.
+			Warn: func(w *pod.FieldError) { fmt.Fprintln(stderr, "warning:", w) },
+		})
+		pods := pf.Pods
+		parsed[path] = pf
+		if err != nil {
+			bad = true
+			for _, e := range flatten(err) {
+				fmt.Fprintln(stderr, e)
+			}
+			continue
+		}
+		if *level != "" {
+			pl := e.Policy(map[string]string{src: *level}, *allowPrivileged, *allowHostStateMounts)
+			blocked := false
+			for _, p := range pods {
+				var perr *policy.Error
+				if err := pl.Admit(p); errors.As(err, &perr) {
+					blocked = true
+					for _, line := range perr.Lines() {
+						fmt.Fprintf(stderr, "%s: %s\n", path, line)
+					}
+				}
+			}
+			if blocked {
+				bad = true
+				continue
+			}
+		}
+		names := make([]string, len(pods))
+		for i, p := range pods {
+			names[i] = p.Metadata.Namespace + "/" + p.Metadata.ManifestName
+		}
+		for _, o := range pf.Objects {
+			names = append(names, o.String())
+		}
+		fmt.Fprintf(stdout, "%s: ok (%s)\n", path, strings.Join(names, ", "))
+	}
+	if !checkRefs(paths, parsed, stderr) {
+		bad = true
+	}
+	if bad {
+		return 1
+	}
+	return 0
+}
+
+// readManifest reads a manifest file with the agent's file limit
+// (source.DefaultMaxFileSize): a larger file is an error, as it is for the
+// agent's file source.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const limit = source.DefaultMaxFileSize
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes: %w", path, limit, source.ErrTooLarge)
+	}
+	return data, nil
+}
+
+// expand replaces each directory by the manifest files in it, chosen as the
+// agent's file source chooses them (no dotfiles or editor leftovers).
+func expand(paths []string, stderr io.Writer, bad *bool) []string {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			*bad = true
+			continue
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			*bad = true
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() && source.IsManifestName(e.Name()) {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return files
+}
+
+// flatten returns the individual errors of a joined error.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
