@@ -76,7 +76,7 @@ type Config struct {
 	LoggerPath string
 	// LogDriver is how a container's output reaches its log:
 	// LogDriverFile (default: the shim writes raw files that tug converts,
-	// see rawlog.go) or LogDriverBinary (a "tug logger" per container, run
+	// see podlogs.Pumps) or LogDriverBinary (a "tug logger" per container, run
 	// by the shim; see logs.go).
 	LogDriver string
 	// LogMaxSize rotates a container log once it would grow beyond this

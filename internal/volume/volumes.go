@@ -16,7 +16,7 @@ import (
 	"tug/internal/pod"
 )
 
-// podDir is RootDir/pods/<uid>: what PreparePod makes for the pod.
+// podDir is RootDir/pods/<uid>: what Prepare makes for the pod.
 func (mgr *Manager) podDir(uid string) string { return filepath.Join(mgr.cfg.RootDir, "pods", uid) }
 
 func (mgr *Manager) emptyDirPath(uid, volume string) string {
@@ -166,7 +166,7 @@ func isMountPoint(dir string) (bool, error) {
 // prepareHostPath checks a hostPath volume against its type as Kubernetes
 // does, creating it for DirectoryOrCreate (0755, with parents) and
 // FileOrCreate (0644; the parent must exist). Symlinks are followed. It is
-// the early check of PreparePod; the check that counts is made again on
+// the early check of Prepare; the check that counts is made again on
 // the opened path when a container mounts it (openHostPath).
 func prepareHostPath(src *pod.HostPathVolumeSource) error {
 	path := src.Path
