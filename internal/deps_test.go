@@ -48,7 +48,7 @@ var allowedImports = map[string]allowed{
 	// manifest reads what each source fetched.
 	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
-	// client_golang: each package owns and registers its metrics (issue 15).
+	// client_golang: each package owns and registers its metrics.
 	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
 	// The sync loop defines the interfaces of the adapters and never
 	// imports them (nor qos: reconcile→qos passed the old deny-list).
@@ -102,27 +102,27 @@ var allowedImports = map[string]allowed{
 		"github.com/containerd/cgroups/v3", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
 	}},
 	"tug/internal/policy": {internal: []string{"tug/internal/pod"}},
-	// client_golang serves /metrics (issue 15); events for the Event type
-	// of GET /events.
-	"tug/internal/api": {internal: []string{"tug/internal/pod", "tug/internal/events"}, modules: []string{"github.com/prometheus/client_golang"}},
+	// client_golang serves /metrics; events for the Event type of GET
+	// /events; podlogs reads the logs GET /pods/{ns}/{name}/log serves.
+	"tug/internal/api": {internal: []string{"tug/internal/pod", "tug/internal/events", "tug/internal/podlogs"}, modules: []string{"github.com/prometheus/client_golang"}},
 
-	// Reclaim (issue 15): image GC and the eviction manager read and act
+	// Reclaim: image GC and the eviction manager read and act
 	// through their own interfaces; the Prometheus client for
 	// kubelet_image_garbage_collected_total and kubelet_evictions.
 	"tug/internal/reclaim/imagegc":  {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
 	"tug/internal/reclaim/eviction": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
-	// Probes (issue 12): the handlers dial from inside a pod's netns (x/sys
+	// Probes: the handlers dial from inside a pod's netns (x/sys
 	// for setns), grpc for grpc.health.v1 (containerd's own version), the
 	// Prometheus client for prober_probe_total and _duration_seconds.
 	"tug/internal/prober": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
 		"google.golang.org/grpc", "golang.org/x/sys", "github.com/prometheus/client_golang",
 	}},
-	// Reads container cgroups' usage through cgroups/v3 (issue 15) and
+	// Reads container cgroups' usage through cgroups/v3 and
 	// exports it with client_golang.
 	"tug/internal/cgstats": {internal: []string{"tug/internal/pod"}, modules: []string{
 		"github.com/containerd/cgroups/v3", "github.com/prometheus/client_golang",
 	}},
-	// Rollback of failed updates (issue 16): above the store and the sync
+	// Rollback of failed updates: above the store and the sync
 	// loop, whose types it reads; only agent/ imports it.
 	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg"},
 		modules: []string{"github.com/prometheus/client_golang"}},

@@ -2,35 +2,25 @@ package api
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podlogs"
 )
 
 // GET /pods/{namespace}/{name}/log streams a container's output as
 // "kubectl logs" prints it: the text of each CRI record of the container's
 // log files, a partial ("P") record joined to the next one, optionally
-// prefixed with the record's time. The files are
-// <LogsDir>/<namespace>_<pod>_<uid>/<container>/<attempt>.log and its rotated
-// <attempt>.log.N, written by podruntime; the current attempt is the
-// highest number there, the previous one the next highest. Unlike the
-// kubelet, which reads only the newest file, the rotated files of the
-// attempt are read too, oldest first.
-
-// followPoll is how often a follow looks for new output, a rotation and
-// whether the container still runs.
-const followPoll = 100 * time.Millisecond
+// prefixed with the record's time. podlogs reads the files: the current
+// attempt is the highest number there, the previous one the next highest.
+// Unlike the kubelet, which reads only the newest file, the rotated files
+// of the attempt are read too, oldest first.
 
 // logOptions are the query parameters of the log endpoint.
 type logOptions struct {
@@ -105,55 +95,6 @@ func containerRunning(v pod.View, name string) bool {
 	return false
 }
 
-// logAttempts returns the attempts that have log files in dir, highest
-// first.
-func logAttempts(dir string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	var as []int
-	for _, e := range entries {
-		num, rest, ok := strings.Cut(e.Name(), ".log")
-		if !ok || (rest != "" && (rest[0] != '.' || !digits(rest[1:]))) || !digits(num) {
-			continue
-		}
-		if a, err := strconv.Atoi(num); err == nil && !slices.Contains(as, a) {
-			as = append(as, a)
-		}
-	}
-	slices.Sort(as)
-	slices.Reverse(as)
-	return as, nil
-}
-
-func digits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
-}
-
-// attemptFiles returns the existing files of one attempt, oldest first:
-// <attempt>.log.N ... <attempt>.log.1, <attempt>.log.
-func attemptFiles(dir string, attempt int) []string {
-	base := filepath.Join(dir, strconv.Itoa(attempt)+".log")
-	matches, _ := filepath.Glob(base + ".*")
-	type rotated struct {
-		n    int
-		path string
-	}
-	var rs []rotated
-	for _, m := range matches {
-		if n, err := strconv.Atoi(strings.TrimPrefix(m, base+".")); err == nil {
-			rs = append(rs, rotated{n, m})
-		}
-	}
-	slices.SortFunc(rs, func(a, b rotated) int { return b.n - a.n })
-	var files []string
-	for _, r := range rs {
-		files = append(files, r.path)
-	}
-	return append(files, base)
-}
-
 // getLog serves GET /pods/{namespace}/{name}/log.
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	opts, err := parseLogOptions(r)
@@ -171,8 +112,8 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	dir := filepath.Join(s.LogsDir, v.Metadata.Namespace+"_"+v.Metadata.Name+"_"+v.Metadata.UID, opts.container)
-	attempts, err := logAttempts(dir)
+	dir := podlogs.ContainerDir(s.LogsDir, v.Metadata, opts.container)
+	attempts, err := podlogs.Attempts(dir)
 	if err != nil {
 		s.writeError(w, fmt.Errorf("read logs of %s/%s: %w", v.Metadata.Name, opts.container, err))
 		return
@@ -204,18 +145,19 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		lw.flush = f.Flush
 	}
 	running := func() bool {
-		if as, _ := logAttempts(dir); len(as) > 0 && as[0] != attempt {
+		if as, _ := podlogs.Attempts(dir); len(as) > 0 && as[0] != attempt {
 			return false
 		}
 		p, err := findPod(s.pods(), ns, name)
 		return err == nil && p.Metadata.UID == v.Metadata.UID && containerRunning(p, opts.container)
 	}
-	if err := streamLog(r.Context(), dir, attempt, lw, follow, running); err != nil && r.Context().Err() == nil {
+	lw.tailing = opts.tailLines >= 0
+	if err := podlogs.Stream(r.Context(), dir, attempt, lw, follow, running); err != nil && r.Context().Err() == nil {
 		s.logger().Debug("stream log", "pod", ns+"/"+name, "container", opts.container, "err", err)
 	}
 }
 
-// logWriter turns CRI records into kubectl's output.
+// logWriter turns CRI records into kubectl's output (a podlogs.Sink).
 type logWriter struct {
 	w     io.Writer
 	opts  logOptions
@@ -229,9 +171,9 @@ type logWriter struct {
 	tailing bool
 }
 
-// record renders one CRI record line (without its newline) and writes it,
+// Record renders one CRI record line (without its newline) and writes it,
 // or keeps it for the tail.
-func (lw *logWriter) record(line []byte) error {
+func (lw *logWriter) Record(line []byte) error {
 	ts, rest, ok := bytes.Cut(line, []byte{' '})
 	if !ok {
 		return nil
@@ -271,8 +213,8 @@ func (lw *logWriter) record(line []byte) error {
 	return nil
 }
 
-// endTail writes the kept lines and leaves tail mode.
-func (lw *logWriter) endTail() error {
+// EndOfFiles writes the kept lines and leaves tail mode.
+func (lw *logWriter) EndOfFiles() error {
 	if !lw.tailing {
 		return nil
 	}
@@ -286,159 +228,8 @@ func (lw *logWriter) endTail() error {
 	return nil
 }
 
-func (lw *logWriter) flushOut() {
+func (lw *logWriter) Flush() {
 	if lw.flush != nil {
 		lw.flush()
-	}
-}
-
-// streamLog writes the records of the files of attempt in dir to lw,
-// oldest first. With follow, it then keeps reading the current file,
-// re-opening it when it has been rotated (renamed away and created again)
-// or truncated, until running reports false (after a last read) or ctx
-// ends.
-func streamLog(ctx context.Context, dir string, attempt int, lw *logWriter, follow bool, running func() bool) error {
-	lw.tailing = lw.opts.tailLines >= 0
-	files := attemptFiles(dir, attempt)
-	for _, path := range files[:len(files)-1] {
-		if err := copyFile(path, lw); err != nil {
-			return err
-		}
-	}
-	current := files[len(files)-1]
-	f, err := os.Open(current)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return lw.endTail()
-		}
-		return err
-	}
-	defer func() { f.Close() }()
-	rd := &recordReader{r: f}
-	if err := rd.drain(lw); err != nil {
-		return err
-	}
-	if err := lw.endTail(); err != nil {
-		return err
-	}
-	lw.flushOut()
-	if !follow {
-		return nil
-	}
-	tick := time.NewTicker(followPoll)
-	defer tick.Stop()
-	lastCheck := time.Now()
-	var stopped time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		// A container seen stopped is read for one more second: what it
-		// wrote last may reach its log file a moment after its exit (the
-		// file driver converts the rest once the task is deleted).
-		stop := false
-		if time.Since(lastCheck) >= time.Second {
-			if stopped.IsZero() && !running() {
-				stopped = time.Now()
-			}
-			lastCheck = time.Now()
-			stop = !stopped.IsZero() && time.Since(stopped) >= time.Second
-		}
-		if err := rd.drain(lw); err != nil {
-			return err
-		}
-		// Rotated: the path names another file now. What the old file
-		// got before the rename has just been read; go on with the new
-		// one from its start. Truncated (max-files 0): read it again from
-		// its start.
-		if nf, reopened := reopenIfRotated(f, current, rd.off); reopened {
-			f.Close()
-			f = nf
-			rd = &recordReader{r: f}
-			if err := rd.drain(lw); err != nil {
-				return err
-			}
-		}
-		lw.flushOut()
-		if stop {
-			return nil
-		}
-	}
-}
-
-// reopenIfRotated returns the file at path, opened, when it is no longer
-// f, or when it is shorter than off (truncated).
-func reopenIfRotated(f *os.File, path string, off int64) (*os.File, bool) {
-	cur, err := f.Stat()
-	if err != nil {
-		return nil, false
-	}
-	nf, err := os.Open(path)
-	if err != nil {
-		return nil, false
-	}
-	fi, err := nf.Stat()
-	if err == nil {
-		a, aok := cur.Sys().(*syscall.Stat_t)
-		b, bok := fi.Sys().(*syscall.Stat_t)
-		if aok && bok && (a.Ino != b.Ino || a.Dev != b.Dev || fi.Size() < off) {
-			return nf, true
-		}
-	}
-	nf.Close()
-	return nil, false
-}
-
-func copyFile(path string, lw *logWriter) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // rotated away meanwhile
-	} else if err != nil {
-		return err
-	}
-	defer f.Close()
-	rd := &recordReader{r: f}
-	return rd.drain(lw)
-}
-
-// recordReader reads whole record lines from a file that is still being
-// written: a line without its newline yet is kept until the rest comes.
-type recordReader struct {
-	r       io.Reader
-	off     int64 // bytes read from r
-	pending []byte
-	buf     [32 << 10]byte
-}
-
-// drain hands every whole line read until the end of the file to lw.
-func (rd *recordReader) drain(lw *logWriter) error {
-	for {
-		n, err := rd.r.Read(rd.buf[:])
-		rd.off += int64(n)
-		data := rd.buf[:n]
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				rd.pending = append(rd.pending, data...)
-				break
-			}
-			line := data[:i]
-			if len(rd.pending) > 0 {
-				line = append(rd.pending, line...)
-				rd.pending = rd.pending[:0]
-			}
-			if werr := lw.record(line); werr != nil {
-				return werr
-			}
-			data = data[i+1:]
-		}
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
 	}
 }

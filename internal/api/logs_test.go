@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podlogs"
 )
 
 // logPod is a running pod with containers app and side and init container
@@ -195,7 +196,7 @@ func TestLogsFollow(t *testing.T) {
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * followPoll)
+	time.Sleep(3 * podlogs.FollowPoll)
 	appendTo(path, criLines(t0, "x"))
 	expect("x")
 	// A new attempt ends the follow.

@@ -88,8 +88,16 @@ func allDigits(s string) bool {
 }
 
 // PodDir is the log directory of pod p: <logsDir>/<namespace>_<pod>_<uid>.
-func PodDir(logsDir string, p *pod.Pod) string {
-	return filepath.Join(logsDir, p.Metadata.Namespace+"_"+p.Metadata.Name+"_"+p.Metadata.UID)
+func PodDir(logsDir string, p *pod.Pod) string { return podDir(logsDir, p.Metadata) }
+
+// ContainerDir is the log directory of a container of the pod m names:
+// <logsDir>/<namespace>_<pod>_<uid>/<container>.
+func ContainerDir(logsDir string, m pod.ObjectMeta, container string) string {
+	return filepath.Join(podDir(logsDir, m), container)
+}
+
+func podDir(logsDir string, m pod.ObjectMeta) string {
+	return filepath.Join(logsDir, m.Namespace+"_"+m.Name+"_"+m.UID)
 }
 
 // ContainerPath is the CRI log file of one attempt of a container:
