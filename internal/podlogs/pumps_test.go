@@ -190,6 +190,19 @@ func TestPumpExactlyOnceAcrossKills(t *testing.T) {
 	}
 }
 
+// newTestPump creates the pump of a new attempt under dir and returns it
+// with its CRI file and the base of its raw files.
+func newTestPump(t *testing.T, dir string, cfg logConfig) (p *pump, cri, base string) {
+	t.Helper()
+	cri = filepath.Join(dir, "ns_p_uid", "c", "0.log")
+	base = filepath.Join(dir, "pods", "uid", "logs", "c", "0")
+	p, err := createPump("cid", cri, base, cfg, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cri, base
+}
+
 // stepOrKill opens the pump at state again when the last step killed it
 // (*p nil), arming it, then runs step on it; a kill (a panic of its crash
 // point) closes it and leaves *p nil.
@@ -215,12 +228,7 @@ func stepOrKill(t *testing.T, p **pump, state string, cfg logConfig, arm func(*p
 // over several steps, each saying there is more, with nothing lost.
 func TestPumpBoundedStep(t *testing.T) {
 	dir := t.TempDir()
-	cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
-	base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
-	p, err := createPump("cid", cri, base, logConfig{}, newScratch())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, cri, base := newTestPump(t, dir, logConfig{})
 	out, _, _ := rawPaths(base)
 	const lines = 40000 // 40 bytes each: 1.6 MB, more than stepChunks*pumpChunk
 	var b strings.Builder
@@ -282,12 +290,7 @@ func stepAll(t *testing.T, p *pump) {
 // earlier tug's), which first gives back what was converted before it.
 func TestPumpPunchesConverted(t *testing.T) {
 	dir := t.TempDir()
-	cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
-	base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
-	p, err := createPump("cid", cri, base, logConfig{maxSize: 1 << 20, maxFiles: 1}, newScratch())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _, base := newTestPump(t, dir, logConfig{maxSize: 1 << 20, maxFiles: 1})
 	out, _, state := rawPaths(base)
 	line := strings.Repeat("x", 99) + "\n"
 	appendRaw(t, out, strings.Repeat(line, 15000)) // 1.5 MB
@@ -300,7 +303,7 @@ func TestPumpPunchesConverted(t *testing.T) {
 	stepAll(t, p)
 	p.close()
 
-	p, err = openPump(state, logConfig{maxSize: 1 << 20, maxFiles: 1}, newScratch())
+	p, err := openPump(state, logConfig{maxSize: 1 << 20, maxFiles: 1}, newScratch())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,12 +338,7 @@ func TestPumpBacklogBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
-			base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
-			p, err := createPump("cid", cri, base, logConfig{maxSize: tt.maxSize, maxFiles: 9}, newScratch())
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, cri, base := newTestPump(t, dir, logConfig{maxSize: tt.maxSize, maxFiles: 9})
 			defer p.close()
 			out, _, _ := rawPaths(base)
 			var b strings.Builder

@@ -138,12 +138,7 @@ func TestPumpFullRawFile(t *testing.T) {
 // read, and rewritten in the current one with its CRI path and ID kept.
 func TestPumpStateOfOlderTug(t *testing.T) {
 	dir := t.TempDir()
-	cri := filepath.Join(dir, "ns_p_uid", "c", "0.log")
-	base := filepath.Join(dir, "pods", "uid", "logs", "c", "0")
-	p, err := createPump("cid", cri, base, logConfig{}, newScratch())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, cri, base := newTestPump(t, dir, logConfig{})
 	out, _, state := rawPaths(base)
 	appendRaw(t, out, "one\ntwo\n")
 	stepAll(t, p)
@@ -156,7 +151,8 @@ func TestPumpStateOfOlderTug(t *testing.T) {
 	if err := os.WriteFile(state, append(old, cri+"\ncid"...), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if p, err = openPump(state, logConfig{}, newScratch()); err != nil {
+	p, err := openPump(state, logConfig{}, newScratch())
+	if err != nil {
 		t.Fatal(err)
 	}
 	appendRaw(t, out, "three\n")
