@@ -256,8 +256,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pins, filePins := rollouts.Pins()
 	store.SetPins(ctx, pins, filePins)
 	view.Rollouts = rollouts
-	pidsWatch := &pidsLimits{pods: store, cgroups: cgroups, rec: ring, log: log.With("component", "pids"),
-		period: 2 * time.Second, state: map[string]pidsState{}}
+	pidsWatch := qos.NewPidsWatch(store, cgroups, ring, log.With("component", "pids"), 2*time.Second)
 	view.PIDLimits = pidsWatch
 	components := map[string]func(context.Context) error{
 		"rollout":     rollouts.Run,

@@ -1,4 +1,4 @@
-package main
+package qos
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"tug/internal/pod"
-	"tug/internal/qos"
 )
 
-// pidsLimits watches each pod's process limit (the pod cgroup's pids.max,
+// PidsWatch watches each pod's process limit (the pod cgroup's pids.max,
 // --pod-max-pids) and reports the pods the kernel refused a fork or clone
 // because they held it: a Warning event PIDLimitReached, a log line when a
 // pod reaches its limit, and the pod condition PIDLimitReached (with that
@@ -21,19 +20,31 @@ import (
 // while its processes fail with EAGAIN. The count lives in the cgroup, so
 // it starts again from 0 when the pod's cgroup is created again. Safe for
 // concurrent use.
-type pidsLimits struct {
+type PidsWatch struct {
 	pods    interface{ Pods() []*pod.Pod }
-	cgroups interface {
-		PodPidsLimit(p *pod.Pod) (qos.PidsLimit, error)
-	}
-	rec interface {
-		Event(p *pod.Pod, container, eventType, reason, message string)
-	}
-	log    *slog.Logger
-	period time.Duration // how often the cgroups are read
+	cgroups PidsReader
+	rec     EventRecorder
+	log     *slog.Logger
+	period  time.Duration // how often the cgroups are read
 
 	mu    sync.Mutex
 	state map[string]pidsState // by pod UID; only pods that reached their limit
+}
+
+// PidsReader reads a pod's process limit (the Manager does).
+type PidsReader interface {
+	PodPidsLimit(p *pod.Pod) (PidsLimit, error)
+}
+
+// EventRecorder records an event about a pod.
+type EventRecorder interface {
+	Event(p *pod.Pod, container, eventType, reason, message string)
+}
+
+// NewPidsWatch returns a watch that reads the limits of pods' cgroups
+// every period.
+func NewPidsWatch(pods interface{ Pods() []*pod.Pod }, cgroups PidsReader, rec EventRecorder, log *slog.Logger, period time.Duration) *PidsWatch {
+	return &PidsWatch{pods: pods, cgroups: cgroups, rec: rec, log: log, period: period, state: map[string]pidsState{}}
 }
 
 // pidsState is what the pod cgroup said when it last counted more
@@ -44,7 +55,7 @@ type pidsState struct {
 }
 
 // Run reads every pod's pids.events each period until ctx is done.
-func (w *pidsLimits) Run(ctx context.Context) error {
+func (w *PidsWatch) Run(ctx context.Context) error {
 	t := time.NewTicker(w.period)
 	defer t.Stop()
 	for {
@@ -58,14 +69,14 @@ func (w *pidsLimits) Run(ctx context.Context) error {
 }
 
 // check reads the limit of every pod once.
-func (w *pidsLimits) check() {
+func (w *PidsWatch) check() {
 	pods := w.pods.Pods()
 	seen := make(map[string]bool, len(pods))
 	for _, p := range pods {
 		uid := p.Metadata.UID
 		seen[uid] = true
 		l, err := w.cgroups.PodPidsLimit(p)
-		if errors.Is(err, qos.ErrMissingController) {
+		if errors.Is(err, ErrMissingController) {
 			return // no pids controller: no limit to reach
 		}
 		if err != nil || l.Max < 0 {
@@ -105,7 +116,7 @@ func (w *pidsLimits) check() {
 
 // Condition returns the PIDLimitReached condition of a pod whose cgroup
 // has counted refused forks, nil for any other pod.
-func (w *pidsLimits) Condition(p *pod.Pod) *pod.Condition {
+func (w *PidsWatch) Condition(p *pod.Pod) *pod.Condition {
 	w.mu.Lock()
 	s, ok := w.state[p.Metadata.UID]
 	w.mu.Unlock()

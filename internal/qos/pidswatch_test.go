@@ -1,4 +1,4 @@
-package main
+package qos
 
 import (
 	"log/slog"
@@ -6,19 +6,18 @@ import (
 	"testing"
 
 	"tug/internal/pod"
-	"tug/internal/qos"
 )
 
 type fakePodList []*pod.Pod
 
 func (f fakePodList) Pods() []*pod.Pod { return f }
 
-type fakePidsCgroups map[string]qos.PidsLimit
+type fakePidsCgroups map[string]PidsLimit
 
-func (f fakePidsCgroups) PodPidsLimit(p *pod.Pod) (qos.PidsLimit, error) {
+func (f fakePidsCgroups) PodPidsLimit(p *pod.Pod) (PidsLimit, error) {
 	l, ok := f[p.Metadata.UID]
 	if !ok {
-		return qos.PidsLimit{}, qos.ErrBusy // any error: no cgroup
+		return PidsLimit{}, ErrBusy // any error: no cgroup
 	}
 	return l, nil
 }
@@ -34,19 +33,19 @@ func TestPidsLimits(t *testing.T) {
 	b := &pod.Pod{Metadata: pod.ObjectMeta{Name: "b", Namespace: "default", UID: "b"}}
 	cg := fakePidsCgroups{}
 	rec := &fakeRecorder{}
-	w := &pidsLimits{pods: fakePodList{a, b}, cgroups: cg, rec: rec, log: slog.New(slog.DiscardHandler), state: map[string]pidsState{}}
+	w := &PidsWatch{pods: fakePodList{a, b}, cgroups: cg, rec: rec, log: slog.New(slog.DiscardHandler), state: map[string]pidsState{}}
 	steps := []struct {
 		name       string
-		a, b       qos.PidsLimit
+		a, b       PidsLimit
 		wantEvents int    // events recorded in this step
 		wantA      string // in a's condition message ("": no condition)
 	}{
-		{name: "below the limit", a: qos.PidsLimit{Max: 300}, b: qos.PidsLimit{Max: -1}},
-		{name: "a reaches its limit", a: qos.PidsLimit{Max: 300, Refused: 2}, b: qos.PidsLimit{Max: -1}, wantEvents: 1, wantA: "refused 2 forks or clones: the pod holds its process limit of 300"},
-		{name: "no new refusal", a: qos.PidsLimit{Max: 300, Refused: 2}, b: qos.PidsLimit{Max: -1}, wantA: "refused 2"},
-		{name: "more refusals", a: qos.PidsLimit{Max: 300, Refused: 9}, b: qos.PidsLimit{Max: -1}, wantEvents: 1, wantA: "refused 9"},
-		{name: "a new cgroup, below its limit", a: qos.PidsLimit{Max: 300}, b: qos.PidsLimit{Max: -1}},
-		{name: "a new cgroup at its limit", a: qos.PidsLimit{Max: 300, Refused: 1}, b: qos.PidsLimit{Max: -1}, wantEvents: 1, wantA: "refused 1"},
+		{name: "below the limit", a: PidsLimit{Max: 300}, b: PidsLimit{Max: -1}},
+		{name: "a reaches its limit", a: PidsLimit{Max: 300, Refused: 2}, b: PidsLimit{Max: -1}, wantEvents: 1, wantA: "refused 2 forks or clones: the pod holds its process limit of 300"},
+		{name: "no new refusal", a: PidsLimit{Max: 300, Refused: 2}, b: PidsLimit{Max: -1}, wantA: "refused 2"},
+		{name: "more refusals", a: PidsLimit{Max: 300, Refused: 9}, b: PidsLimit{Max: -1}, wantEvents: 1, wantA: "refused 9"},
+		{name: "a new cgroup, below its limit", a: PidsLimit{Max: 300}, b: PidsLimit{Max: -1}},
+		{name: "a new cgroup at its limit", a: PidsLimit{Max: 300, Refused: 1}, b: PidsLimit{Max: -1}, wantEvents: 1, wantA: "refused 1"},
 	}
 	for _, s := range steps {
 		cg["a"], cg["b"] = s.a, s.b
