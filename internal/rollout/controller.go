@@ -532,7 +532,9 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 		r.ReadyAt = now
 		dirty = true
 	}
-	reason := failure(pr, readyNow, since, restarts, maxRestarts, timeout, c.cfg.MinReady, now.Sub(r.WatchSince), !r.ReadyAt.IsZero(), now)
+	reason := observed{progress: pr, readyNow: readyNow, wasReady: !r.ReadyAt.IsZero(), since: since,
+		watched: now.Sub(r.WatchSince), restarts: restarts, maxRestarts: maxRestarts,
+		timeout: timeout, minReady: c.cfg.MinReady}.failure(now)
 	switch {
 	case readyNow && restarts == 0 && now.Sub(since) >= c.cfg.MinReady:
 		c.succeeded(p, r, d.Hash, now)
@@ -551,30 +553,42 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 	return unpinned || r.RolledBack
 }
 
+// observed is what the controller saw of a pod whose update it watches.
+type observed struct {
+	progress    reconcile.Progress
+	readyNow    bool          // the current spec's pod is Ready
+	wasReady    bool          // it has been Ready since the update
+	since       time.Time     // when the Ready condition last changed
+	watched     time.Duration // since the update was applied
+	restarts    int           // container restarts since the update
+	maxRestarts int
+	timeout     time.Duration // 0: not watched
+	minReady    time.Duration
+}
+
 // failure decides whether a watched update has failed, and returns why
 // ("" while it has not). The timeout bounds the time to become Ready
-// (watched is the time since the update was applied); once the pod has
-// been Ready, the min-ready window watches it for restarts, and the
-// timeout then bounds only a spell out of Ready (since is when the Ready
-// condition last changed). Every reason states what was seen.
-func failure(pr reconcile.Progress, readyNow bool, since time.Time, restarts, maxRestarts int, timeout, minReady, watched time.Duration, wasReady bool, now time.Time) string {
+// (watched); once the pod has been Ready, the min-ready window watches it
+// for restarts, and the timeout then bounds only a spell out of Ready
+// (since). Every reason states what was seen.
+func (o observed) failure(now time.Time) string {
 	switch {
-	case timeout == 0:
+	case o.timeout == 0:
 		return ""
-	case pr.Failure != "":
-		return pr.Failure + ": " + pr.Message
-	case restarts > maxRestarts:
-		return fmt.Sprintf("containers restarted %d times (at most %d)", restarts, maxRestarts)
-	case readyNow && restarts == 0:
+	case o.progress.Failure != "":
+		return o.progress.Failure + ": " + o.progress.Message
+	case o.restarts > o.maxRestarts:
+		return fmt.Sprintf("containers restarted %d times (at most %d)", o.restarts, o.maxRestarts)
+	case o.readyNow && o.restarts == 0:
 		return "" // Ready: the min-ready window decides
-	case watched <= timeout:
+	case o.watched <= o.timeout:
 		return ""
-	case readyNow:
-		return fmt.Sprintf("containers restarted %d times: not ready for %v with no restart within %v", restarts, minReady, timeout)
-	case !wasReady:
-		return fmt.Sprintf("not ready within %v", timeout)
-	case now.Sub(since) > timeout:
-		return fmt.Sprintf("ready, then not ready again for over %v", timeout)
+	case o.readyNow:
+		return fmt.Sprintf("containers restarted %d times: not ready for %v with no restart within %v", o.restarts, o.minReady, o.timeout)
+	case !o.wasReady:
+		return fmt.Sprintf("not ready within %v", o.timeout)
+	case now.Sub(o.since) > o.timeout:
+		return fmt.Sprintf("ready, then not ready again for over %v", o.timeout)
 	}
 	return ""
 }
