@@ -170,13 +170,21 @@ func (p *parser) document(doc *yaml.Node) {
 		p.workload(d, root, kind.Value)
 	case isObjectKind(kind.Value):
 		p.object(d, root, kind.Value, "")
-	case strings.EqualFold(kind.Value, "Pod"):
-		d.fail(kind, "kind", "unsupported kind %q: tug runs Pods (kind: Pod, or kind: List of Pods)", kind.Value)
-	default:
-		// Service, ServiceAccount, Ingress, ...: cluster objects beside
-		// the pod, which mean nothing on a node.
+	case skippedKind(kind.Value, apiVersionOf(root)):
+		// Service, ServiceAccount, Ingress, custom resources: cluster
+		// objects beside the pod, which mean nothing on a node.
 		d.warn(kind, "kind", skippedKindWarning(kind.Value))
+	default:
+		d.fail(kind, "kind", "%s", unknownKindMessage(kind.Value))
 	}
+}
+
+// apiVersionOf returns the apiVersion of mapping n ("" if none).
+func apiVersionOf(n *yaml.Node) string {
+	if v := scalarField(n, "apiVersion"); v != nil {
+		return v.Value
+	}
+	return ""
 }
 
 // scalarField returns the scalar value of key name in mapping n, or nil.

@@ -396,7 +396,7 @@ func TestValidate(t *testing.T) {
 			"spec.containers[0].ports[0].containerPort: required"},
 		{"not defaulted", func(p *pod.Pod) { p.Spec.RestartPolicy = "" }, "spec.restartPolicy: required"},
 		{"two errors", func(p *pod.Pod) { p.Spec.Containers[0].Image = ""; p.Metadata.Namespace = "A" },
-			"metadata.namespace: invalid namespace \"A\": " + dns1123LabelMsg + "\nspec.containers[0].image: required"},
+			"metadata.namespace: invalid namespace \"A\": " + pod.DNS1123LabelMsg + "\nspec.containers[0].image: required"},
 		{"negative size limit", func(p *pod.Pod) {
 			p.Spec.Volumes = []pod.Volume{{Name: "v", EmptyDir: &pod.EmptyDirVolumeSource{SizeLimit: ptr(pod.MustParseQuantity("-1"))}}}
 		}, "spec.volumes[0].emptyDir.sizeLimit: must not be negative"},

@@ -96,30 +96,30 @@ func (v *validator) metadata(m *pod.ObjectMeta) {
 	switch {
 	case name == "":
 		v.fail("metadata.name", "required")
-	case !isDNS1123Subdomain(name):
-		v.fail("metadata.name", "invalid name %q: %s", name, dns1123SubdomainMsg)
-	case len(m.Name) > dns1123SubdomainMaxLen:
-		v.fail("metadata.name", "the name with the hostname appended (%q) is %d characters, more than %d", m.Name, len(m.Name), dns1123SubdomainMaxLen)
-	case !isDNS1123Subdomain(m.Name):
-		v.fail("metadata.name", "the name with the hostname appended (%q) %s", m.Name, dns1123SubdomainMsg)
+	case !pod.IsDNS1123Subdomain(name):
+		v.fail("metadata.name", "invalid name %q: %s", name, pod.DNS1123SubdomainMsg)
+	case len(m.Name) > pod.DNS1123SubdomainMaxLen:
+		v.fail("metadata.name", "the name with the hostname appended (%q) is %d characters, more than %d", m.Name, len(m.Name), pod.DNS1123SubdomainMaxLen)
+	case !pod.IsDNS1123Subdomain(m.Name):
+		v.fail("metadata.name", "the name with the hostname appended (%q) %s", m.Name, pod.DNS1123SubdomainMsg)
 	}
 	switch {
 	case m.Namespace == "":
 		v.fail("metadata.namespace", "required")
-	case !isDNS1123Label(m.Namespace):
-		v.fail("metadata.namespace", "invalid namespace %q: %s", m.Namespace, dns1123LabelMsg)
+	case !pod.IsDNS1123Label(m.Namespace):
+		v.fail("metadata.namespace", "invalid namespace %q: %s", m.Namespace, pod.DNS1123LabelMsg)
 	}
 	for _, k := range sortedKeys(m.Labels) {
-		if msg := qualifiedNameError(k); msg != "" {
+		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("metadata.labels", k, "invalid key %q: %s", k, msg)
 		}
-		if msg := labelValueError(m.Labels[k]); msg != "" {
+		if msg := pod.LabelValueError(m.Labels[k]); msg != "" {
 			v.fail(keyPath("metadata.labels", k), "invalid value %q: %s", m.Labels[k], msg)
 		}
 	}
 	size := 0
 	for _, k := range sortedKeys(m.Annotations) {
-		if msg := qualifiedNameError(k); msg != "" {
+		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("metadata.annotations", k, "invalid key %q: %s", k, msg)
 		}
 		size += len(k) + len(m.Annotations[k])
@@ -193,8 +193,8 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 		switch {
 		case vol.Name == "":
 			v.fail(p+".name", "required")
-		case !isDNS1123Label(vol.Name):
-			v.fail(p+".name", "invalid name %q: %s", vol.Name, dns1123LabelMsg)
+		case !pod.IsDNS1123Label(vol.Name):
+			v.fail(p+".name", "invalid name %q: %s", vol.Name, pod.DNS1123LabelMsg)
 		case names[vol.Name]:
 			v.fail(p+".name", "duplicate volume name %q", vol.Name)
 		}
@@ -245,8 +245,8 @@ func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool
 	switch {
 	case c.Name == "":
 		v.fail(p+".name", "required")
-	case !isDNS1123Label(c.Name):
-		v.fail(p+".name", "invalid name %q: %s", c.Name, dns1123LabelMsg)
+	case !pod.IsDNS1123Label(c.Name):
+		v.fail(p+".name", "invalid name %q: %s", c.Name, pod.DNS1123LabelMsg)
 	case names[c.Name] != "":
 		v.fail(p+".name", "duplicate container name %q (also %s)", c.Name, names[c.Name])
 	default:
@@ -278,7 +278,7 @@ func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool
 		case e.Name == "":
 			v.fail(ep+".name", "required")
 		case !pod.IsEnvVarName(e.Name):
-			v.fail(ep+".name", "invalid name %q: %s", e.Name, envVarNameMsg)
+			v.fail(ep+".name", "invalid name %q: %s", e.Name, pod.EnvVarNameMsg)
 		}
 	}
 	v.envSources(p, c)
@@ -298,8 +298,8 @@ func (v *validator) ports(p string, ports []pod.ContainerPort, init, hostNetwork
 	for i, port := range ports {
 		pp := indexPath(p+".ports", i)
 		if port.Name != "" {
-			if !isIANASvcName(port.Name) {
-				v.fail(pp+".name", "invalid name %q: %s", port.Name, ianaSvcNameMsg)
+			if !pod.IsIANASvcName(port.Name) {
+				v.fail(pp+".name", "invalid name %q: %s", port.Name, pod.IANASvcNameMsg)
 			} else if j, dup := names[port.Name]; dup {
 				v.fail(pp+".name", "duplicate port name %q (also ports[%d])", port.Name, j)
 			} else {
@@ -563,8 +563,8 @@ func (v *validator) dns(s *pod.PodSpec) {
 	total := 0
 	for i, d := range c.Searches {
 		total += len(d) + 1
-		if !isDNS1123Subdomain(strings.TrimSuffix(d, ".")) {
-			v.fail(indexPath("spec.dnsConfig.searches", i), "invalid search domain %q: %s", d, dns1123SubdomainMsg)
+		if !pod.IsDNS1123Subdomain(strings.TrimSuffix(d, ".")) {
+			v.fail(indexPath("spec.dnsConfig.searches", i), "invalid search domain %q: %s", d, pod.DNS1123SubdomainMsg)
 		}
 	}
 	if total > maxDNSSearchLength {

@@ -62,19 +62,19 @@ func (v *validator) podFields(s *pod.PodSpec) {
 			v.fail(p+".ip", "%s, got %q", plainIPMsg, a.IP)
 		}
 		for j, h := range a.Hostnames {
-			if !isDNS1123Subdomain(h) {
-				v.fail(indexPath(p+".hostnames", j), "invalid hostname %q: %s", h, dns1123SubdomainMsg)
+			if !pod.IsDNS1123Subdomain(h) {
+				v.fail(indexPath(p+".hostnames", j), "invalid hostname %q: %s", h, pod.DNS1123SubdomainMsg)
 			}
 		}
 	}
-	if s.Hostname != "" && !isDNS1123Label(s.Hostname) {
-		v.fail("spec.hostname", "invalid hostname %q: %s", s.Hostname, dns1123LabelMsg)
+	if s.Hostname != "" && !pod.IsDNS1123Label(s.Hostname) {
+		v.fail("spec.hostname", "invalid hostname %q: %s", s.Hostname, pod.DNS1123LabelMsg)
 	}
-	if s.Subdomain != "" && !isDNS1123Label(s.Subdomain) {
-		v.fail("spec.subdomain", "invalid subdomain %q: %s", s.Subdomain, dns1123LabelMsg)
+	if s.Subdomain != "" && !pod.IsDNS1123Label(s.Subdomain) {
+		v.fail("spec.subdomain", "invalid subdomain %q: %s", s.Subdomain, pod.DNS1123LabelMsg)
 	}
 	for _, k := range sortedKeys(s.NodeSelector) {
-		if msg := qualifiedNameError(k); msg != "" {
+		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("spec.nodeSelector", k, "invalid key %q: %s", k, msg)
 		}
 	}
@@ -125,7 +125,7 @@ func (v *validator) nodeSelectorRequirement(p string, r pod.NodeSelectorRequirem
 	case field && r.Key != "metadata.name":
 		v.fail(p+".key", "unsupported value %q: matchFields can only name \"metadata.name\"", r.Key)
 	case !field:
-		if msg := qualifiedNameError(r.Key); msg != "" {
+		if msg := pod.QualifiedNameError(r.Key); msg != "" {
 			v.fail(p+".key", "invalid key %q: %s", r.Key, msg)
 		}
 	}

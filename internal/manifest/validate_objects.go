@@ -86,8 +86,8 @@ func (v *validator) objectName(p, name string) {
 	switch {
 	case name == "":
 		v.fail(p, "required")
-	case !isDNS1123Subdomain(name):
-		v.fail(p, "invalid name %q: %s", name, dns1123SubdomainMsg)
+	case !pod.IsDNS1123Subdomain(name):
+		v.fail(p, "invalid name %q: %s", name, pod.DNS1123SubdomainMsg)
 	}
 }
 
@@ -240,7 +240,7 @@ func (v *validator) envSources(p string, c *pod.Container) {
 			v.fail(ep, "one of configMapRef or secretRef is required")
 		}
 		if e.Prefix != "" && !pod.IsEnvVarName(e.Prefix) {
-			v.fail(ep+".prefix", "invalid prefix %q: %s", e.Prefix, envVarNameMsg)
+			v.fail(ep+".prefix", "invalid prefix %q: %s", e.Prefix, pod.EnvVarNameMsg)
 		}
 	}
 }

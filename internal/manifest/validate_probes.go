@@ -143,8 +143,8 @@ func (v *validator) port(p string, port pod.IntOrString, ports []pod.ContainerPo
 		}
 		return
 	}
-	if !isIANASvcName(port.StrVal) {
-		v.fail(p, "invalid port name %q: %s", port.StrVal, ianaSvcNameMsg)
+	if !pod.IsIANASvcName(port.StrVal) {
+		v.fail(p, "invalid port name %q: %s", port.StrVal, pod.IANASvcNameMsg)
 		return
 	}
 	if _, ok := pod.ResolvePort(port, ports); !ok {

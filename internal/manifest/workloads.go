@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 
@@ -198,10 +197,4 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 // scalarNode returns a plain string scalar positioned at at.
 func scalarNode(value string, at *yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Line: at.Line, Column: at.Column}
-}
-
-// skippedKinds are kinds a pod file may carry that mean nothing on a node:
-// they are skipped with a warning naming the kind.
-func skippedKindWarning(kind string) string {
-	return "kind " + strconv.Quote(pod.Truncate(kind)) + " skipped: tug runs Pods (and the pod template of a Deployment, DaemonSet, StatefulSet or Job) on this node; a " + pod.Truncate(kind) + " needs an API server"
 }

@@ -23,6 +23,7 @@
 //	objects.go             ConfigMap, Secret, PersistentVolumeClaim, Object; Refs, Bound, Bind
 //	defaults.go            SetDefaults, DefaultPullPolicy, GracePeriod, PodPriority
 //	identity.go            UID, FullName, Hostname, FQDN
+//	names.go               Kubernetes' name rules (RFC 1123 labels and subdomains, label keys and values, port names) and their messages
 //	hash.go                Pod.Hash, ContainerHash
 //	errors.go              sentinels, FieldError, HostPortInUseError
 //	truncate.go            caps on sizes, Truncate for values echoed in errors
