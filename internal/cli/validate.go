@@ -20,7 +20,8 @@ const validateUsage = `usage: tug validate [--policy LEVEL] [--allow-privileged]
 Checks each manifest file, or every manifest of a directory, exactly as the
 agent would read it, and prints every problem as file:line:col lines, and
 each field or kind accepted but ignored on a node as a "warning:" line (a
-file with warnings only still passes). With
+file with warnings only still passes). An empty file, or a directory with
+no manifest file, is an error ("no manifests found"). With
 --policy it also applies the admission policy of that level.
 
 `
@@ -62,11 +63,15 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		src := "file:" + abs
+		warned := false
 		pf, err := manifest.ParseFile(data, manifest.ParseOptions{
 			Origin:   pod.Origin{Source: src, File: path},
 			Hostname: hostname,
 			// Accepted but ignored on a node: reported, exit status 0.
-			Warn: func(w *pod.FieldError) { fmt.Fprintln(stderr, "warning:", w) },
+			Warn: func(w *pod.FieldError) {
+				warned = true
+				fmt.Fprintln(stderr, "warning:", w)
+			},
 		})
 		pods := pf.Pods
 		parsed[path] = pf
@@ -75,6 +80,13 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 			for _, e := range flatten(err) {
 				fmt.Fprintln(stderr, e)
 			}
+			continue
+		}
+		if len(pods) == 0 && len(pf.Objects) == 0 && !warned {
+			// Nothing at all, not even a kind skipped with a warning: a
+			// file emptied by mistake must not pass as a manifest.
+			fmt.Fprintf(stderr, "%s: no manifests found\n", path)
+			bad = true
 			continue
 		}
 		if *level != "" {
@@ -153,10 +165,15 @@ func expand(paths []string, stderr io.Writer, bad *bool) []string {
 			*bad = true
 			continue
 		}
+		before := len(files)
 		for _, e := range entries {
 			if !e.IsDir() && source.IsManifestName(e.Name()) {
 				files = append(files, filepath.Join(p, e.Name()))
 			}
+		}
+		if len(files) == before {
+			fmt.Fprintf(stderr, "%s: no manifests found\n", p)
+			*bad = true
 		}
 	}
 	return files

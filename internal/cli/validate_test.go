@@ -204,3 +204,39 @@ spec:
 		})
 	}
 }
+
+// TestValidateEmpty: an empty file (or one of comments and empty
+// documents) and a directory without manifests say "no manifests found"
+// and fail; a file of kinds that are only skipped passes with warnings.
+func TestValidateEmpty(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	emptyDir := filepath.Join(dir, "none")
+	if err := os.Mkdir(emptyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		wantCode   int
+		wantErr    string
+	}{
+		{"empty file", write("empty.yaml", ""), 1, "empty.yaml: no manifests found"},
+		{"comments and empty documents", write("comments.yaml", "# nothing yet\n---\n---\n"), 1, "comments.yaml: no manifests found"},
+		{"empty directory", emptyDir, 1, "none: no manifests found"},
+		{"only skipped kinds", write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"), 0, "warning:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := testEnv.validate([]string{tt.path}, &stdout, &stderr); code != tt.wantCode || !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("validate = %d, stderr %q; want %d and %q", code, stderr.String(), tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}
