@@ -158,7 +158,7 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 // report records a problem at node n that leaves the value at path intact
 // (an unknown or duplicate key in the mapping at path).
 func (d *decoder) report(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+	d.errs = append(d.errs, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // warn records a field that is accepted and ignored.

@@ -3,9 +3,11 @@ package manifest
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -67,12 +69,15 @@ func parse(data []byte, opts ParseOptions) (*parser, error) {
 		hostname: strings.ToLower(strings.TrimSpace(opts.Hostname)),
 		seen:     make(map[string]int),
 	}
+	if fe := jsonSyntax(p.file, data); fe != nil {
+		return nil, fe
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
 		if err := decodeDocument(dec, &doc); err != nil {
 			if !errors.Is(err, io.EOF) {
-				p.errs = append(p.errs, p.syntaxError(err))
+				p.errs = append(p.errs, p.syntaxError(err, data))
 			}
 			break
 		}
@@ -82,9 +87,26 @@ func parse(data []byte, opts ParseOptions) (*parser, error) {
 		p.reportWarnings(opts.Warn)
 	}
 	if len(p.errs) > 0 {
+		if fe := templateHint(p.file, data); fe != nil {
+			p.errs = append(p.errs, fe)
+		}
 		return nil, sortErrors(p.file, p.errs)
 	}
 	return p, nil
+}
+
+// templateHint returns an error at the first "{{" of a file that holds a
+// template's {{ }}: a Helm chart or envsubst template not rendered reads
+// as YAML with puzzling errors, which this one explains.
+func templateHint(file string, data []byte) *pod.FieldError {
+	i := bytes.Index(data, []byte("{{"))
+	if i < 0 || !bytes.Contains(data[i:], []byte("}}")) {
+		return nil
+	}
+	line := bytes.Count(data[:i], []byte{'\n'}) + 1
+	col := i - bytes.LastIndexByte(data[:i], '\n')
+	return &pod.FieldError{File: file, Line: line, Col: col,
+		Msg: "this looks like a template that was not rendered ({{ }}): render it first (helm template, envsubst) and give tug the result"}
 }
 
 // decodeDocument reads the next YAML document. A panic in the YAML library
@@ -134,15 +156,63 @@ func (p *parser) reportWarnings(warn func(*pod.FieldError)) {
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a YAML parser error into a *pod.FieldError. The parser gives
-// a line but no column.
-func (p *parser) syntaxError(err error) error {
-	msg := err.Error()
-	if m := yamlLineError.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &pod.FieldError{File: p.file, Line: line, Msg: "invalid YAML: " + m[2]}
+// syntaxError turns a YAML parser error into a *pod.FieldError. The parser
+// gives a line but no column, and its line is often not where the mistake
+// is: a tab in an indentation (YAML indents with spaces) is reported where
+// the tab is.
+func (p *parser) syntaxError(err error, data []byte) error {
+	if line, col, ok := indentTab(data); ok && (strings.Contains(err.Error(), "tab") || strings.Contains(err.Error(), "cannot start any token")) {
+		return &pod.FieldError{File: p.file, Line: line, Col: col, Msg: "invalid YAML: a tab in the indentation (YAML indents with spaces)"}
 	}
-	return &pod.FieldError{File: p.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	fe := &pod.FieldError{File: p.file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+		fe.Line, _ = strconv.Atoi(m[1])
+		fe.Msg = "invalid YAML: " + m[2]
+	}
+	return fe
+}
+
+// indentTab finds the first tab in the indentation of a line.
+func indentTab(data []byte) (line, col int, ok bool) {
+	for n, l := range bytes.Split(data, []byte{'\n'}) {
+		for c, b := range l {
+			if b == '\t' {
+				return n + 1, c + 1, true
+			}
+			if b != ' ' {
+				break
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// jsonSyntax checks a file named .json as JSON: YAML, which reads it
+// otherwise, accepts what JSON does not (a trailing comma, comments,
+// single quotes, keys without quotes).
+func jsonSyntax(file string, data []byte) *pod.FieldError {
+	if !strings.EqualFold(filepath.Ext(file), ".json") {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				off = se.Offset
+			}
+			off = min(max(off, 1), int64(len(data)))
+			line := bytes.Count(data[:off-1], []byte{'\n'}) + 1
+			col := int(off) - bytes.LastIndexByte(data[:off-1], '\n') - 1
+			return &pod.FieldError{File: file, Line: line, Col: col, Msg: "invalid JSON: " + err.Error()}
+		}
+	}
 }
 
 // document decodes one YAML document: a Pod or a List of Pods.

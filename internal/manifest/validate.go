@@ -51,7 +51,7 @@ func (v *validator) fail(p, format string, args ...any) {
 		}
 		pos = v.index.find(full)
 	}
-	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // failKey reports a problem with key of the map at p, positioned at the key.
@@ -68,7 +68,7 @@ func (v *validator) failKey(p, key, format string, args ...any) {
 			pos = v.index.find(full)
 		}
 	}
-	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, truncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // written reports whether the manifest set the field at p (false without an

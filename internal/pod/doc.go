@@ -26,7 +26,7 @@
 //	names.go               Kubernetes' name rules (RFC 1123 labels and subdomains, label keys and values, port names) and their messages
 //	hash.go                Pod.Hash, ContainerHash
 //	errors.go              sentinels, FieldError, HostPortInUseError
-//	truncate.go            caps on sizes, Truncate for values echoed in errors
+//	truncate.go            caps on sizes, Truncate and TruncateArgs for values echoed in errors
 //	rollout.go             the rollout annotations and their values, RolloutHistory
 //	manifest.go            Origin, Manifest: what a source read from one file
 //	sandbox.go             Namespaces, Sandbox, LinuxResources: runtime inputs

@@ -1,7 +1,9 @@
 package pod
 
 import (
+	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -39,4 +41,38 @@ func truncateTo(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// TruncateArgs returns args with every value that format quotes (%q), as
+// manifest values are, passed through pod.Truncate if it is a string (or
+// string-kinded, such as a Protocol). tug's own texts, printed with %s,
+// stay whole.
+func TruncateArgs(format string, args []any) []any {
+	var out []any
+	n := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(format) && strings.IndexByte("+-# 0123456789.", format[i]) >= 0 {
+			i++
+		}
+		if i >= len(format) || format[i] == '%' {
+			continue
+		}
+		if format[i] == 'q' && n < len(args) && args[n] != nil {
+			if v := reflect.ValueOf(args[n]); v.Kind() == reflect.String && len(v.String()) > MaxEcho {
+				if out == nil {
+					out = append([]any(nil), args...)
+				}
+				out[n] = Truncate(v.String())
+			}
+		}
+		n++
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
