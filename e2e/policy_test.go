@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,7 @@ func TestPolicyHostStateMounts(t *testing.T) {
 }
 
 // TestValidatePolicyCLI: "tug validate --policy" prints the agent's
-// messages and exits 1.
+// messages at the field's file:line:col and exits 1.
 func TestValidatePolicyCLI(t *testing.T) {
 	image, _ := testutil.TestImage(t)
 	dir := t.TempDir()
@@ -174,11 +175,11 @@ func TestValidatePolicyCLI(t *testing.T) {
 	for _, tt := range []struct {
 		level string
 		code  int
-		want  string
+		want  string // a regexp
 	}{
-		{"privileged", 0, "caps.yaml: ok"},
-		{"baseline", 1, file + `: spec.containers[0].securityContext.capabilities.add[0]: "ALL" is not allowed by the baseline policy of source file:` + dir},
-		{"restricted", 1, "spec.containers[0].securityContext.runAsNonRoot: must be true"},
+		{"privileged", 0, regexp.QuoteMeta("caps.yaml: ok")},
+		{"baseline", 1, regexp.QuoteMeta(file) + `:\d+:\d+: ` + regexp.QuoteMeta(`spec.containers[0].securityContext.capabilities.add[0]: "ALL" is not allowed by the baseline policy of source file:`+dir)},
+		{"restricted", 1, `:\d+:\d+: ` + regexp.QuoteMeta("spec.containers[0].securityContext.runAsNonRoot: must be true")},
 	} {
 		out, err := exec.Command(tugBin, "validate", "--policy", tt.level, file).CombinedOutput()
 		code := 0
@@ -187,7 +188,7 @@ func TestValidatePolicyCLI(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if code != tt.code || !strings.Contains(string(out), tt.want) {
+		if code != tt.code || !regexp.MustCompile(tt.want).Match(out) {
 			t.Errorf("tug validate --policy %s: exit %d, output:\n%s\nwant exit %d and %q", tt.level, code, out, tt.code, tt.want)
 		}
 	}

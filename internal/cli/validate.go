@@ -32,7 +32,8 @@ no manifest file, is an error ("no manifests found"). With
 // With --policy LEVEL it also applies the admission policy e.Policy builds,
 // as an agent with that level for the file's source and otherwise default
 // settings (--allow-privileged and --allow-host-state-mounts may be given
-// too) would, and prints each violation as "file: field.path: message".
+// too) would, and prints each violation as "file:line:col: field.path:
+// message".
 func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tug validate", flag.ContinueOnError)
 	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
@@ -92,12 +93,13 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 		if *level != "" {
 			pl := e.Policy(map[string]string{src: *level}, *allowPrivileged, *allowHostStateMounts)
 			blocked := false
-			for _, p := range pods {
+			for i, p := range pods {
 				var perr *policy.Error
 				if err := pl.Admit(p); errors.As(err, &perr) {
 					blocked = true
-					for _, line := range perr.Lines() {
-						fmt.Fprintf(stderr, "%s: %s\n", path, line)
+					for _, v := range perr.Violations {
+						field, line, col := pf.Position(i, v.Path)
+						fmt.Fprintf(stderr, "%s:%d:%d: %s: %s\n", path, line, col, field, perr.Message(v))
 					}
 				}
 			}

@@ -185,7 +185,7 @@ spec:
 		{"no policy", []string{file}, 0, ""},
 		{"privileged", []string{"--policy", "privileged", file}, 0, ""},
 		{"baseline", []string{"--policy", "baseline", file}, 1,
-			file + `: spec.containers[0].securityContext.capabilities.add[0]: "ALL" is not allowed by the baseline policy of source file:` + abs},
+			file + `:11:15: spec.containers[0].securityContext.capabilities.add[0]: "ALL" is not allowed by the baseline policy of source file:` + abs},
 		{"flag after the path", []string{file, "--policy=restricted"}, 1, `must be false under the restricted policy of source file:` + abs},
 		{"unknown level", []string{"--policy", "strict", file}, 2, "unknown level"},
 	}

@@ -126,6 +126,7 @@ type parser struct {
 	source   string
 	hostname string
 	pods     []*pod.Pod
+	where    []podWhere // of each pod
 	errs     []error
 	seen     map[string]int // namespace/name -> line of its first definition
 	objects  []*pod.Object
@@ -364,6 +365,7 @@ func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
 		}
 	}
 	p.pods = append(p.pods, pd)
+	p.where = append(p.where, podWhere{index: d.index, prefix: prefix})
 }
 
 // checkAPIVersion reports an apiVersion other than v1.

@@ -17,6 +17,28 @@ import (
 type Parsed struct {
 	Pods    []*pod.Pod
 	Objects []*pod.Object
+	where   []podWhere // of each pod, for Position
+}
+
+// podWhere is where a pod's fields are in its file: the index of its
+// document and the path of the pod in it ("spec.template" in a workload).
+type podWhere struct {
+	index  *nodeIndex
+	prefix string
+}
+
+// Position returns where field path of the i-th pod (a path as the pod
+// has it: "spec.containers[0].image") is written in the file, or its
+// nearest written ancestor for a field the file does not have, with the
+// path as the file has it (a workload's pod is under spec.template).
+func (pf Parsed) Position(i int, path string) (filePath string, line, col int) {
+	if i < 0 || i >= len(pf.where) {
+		return path, 0, 0
+	}
+	w := pf.where[i]
+	filePath = joinPath(w.prefix, path)
+	pos := w.index.find(filePath)
+	return filePath, pos.line, pos.col
 }
 
 // ParseFile is Parse that also returns the ConfigMaps, Secrets and
@@ -29,7 +51,7 @@ func ParseFile(data []byte, opts ParseOptions) (Parsed, error) {
 	if err != nil {
 		return Parsed{}, err
 	}
-	return Parsed{Pods: p.pods, Objects: p.objects}, nil
+	return Parsed{Pods: p.pods, Objects: p.objects, where: p.where}, nil
 }
 
 // isObjectKind reports whether kind is an object tug takes beside pods.

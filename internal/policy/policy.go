@@ -74,11 +74,14 @@ func (e *Error) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-func (e *Error) line(v Violation) string {
+func (e *Error) line(v Violation) string { return v.Path + ": " + e.Message(v) }
+
+// Message is what Error prints of violation v after its field path.
+func (e *Error) Message(v Violation) string {
 	if v.Level == "" {
-		return v.String()
+		return v.Msg
 	}
-	return fmt.Sprintf("%s: %s the %s policy of source %s", v.Path, v.Msg, v.Level, e.Source)
+	return fmt.Sprintf("%s the %s policy of source %s", v.Msg, v.Level, e.Source)
 }
 
 // Lines returns the violations as Error prints them, one per element.
