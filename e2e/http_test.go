@@ -353,7 +353,7 @@ func TestHTTPSourceBadAnswers(t *testing.T) {
 	tg.waitURLManifest(fetchTimeout, srv.url, "the good content accepted", healthyFetch(ok.etag))
 	want := tg.tasksOf(uid)
 
-	signed := func(b []byte) answer { return answer{body: tugSign(t, key, string(b), "--version", "2")} }
+	signed := func(b []byte) answer { return answer{body: sealUnchecked(t, key, string(b), 2)} }
 	changed := []byte(shPod("bad", image, "echo changed; "+idle))
 	truncated := []byte(body[:strings.Index(body, `"trap`)+6]) // inside a quoted scalar
 	huge := []byte(body + "\n#" + strings.Repeat("x", 20<<20) + "\n")

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/source"
 	"tug/internal/testutil"
 )
 
@@ -41,6 +42,27 @@ func tugSign(t *testing.T, key, body string, more ...string) []byte {
 		t.Fatalf("tug %v: %v\n%s", args, err, b)
 	}
 	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sealUnchecked signs body as "tug sign --version version" would, without
+// tug sign's check that it is a valid manifest: what a server may send that
+// the device must refuse (a truncated body, an error page, an oversized
+// one) still carries a good signature.
+func sealUnchecked(t *testing.T, key, body string, version uint64) []byte {
+	t.Helper()
+	pemKey, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := source.ParsePrivateKey(pemKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := source.SealEnvelope(priv, source.EnvelopeHeader{Version: version, NotAfter: time.Now().Add(24 * time.Hour).Truncate(time.Second)}, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

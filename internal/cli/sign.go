@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"tug/internal/manifest"
+	"tug/internal/pod"
 	"tug/internal/source"
 )
 
@@ -84,9 +86,19 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	rc := 0
 	for _, file := range files {
-		body, err := os.ReadFile(file)
+		body, err := readManifest(file)
 		if err != nil {
 			fmt.Fprintf(stderr, "tug: sign: %v\n", err)
+			rc = 1
+			continue
+		}
+		// A device refuses a bundle that does not parse and keeps its last
+		// good one: such a bundle is refused here, with validate's messages.
+		if _, err := manifest.ParseFile(body, manifest.ParseOptions{Origin: pod.Origin{Source: "url", File: file}}); err != nil {
+			for _, e := range flatten(err) {
+				fmt.Fprintln(stderr, e)
+			}
+			fmt.Fprintf(stderr, "tug: sign: %s: not signed: it is not a valid manifest\n", file)
 			rc = 1
 			continue
 		}

@@ -25,8 +25,8 @@ func TestSignCmd(t *testing.T) {
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pkix})
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	os.WriteFile(a, []byte("apiVersion: v1\nkind: Pod\n"), 0o644)
-	os.WriteFile(b, nil, 0o644)
+	os.WriteFile(a, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: busybox}]}\n"), 0o644)
+	os.WriteFile(b, nil, 0o644) // an empty bundle: the device runs nothing from it
 	vpub, err := source.ParsePublicKey(pubPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -131,5 +131,27 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 	}
 	if !ed25519.Verify(pub, env.Signed, sig) {
 		t.Fatal("openssl public key does not verify")
+	}
+}
+
+// TestSignRefusesInvalidManifest: a bundle that a device would refuse is
+// not signed; the errors are validate's, at file:line:col.
+func TestSignRefusesInvalidManifest(t *testing.T) {
+	dir := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(nil)
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
+	keyFile := filepath.Join(dir, "key.pem")
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
+	file := filepath.Join(dir, "pods.yaml")
+	os.WriteFile(file, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, imagee: busybox}]}\n"), 0o644)
+	var out, errb bytes.Buffer
+	if rc := signCmd([]string{"--key", keyFile, file}, &out, &errb); rc != 1 {
+		t.Fatalf("rc %d, want 1; stderr: %s", rc, errb.String())
+	}
+	if !strings.Contains(errb.String(), file+":4:") || !strings.Contains(errb.String(), "imagee") {
+		t.Errorf("stderr %q does not name the field at its line", errb.String())
+	}
+	if _, err := os.Stat(file + ".signed"); err == nil {
+		t.Error("an invalid manifest was signed")
 	}
 }
