@@ -83,7 +83,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// the agent").
 		runtime.GOMAXPROCS(agentMaxProcs)
 	}
-	log.Info("starting tug", "version", version, "config", fmt.Sprintf("%+v", cfg.Redacted()))
+	log.Info("starting tug", "version", buildVersion(), "config", fmt.Sprintf("%+v", cfg.Redacted()))
 
 	hostname := cfg.HostnameOverride
 	if hostname == "" {

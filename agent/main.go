@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -29,8 +30,37 @@ import (
 	"tug/internal/policy"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=...";
+// without it, buildVersion says what the Go toolchain recorded.
+var version = ""
+
+// buildVersion returns version, or else the module version, the VCS
+// revision (and whether the tree had changes) and the Go version that the
+// toolchain recorded in the binary: "dev (3b2ce15, modified, go1.24.1)".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	var parts []string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 7:
+			parts = append(parts, s.Value[:7])
+		case s.Key == "vcs.modified" && s.Value == "true":
+			parts = append(parts, "modified")
+		}
+	}
+	parts = append(parts, info.GoVersion)
+	return v + " (" + strings.Join(parts, ", ") + ")"
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -43,7 +73,7 @@ func commands() []cli.Command {
 	cfg := config.Default()
 	env := cli.Env{
 		Socket:  cfg.SocketPath(),
-		Version: version,
+		Version: buildVersion(),
 		Policy: func(levels map[string]string, allowPrivileged, allowHostStateMounts bool) *policy.Policy {
 			c := config.Default()
 			c.AllowPrivileged, c.AllowHostStateMounts = allowPrivileged, allowHostStateMounts

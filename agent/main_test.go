@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,21 @@ spec:
 				t.Errorf("tug %v: output does not contain %q:\nstdout %s\nstderr %s", tt.args, tt.want, stdout.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// TestBuildVersion: without -ldflags, "tug version" says what the
+// toolchain recorded (at least the Go version) rather than a bare "dev";
+// with them, their version alone.
+func TestBuildVersion(t *testing.T) {
+	saved := version
+	defer func() { version = saved }()
+	version = ""
+	if got := buildVersion(); !strings.Contains(got, runtime.Version()) {
+		t.Errorf("buildVersion() = %q, want the Go version %s in it", got, runtime.Version())
+	}
+	version = "v1.2.3"
+	if got := buildVersion(); got != "v1.2.3" {
+		t.Errorf("buildVersion() = %q with -ldflags v1.2.3", got)
 	}
 }
