@@ -669,12 +669,11 @@ type Pumps struct {
 	droppedBytes atomic.Int64 // raw bytes dropped, all pumps
 	noPunchFiles atomic.Int64 // pumps that found their file system cannot punch
 
-	mu      sync.Mutex
-	sc      *scratch         // every pump's, used under mu
-	pumps   map[string]*pump // by container ID
-	ended   map[string]bool  // container IDs whose task is deleted
-	wake    chan struct{}
-	running bool
+	mu    sync.Mutex
+	sc    *scratch         // every pump's, used under mu
+	pumps map[string]*pump // by container ID
+	ended map[string]bool  // container IDs whose task is deleted
+	wake  chan struct{}
 }
 
 // PumpsConfig is what the file driver's converter needs.
