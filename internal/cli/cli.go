@@ -12,7 +12,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -67,7 +66,7 @@ func noContext(run func(args []string, stdout, stderr io.Writer) int) func(conte
 
 // versionCmd is "tug version".
 func (e Env) versionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug version", flag.ContinueOnError)
+	fs := newFlagSet("version")
 	pos, code, ok := parseFlags(fs, args, "usage: tug version\n\nPrints tug's version.\n", stdout, stderr)
 	if !ok {
 		return code

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -31,16 +30,13 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 // logsCmd is "tug logs". It returns the exit code: 1 when tug cannot be
 // asked or refuses, 2 for a usage error.
 func (e Env) logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug logs", flag.ContinueOnError)
+	fs := newFlagSet("logs")
 	socket, ns := podFlags(fs, e.Socket)
 	var container string
 	var o api.LogOptions
-	fs.StringVar(&container, "c", "", "the `container` (default: the only one, the default-container annotation's, or the first)")
-	fs.StringVar(&container, "container", "", "same as -c")
-	fs.BoolVar(&o.Follow, "f", false, "follow the output until the container stops")
-	fs.BoolVar(&o.Follow, "follow", false, "same as -f")
-	fs.BoolVar(&o.Previous, "p", false, "print the previous attempt's output")
-	fs.BoolVar(&o.Previous, "previous", false, "same as -p")
+	fs.StringVarP(&container, "container", "c", "", "the `container` (default: the only one, the default-container annotation's, or the first)")
+	fs.BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the container stops")
+	fs.BoolVarP(&o.Previous, "previous", "p", false, "print the previous attempt's output")
 	fs.IntVar(&o.TailLines, "tail", -1, "print only the last `N` lines (-1: all)")
 	fs.DurationVar(&o.Since, "since", 0, "print only lines newer than this `duration` (5s, 2m, 3h)")
 	fs.BoolVar(&o.Timestamps, "timestamps", false, "prefix each line with its RFC3339Nano time")

@@ -2,23 +2,29 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/pod"
 )
 
-const nodeUsage = "usage: tug node [-o json] [--socket PATH]\n"
+const nodeUsage = `usage: tug node [-o wide|json|yaml|name] [--no-headers] [--socket PATH]
+
+Shows the node and its conditions (MemoryPressure, DiskPressure,
+PIDPressure, ...) as "kubectl describe node" lists them; -o json and -o yaml
+print the Node object (-o wide is the table, which has every column).
+
+`
 
 // showNode is "tug node": the node's conditions as kubectl describe node
 // prints them, or the Node as JSON.
 func (e Env) showNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug node", flag.ContinueOnError)
+	fs := newFlagSet("node")
 	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
-	output := fs.String("o", "", "output `format`: json, or a table when empty")
+	out := outputFlags(fs, formatTable)
 	pos, code, ok := parseFlags(fs, args, nodeUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -26,24 +32,39 @@ func (e Env) showNode(ctx context.Context, args []string, stdout, stderr io.Writ
 	if len(pos) != 0 {
 		return usageError(stderr, nodeUsage, "tug node takes no arguments")
 	}
-	if *output != "" && *output != "json" {
-		return usageError(stderr, nodeUsage, fmt.Sprintf("unknown output format %q", *output))
+	if err := out.check(); err != nil {
+		return usageError(stderr, nodeUsage, err.Error())
 	}
 	v, err := (&api.Client{SocketPath: *socket}).Node(ctx)
-	if err == nil && *output == "json" {
-		err = writeJSON(stdout, v)
-	} else if err == nil {
-		fmt.Fprintf(stdout, "Name: %s\nConditions:\n", v.Metadata.Name)
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TYPE\tSTATUS\tLASTTRANSITION\tREASON\tMESSAGE")
-		for _, c := range v.Status.Conditions {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason, c.Message)
+	if err == nil {
+		switch out.format {
+		case formatJSON:
+			err = writeJSON(stdout, v)
+		case formatYAML:
+			err = writeYAML(stdout, v)
+		case formatName:
+			err = writeEscaped(stdout, "node/"+v.Metadata.Name+"\n")
+		default:
+			err = writeNode(stdout, v, out)
 		}
-		err = tw.Flush()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "tug:", err)
 		return 1
 	}
 	return 0
+}
+
+// writeNode prints the node's name and its conditions table (the table
+// has every column already: -o wide prints the same).
+func writeNode(w io.Writer, v pod.NodeView, out *output) error {
+	fmt.Fprintf(w, "Name: %s\nConditions:\n", escape(v.Metadata.Name))
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	if !out.noHeaders {
+		fmt.Fprintln(tw, "  TYPE\tSTATUS\tLASTTRANSITION\tREASON\tMESSAGE")
+	}
+	for _, c := range v.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339), escape(c.Reason), escape(c.Message))
+	}
+	return tw.Flush()
 }

@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -27,7 +25,7 @@ import (
 // (api.Client) and print what it says; the flag parsing and printing
 // helpers below are every command's.
 
-const podsUsage = `usage: tug pods [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]
+const podsUsage = `usage: tug pods [-o wide|json|yaml|name] [--no-headers] [-n NAMESPACE | -A] [--socket PATH]
 
 Lists the pods tug runs like "kubectl get pods" (NAME, READY, STATUS,
 RESTARTS, AGE; -o wide adds IP and FILE), every namespace unless -n is given
@@ -37,34 +35,35 @@ its errors as file:line:col lines.
 
 `
 
-const inspectUsage = `usage: tug inspect [-n NAMESPACE] [-o yaml|json] [--socket PATH] POD
+const inspectUsage = `usage: tug inspect [-n NAMESPACE] [-o yaml|json|wide|name] [--no-headers] [--socket PATH] POD
 
 Prints one pod, its spec and its status, as YAML (or JSON), with its most
-recent event (lastEvent; "tug events POD" lists them all). POD is the name
-"tug pods" shows, or the name written in the manifest.
+recent event (lastEvent; "tug events POD" lists them all); -o wide prints
+its row of "tug pods -o wide". POD is the name "tug pods" shows, or the
+name written in the manifest.
 
 `
 
 // listPods is "tug pods". It returns the exit code: 1 when tug cannot be
 // asked, 2 for a usage error.
 func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug pods", flag.ContinueOnError)
+	fs := newFlagSet("pods")
 	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
-	var ns string
-	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
-	fs.StringVar(&ns, "namespace", "", "same as -n")
-	output := fs.String("o", "", "output `format`: wide, json or yaml (default: a table)")
+	ns := fs.StringP("namespace", "n", "", "list only the pods of this `namespace`")
+	all := allNamespacesFlag(fs)
+	out := outputFlags(fs, formatTable)
 	pos, code, ok := parseFlags(fs, args, podsUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageError(stderr, podsUsage, "tug pods takes no arguments (use tug inspect POD for one pod)")
+		return usageError(stderr, podsUsage, "tug pods takes no arguments (use tug inspect POD or tug describe POD for one pod)")
 	}
-	switch *output {
-	case "", "wide", "json", "yaml":
-	default:
-		return usageError(stderr, podsUsage, fmt.Sprintf("unknown output format %q", *output))
+	if err := out.check(); err != nil {
+		return usageError(stderr, podsUsage, err.Error())
+	}
+	if *all {
+		*ns = ""
 	}
 
 	c := &api.Client{SocketPath: *socket}
@@ -73,25 +72,27 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "tug:", err)
 		return 1
 	}
-	all := slices.Clone(list.Items)
-	if ns != "" {
-		list.Items = slices.DeleteFunc(list.Items, func(v pod.View) bool { return v.Metadata.Namespace != ns })
+	every := slices.Clone(list.Items)
+	if *ns != "" {
+		list.Items = slices.DeleteFunc(list.Items, func(v pod.View) bool { return v.Metadata.Namespace != *ns })
 	}
-	switch *output {
-	case "json":
+	switch out.format {
+	case formatJSON:
 		err = writeJSON(stdout, list)
-	case "yaml":
+	case formatYAML:
 		err = writeYAML(stdout, list)
+	case formatName:
+		err = writePodNames(stdout, list.Items)
 	default:
 		var manifests []pod.ManifestStatus
 		if manifests, err = c.Manifests(ctx); err != nil {
 			fmt.Fprintln(stderr, "tug:", err)
 			return 1
 		}
-		opts := tableOptions{wide: *output == "wide", namespace: ns}
-		if writePodTable(stdout, all, manifests, opts, time.Now()) == 0 {
-			if ns != "" {
-				fmt.Fprintf(stderr, "No pods in namespace %q.\n", ns)
+		opts := tableOptions{wide: out.format == formatWide, namespace: *ns, noHeaders: out.noHeaders}
+		if writePodTable(stdout, every, manifests, opts, time.Now()) == 0 {
+			if *ns != "" {
+				fmt.Fprintf(stderr, "No pods in namespace %q.\n", *ns)
 			} else {
 				fmt.Fprintln(stderr, "No pods.")
 			}
@@ -104,12 +105,21 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	return 0
 }
 
+// writePodNames prints "pod/NAME" for each pod, as kubectl's -o name.
+func writePodNames(w io.Writer, pods []pod.View) error {
+	var b strings.Builder
+	for _, v := range pods {
+		b.WriteString("pod/" + v.Metadata.Name + "\n")
+	}
+	return writeEscaped(w, b.String())
+}
+
 // inspectPod is "tug inspect POD". It returns the exit code: 1 when tug
 // cannot be asked or has no such pod, 2 for a usage error.
 func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug inspect", flag.ContinueOnError)
+	fs := newFlagSet("inspect")
 	socket, ns := podFlags(fs, e.Socket)
-	output := fs.String("o", "yaml", "output `format`: yaml or json")
+	out := outputFlags(fs, formatYAML)
 	pos, code, ok := parseFlags(fs, args, inspectUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -117,17 +127,22 @@ func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Wr
 	if len(pos) != 1 {
 		return usageError(stderr, inspectUsage, "tug inspect takes one pod name")
 	}
-	if *output != "yaml" && *output != "json" {
-		return usageError(stderr, inspectUsage, fmt.Sprintf("unknown output format %q", *output))
+	if err := out.check(); err != nil {
+		return usageError(stderr, inspectUsage, err.Error())
 	}
 	client := &api.Client{SocketPath: *socket}
 	v, err := client.Pod(ctx, *ns, pos[0])
 	if err == nil {
-		out := withLastEvent(ctx, client, v)
-		if *output == "json" {
-			err = writeJSON(stdout, out)
-		} else {
-			err = writeYAML(stdout, out)
+		switch out.format {
+		case formatJSON:
+			err = writeJSON(stdout, withLastEvent(ctx, client, v))
+		case formatName:
+			err = writePodNames(stdout, []pod.View{v})
+		case formatTable, formatWide:
+			opts := tableOptions{wide: out.format == formatWide, namespace: v.Metadata.Namespace, noHeaders: out.noHeaders}
+			writePodTable(stdout, []pod.View{v}, nil, opts, time.Now())
+		default:
+			err = writeYAML(stdout, withLastEvent(ctx, client, v))
 		}
 	}
 	if err != nil {
@@ -137,58 +152,10 @@ func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Wr
 	return 0
 }
 
-// parseFlags parses args with flags and positional arguments in any order
-// ("tug inspect web -n kube-system"), as kubectl accepts them. ok is false
-// when the command must stop, with code its exit code: 0 after -h or
-// --help, which print usage and the flags to stdout; 2 after a bad flag,
-// reported on stderr with usage.
-func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {} // printed below, where asked for help or after the error
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				printUsage(stdout, fs, usage)
-				return nil, 0, false
-			}
-			printUsage(stderr, fs, usage)
-			return nil, 2, false
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, 0, true
-		}
-		pos, args = append(pos, args[0]), args[1:]
-	}
-}
-
-// printUsage writes a subcommand's usage text and its flags.
-func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
-	fmt.Fprint(w, usage)
-	out := fs.Output()
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(out)
-}
-
-// podFlags registers the flags of a command about one pod: --socket
-// (default defaultSocket) and -n/--namespace (default "default").
-func podFlags(fs *flag.FlagSet, defaultSocket string) (socket, namespace *string) {
-	socket = fs.String("socket", defaultSocket, "`path` of tug's API socket")
-	namespace = new(string)
-	fs.StringVar(namespace, "n", "default", "the pod's `namespace`")
-	fs.StringVar(namespace, "namespace", "default", "same as -n")
-	return socket, namespace
-}
-
-func usageError(stderr io.Writer, usage, msg string) int {
-	fmt.Fprintf(stderr, "tug: %s\n%s", msg, usage)
-	return 2
-}
-
 // tableOptions chooses the rows and columns of the pod table.
 type tableOptions struct {
 	wide      bool   // add IP and FILE
+	noHeaders bool   // no header row
 	namespace string // only this namespace's pods; "" for all, with a NAMESPACE column unless all are in "default"
 }
 
@@ -257,7 +224,9 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
+	if !opts.noHeaders {
+		row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
+	}
 	for i := range pods {
 		v := &pods[i]
 		s := api.Summarize(v, false, now) // pod.View has no deletionTimestamp yet

@@ -305,12 +305,12 @@ func TestClientCommandErrors(t *testing.T) {
 		{"inspect: wrong namespace", []string{"inspect", "--socket", sock, "-n", "kube-system", "web"}, 1,
 			`tug: pod "web" not found in namespace "kube-system"`},
 		{"pods: argument", []string{"pods", "--socket", sock, "web"}, 2,
-			"tug: tug pods takes no arguments (use tug inspect POD for one pod)"},
-		{"pods: bad format", []string{"pods", "--socket", sock, "-o", "xml"}, 2, `tug: unknown output format "xml"`},
-		{"pods: bad flag", []string{"pods", "--sock", sock}, 2, "flag provided but not defined: -sock"},
+			"tug: tug pods takes no arguments (use tug inspect POD or tug describe POD for one pod)"},
+		{"pods: bad format", []string{"pods", "--socket", sock, "-o", "xml"}, 2, `tug: unknown output format "xml" (want one of wide, json, yaml, name)`},
+		{"pods: bad flag", []string{"pods", "--sock", sock}, 2, "tug: unknown flag: --sock"},
 		{"inspect: no pod", []string{"inspect", "--socket", sock}, 2, "tug: tug inspect takes one pod name"},
 		{"inspect: two pods", []string{"inspect", "--socket", sock, "web", "crash"}, 2, "tug: tug inspect takes one pod name"},
-		{"inspect: bad format", []string{"inspect", "--socket", sock, "-o", "wide", "web"}, 2, `tug: unknown output format "wide"`},
+		{"inspect: bad format", []string{"inspect", "--socket", sock, "-o", "xml", "web"}, 2, `tug: unknown output format "xml" (want one of wide, json, yaml, name)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/pod"
 	"tug/internal/redact"
 )
 
@@ -27,7 +28,7 @@ all good at once ("tug pods -o json" and GET /manifests show it).
 
 `
 
-const historyUsage = `usage: tug history [-n NAMESPACE] [-o json] [--socket PATH] POD
+const historyUsage = `usage: tug history [-n NAMESPACE] [-o wide|json|yaml|name] [--no-headers] [--socket PATH] POD
 
 Lists POD's last specs, oldest first: the spec hash, when tug started to
 apply it and what became of it (Progressing, Succeeded, RolledBack, Failed,
@@ -37,7 +38,7 @@ Superseded), with its last good spec and the spec held back.
 
 // rollbackCmd is "tug rollback POD".
 func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug rollback", flag.ContinueOnError)
+	fs := newFlagSet("rollback")
 	socket, ns := podFlags(fs, e.Socket)
 	source := fs.String("source", "", "roll back every pod of this manifest `file or URL` instead of one pod")
 	pos, code, ok := parseFlags(fs, args, rollbackUsage, stdout, stderr)
@@ -69,9 +70,9 @@ func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.W
 
 // historyCmd is "tug history POD".
 func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug history", flag.ContinueOnError)
+	fs := newFlagSet("history")
 	socket, ns := podFlags(fs, e.Socket)
-	output := fs.String("o", "", "output `format`: json, or the table when empty")
+	out := outputFlags(fs, formatTable)
 	pos, code, ok := parseFlags(fs, args, historyUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -79,25 +80,25 @@ func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Wr
 	if len(pos) != 1 {
 		return usageError(stderr, historyUsage, "tug history takes one pod name")
 	}
-	if *output != "" && *output != "json" {
-		return usageError(stderr, historyUsage, fmt.Sprintf("unknown output format %q", *output))
+	if err := out.check(); err != nil {
+		return usageError(stderr, historyUsage, err.Error())
 	}
 	c := &api.Client{SocketPath: *socket}
 	h, err := c.History(ctx, *ns, pos[0])
-	if err == nil && *output == "json" {
-		err = writeJSON(stdout, h)
-	} else if err == nil {
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "HASH\tAPPLIED\tOUTCOME\tREASON")
-		for _, e := range h.Entries {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shortHash(e.Hash), e.Applied.Local().Format(time.DateTime), e.Outcome, e.Reason)
-		}
-		err = tw.Flush()
-		if err == nil {
-			fmt.Fprintf(stdout, "last good spec: %s\n", orNone(shortHash(h.GoodHash)))
-			if h.Failed != "" {
-				fmt.Fprintf(stdout, "held back: %s (%s)\n", shortHash(h.Failed), h.Reason)
+	if err == nil {
+		switch out.format {
+		case formatJSON:
+			err = writeJSON(stdout, h)
+		case formatYAML:
+			err = writeYAML(stdout, h)
+		case formatName:
+			var b strings.Builder
+			for _, e := range h.Entries {
+				b.WriteString(e.Hash + "\n")
 			}
+			err = writeEscaped(stdout, b.String())
+		default:
+			err = writeHistory(stdout, h, out)
 		}
 	}
 	if err != nil {
@@ -105,6 +106,30 @@ func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	return 0
+}
+
+// writeHistory prints a pod's rollout history as a table (-o wide: whole
+// hashes), then its last good spec and the spec held back.
+func writeHistory(w io.Writer, h pod.RolloutHistory, out *output) error {
+	short := shortHash
+	if out.format == formatWide {
+		short = func(h string) string { return h }
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	if !out.noHeaders {
+		fmt.Fprintln(tw, "HASH\tAPPLIED\tOUTCOME\tREASON")
+	}
+	for _, e := range h.Entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", short(e.Hash), e.Applied.Local().Format(time.DateTime), e.Outcome, escape(e.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "last good spec: %s\n", orNone(short(h.GoodHash)))
+	if h.Failed != "" {
+		fmt.Fprintf(w, "held back: %s (%s)\n", short(h.Failed), escape(h.Reason))
+	}
+	return nil
 }
 
 // shortHash is the first 12 characters of a spec hash.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,17 +34,13 @@ none means every node.
 
 // signCmd implements "tug sign".
 func signCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug sign", flag.ContinueOnError)
+	fs := newFlagSet("sign")
 	key := fs.String("key", "", "ed25519 private key file (PEM PKCS #8)")
 	version := fs.Uint64("version", 0, "bundle version, never lower than the last one published (default: the current Unix time)")
 	expires := fs.Duration("expires", 30*24*time.Hour, "the bundle is refused when fetched after this long")
 	notAfter := fs.String("not-after", "", "the bundle is refused when fetched after this RFC 3339 time (instead of --expires)")
-	out := fs.String("o", "", "output file (one FILE only; default FILE.signed)")
-	var nodes []string
-	fs.Func("node", "node name or pattern the bundle is for (repeatable; default: every node)", func(v string) error {
-		nodes = append(nodes, v)
-		return nil
-	})
+	out := fs.StringP("output", "o", "", "output `file` (one FILE only; default FILE.signed)")
+	nodes := fs.StringArray("node", nil, "node `name` or pattern the bundle is for (repeatable; default: every node)")
 	files, code, ok := parseFlags(fs, args, signUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -60,7 +55,7 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, signUsage, "sign: -o takes one FILE")
 	}
 	now := time.Now()
-	hdr := source.EnvelopeHeader{Version: *version, NotAfter: now.Add(*expires).Truncate(time.Second), Nodes: nodes}
+	hdr := source.EnvelopeHeader{Version: *version, NotAfter: now.Add(*expires).Truncate(time.Second), Nodes: *nodes}
 	if hdr.Version == 0 {
 		hdr.Version = uint64(now.Unix())
 	}

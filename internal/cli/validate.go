@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +34,7 @@ no manifest file, is an error ("no manifests found"). With
 // too) would, and prints each violation as "file:line:col: field.path:
 // message".
 func (e Env) validate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tug validate", flag.ContinueOnError)
+	fs := newFlagSet("validate")
 	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
 	allowPrivileged := fs.Bool("allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
 	allowHostStateMounts := fs.Bool("allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
