@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"tug/internal/config"
 )
@@ -13,11 +14,11 @@ import (
 // 0 and prints its usage and every one of its flags on stdout; "tug help"
 // lists every subcommand.
 func TestHelp(t *testing.T) {
-	runFlags := []string{"-config"}
-	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	runFlags := []string{"--config"}
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	c := config.Default()
 	c.BindFlags(fs)
-	fs.VisitAll(func(f *flag.Flag) { runFlags = append(runFlags, "-"+f.Name) })
+	fs.VisitAll(func(f *pflag.Flag) { runFlags = append(runFlags, "--"+f.Name) })
 	tests := []struct {
 		cmd   string
 		flags []string
@@ -32,6 +33,8 @@ func TestHelp(t *testing.T) {
 		{"rollback", []string{"--socket", "-n, --namespace", "--source"}},
 		{"history", []string{"--socket", "-n, --namespace", "-o, --output", "--no-headers"}},
 		{"sign", []string{"--key", "--version", "--expires", "--not-after", "-o, --output", "--node"}},
+		{"verify", []string{"--key", "--node", "--min-version"}},
+		{"completion", nil},
 		{"version", nil},
 	}
 	listed := map[string]bool{"help": true}
@@ -86,8 +89,7 @@ func TestHelp(t *testing.T) {
 }
 
 // listsFlag reports whether help text lists flag f ("-n, --namespace" or
-// "--socket" as pflag prints them, "-config" as Go's flag package does) at
-// the start of a line.
+// "--socket" as pflag prints them) at the start of a line.
 func listsFlag(help, f string) bool {
 	for line := range strings.Lines(help) {
 		line = strings.TrimLeft(line, " ")

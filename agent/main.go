@@ -16,7 +16,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +24,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/pflag"
 
 	"tug/internal/cli"
 	"tug/internal/config"
@@ -106,6 +108,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// PID 1 of the PID namespace a pod with shareProcessNamespace
 		// shares (podruntime's holder). Not listed: containerd runs it.
 		return runPause()
+	case "__complete":
+		// Run by the scripts of "tug completion" for the word being
+		// completed. Not listed.
+		cfg := config.Default()
+		return cli.Complete(context.Background(), commands(), cfg.SocketPath(), args[1:], stdout)
 	case "-h", "--help":
 		name = "help"
 	}
@@ -139,7 +146,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer startProfiles(stderr)()
 	err := runAgent(ctx, args, stdout, stderr)
 	switch {
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		fmt.Fprint(stdout, runUsage)
 		config.PrintFlags(stdout)
 		return 0

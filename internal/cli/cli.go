@@ -55,6 +55,8 @@ func Commands(env Env) []Command {
 		{"rollback", "POD       return a pod to its last good spec", env.rollbackCmd},
 		{"history", "POD        list a pod's last specs and what became of them", env.historyCmd},
 		{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", noContext(signCmd)},
+		{"verify", "--key PUB FILE.signed...  check a signed bundle as a device would, and show what it would apply", noContext(verifyCmd)},
+		{"completion", "bash|zsh|fish  print the shell completion script", noContext(completionCmd)},
 		{"version", "           print the version", noContext(env.versionCmd)},
 	}
 }

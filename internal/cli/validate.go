@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
@@ -20,8 +21,10 @@ Checks each manifest file, or every manifest of a directory, exactly as the
 agent would read it, and prints every problem as file:line:col lines, and
 each field or kind accepted but ignored on a node as a "warning:" line (a
 file with warnings only still passes). An empty file, or a directory with
-no manifest file, is an error ("no manifests found"). With
---policy it also applies the admission policy of that level.
+no manifest file, is an error ("no manifests found"). A signed bundle
+(FILE.signed, from tug sign) is checked as its manifests, with line numbers
+of the .signed file; tug verify checks its signature. With --policy it also
+applies the admission policy of that level.
 
 `
 
@@ -63,6 +66,18 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		src := "file:" + abs
+		signed := ""
+		if source.IsEnvelope(data) {
+			env, err := source.ParseEnvelope(data)
+			if err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", path, err)
+				bad = true
+				continue
+			}
+			data = envelopeLines(env)
+			signed = fmt.Sprintf("; signed bundle version %d, not after %s, for %s (the signature is tug verify's to check)",
+				env.Header.Version, env.Header.NotAfter.UTC().Format(time.RFC3339), nodesOf(env.Header.Nodes))
+		}
 		warned := false
 		pf, err := manifest.ParseFile(data, manifest.ParseOptions{
 			Origin:   pod.Origin{Source: src, File: path},
@@ -114,7 +129,7 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 		for _, o := range pf.Objects {
 			names = append(names, o.String())
 		}
-		fmt.Fprintf(stdout, "%s: ok (%s)\n", path, strings.Join(names, ", "))
+		fmt.Fprintf(stdout, "%s: ok (%s)%s\n", path, strings.Join(names, ", "), signed)
 	}
 	if !checkRefs(paths, parsed, stderr) {
 		bad = true

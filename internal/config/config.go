@@ -9,7 +9,6 @@ package config
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/redact"
@@ -264,6 +264,9 @@ func (h *headerList) String() string {
 	return strings.Join(*h.list, ", ")
 }
 
+// Type names the value in "tug run --help".
+func (h *headerList) Type() string { return "strings" }
+
 func (h *headerList) Set(v string) error {
 	if !h.set {
 		*h.list, h.set = nil, true
@@ -359,7 +362,7 @@ func (c *Config) Load(path string) error {
 }
 
 // BindFlags registers one flag per field on fs, writing into c.
-func (c *Config) BindFlags(fs *flag.FlagSet) {
+func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "directory of pod manifests (*.yaml, *.yml, *.json)")
 	fs.StringVar(&c.ManifestURL, "manifest-url", c.ManifestURL, "URL polled for pod manifests")
 	fs.Var(&headerList{list: &c.ManifestURLHeader}, "manifest-url-header", "Name:Value header for --manifest-url requests (repeatable)")
@@ -601,14 +604,14 @@ const testFaultFlag = "test-fault-wedge-sync-loop"
 // defaults, then the --config file if one is named, then the flags given.
 func Parse(name string, args []string) (Config, error) {
 	var file string
-	first := flag.NewFlagSet(name, flag.ContinueOnError)
+	first := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	first.SetOutput(io.Discard)
 	first.StringVar(&file, "config", "", "")
 	probe := Default()
 	probe.BindFlags(first)
 	first.Duration(testFaultFlag, 0, "")
 	if err := first.Parse(args); err != nil {
-		return Config{}, err // flag.ErrHelp after -h: the caller prints PrintFlags
+		return Config{}, err // pflag.ErrHelp after -h: the caller prints PrintFlags
 	}
 	c := Default()
 	if file != "" {
@@ -616,10 +619,12 @@ func Parse(name string, args []string) (Config, error) {
 			return Config{}, err
 		}
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	fs.String("config", file, "YAML config file whose keys mirror the flags")
 	c.BindFlags(fs)
 	fs.DurationVar(&c.TestFaultWedgeSyncLoop, testFaultFlag, 0, "") // hidden: not in BindFlags, so not in help
+	fs.Lookup(testFaultFlag).Hidden = true
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -633,10 +638,10 @@ func Parse(name string, args []string) (Config, error) {
 // PrintFlags writes the flags of "tug run", --config included, with their
 // defaults and help texts.
 func PrintFlags(w io.Writer) {
-	fs := flag.NewFlagSet("tug run", flag.ContinueOnError)
-	fs.SetOutput(w)
+	fs := pflag.NewFlagSet("tug run", pflag.ContinueOnError)
+	fs.SortFlags = false
 	fs.String("config", "", "YAML config file whose keys mirror the flags")
 	c := Default()
 	c.BindFlags(fs)
-	fs.PrintDefaults()
+	fmt.Fprint(w, "Flags:\n"+fs.FlagUsages())
 }
