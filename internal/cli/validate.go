@@ -118,6 +118,7 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			if blocked {
+				fmt.Fprintf(stderr, "%s: refused under --policy %s: change the fields above, or give the file's source a level that allows them (tug run --file-policy, --url-policy)\n", path, *level)
 				bad = true
 				continue
 			}
