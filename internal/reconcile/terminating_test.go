@@ -2,6 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -327,4 +331,68 @@ func containerNamed(p *pod.Pod, name string) *pod.Container {
 		}
 	}
 	return nil
+}
+
+// fakePuller fails every pull with err.
+type fakePuller struct{ err error }
+
+func (f fakePuller) PullImage(context.Context, *pod.Pod, *pod.Container) error { return f.err }
+
+// eventLog records events as "container reason".
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *eventLog) Event(_ *pod.Pod, container, typ, reason, _ string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, typ+" "+container+" "+reason)
+}
+
+// TestSyncUpdateBlockedOnPull: an update whose image cannot be pulled
+// leaves the old container running, says so once (UpdateBlocked) while
+// every try is a Failed event, and the pod's status has the False
+// UpdateReady condition until the manifest goes back to what runs.
+func TestSyncUpdateBlockedOnPull(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeRuntime{}
+	s := newTestSyncer(f, &fakeSandbox{})
+	events := &eventLog{}
+	s.rec, s.images = events, fakePuller{err: fmt.Errorf("pull image: %w: not found", pod.ErrImagePull)}
+	good := testPod(pod.RestartAlways, nil, []string{"app"})
+	if _, err := s.syncPod(ctx, ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	before := f.running()
+	bad := clonePod(good)
+	bad.Spec.Containers[0].Image = "registry.example/missing:1"
+	for range 3 {
+		if _, err := s.syncPod(ctx, ctx, bad); !errors.Is(err, pod.ErrImagePull) {
+			t.Fatalf("sync of the update: %v, want ErrImagePull", err)
+		}
+	}
+	if after := f.running(); after["app"] != before["app"] {
+		t.Errorf("running %v, was %v: want the old container kept", after, before)
+	}
+	want := []string{"Normal app Created", "Normal app Started",
+		"Warning app Failed", "Warning app UpdateBlocked", "Warning app Failed", "Warning app Failed"}
+	if !slices.Equal(events.events, want) {
+		t.Errorf("events %v, want %v", events.events, want)
+	}
+	status := func(p *pod.Pod) pod.Status {
+		recs, _ := f.PodContainers(ctx, p.Metadata.UID)
+		var st pod.Status
+		s.notes.with(p.Metadata.UID, time.Now(), func(n *podNotes) { st = computeStatus(p, recs, *n, time.Now()) })
+		return st
+	}
+	if c := findCondition(status(bad), pod.ConditionUpdateReady); c == nil || c.Status != "False" || c.Reason != pod.ReasonImagePullBackOff {
+		t.Errorf("UpdateReady %+v, want False (ImagePullBackOff)", c)
+	}
+	if _, err := s.syncPod(ctx, ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	if c := findCondition(status(good), pod.ConditionUpdateReady); c != nil {
+		t.Errorf("UpdateReady %+v after the manifest went back, want none", *c)
+	}
 }
