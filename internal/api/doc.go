@@ -10,7 +10,8 @@
 //
 // Summarize computes the columns of "kubectl get pods" (READY, STATUS,
 // RESTARTS, AGE) with kubectl's own rules, for the CLI and anything else
-// that prints a pod on one line.
+// that prints a pod on one line: the one place where STATUS is decided
+// (Terminating, "Running (update: ImagePullBackOff)" and the rest).
 //
 // It imports only the standard library and tug/internal/pod; only agent/
 // imports it.

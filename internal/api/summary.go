@@ -17,9 +17,9 @@ type Summary struct {
 }
 
 // Summarize computes the READY, STATUS, RESTARTS and AGE columns for v with
-// the rules of kubectl's pod printer, at time now. deleting says that tug is
-// stopping the pod (kubectl's metadata.deletionTimestamp, which pod.View does
-// not carry yet): STATUS is then "Terminating" unless the pod has finished.
+// the rules of kubectl's pod printer, at time now. A pod tug is removing
+// (v's metadata.deletionTimestamp is set, or deleting says so) shows
+// "Terminating" unless it has finished.
 //
 // STATUS starts as the phase (or status.reason when set). While the pod is
 // initializing, the first init container that has not succeeded decides it:
@@ -33,8 +33,12 @@ type Summary struct {
 // init containers' restarts while initializing and the app containers'
 // afterwards, with the age of the latest lastState.terminated.finishedAt.
 // A pod whose status.reason is Blocked (tug's admission policy refused it or
-// its latest update) shows "Blocked" whatever its containers do.
+// its latest update) shows "Blocked" whatever its containers do. A pod
+// whose update is blocked (its tug.io/UpdateReady condition is False: the
+// containers of its previous spec keep running) gets the condition's
+// reason after its STATUS: "Running (update: ImagePullBackOff)".
 func Summarize(v *pod.View, deleting bool, now time.Time) Summary {
+	deleting = deleting || v.Metadata.DeletionTimestamp != nil
 	st := &v.Status
 	status := string(st.Phase)
 	if st.Reason != "" {
@@ -99,6 +103,9 @@ func Summarize(v *pod.View, deleting bool, now time.Time) Summary {
 		// good spec (its containers' state is in READY and RESTARTS).
 		status = pod.ReasonRolledBack
 	}
+	if c := condition(st, pod.ConditionUpdateReady); c != nil && c.Status == "False" && c.Reason != "" {
+		status += " (update: " + c.Reason + ")"
+	}
 	if deleting && st.Phase != pod.PhaseSucceeded && st.Phase != pod.PhaseFailed {
 		status = "Terminating"
 	}
@@ -148,12 +155,18 @@ func terminatedStatus(t *pod.StateTerminated, prefix string) string {
 }
 
 func conditionTrue(st *pod.Status, typ string) bool {
-	for _, c := range st.Conditions {
-		if c.Type == typ {
-			return c.Status == "True"
+	c := condition(st, typ)
+	return c != nil && c.Status == "True"
+}
+
+// condition returns st's condition of type typ, or nil.
+func condition(st *pod.Status, typ string) *pod.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // HumanDuration writes d with two or three significant figures, as kubectl

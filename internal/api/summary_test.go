@@ -43,6 +43,20 @@ func cond(typ string, ok bool) pod.Condition {
 	return c
 }
 
+// updateBlocked is a False tug.io/UpdateReady condition with reason.
+func updateBlocked(reason string) pod.Condition {
+	c := cond(pod.ConditionUpdateReady, false)
+	c.Reason, c.Message = reason, "container a: the update to image x cannot start"
+	return c
+}
+
+// deletedAgo sets v's deletion fields: removed d ago, 8 s of grace.
+func deletedAgo(v pod.View, d time.Duration) pod.View {
+	grace := int64(8)
+	v.Metadata.DeletionTimestamp, v.Metadata.DeletionGracePeriodSeconds = agoPtr(d), &grace
+	return v
+}
+
 // view builds a pod with nInit init containers and nApp app containers in
 // its spec.
 func view(nInit, nApp int, st pod.Status) pod.View {
@@ -260,6 +274,54 @@ func TestSummarize(t *testing.T) {
 			view:     view(0, 1, pod.Status{Phase: pod.PhaseRunning, ContainerStatuses: []pod.ContainerStatus{running("a", true, 0)}}),
 			deleting: true,
 			want:     Summary{Ready: "1/1", Status: "Terminating", Restarts: "0", Age: "<unknown>"},
+		},
+		{
+			name: "terminating by its deletionTimestamp, Ready false, containers still running",
+			view: deletedAgo(view(0, 1, pod.Status{Phase: pod.PhaseRunning, StartTime: agoPtr(time.Hour),
+				Conditions:        []pod.Condition{cond(pod.ConditionInitialized, true), cond(pod.ConditionReady, false)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0)}}), 3*time.Second),
+			want: Summary{Ready: "1/1", Status: "Terminating", Restarts: "0", Age: "60m"},
+		},
+		{
+			name: "terminating outranks a blocked update and a crash loop",
+			view: deletedAgo(view(0, 2, pod.Status{Phase: pod.PhaseRunning,
+				Conditions:        []pod.Condition{updateBlocked(pod.ReasonImagePullBackOff)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0), waiting("b", pod.ReasonCrashLoopBackOff, 4)}}), time.Second),
+			want: Summary{Ready: "1/2", Status: "Terminating", Restarts: "4", Age: "<unknown>"},
+		},
+		{
+			name: "finished pod with a deletionTimestamp is not terminating",
+			view: deletedAgo(view(0, 1, pod.Status{Phase: pod.PhaseFailed,
+				ContainerStatuses: []pod.ContainerStatus{terminated("a", pod.ReasonError, 1, 0)}}), time.Second),
+			want: Summary{Ready: "0/1", Status: "Error", Restarts: "0", Age: "<unknown>"},
+		},
+		{
+			name: "update blocked on its image pull: the old container runs",
+			view: view(0, 1, pod.Status{Phase: pod.PhaseRunning, StartTime: agoPtr(10 * time.Minute),
+				Conditions:        []pod.Condition{cond(pod.ConditionInitialized, true), cond(pod.ConditionReady, true), updateBlocked(pod.ReasonImagePullBackOff)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0)}}),
+			want: Summary{Ready: "1/1", Status: "Running (update: ImagePullBackOff)", Restarts: "0", Age: "10m"},
+		},
+		{
+			name: "update blocked beside another container's crash loop",
+			view: view(0, 2, pod.Status{Phase: pod.PhaseRunning,
+				Conditions:        []pod.Condition{updateBlocked(pod.ReasonErrImagePull)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0), lastDied(waiting("b", pod.ReasonCrashLoopBackOff, 2), 30*time.Second)}}),
+			want: Summary{Ready: "1/2", Status: "CrashLoopBackOff (update: ErrImagePull)", Restarts: "2 (30s ago)", Age: "<unknown>"},
+		},
+		{
+			name: "update blocked with no good spec to return to",
+			view: view(0, 1, pod.Status{Phase: pod.PhaseRunning, Reason: "RolloutFailed",
+				Conditions:        []pod.Condition{updateBlocked(pod.ReasonErrImageNeverPull)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0)}}),
+			want: Summary{Ready: "1/1", Status: "RolloutFailed (update: ErrImageNeverPull)", Restarts: "0", Age: "<unknown>"},
+		},
+		{
+			name: "an update that went through: UpdateReady True is plain Running",
+			view: view(0, 1, pod.Status{Phase: pod.PhaseRunning,
+				Conditions:        []pod.Condition{cond(pod.ConditionReady, true), cond(pod.ConditionUpdateReady, true)},
+				ContainerStatuses: []pod.ContainerStatus{running("a", true, 0)}}),
+			want: Summary{Ready: "1/1", Status: "Running", Restarts: "0", Age: "<unknown>"},
 		},
 		{
 			name:     "finished pods are not terminating",

@@ -229,7 +229,7 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 	}
 	for i := range pods {
 		v := &pods[i]
-		s := api.Summarize(v, false, now) // pod.View has no deletionTimestamp yet
+		s := api.Summarize(v, false, now) // Terminating from v's deletionTimestamp
 		row(v.Metadata.Namespace, []string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age},
 			podIP(&v.Status), orNone(fileOf[v.Metadata.UID]))
 	}

@@ -32,6 +32,17 @@ const (
 	// ReasonPIDLimitReached is the status.reason (and the event reason)
 	// of a pod at its process limit.
 	ReasonPIDLimitReached = "PIDLimitReached"
+	// ConditionUpdateReady is False while an update of the pod is
+	// blocked: a container's new spec cannot be started (its image cannot
+	// be pulled, say) and the container of its previous spec keeps
+	// running. Its reason is the blocked container's waiting reason
+	// (ErrImagePull, ImagePullBackOff, ...). The pod has no such condition
+	// otherwise. The tug.io/ prefix keeps it apart from Kubernetes' own
+	// condition types, as a readiness gate's would be.
+	ConditionUpdateReady = "tug.io/UpdateReady"
+	// ReasonTerminating is the reason of the Ready condition of a pod
+	// being removed, while its containers are stopped.
+	ReasonTerminating = "PodTerminating"
 )
 
 // Waiting reasons, as the kubelet reports them.

@@ -1,6 +1,9 @@
 package pod
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // The manifest types mirror Kubernetes Pod v1 (k8s.io/api/core/v1) field for
 // field, limited to what tug implements. The yaml tags are the Kubernetes
@@ -40,6 +43,13 @@ type ObjectMeta struct {
 	UID          string            `yaml:"-" json:"uid"`
 	ManifestName string            `yaml:"-" json:"-"`
 	Source       string            `yaml:"-" json:"-"`
+	// DeletionTimestamp is when tug began to remove the pod (its manifest
+	// no longer lists it), and DeletionGracePeriodSeconds the grace period
+	// its containers get: set only on the API's view of a pod whose
+	// containers are still being stopped, never read from a manifest, and
+	// absent from every hash (nil is omitted).
+	DeletionTimestamp          *time.Time `yaml:"-" json:"deletionTimestamp,omitempty"`
+	DeletionGracePeriodSeconds *int64     `yaml:"-" json:"deletionGracePeriodSeconds,omitempty"`
 }
 
 // PodSpec is the subset of Kubernetes PodSpec tug implements.

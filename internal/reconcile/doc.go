@@ -6,7 +6,10 @@
 // recreated only when their spec hash changed; a removed pod is stopped and
 // everything made for it removed. It also computes each pod's status (the
 // kubelet's phase, condition and container-state rules) from the runtime's
-// containers and the notes the workers leave.
+// containers and the notes the workers leave: a removed pod is listed as
+// terminating (with its deletionTimestamp) until its worker has removed it,
+// and an update whose new containers cannot start while the old ones run
+// is the pod's False tug.io/UpdateReady condition.
 //
 // Before anything of a pod is created it is admitted, and it may be refused.
 // Words, as in docs/decisions.md ("Vocabulary"): a pod the admission policy
@@ -23,7 +26,8 @@
 // (one goroutine per pod), sync.go (one pod's sync: admission, sandbox,
 // containers), backoff.go (CrashBackoff), housekeeping.go (orphans and
 // leftovers), notes.go (what workers learnt that the runtime cannot tell),
-// status.go (the status view), interfaces.go (what it needs from others).
+// status.go (the status view; terminatingStatus, the update condition),
+// view.go (what the API serves), interfaces.go (what it needs from others).
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
 // Cgroups, Desired, Admission) and imports pod, podconfig and pleg (for

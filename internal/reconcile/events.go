@@ -22,6 +22,9 @@ const (
 	reasonFailed                 = "Failed"
 	reasonFailedMount            = "FailedMount"
 	reasonFailedCreatePodSandBox = "FailedCreatePodSandBox"
+	// reasonUpdateBlocked (tug's own): a container's new spec cannot
+	// start and the container of its previous spec keeps running.
+	reasonUpdateBlocked = "UpdateBlocked"
 )
 
 // event records an event when the syncer has a recorder.

@@ -55,7 +55,7 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			l.cfg.Log.Info("removing pod that no source has", "pod", p.FullName(), "uid", c.PodUID, "source", p.Metadata.Source)
 		}
 		l.killed[c.PodUID] = now
-		l.start(ctx, wg, p).kill(p)
+		l.kill(l.start(ctx, wg, p), p)
 	}
 	if !l.rescan && now.Sub(l.scanned) < sandboxScanPeriod {
 		return
@@ -191,8 +191,8 @@ func (l *Loop) Orphans() []pod.View {
 	}
 	byUID := map[string][]pod.RuntimeContainer{}
 	for _, c := range l.cfg.Cache.All() {
-		if l.configured(c.PodSource) {
-			continue
+		if l.configured(c.PodSource) || l.isTerminating(c.PodUID) {
+			continue // (one being removed is among Terminating's)
 		}
 		if _, wanted := l.cfg.Desired.Owns(c.PodSource, c.PodUID); !wanted {
 			byUID[c.PodUID] = append(byUID[c.PodUID], c)
@@ -201,21 +201,38 @@ func (l *Loop) Orphans() []pod.View {
 	now := l.now.Now()
 	out := make([]pod.View, 0, len(byUID))
 	for _, recs := range byUID {
-		p := orphan(recs[0])
-		for _, r := range recs {
-			if !r.Init && !slices.ContainsFunc(p.Spec.Containers, func(c pod.Container) bool { return c.Name == r.Name }) {
-				p.Spec.Containers = append(p.Spec.Containers, pod.Container{Name: r.Name, Image: r.Image})
-			}
-		}
+		p := withRecorded(orphan(recs[0]), recs)
 		st := computeStatus(p, recs, podNotes{}, now)
 		st.Reason = pod.ReasonOrphaned
 		st.Message = fmt.Sprintf("source %s is no longer configured: the pod is removed once the configured sources have reported", p.Metadata.Source)
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}
-	slices.SortFunc(out, func(a, b pod.View) int {
+	sortViews(out)
+	return out
+}
+
+// sortViews sorts views by namespace/name, then UID.
+func sortViews(views []pod.View) {
+	slices.SortFunc(views, func(a, b pod.View) int {
 		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name), cmp.Compare(a.Metadata.UID, b.Metadata.UID))
 	})
-	return out
+}
+
+// withRecorded returns p, or, when p lists no app container (a pod
+// rebuilt from its containers' labels by orphan), a copy of p with an app
+// container for each of recs' names, as the records say.
+func withRecorded(p *pod.Pod, recs []pod.RuntimeContainer) *pod.Pod {
+	if len(p.Spec.Containers) > 0 {
+		return p
+	}
+	cp := *p
+	cp.Spec.Containers = nil
+	for _, r := range recs {
+		if !r.Init && !slices.ContainsFunc(cp.Spec.Containers, func(c pod.Container) bool { return c.Name == r.Name }) {
+			cp.Spec.Containers = append(cp.Spec.Containers, pod.Container{Name: r.Name, Image: r.Image})
+		}
+	}
+	return &cp
 }
 
 // orphan rebuilds, from a container's labels, as much of its pod as

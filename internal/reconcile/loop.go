@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,18 @@ type Loop struct {
 	evictions chan string         // UIDs of pods Evict marked, to sync now
 	wakes     chan string         // UIDs of pods Resync asked for
 	beat      atomic.Int64        // Unix nanoseconds of Run's last turn
+
+	// terminating holds the pods being removed, by UID, from the kill
+	// asked of their worker until the worker ended: Terminating shows
+	// them. Guarded by tmu (Run writes it, the API reads it).
+	tmu         sync.Mutex
+	terminating map[string]removal
+}
+
+// removal is a pod being removed and when its removal began.
+type removal struct {
+	pod   *pod.Pod
+	since time.Time
 }
 
 // New returns a sync loop that drives pods through cfg.Runtime and
@@ -169,6 +182,8 @@ func newLoop(cfg Config, fns syncFuncs) *Loop {
 		done:      make(chan string),
 		evictions: make(chan string, 16),
 		wakes:     make(chan string, 256),
+
+		terminating: map[string]removal{},
 	}
 }
 
@@ -225,6 +240,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.housekeeping(ctx, &wg)
 		case uid := <-l.done:
 			delete(l.workers, uid)
+			l.removed(uid)
 			l.rescan = true
 			if p, ok := l.afterKill[uid]; ok {
 				delete(l.afterKill, uid)
@@ -260,16 +276,88 @@ func (l *Loop) apply(ctx context.Context, wg *sync.WaitGroup, c podconfig.Change
 		if w == nil {
 			w = l.start(ctx, wg, c.Pod)
 		}
-		w.kill(c.Pod)
+		l.kill(w, c.Pod)
 	default: // Add, Update
 		if _, ok := l.held[uid]; ok || (w == nil && l.full()) {
 			l.hold(c.Pod)
 		} else if w == nil {
 			l.start(ctx, wg, c.Pod).update(c.Pod)
 		} else if !w.update(c.Pod) {
+			// Wanted again while its old version is removed: an update
+			// of the pod (started once the kill is over), not a pod
+			// that goes.
 			l.afterKill[uid] = c.Pod
+			l.removed(uid)
 		}
 	}
+}
+
+// kill asks worker w to remove p, and shows p as terminating until the
+// worker ends.
+func (l *Loop) kill(w *worker, p *pod.Pod) {
+	w.kill(p)
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	if _, ok := l.terminating[p.Metadata.UID]; !ok {
+		l.terminating[p.Metadata.UID] = removal{pod: p, since: l.now.Now()}
+	}
+}
+
+// removed forgets that pod uid is being removed.
+func (l *Loop) removed(uid string) {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	delete(l.terminating, uid)
+}
+
+// Terminating returns the pods being removed (their manifest no longer
+// lists them, or no source has them) whose containers are still being
+// stopped, sorted by namespace/name: each with metadata.deletionTimestamp
+// (when the removal began) and deletionGracePeriodSeconds, its Ready
+// condition False, and its containers as the PLEG last saw them. A pod
+// leaves the list when its worker has removed its containers and
+// sandbox; a pod wanted again meanwhile (the same UID re-added) is an
+// update and is not listed. Safe for concurrent use.
+func (l *Loop) Terminating() []pod.View {
+	l.tmu.Lock()
+	pods := slices.Collect(maps.Values(l.terminating))
+	l.tmu.Unlock()
+	now := l.now.Now()
+	out := make([]pod.View, 0, len(pods))
+	for _, r := range pods {
+		uid := r.pod.Metadata.UID
+		var recs []pod.RuntimeContainer
+		if l.cfg.Cache != nil {
+			recs = l.cfg.Cache.PodContainers(uid)
+		}
+		p := withRecorded(r.pod, recs)
+		var st pod.Status
+		l.notes.peek(uid, func(n *podNotes) {
+			nn := *n
+			nn.probes = l.cfg.Prober
+			st = computeStatus(p, recs, nn, now)
+		})
+		st = terminatingStatus(st, r.since)
+		if l.cfg.Network != nil {
+			if ip := l.cfg.Network.HostIP(); ip.IsValid() {
+				st.HostIP = ip.String()
+			}
+		}
+		if l.cfg.Cgroups != nil {
+			st.QOSClass = l.cfg.Cgroups.QOSClass(p)
+		}
+		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: terminatingMeta(p, r.since), Spec: p.Spec, Status: st})
+	}
+	sortViews(out)
+	return out
+}
+
+// isTerminating reports whether pod uid is being removed.
+func (l *Loop) isTerminating(uid string) bool {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
+	_, ok := l.terminating[uid]
+	return ok
 }
 
 // start runs a new, idle worker for p's UID.

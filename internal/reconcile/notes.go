@@ -148,3 +148,16 @@ func (n *notes) with(uid string, now time.Time, f func(p *podNotes)) {
 	defer n.mu.Unlock()
 	f(n.pod(uid, now))
 }
+
+// peek runs f on the pod's notes under the lock, or on empty notes (not
+// kept) when the pod has none: the status of a pod being removed must not
+// bring back the notes its kill forgot.
+func (n *notes) peek(uid string, f func(p *podNotes)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := n.pods[uid]; p != nil {
+		f(p)
+		return
+	}
+	f(&podNotes{})
+}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,12 +18,29 @@ import (
 func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time.Time) pod.Status {
 	byName := groupByName(recs)
 	st := pod.Status{StartTime: startTime(recs, n.firstSeen)}
+	var blocked *blockedUpdate
+	// ran reports, for c's status cs, what runs of a previous spec of c:
+	// its image is what the status reports, and an update of c that waits
+	// for a failing reason is blocked.
+	ran := func(c *pod.Container, cs *pod.ContainerStatus, sidecarOrApp bool) {
+		old := outdated(p, c, byName[c.Name])
+		if old == nil {
+			return
+		}
+		if old.Image != "" {
+			cs.Image = old.Image
+		}
+		if w := n.waiting[c.Name]; blocked == nil && sidecarOrApp && old.State == pod.RunRunning && failureReasons[w.Reason] {
+			blocked = &blockedUpdate{container: c.Name, image: c.Image, waiting: w}
+		}
+	}
 
 	initDone, initFailed := true, false
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
 		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.waiting[c.Name]), true)
 		probeStatus(n, c, &cs, true)
+		ran(c, &cs, c.IsSidecar())
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		switch t := cs.State.Terminated; {
 		case c.IsSidecar() && len(byName[c.Name]) > 0:
@@ -51,6 +69,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		}
 		cs := containerStatus(c, byName[c.Name], w, false)
 		probeStatus(n, c, &cs, false)
+		ran(c, &cs, true)
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		if !cs.Ready {
 			unready = append(unready, c.Name)
@@ -133,7 +152,70 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		withMessage(condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"), unready),
 		condition(n.conditions, pod.ConditionPodScheduled, true, now, ""),
 	}
+	if blocked != nil {
+		c := condition(n.conditions, pod.ConditionUpdateReady, false, now, blocked.waiting.Reason)
+		c.Message = blocked.message()
+		st.Conditions = append(st.Conditions, c)
+	} else if n.conditions != nil {
+		delete(n.conditions, pod.ConditionUpdateReady)
+	}
 	return st
+}
+
+// blockedUpdate is a container whose update is blocked: the container of
+// its previous spec runs, and its current spec (image) waits for a reason
+// that fails it (ErrImagePull, ImagePullBackOff, ...).
+type blockedUpdate struct {
+	container, image string
+	waiting          pod.StateWaiting
+}
+
+// message is the UpdateReady condition's message.
+func (b *blockedUpdate) message() string {
+	msg := fmt.Sprintf("container %s: the update to image %s cannot start (%s", b.container, b.image, b.waiting.Reason)
+	if b.waiting.Message != "" {
+		msg += ": " + b.waiting.Message
+	}
+	return msg + "); the container of its previous spec keeps running"
+}
+
+// outdated returns the newest record of container c of p when it was
+// created from another spec than c's, else nil.
+func outdated(p *pod.Pod, c *pod.Container, recs []pod.RuntimeContainer) *pod.RuntimeContainer {
+	last := latest(recs)
+	if last == nil || last.SpecHash == pod.ContainerHash(p, c) {
+		return nil
+	}
+	return last
+}
+
+// terminatingStatus is st, the status of a pod being removed since since,
+// with its Ready condition False (reason PodTerminating) from then on: the
+// pod no longer serves, whatever its containers' readiness said.
+func terminatingStatus(st pod.Status, since time.Time) pod.Status {
+	st.Conditions = slices.Clone(st.Conditions)
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != pod.ConditionReady {
+			continue
+		}
+		if c.Status != "False" || c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = since
+		}
+		c.Status, c.Reason = "False", pod.ReasonTerminating
+		c.Message = "the pod is being removed: no source lists it, and its containers are being stopped"
+	}
+	return st
+}
+
+// terminatingMeta is p's metadata with the deletion fields of a pod being
+// removed since since.
+func terminatingMeta(p *pod.Pod, since time.Time) pod.ObjectMeta {
+	m := p.Metadata
+	at := since.UTC()
+	grace := int64(p.GracePeriod() / time.Second)
+	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &at, &grace
+	return m
 }
 
 // jobOver reports whether every app container of a Job's pod has exited

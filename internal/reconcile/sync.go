@@ -460,6 +460,15 @@ func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Co
 		reason := startErrorReason(err, prev)
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
 		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
+		if !failureReasons[prev] {
+			// Once per blocked update, not on every retry.
+			s.event(p, c.Name, eventWarning, reasonUpdateBlocked, fmt.Sprintf(
+				"Update of container %s to image %s blocked (%s); the container of its previous spec keeps running", c.Name, c.Image, reason))
+			if s.log != nil {
+				s.log.Warn("container update blocked; the container of its previous spec keeps running",
+					"pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", err)
+			}
+		}
 		return fmt.Errorf("image for container %q: %w", c.Name, err)
 	}
 	return nil

@@ -18,12 +18,14 @@ type Snapshot interface {
 type PodStatuser interface {
 	Status(p *pod.Pod) pod.Status
 	Orphans() []pod.View
+	Terminating() []pod.View
 }
 
 // View is the status the API serves (it fills api.StatusSource): every
-// desired pod with the status the loop computes, the pods of sources that
-// are no longer configured until they are removed, and every manifest file
-// with the fetch state of its source.
+// desired pod with the status the loop computes, the pods being removed
+// (with their deletionTimestamp) until their containers are gone, the pods
+// of sources that are no longer configured until they are removed, and
+// every manifest file with the fetch state of its source.
 type View struct {
 	Store Snapshot
 	Loop  PodStatuser
@@ -64,11 +66,15 @@ func withCondition(st pod.Status, cond *pod.Condition) pod.Status {
 	return st
 }
 
-// Pods returns every desired pod with its status, then the orphans.
+// Pods returns every desired pod with its status, then the pods being
+// removed (but for one the store wants again: that is an update of it),
+// then the orphans.
 func (v View) Pods() []pod.View {
 	pods := v.Store.Pods()
 	out := make([]pod.View, 0, len(pods))
+	desired := make(map[string]bool, len(pods))
 	for _, p := range pods {
+		desired[p.Metadata.UID] = true
 		st := v.Loop.Status(p)
 		if v.Rollouts != nil {
 			st = withCondition(st, v.Rollouts.Condition(p.Metadata.UID))
@@ -77,6 +83,11 @@ func (v View) Pods() []pod.View {
 			st = withCondition(st, v.PIDLimits.Condition(p))
 		}
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
+	}
+	for _, t := range v.Loop.Terminating() {
+		if !desired[t.Metadata.UID] {
+			out = append(out, t)
+		}
 	}
 	return append(out, v.Loop.Orphans()...)
 }

@@ -16,12 +16,30 @@ type fakeSnapshot struct {
 func (s fakeSnapshot) Pods() []*pod.Pod             { return s.pods }
 func (s fakeSnapshot) Files() []podconfig.FileState { return s.files }
 
-type fakeStatuser struct{ orphans []pod.View }
+type fakeStatuser struct{ orphans, terminating []pod.View }
 
 func (f fakeStatuser) Status(p *pod.Pod) pod.Status {
 	return pod.Status{Message: "status of " + p.Metadata.Name}
 }
-func (f fakeStatuser) Orphans() []pod.View { return f.orphans }
+func (f fakeStatuser) Orphans() []pod.View     { return f.orphans }
+func (f fakeStatuser) Terminating() []pod.View { return f.terminating }
+
+// TestViewTerminating: pods being removed follow the desired pods, but for
+// one the store wants again (the same UID: an update).
+func TestViewTerminating(t *testing.T) {
+	web := &pod.Pod{}
+	web.Metadata.Name, web.Metadata.UID = "web", "u-web"
+	gone := pod.View{Kind: "Pod"}
+	gone.Metadata.Name, gone.Metadata.UID = "gone", "u-gone"
+	replaced := pod.View{Kind: "Pod"}
+	replaced.Metadata.Name, replaced.Metadata.UID = "web", "u-web"
+	v := View{Store: fakeSnapshot{pods: []*pod.Pod{web}},
+		Loop: fakeStatuser{terminating: []pod.View{gone, replaced}, orphans: []pod.View{{Kind: "Pod"}}}}
+	pods := v.Pods()
+	if len(pods) != 3 || pods[0].Metadata.Name != "web" || pods[0].Status.Message != "status of web" || pods[1].Metadata.Name != "gone" {
+		t.Fatalf("Pods = %+v; want web as desired, the pod being removed, then the orphan", pods)
+	}
+}
 
 func TestView(t *testing.T) {
 	web := &pod.Pod{}

@@ -508,6 +508,9 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 
 	timeout, maxRestarts := c.limits(p)
 	pr := c.cfg.Pods.Progress(p)
+	if r.blocked(d.Hash, pr.Failure, pr.Message) {
+		dirty = true
+	}
 	restarts := 0
 	if pr.Current {
 		if r.Base == nil {

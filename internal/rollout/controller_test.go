@@ -423,3 +423,45 @@ func TestTimeoutBoundsReachingReady(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockedUpdateInHistory: with rollback off, an update whose container
+// cannot start stays Progressing, its history entry saying why (saved
+// when the reason changes), and the reason goes once the update runs.
+func TestBlockedUpdateInHistory(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir, "boot-1")
+	p := testPod(map[string]string{AnnotationTimeout: "0"})
+	h.good(p, "A")
+	h.store.want(p, "B")
+	h.step(time.Second)
+	steps := []struct {
+		progress   reconcile.Progress
+		wantReason string
+	}{
+		{reconcile.Progress{Failure: pod.ReasonErrImagePull, Message: "main: not found"}, "ErrImagePull: main: not found"},
+		{reconcile.Progress{Failure: pod.ReasonImagePullBackOff, Message: "main: not found"}, "ImagePullBackOff: main: not found"},
+		// Another text, the same reason: kept as saved.
+		{reconcile.Progress{Failure: pod.ReasonImagePullBackOff, Message: "main: timeout"}, "ImagePullBackOff: main: not found"},
+		{reconcile.Progress{Current: true, Attempts: map[string]int{"main": 1}}, ""},
+	}
+	for i, s := range steps {
+		h.pods.progress = s.progress
+		h.step(time.Minute)
+		hist, err := h.c.History(p.Metadata.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := hist.Entries[len(hist.Entries)-1]
+		if last.Hash != "B" || last.Outcome != OutcomeProgressing || last.Reason != s.wantReason || hist.Failed != "" {
+			t.Errorf("step %d: history ends with %+v (failed %q), want B Progressing with reason %q", i, last, hist.Failed, s.wantReason)
+		}
+		// What is saved agrees.
+		again := newHarness(t, dir, "boot-1")
+		if saved, _ := again.c.History(p.Metadata.UID); saved.Entries[len(saved.Entries)-1].Reason != s.wantReason {
+			t.Errorf("step %d: saved history ends with %+v", i, saved.Entries[len(saved.Entries)-1])
+		}
+	}
+	if cond := h.c.Condition(p.Metadata.UID); cond != nil {
+		t.Errorf("condition %+v, want none: rollback is off", cond)
+	}
+}

@@ -132,6 +132,32 @@ func (r *record) endHistory(hash, outcome, reason string, now time.Time) {
 	r.addHistory(Entry{Hash: hash, Applied: now, Outcome: outcome, Reason: reason, Ended: now})
 }
 
+// blocked sets the reason of hash's Progressing entry to why the spec
+// cannot run while it waits ("ImagePullBackOff: main: ..." from failure
+// and msg; the old containers keep running), or clears it once failure is
+// "". It reports whether the entry changed: only a change of the failure
+// reason counts, so a retried pull whose error text varies is not saved
+// again each time.
+func (r *record) blocked(hash, failure, msg string) bool {
+	want := ""
+	if failure != "" {
+		want = failure + ": " + msg
+	}
+	for i := len(r.History) - 1; i >= 0; i-- {
+		e := &r.History[i]
+		if e.Hash != hash {
+			continue
+		}
+		code, _, _ := strings.Cut(e.Reason, ":")
+		if e.Outcome != OutcomeProgressing || (code == failure && (e.Reason == "") == (want == "")) {
+			return false
+		}
+		e.Reason = want
+		return true
+	}
+	return false
+}
+
 // files persists records, one JSON file per pod UID under dir.
 type files struct{ dir string }
 
