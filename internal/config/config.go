@@ -7,7 +7,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -334,29 +332,6 @@ func Default() Config {
 // eighth of the 32768 pids of a default kernel.pid_max, so that a few
 // pods at their limit still leave the node pids.
 const DefaultPodMaxPids = 4096
-
-// Load reads a YAML config file over c. Unknown keys are an error.
-func (c *Config) Load(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read config: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if c.PodPidsLimit != nil {
-		var keys map[string]yaml.Node
-		if err := yaml.Unmarshal(data, &keys); err == nil {
-			if _, both := keys["pod-max-pids"]; both {
-				return fmt.Errorf("config %s: pod-pids-limit is the older name of pod-max-pids: give one", path)
-			}
-		}
-		c.PodMaxPids, c.PodPidsLimit = *c.PodPidsLimit, nil
-	}
-	return nil
-}
 
 // BindFlags registers one flag per field on fs, writing into c.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
