@@ -18,8 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"tug/internal/redact"
 )
 
@@ -231,22 +229,8 @@ type Config struct {
 }
 
 // StringList is a list of strings that a YAML config file may also give
-// as a single string.
+// as a single string (see setField).
 type StringList []string
-
-// UnmarshalYAML accepts a scalar or a sequence.
-func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		*l = StringList{n.Value}
-		return nil
-	}
-	var list []string
-	if err := n.Decode(&list); err != nil {
-		return err
-	}
-	*l = list
-	return nil
-}
 
 // headerList is a repeatable string flag. The first use on the command
 // line replaces what the config file gave; later uses add to it.
