@@ -49,6 +49,8 @@ func (c *Config) decodeFile(path string, data []byte) error {
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
 		return fmt.Errorf("%s:%d: a second YAML document (---): the config is one mapping of keys", path, next.Line)
+	} else if !errors.Is(err, io.EOF) {
+		return syntaxError(path, err)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -57,6 +59,8 @@ func (c *Config) decodeFile(path string, data []byte) error {
 	switch {
 	case root.Kind == yaml.ScalarNode && root.Tag == "!!null":
 		return nil // only comments
+	case root.Kind == yaml.ScalarNode:
+		return fmt.Errorf("%s:%d: want \"key: value\" lines, got a single value", path, root.Line) // not echoed: it may be a pasted secret
 	case root.Kind != yaml.MappingNode:
 		return fmt.Errorf("%s:%d: want \"key: value\" lines, got %s", path, root.Line, describe(root))
 	}
