@@ -21,8 +21,9 @@ import (
 //	/etc/tug/config.yaml:12: unknown key "eviction-hardd" (did you mean "eviction-hard"?)
 //	/etc/tug/config.yaml:7: max-pods: want an integer, got "ten"
 //
-// Only booleans, integers and durations are quoted back: a string value
-// may be a secret (a URL's credentials, a header).
+// Only the values of boolean, integer and duration keys, reserved's
+// quantities and pod-cidr's range are quoted back: any other string may be
+// a secret (a URL's credentials, a header).
 func (c *Config) Load(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
