@@ -16,11 +16,15 @@ import (
 )
 
 // TestConfigRejectedBeforeHost: "tug run" with a bad setting exits 1 and
-// names every bad value, before it has created anything on the host (no
+// names every bad value (a config file's at its line), before it has created anything on the host (no
 // namespace pins under the run dir, no leases under the root dir, no
 // images imported into its containerd namespace).
 func TestConfigRejectedBeforeHost(t *testing.T) {
 	tg := startTug(t, tugOpts{noStart: true})
+	badFile := filepath.Join(tg.base, "config.yaml")
+	if err := os.WriteFile(badFile, []byte("max-pods: 10\neviction-hardd: none\nsync-frequency: soon\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -32,6 +36,9 @@ func TestConfigRejectedBeforeHost(t *testing.T) {
 		{"pod cidr /31", []string{"--pod-cidr", "10.0.0.0/31"}, []string{"between /16 and /30"}},
 		{"missing header file", []string{"--manifest-url", "http://127.0.0.1:9/pods", "--manifest-url-header-file", filepath.Join(tg.base, "nope")},
 			[]string{"header file", "no such file"}},
+		{"config file", []string{"--config", badFile}, []string{
+			badFile + `:2: unknown key "eviction-hardd" (did you mean "eviction-hard"?)`,
+			badFile + `:3: sync-frequency: want a duration such as 30s, 5m or 1h30m, got "soon"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,8 +42,9 @@ var allowedImports = map[string]allowed{
 	// The agent's configuration; only agent/ imports it. STYLE.md gives it
 	// the standard library and yaml.v3 only; it also imports pod, a leaf
 	// of the standard library, so that --reserved is parsed and validated with the
-	// manifests' quantity syntax before anything touches the host.
-	"tug/internal/config": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// manifests' quantity syntax before anything touches the host; pflag
+	// for the GNU-style flags of tug run.
+	"tug/internal/config": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
 	// manifest reads what each source fetched.
 	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
@@ -132,9 +133,10 @@ var allowedImports = map[string]allowed{
 	// returns; manifest reads the files of "tug validate"; source for the manifest file rules "tug validate" shares with
 	// the file source and the envelope "tug sign" seals; policy for "tug
 	// validate --policy" (the policy itself comes from agent/); yaml.v3
-	// prints "tug inspect -o yaml". Not config: agent/ passes its defaults.
+	// prints "tug inspect -o yaml"; pflag parses the GNU-style flags. Not
+	// config: agent/ passes its defaults.
 	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3"}},
+		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
 	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{
@@ -152,9 +154,9 @@ var allowedImports = map[string]allowed{
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 	}, modules: []string{
-		// The metrics registry (Go and process collectors) and systemd's
-		// notify protocol.
-		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22"}},
+		// The metrics registry (Go and process collectors), systemd's
+		// notify protocol, and pflag's ErrHelp of tug run.
+		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22", "github.com/spf13/pflag"}},
 
 	// The benchmark programs ("make bench") and their kit: test tooling, run
 	// by hand or by make against the test environment, never part of tug.

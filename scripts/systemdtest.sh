@@ -4,6 +4,9 @@
 # PID 1). It installs UNIT (the repository's systemd/tug.service, hardening
 # included) with a drop-in for the test's directories and WatchdogSec=10s,
 # and checks:
+#   0. systemd-analyze verify accepts UNIT as the README installs it (TUG
+#      at /usr/local/bin/tug, no drop-in): its syntax, its dependencies,
+#      ExecStart's binary (with CI=true a missing systemd-analyze fails);
 #   1. systemctl start returns only once tug sent READY=1, and STATUS= has
 #      the pod counts;
 #   2. with the sync loop wedged (the hidden --test-fault-wedge-sync-loop),
@@ -45,6 +48,18 @@ spec:
       command: ["sleep", "86400"]
 YAML
 install -m 644 "$UNIT" /etc/systemd/system/tug.service
+
+# 0. The unit as the README's install steps leave it (the guest's / is an
+# overlay that is thrown away). Its own lines are the ones that name it.
+install -m 755 "$TUG" /usr/local/bin/tug
+if ! command -v systemd-analyze >/dev/null; then
+    if [ "${CI:-}" = true ]; then fail "systemd-analyze is missing (package systemd)"; else echo "SKIP: systemd-analyze is missing (package systemd)"; fi
+elif out=$(systemd-analyze verify /etc/systemd/system/tug.service 2>&1) && ! echo "$out" | grep -q 'tug\.service'; then
+    pass "systemd-analyze verify tug.service"
+else
+    fail "systemd-analyze verify tug.service: $out"
+fi
+
 mkdir -p /etc/systemd/system/tug.service.d
 cat > /etc/systemd/system/tug.service.d/test.conf <<CONF
 [Unit]

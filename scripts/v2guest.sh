@@ -36,7 +36,8 @@
 # $RUN/out on the host: files written there survive) and PATH as usual.
 #
 #   setup     install what is missing (qemu-system-x86, busybox-static, kmod,
-#             cpio, xz-utils, containerd, runc), fetch the kernel, write the
+#             cpio, xz-utils, containerd, runc; systemd with V2G_SYSTEMD=1),
+#             fetch the kernel, write the
 #             guest init and the initramfs. Idempotent; `run` does it too.
 #   run       boot, run CMD (argv, exactly as given) once containerd is up,
 #             stream the guest console (CMD's output is on it), and exit with
@@ -102,6 +103,11 @@ ensure_packages() {
     command -v cpio >/dev/null || need+=(cpio)
     command -v xz >/dev/null || need+=(xz-utils)
     command -v ip >/dev/null || need+=(iproute2)
+    # V2G_SYSTEMD=1: systemd as the guest's PID 1, and systemd-analyze for
+    # systemdtest.sh's verify of the unit (both in Debian's systemd)
+    if [ "${V2G_SYSTEMD:-}" = 1 ]; then
+        { [ -x /lib/systemd/systemd ] && command -v systemd-analyze >/dev/null; } || need+=(systemd)
+    fi
     [ ${#need[@]} -eq 0 ] && return
     [ "$(id -u)" = 0 ] || die "missing packages (${need[*]}) and not root"
     log "installing: ${need[*]}"

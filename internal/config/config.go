@@ -7,20 +7,17 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	"gopkg.in/yaml.v3"
 
 	"tug/internal/redact"
 )
@@ -233,22 +230,8 @@ type Config struct {
 }
 
 // StringList is a list of strings that a YAML config file may also give
-// as a single string.
+// as a single string (see setField).
 type StringList []string
-
-// UnmarshalYAML accepts a scalar or a sequence.
-func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		*l = StringList{n.Value}
-		return nil
-	}
-	var list []string
-	if err := n.Decode(&list); err != nil {
-		return err
-	}
-	*l = list
-	return nil
-}
 
 // headerList is a repeatable string flag. The first use on the command
 // line replaces what the config file gave; later uses add to it.
@@ -337,29 +320,6 @@ func Default() Config {
 // eighth of the 32768 pids of a default kernel.pid_max, so that a few
 // pods at their limit still leave the node pids.
 const DefaultPodMaxPids = 4096
-
-// Load reads a YAML config file over c. Unknown keys are an error.
-func (c *Config) Load(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read config: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if c.PodPidsLimit != nil {
-		var keys map[string]yaml.Node
-		if err := yaml.Unmarshal(data, &keys); err == nil {
-			if _, both := keys["pod-max-pids"]; both {
-				return fmt.Errorf("config %s: pod-pids-limit is the older name of pod-max-pids: give one", path)
-			}
-		}
-		c.PodMaxPids, c.PodPidsLimit = *c.PodPidsLimit, nil
-	}
-	return nil
-}
 
 // BindFlags registers one flag per field on fs, writing into c.
 func (c *Config) BindFlags(fs *pflag.FlagSet) {
