@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,8 +28,9 @@ import (
 const podGateway = "10.87.0.1"
 
 // TestHostPortLoopback: a pod's hostPorts answer from the node on
-// 127.0.0.1 as on the node's own address, TCP and UDP, and the pod sees
-// the bridge's address as the peer, never 127.0.0.1; a hostPort on hostIP
+// 127.0.0.1 as on the node's own address, TCP and UDP; the pod sees the
+// bridge's address as the peer, never 127.0.0.1, and a connection through
+// 127.0.0.1 outlives a restart of tug; a hostPort on hostIP
 // 127.0.0.1 answers on loopback only; a pod cannot reach the node's
 // loopback through its gateway (what route_localnet on the bridge would
 // otherwise open); and once the pod is removed, 127.0.0.1:hostPort
@@ -81,33 +84,8 @@ func TestHostPortLoopback(t *testing.T) {
 		answers(t, httpClientIn(w.outside, 3*time.Second), fmt.Sprintf("http://%s:%d/", nodeAddr, webPort))
 	})
 
-	t.Run("the pod sees the bridge's address", func(t *testing.T) {
-		l := listenIn(t, podNS, "tcp4", ":82")
-		seen := make(chan string, 1)
-		go func() {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			seen <- c.RemoteAddr().(*net.TCPAddr).IP.String()
-		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c, err := dialIn(ctx, tg.netns, "tcp4", "127.0.0.1:"+strconv.Itoa(peerPort))
-		if err != nil {
-			t.Fatalf("connect to 127.0.0.1:%d from the node: %v", peerPort, err)
-		}
-		defer c.Close()
-		select {
-		case ip := <-seen:
-			if ip != podGateway {
-				t.Errorf("the pod saw the connection come from %s, want the bridge's %s", ip, podGateway)
-			}
-		case <-ctx.Done():
-			t.Fatal("the pod accepted no connection")
-		}
-	})
+	// Not a subtest: it restarts tug.
+	loopbackConnOutlivesRestart(tg, podNS, "127.0.0.1:"+strconv.Itoa(peerPort), ":82")
 
 	t.Run("UDP on 127.0.0.1", func(t *testing.T) {
 		udpEcho(t, podNS, ":53")
@@ -303,4 +281,60 @@ func udpExchange(tg *tug, path, addr, payload string) string {
 		return true, nil
 	})
 	return reply
+}
+
+// loopbackConnOutlivesRestart connects from the node to addr (on
+// 127.0.0.1), a hostPort that leads to podAddr in the pod's network
+// namespace at podNS where the test echoes lines, and checks that the pod
+// sees the bridge's address as the peer and that the connection still
+// carries data after tug is killed and started again: it is the kernel's
+// (conntrack's), not tug's.
+func loopbackConnOutlivesRestart(tg *tug, podNS, addr, podAddr string) {
+	t := tg.t
+	t.Helper()
+	l := listenIn(t, podNS, "tcp4", podAddr)
+	seen := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		seen <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+		_, _ = io.Copy(c, c) // echo
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := dialIn(ctx, tg.netns, "tcp4", addr)
+	if err != nil {
+		t.Fatalf("connect to %s from the node: %v", addr, err)
+	}
+	defer c.Close()
+	select {
+	case ip := <-seen:
+		if ip != podGateway {
+			t.Errorf("the pod saw the connection come from %s, want the bridge's %s", ip, podGateway)
+		}
+	case <-ctx.Done():
+		t.Fatal("the pod accepted no connection")
+	}
+	r := bufio.NewReader(c)
+	echo := func(line string) {
+		t.Helper()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte(line + "\n")); err != nil {
+			t.Fatalf("write %q: %v", line, err)
+		}
+		if got, err := r.ReadString('\n'); err != nil || got != line+"\n" {
+			t.Fatalf("echo of %q: %q, %v", line, got, err)
+		}
+	}
+	echo("before the restart")
+	tg.Kill()
+	tg.Start()
+	tg.waitFor(startTimeout, "tug to answer again", func() (bool, error) {
+		_, stderr, code := tg.runCLI("pods")
+		return code == 0, fmt.Errorf("tug pods exited %d: %s", code, stderr)
+	})
+	echo("after the restart")
 }
