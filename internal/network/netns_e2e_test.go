@@ -338,7 +338,7 @@ func (tn *testNet) state() state {
 	for _, r := range rules {
 		s.rules = append(s.rules, fmt.Sprintf("%d %s", r.Handle, ruleComment(r.UserData)))
 	}
-	for _, name := range []string{chainPrerouting, chainOutput, chainPostrouting} {
+	for _, name := range baseChains {
 		rules, err := c.GetRules(t, chainByName(t, name))
 		must(tn.t, err)
 		for _, r := range rules {

@@ -153,8 +153,9 @@ func New(cfg Config) (*Pods, error) {
 // Init prepares the node if pods use it already (leases or the bridge
 // exist, after a restart): IPv4 forwarding on, the bridge up and holding
 // the gateway address (first host address of the CIDR, with the CIDR's
-// prefix length), and tug's nftables table with its base chains; otherwise
-// the first SetUp does. It is idempotent: on a restart it keeps the bridge,
+// prefix length), tug's nftables table with its base chains, and
+// route_localnet on the bridge (rules.go says why); otherwise the first
+// SetUp does. It is idempotent: on a restart it keeps the bridge,
 // the pods' veths, leases and hostPort rules, and recreates only what is
 // missing. Init must run before the first SetUp.
 func (n *Pods) Init(ctx context.Context) error {
@@ -215,8 +216,8 @@ func (n *Pods) Close() error {
 }
 
 // ensureNode prepares the node for pods once: IPv4 forwarding on, the
-// bridge, tug's nftables table. A node that only ever runs hostNetwork
-// pods is left as it was.
+// bridge, tug's nftables table, route_localnet on the bridge. A node that
+// only ever runs hostNetwork pods is left as it was.
 func (n *Pods) ensureNode() error {
 	n.nodeMu.Lock()
 	defer n.nodeMu.Unlock()
@@ -250,6 +251,11 @@ func (n *Pods) ensureNode() error {
 	n.nftMu.Unlock()
 	if err != nil {
 		return err
+	}
+	// Only once the input chain confines it (see rules.go): 127.0.0.0/8
+	// may cross the bridge, so that hostPorts answer on 127.0.0.1.
+	if err := writeSysctl("net/ipv4/conf/"+n.cfg.Bridge+"/route_localnet", "1"); err != nil {
+		return fmt.Errorf("enable route_localnet on %s: %w", n.cfg.Bridge, err)
 	}
 	n.nodeReady = true
 	return nil
@@ -429,9 +435,9 @@ func (n *Pods) ensureTable() error {
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("create nftables table ip %s: %w", n.in.table(), err)
 	}
-	want := baseRules(t, n.cfg.CIDR)
+	want := baseRules(t, n.cfg.Bridge, n.cfg.CIDR)
 	changed := false
-	for _, name := range []string{chainPrerouting, chainOutput, chainPostrouting} {
+	for _, name := range baseChains {
 		ch := chainByName(t, name)
 		have, err := c.GetRules(t, ch)
 		if err != nil {

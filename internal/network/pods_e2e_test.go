@@ -161,9 +161,13 @@ func TestInitRepairsTheBase(t *testing.T) {
 	c.FlushChain(chainByName(natTable(tableName), chainPostrouting))
 	must(t, c.Flush())
 	tn.restart()
+	wantBase := 0
+	for _, rules := range baseRules(natTable(tableName), tn.cfg.Bridge, tn.cfg.CIDR) {
+		wantBase += len(rules)
+	}
 	s := tn.state()
-	if len(s.base) != 4 || len(s.rules) != 1 {
-		t.Errorf("after Init: %v, want 4 base rules and the pod's", s)
+	if len(s.base) != wantBase || len(s.rules) != 1 {
+		t.Errorf("after Init: %v, want %d base rules and the pod's", s, wantBase)
 	}
 	addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
 	if err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != "10.201.0.1/24" {
@@ -173,7 +177,7 @@ func TestInitRepairsTheBase(t *testing.T) {
 	c.DelTable(natTable(tableName))
 	must(t, c.Flush())
 	tn.setUp(tn.pods, p, path)
-	if s := tn.state(); len(s.base) != 4 || len(s.rules) != 1 {
+	if s := tn.state(); len(s.base) != wantBase || len(s.rules) != 1 {
 		t.Errorf("after SetUp with the table gone: %v", s)
 	}
 }
@@ -241,7 +245,7 @@ func TestHostPortsChange(t *testing.T) {
 func TestHostPortDNAT(t *testing.T) {
 	tn := newTestNet(t, "10.201.0.0/24")
 	out := tn.outside()
-	pa, patha := tn.pod("uid-a", "8080:80/TCP", "8053:53/UDP", "192.0.2.1:8090:80/TCP", "198.51.100.7:8091:80/TCP")
+	pa, patha := tn.pod("uid-a", "8080:80/TCP", "8053:53/UDP", "192.0.2.1:8090:80/TCP", "198.51.100.7:8091:80/TCP", "127.0.0.1:8092:80/TCP")
 	pb, pathb := tn.pod("uid-b")
 	ipa := tn.setUp(tn.pods, pa, patha)
 	ipb := tn.setUp(tn.pods, pb, pathb)
@@ -256,6 +260,11 @@ func TestHostPortDNAT(t *testing.T) {
 		{"outside to a hostIP port", out, "tcp", "192.0.2.1:8090", "192.0.2.2"},
 		{"node itself", "", "tcp", "192.0.2.1:8080", "192.0.2.1"},
 		{"node itself via the gateway address", "", "tcp", "10.201.0.1:8080", "10.201.0.1"},
+		{"node itself via loopback", "", "tcp", "127.0.0.1:8080", "10.201.0.1"},
+		{"node itself via loopback, udp", "", "udp", "127.0.0.1:8053", "10.201.0.1"},
+		{"node itself to a loopback hostIP port", "", "tcp", "127.0.0.1:8092", "10.201.0.1"},
+		{"a loopback hostIP port is not on the node address", "", "tcp", "192.0.2.1:8092", ""},
+		{"a loopback hostIP port is not on the node address from outside", out, "tcp", "192.0.2.1:8092", ""},
 		{"hairpin: another pod via the node address", pathb, "tcp", "192.0.2.1:8080", "10.201.0.1"},
 		{"hairpin: the pod itself via the node address", patha, "tcp", "192.0.2.1:8080", "10.201.0.1"},
 		{"another pod, directly", pathb, "tcp", netip.AddrPortFrom(ipa, 80).String(), ipb.String()},

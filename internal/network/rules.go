@@ -25,29 +25,53 @@ import (
 //			ip daddr 192.0.2.1 udp dport 53 dnat to 10.201.0.3:53  comment "tug pod <uid> udp 192.0.2.1:53 dnat 10.201.0.3:53"
 //		}
 //		chain prerouting {               # type nat hook prerouting priority dstnat
-//			fib daddr type local jump hostports                      comment "tug hostports"
+//			ip daddr != 127.0.0.0/8 fib daddr type local jump hostports  comment "tug hostports to the node's addresses but loopback"
 //		}
 //		chain output {                   # type nat hook output priority dstnat
-//			ip daddr != 127.0.0.0/8 fib daddr type local jump hostports  comment "tug hostports from the node"
+//			fib daddr type local jump hostports                      comment "tug hostports from the node, loopback included"
 //		}
 //		chain postrouting {              # type nat hook postrouting priority srcnat
 //			ip saddr <cidr> ip daddr != <cidr> masquerade            comment "tug masquerade <cidr>"
 //			ct status dnat ip saddr <cidr> ip daddr <cidr> masquerade  comment "tug hairpin <cidr>"
+//			oifname <bridge> ip saddr 127.0.0.0/8 masquerade         comment "tug masquerade loopback via <bridge>"
+//		}
+//		chain input {                    # type filter hook input priority filter; policy accept
+//			iifname <bridge> ip saddr 127.0.0.0/8 drop               comment "tug no loopback source via <bridge>"
+//			iifname <bridge> ip daddr 127.0.0.0/8 ct status dnat accept  comment "tug loopback replies of hostports via <bridge>"
+//			iifname <bridge> ip daddr 127.0.0.0/8 drop               comment "tug no other loopback destination via <bridge>"
 //		}
 //	}
 //
 // Every rule carries a comment (nftables user data) that states everything
 // the rule does: a rule is checked by its comment, not by decoding its
-// expressions, and a pod's rules are found by the UID in theirs. The three
-// base chains hold only the fixed rules; Init rewrites one of them only
-// when its comments differ from the wanted ones (a changed CIDR), and
+// expressions, and a pod's rules are found by the UID in theirs. The base
+// chains hold only the fixed rules; Init rewrites one of them only when
+// its comments differ from the wanted ones (a changed CIDR or bridge), and
 // never touches hostports, so a restart leaves running pods' rules alone.
 //
-// Known gaps: a hostPort is not reachable through 127.0.0.1 (that would
-// need route_localnet), and a host firewall that drops forwarded packets
-// (a filter forward chain with policy drop, as Docker installs) must let
-// the pod CIDR through itself: an accept in tug's table cannot override a
-// drop in another table.
+// Loopback: a hostPort answers on 127.0.0.1 as on the node's other
+// addresses. The output chain DNATs a connection to 127.0.0.1:<hostPort>
+// like any other local address; the kernel then routes a packet whose
+// source is 127.0.0.1 out of the bridge only because tug sets
+// net.ipv4.conf.<bridge>.route_localnet (and only there: every other
+// interface keeps treating 127.0.0.0/8 as martian), and the replies, whose
+// destination conntrack turns back into 127.0.0.1, are accepted on the
+// bridge for the same reason. What route_localnet opens is closed again in
+// tug's own rules: the masquerade gives every packet with a loopback source
+// that leaves through the bridge the bridge's address (no pod ever sees
+// 127.0.0.1 as a peer, and nothing with a loopback source leaves the node),
+// the input chain drops whatever arrives on the bridge with a loopback
+// source or a loopback destination but the replies of those DNATed
+// connections (a pod cannot reach the node's loopback services, the
+// health and metrics port among them, by sending to 127.0.0.1 through its
+// gateway), and prerouting never DNATs a packet that arrives with a
+// loopback destination, so a hostPort on hostIP 127.0.0.1 answers only
+// from the node itself.
+//
+// Known gap: a host firewall that drops forwarded packets (a filter
+// forward chain with policy drop, as Docker installs) must let the pod
+// CIDR through itself: an accept in tug's table cannot override a drop in
+// another table.
 const (
 	// tableName is the table of the default instance; another instance's
 	// is "tug-<instance>" (instance.table), laid out the same.
@@ -56,6 +80,7 @@ const (
 	chainPrerouting  = "prerouting"
 	chainOutput      = "output"
 	chainPostrouting = "postrouting"
+	chainInput       = "input"
 	chainForward     = "forward"
 
 	// podCommentPrefix starts the comment of every per-pod rule; the UID
@@ -148,8 +173,13 @@ func chains(t *nftables.Table) []*nftables.Chain {
 		nat(chainPrerouting, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
 		nat(chainOutput, nftables.ChainHookOutput, nftables.ChainPriorityNATDest),
 		nat(chainPostrouting, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
+		{Name: chainInput, Table: t, Type: nftables.ChainTypeFilter, Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter},
 	}
 }
+
+// baseChains names the base chains whose rules baseRules returns, in the
+// order Init checks them.
+var baseChains = []string{chainPrerouting, chainOutput, chainPostrouting, chainInput}
 
 // chainByName returns the chain of t named name (one of chains(t)).
 func chainByName(t *nftables.Table, name string) *nftables.Chain {
@@ -161,23 +191,33 @@ func chainByName(t *nftables.Table, name string) *nftables.Chain {
 	panic("network: unknown chain " + name)
 }
 
-// baseRules returns the fixed rules of each base chain for the pod CIDR.
-func baseRules(t *nftables.Table, cidr netip.Prefix) map[string][]*nftables.Rule {
+// loopback is 127.0.0.0/8, the node's loopback network.
+var loopback = netip.MustParsePrefix("127.0.0.0/8")
+
+// baseRules returns the fixed rules of each base chain for the pod bridge
+// and CIDR.
+func baseRules(t *nftables.Table, bridge string, cidr netip.Prefix) map[string][]*nftables.Rule {
 	cidr = cidr.Masked()
 	local := []expr.Any{ // fib daddr type local
 		&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
 	}
-	jump := &expr.Verdict{Kind: expr.VerdictJump, Chain: chainHostPorts}
-	rule := func(chain, comment string, exprs ...expr.Any) *nftables.Rule {
-		return &nftables.Rule{Table: t, Chain: chainByName(t, chain), Exprs: exprs, UserData: commentData(comment)}
-	}
-	concat := func(parts ...[]expr.Any) []expr.Any {
-		var all []expr.Any
-		for _, p := range parts {
-			all = append(all, p...)
+	onBridge := func(key expr.MetaKey) []expr.Any { // iifname/oifname <bridge>
+		return []expr.Any{
+			&expr.Meta{Key: key, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(bridge)},
 		}
-		return all
+	}
+	jump := []expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: chainHostPorts}}
+	masq := []expr.Any{&expr.Masq{}}
+	accept := []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}}
+	drop := []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}}
+	rule := func(chain, comment string, parts ...[]expr.Any) *nftables.Rule {
+		var exprs []expr.Any
+		for _, p := range parts {
+			exprs = append(exprs, p...)
+		}
+		return &nftables.Rule{Table: t, Chain: chainByName(t, chain), Exprs: exprs, UserData: commentData(comment)}
 	}
 	dnatStatus := []expr.Any{ // ct status dnat
 		&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
@@ -186,14 +226,18 @@ func baseRules(t *nftables.Table, cidr netip.Prefix) map[string][]*nftables.Rule
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
 	}
 	return map[string][]*nftables.Rule{
-		chainPrerouting: {rule(chainPrerouting, "tug hostports", concat(local, []expr.Any{jump})...)},
-		chainOutput: {rule(chainOutput, "tug hostports from the node",
-			concat(matchPrefix(16, netip.MustParsePrefix("127.0.0.0/8"), false), local, []expr.Any{jump})...)},
+		chainPrerouting: {rule(chainPrerouting, "tug hostports to the node's addresses but loopback",
+			matchPrefix(16, loopback, false), local, jump)},
+		chainOutput: {rule(chainOutput, "tug hostports from the node, loopback included", local, jump)},
 		chainPostrouting: {
-			rule(chainPostrouting, "tug masquerade "+cidr.String(),
-				concat(matchPrefix(12, cidr, true), matchPrefix(16, cidr, false), []expr.Any{&expr.Masq{}})...),
-			rule(chainPostrouting, "tug hairpin "+cidr.String(),
-				concat(dnatStatus, matchPrefix(12, cidr, true), matchPrefix(16, cidr, true), []expr.Any{&expr.Masq{}})...),
+			rule(chainPostrouting, "tug masquerade "+cidr.String(), matchPrefix(12, cidr, true), matchPrefix(16, cidr, false), masq),
+			rule(chainPostrouting, "tug hairpin "+cidr.String(), dnatStatus, matchPrefix(12, cidr, true), matchPrefix(16, cidr, true), masq),
+			rule(chainPostrouting, "tug masquerade loopback via "+bridge, onBridge(expr.MetaKeyOIFNAME), matchPrefix(12, loopback, true), masq),
+		},
+		chainInput: {
+			rule(chainInput, "tug no loopback source via "+bridge, onBridge(expr.MetaKeyIIFNAME), matchPrefix(12, loopback, true), drop),
+			rule(chainInput, "tug loopback replies of hostports via "+bridge, onBridge(expr.MetaKeyIIFNAME), matchPrefix(16, loopback, true), dnatStatus, accept),
+			rule(chainInput, "tug no other loopback destination via "+bridge, onBridge(expr.MetaKeyIIFNAME), matchPrefix(16, loopback, true), drop),
 		},
 	}
 }

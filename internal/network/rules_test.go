@@ -121,11 +121,14 @@ func TestHostPortRule(t *testing.T) {
 }
 
 func TestBaseRules(t *testing.T) {
-	rules := baseRules(natTable(tableName), netip.MustParsePrefix("10.87.0.9/24"))
+	rules := baseRules(natTable(tableName), "tug0", netip.MustParsePrefix("10.87.0.9/24"))
 	want := map[string][]string{
-		chainPrerouting:  {"tug hostports"},
-		chainOutput:      {"tug hostports from the node"},
-		chainPostrouting: {"tug masquerade 10.87.0.0/24", "tug hairpin 10.87.0.0/24"},
+		chainPrerouting: {"tug hostports to the node's addresses but loopback"},
+		chainOutput:     {"tug hostports from the node, loopback included"},
+		chainPostrouting: {"tug masquerade 10.87.0.0/24", "tug hairpin 10.87.0.0/24",
+			"tug masquerade loopback via tug0"},
+		chainInput: {"tug no loopback source via tug0", "tug loopback replies of hostports via tug0",
+			"tug no other loopback destination via tug0"},
 	}
 	for chain, comments := range want {
 		var got []string
@@ -142,14 +145,98 @@ func TestBaseRules(t *testing.T) {
 			t.Errorf("%s: %q, want %q", chain, got, comments)
 		}
 	}
-	if len(rules) != len(want) {
-		t.Errorf("rules for %d chains, want %d", len(rules), len(want))
+	if len(rules) != len(want) || len(baseChains) != len(want) {
+		t.Errorf("rules for %d chains, %d base chains, want %d", len(rules), len(baseChains), len(want))
+	}
+	for _, name := range baseChains {
+		if c := chainByName(natTable(tableName), name); c.Hooknum == nil {
+			t.Errorf("base chain %s has no hook", name)
+		}
 	}
 	// The masquerade excludes the pod CIDR as destination: its last
 	// comparison before the verdict is a "!=" on the masked daddr.
 	masq := rules[chainPostrouting][0].Exprs
 	if cmp, ok := masq[len(masq)-2].(*expr.Cmp); !ok || cmp.Op != expr.CmpOpNeq || netip.AddrFrom4([4]byte(cmp.Data)).String() != "10.87.0.0" {
 		t.Errorf("masquerade's daddr match = %#v", masq[len(masq)-2])
+	}
+}
+
+// TestLoopbackRules: the rules that confine route_localnet match what
+// their comments say: the pod bridge by name, 127.0.0.0/8 as source or
+// destination, with the verdict named.
+func TestLoopbackRules(t *testing.T) {
+	rules := baseRules(natTable(tableName), "tugb0", netip.MustParsePrefix("10.87.1.0/24"))
+	type match struct {
+		offset uint32 // 12: saddr, 16: daddr
+		op     expr.CmpOp
+	}
+	tests := []struct {
+		chain   string
+		index   int
+		ifKey   expr.MetaKey // 0: no interface match
+		addr    match
+		dnat    bool // requires "ct status dnat"
+		verdict any  // &expr.Masq{} or an expr.VerdictKind
+	}{
+		{chainPrerouting, 0, 0, match{16, expr.CmpOpNeq}, false, expr.VerdictJump},
+		{chainPostrouting, 2, expr.MetaKeyOIFNAME, match{12, expr.CmpOpEq}, false, &expr.Masq{}},
+		{chainInput, 0, expr.MetaKeyIIFNAME, match{12, expr.CmpOpEq}, false, expr.VerdictDrop},
+		{chainInput, 1, expr.MetaKeyIIFNAME, match{16, expr.CmpOpEq}, true, expr.VerdictAccept},
+		{chainInput, 2, expr.MetaKeyIIFNAME, match{16, expr.CmpOpEq}, false, expr.VerdictDrop},
+	}
+	for _, tt := range tests {
+		r := rules[tt.chain][tt.index]
+		name := ruleComment(r.UserData)
+		t.Run(name, func(t *testing.T) {
+			var ifKey expr.MetaKey
+			var addr *match
+			dnat := false
+			for i, e := range r.Exprs {
+				switch e := e.(type) {
+				case *expr.Meta:
+					if e.Key == expr.MetaKeyIIFNAME || e.Key == expr.MetaKeyOIFNAME {
+						ifKey = e.Key
+						if c := r.Exprs[i+1].(*expr.Cmp); !bytes.Equal(c.Data, ifname("tugb0")) {
+							t.Errorf("interface %q, want tugb0", c.Data)
+						}
+					}
+				case *expr.Payload:
+					c := r.Exprs[i+2].(*expr.Cmp)
+					if netip.AddrFrom4([4]byte(c.Data)) == netip.MustParseAddr("127.0.0.0") {
+						addr = &match{e.Offset, c.Op}
+					}
+				case *expr.Ct:
+					dnat = e.Key == expr.CtKeySTATUS
+				}
+			}
+			if ifKey != tt.ifKey {
+				t.Errorf("interface match %v, want %v", ifKey, tt.ifKey)
+			}
+			if addr == nil || *addr != tt.addr {
+				t.Errorf("127.0.0.0/8 match %+v, want %+v", addr, tt.addr)
+			}
+			if dnat != tt.dnat {
+				t.Errorf("ct status dnat: %v, want %v", dnat, tt.dnat)
+			}
+			last := r.Exprs[len(r.Exprs)-1]
+			switch want := tt.verdict.(type) {
+			case *expr.Masq:
+				if _, ok := last.(*expr.Masq); !ok {
+					t.Errorf("last expression %#v, want a masquerade", last)
+				}
+			case expr.VerdictKind:
+				if v, ok := last.(*expr.Verdict); !ok || v.Kind != want {
+					t.Errorf("last expression %#v, want verdict %v", last, want)
+				}
+			}
+		})
+	}
+	// The node's own connections to any local address, loopback included,
+	// reach the hostports chain.
+	for _, e := range rules[chainOutput][0].Exprs {
+		if _, ok := e.(*expr.Payload); ok {
+			t.Errorf("the output chain's jump matches an address: %#v", e)
+		}
 	}
 }
 
