@@ -29,6 +29,8 @@ func TestHelp(t *testing.T) {
 		{"logs", []string{"-socket", "-n", "-namespace", "-c", "-container", "-f", "-follow", "-p", "-previous", "-tail", "-since", "-timestamps"}},
 		{"node", []string{"-socket", "-o"}},
 		{"events", []string{"-socket", "-n", "-namespace", "-o", "-watch"}},
+		{"exec", []string{"-socket", "-n", "-namespace", "-c", "-container", "-i", "-stdin", "-t", "-tty", "-it"}},
+		{"restart", []string{"-socket", "-n", "-namespace", "-c", "-container"}},
 		{"rollback", []string{"-socket", "-n", "-namespace", "-source"}},
 		{"history", []string{"-socket", "-n", "-namespace", "-o"}},
 		{"sign", []string{"-key", "-version", "-expires", "-not-after", "-o", "-node"}},

@@ -61,8 +61,12 @@ func (s *Server) Serve(ctx context.Context, socketPath, healthAddr string) error
 	// No server keeps an idle connection forever. The socket's has no read
 	// or write timeout: GET .../logs?follow streams for as long as the
 	// client wants (a read deadline would cancel the request's context).
-	servers := []*http.Server{{Handler: s.Handler(), ReadHeaderTimeout: requestTimeout, IdleTimeout: idle,
+	stopExecs := make(chan struct{})
+	servers := []*http.Server{{Handler: s.handler(stopExecs), ReadHeaderTimeout: requestTimeout, IdleTimeout: idle,
 		MaxHeaderBytes: maxHeaderBytes, ErrorLog: errLog}}
+	// Exec sessions take their connections over: Shutdown does not wait
+	// for them, it ends them (their commands are killed).
+	servers[0].RegisterOnShutdown(func() { close(stopExecs) })
 	listeners := []net.Listener{unixL}
 	if healthAddr != "" {
 		tcpL, err := net.Listen("tcp", healthAddr)
