@@ -26,7 +26,7 @@ type ExecOptions struct {
 	// closes the command's stdin.
 	Stdin io.Reader
 	// Stdout and Stderr receive the command's output (with TTY, both go
-	// to Stdout, as a terminal merges them).
+	// to Stdout, as a terminal merges them); nil discards it.
 	Stdout, Stderr io.Writer
 	// TTY gives the command a terminal of size Size.
 	TTY  bool
@@ -98,7 +98,10 @@ func (c *Client) Exec(ctx context.Context, ns, name string, o ExecOptions) (Exit
 			}
 		}()
 	}
-	stderr := o.Stderr
+	stdout, stderr := o.Stdout, o.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
 	if stderr == nil {
 		stderr = io.Discard
 	}
@@ -115,7 +118,7 @@ func (c *Client) Exec(ctx context.Context, ns, name string, o ExecOptions) (Exit
 		}
 		switch st {
 		case StreamStdout:
-			_, err = o.Stdout.Write(p)
+			_, err = stdout.Write(p)
 		case StreamStderr:
 			_, err = stderr.Write(p)
 		case StreamExit:

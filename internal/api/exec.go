@@ -113,11 +113,22 @@ func execTarget(v pod.View, name string) (string, string, error) {
 	return name, "", fmt.Errorf("container %s is not valid for pod %s: %w", name, v.Metadata.Name, ErrBadRequest)
 }
 
-// execHandler serves POST /pods/{namespace}/{name}/exec. stop, when not
-// nil, is closed when the server shuts down: the sessions then end and
-// their commands are killed.
-func (s *Server) execHandler(stop <-chan struct{}) http.HandlerFunc {
+// execSessions are the exec sessions of one Serve: closing stop ends them
+// (their commands are killed), and running counts those not ended yet.
+// Shutdown neither tracks nor waits for the connections they took over.
+type execSessions struct {
+	stop    chan struct{}
+	running sync.WaitGroup
+}
+
+// execHandler serves POST /pods/{namespace}/{name}/exec. sessions, when
+// not nil, tracks the sessions for the server's shutdown.
+func (s *Server) execHandler(sessions *execSessions) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if sessions != nil {
+			sessions.running.Add(1)
+			defer sessions.running.Done()
+		}
 		req, err := parseExecRequest(r)
 		var v pod.View
 		if err == nil {
@@ -146,10 +157,10 @@ func (s *Server) execHandler(stop <-chan struct{}) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		if stop != nil {
+		if sessions != nil {
 			go func() {
 				select {
-				case <-stop:
+				case <-sessions.stop:
 					cancel()
 				case <-ctx.Done():
 				}

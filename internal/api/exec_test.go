@@ -96,14 +96,14 @@ func execPod() *fakeStatus {
 }
 
 // serveSocket serves s's handler on a unix socket and returns a client.
-func serveSocket(t *testing.T, s *Server, stop <-chan struct{}) *Client {
+func serveSocket(t *testing.T, s *Server, sessions *execSessions) *Client {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "tug.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: s.handler(stop)}
+	srv := &http.Server{Handler: s.handler(sessions)}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return &Client{SocketPath: sock}
@@ -175,8 +175,8 @@ func TestExecClientGoneKills(t *testing.T) {
 	for _, how := range []string{"client gone", "server stops"} {
 		t.Run(how, func(t *testing.T) {
 			ex := &fakeExecer{ended: make(chan error, 1)}
-			stop := make(chan struct{})
-			c := serveSocket(t, &Server{Status: execPod(), Exec: ex}, stop)
+			sessions := &execSessions{stop: make(chan struct{})}
+			c := serveSocket(t, &Server{Status: execPod(), Exec: ex}, sessions)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -204,7 +204,7 @@ func TestExecClientGoneKills(t *testing.T) {
 			if how == "client gone" {
 				cancel()
 			} else {
-				close(stop)
+				close(sessions.stop)
 			}
 			select {
 			case err := <-ex.ended:
@@ -217,6 +217,7 @@ func TestExecClientGoneKills(t *testing.T) {
 			if err := <-done; err == nil {
 				t.Error("Exec returned neither an error nor an exit error")
 			}
+			sessions.running.Wait() // the session has ended
 		})
 	}
 }

@@ -103,10 +103,9 @@ const DefaultIdleTimeout = 60 * time.Second
 // Errors are JSON objects {"error": "..."}.
 func (s *Server) Handler() http.Handler { return s.handler(nil) }
 
-// handler is Handler; stop, when not nil, is closed when the server shuts
-// down, and ends the exec sessions (the server does not track the
-// connections they took over).
-func (s *Server) handler(stop <-chan struct{}) http.Handler {
+// handler is Handler; sessions, when not nil, tracks the exec sessions so
+// that the server's shutdown ends them.
+func (s *Server) handler(sessions *execSessions) http.Handler {
 	mux := http.NewServeMux()
 	s.healthRoutes(mux)
 	mux.HandleFunc("GET /pods", s.listPods)
@@ -118,7 +117,7 @@ func (s *Server) handler(stop <-chan struct{}) http.Handler {
 	mux.HandleFunc("POST /pods/{namespace}/{name}/rollback", s.rollbackPod)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/history", s.podHistory)
 	mux.HandleFunc("POST /manifests/rollback", s.rollbackFile)
-	mux.HandleFunc("POST /pods/{namespace}/{name}/exec", s.execHandler(stop))
+	mux.HandleFunc("POST /pods/{namespace}/{name}/exec", s.execHandler(sessions))
 	mux.HandleFunc("POST /pods/{namespace}/{name}/restart", s.restartPod)
 	return s.counted("socket", mux)
 }

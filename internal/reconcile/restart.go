@@ -25,7 +25,9 @@ const restartMessage = "restart requested by tug restart"
 // rollout controller (see Progress). Safe for concurrent use.
 //
 // The request is kept in memory: a tug stopped between the stop and the
-// start leaves the exited container to its restart policy.
+// start leaves the exited container to its restart policy. The sync is
+// asked for as Resync asks: when the loop has many pending, the pod's next
+// periodic sync (--sync-frequency) does the restart.
 func (l *Loop) Restart(uid string, containers []string) error {
 	var byName map[string][]pod.RuntimeContainer
 	if l.cfg.Cache != nil {
