@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -111,7 +112,8 @@ func serveSocket(t *testing.T, s *Server, sessions *execSessions) *Client {
 
 func TestExec(t *testing.T) {
 	ex := &fakeExecer{}
-	c := serveSocket(t, &Server{Status: execPod(), Exec: ex}, nil)
+	var logged syncBuffer
+	c := serveSocket(t, &Server{Status: execPod(), Exec: ex, Log: slog.New(slog.NewTextHandler(&logged, nil))}, nil)
 	ctx := context.Background()
 	tests := []struct {
 		name       string
@@ -161,6 +163,10 @@ func TestExec(t *testing.T) {
 				t.Errorf("status %+v, stdout %q, stderr %q; want %+v, %q, %q", st, out.String(), errOut.String(), tt.wantStatus, tt.wantOut, tt.wantErr)
 			}
 		})
+	}
+	// The command's name is logged, never its arguments.
+	if log := logged.String(); !strings.Contains(log, "command=echo") || strings.Contains(log, "secret-arg") {
+		t.Errorf("the log names the command without its arguments:\n%s", log)
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
@@ -279,6 +285,24 @@ func TestRestartEndpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type fakeRestarter struct{ asked []string }
