@@ -20,12 +20,13 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 		msg   string
 		grace *int64
 		bad   bool
+		what  = "unhealthy container"
 	)
 	switch {
 	case s.notes.restartRequested(p.Metadata.UID, last.ID):
 		// The prober records its own Killing event; a request records
 		// it here.
-		msg, bad = restartMessage, true
+		msg, bad, what = restartMessage, true, "container to restart it"
 		s.event(p, c.Name, eventNormal, reasonKilling, "Container "+c.Name+" "+restartMessage)
 	case s.probes != nil:
 		msg, grace, bad = s.probes.Unhealthy(last.ID)
@@ -39,10 +40,10 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 		g = time.Duration(*grace) * time.Second
 	}
 	if s.log != nil {
-		s.log.Info("killing container to restart it", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
+		s.log.Info("killing "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
 	}
 	if err := s.stopContainer(ctx, p, c, *last, g, nil); err != nil && s.log != nil {
-		s.log.Warn("stop container to restart it", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
+		s.log.Warn("stop "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
 	}
 	res.after(time.Millisecond) // read the exit back and restart it
 	return true
