@@ -53,6 +53,8 @@ var (
 	_ api.HealthChecker        = health{}
 	_ api.EventSource          = (*events.Ring)(nil)
 	_ api.SourceLister         = sourceStatus{}
+	_ api.Restarter            = (*reconcile.Loop)(nil)
+	_ api.Execer               = execer{}
 )
 
 // agentGCPercent is the agent's GOGC unless the environment sets one.
@@ -299,7 +301,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
 		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
-		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts}
+		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts,
+		Exec: execer{rt}, Restarts: loop}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run
@@ -390,6 +393,18 @@ type health struct {
 
 func (h health) Healthy(ctx context.Context) error {
 	return errors.Join(h.pleg.Healthy(), h.runtime.Ping(ctx))
+}
+
+// execer runs tug exec's commands through podruntime.
+type execer struct{ rt *podruntime.Runtime }
+
+func (e execer) Exec(ctx context.Context, id string, cmd []string, s api.ExecStreams) (api.ExecProcess, error) {
+	p, err := e.rt.Exec(ctx, id, cmd, podruntime.ExecStreams{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr,
+		TTY: s.TTY, Width: s.Width, Height: s.Height})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // runAll runs each component until ctx ends or one of them returns; then it

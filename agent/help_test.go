@@ -30,6 +30,8 @@ func TestHelp(t *testing.T) {
 		{"logs", []string{"--socket", "-n, --namespace", "-c, --container", "-f, --follow", "-p, --previous", "--tail", "--since", "--timestamps"}},
 		{"node", []string{"--socket", "-o, --output", "--no-headers"}},
 		{"events", []string{"--socket", "-n, --namespace", "-A, --all-namespaces", "-w, --watch", "-o, --output", "--no-headers"}},
+		{"exec", []string{"--socket", "-n, --namespace", "-c, --container", "-i, --stdin", "-t, --tty"}},
+		{"restart", []string{"--socket", "-n, --namespace", "-c, --container"}},
 		{"rollback", []string{"--socket", "-n, --namespace", "--source"}},
 		{"history", []string{"--socket", "-n, --namespace", "-o, --output", "--no-headers"}},
 		{"sign", []string{"--key", "--version", "--expires", "--not-after", "-o, --output", "--node"}},

@@ -76,6 +76,7 @@ func commands() []cli.Command {
 	env := cli.Env{
 		Socket:  cfg.SocketPath(),
 		Version: buildVersion(),
+		Stdin:   os.Stdin,
 		Policy: func(levels map[string]string, allowPrivileged, allowHostStateMounts bool) *policy.Policy {
 			c := config.Default()
 			c.AllowPrivileged, c.AllowHostStateMounts = allowPrivileged, allowHostStateMounts

@@ -133,10 +133,11 @@ var allowedImports = map[string]allowed{
 	// returns; manifest reads the files of "tug validate"; source for the manifest file rules "tug validate" shares with
 	// the file source and the envelope "tug sign" seals; policy for "tug
 	// validate --policy" (the policy itself comes from agent/); yaml.v3
-	// prints "tug inspect -o yaml"; pflag parses the GNU-style flags. Not
+	// prints "tug inspect -o yaml"; pflag parses the GNU-style flags; x/sys
+	// for the terminal of "tug exec -it" (raw mode, window size). Not
 	// config: agent/ passes its defaults.
 	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
+		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys"}},
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
 	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{

@@ -77,7 +77,7 @@ func (s *Server) counted(serverType string, mux *http.ServeMux) http.Handler {
 			path = "other"
 		}
 		long := "false"
-		if r.URL.Query().Get("follow") == "true" || r.URL.Query().Get("watch") == "true" {
+		if r.URL.Query().Get("follow") == "true" || r.URL.Query().Get("watch") == "true" || strings.HasSuffix(path, "/exec") {
 			long = "true"
 		}
 		s.requests.WithLabelValues(r.Method, path, serverType, long).Inc()

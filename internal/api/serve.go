@@ -61,8 +61,13 @@ func (s *Server) Serve(ctx context.Context, socketPath, healthAddr string) error
 	// No server keeps an idle connection forever. The socket's has no read
 	// or write timeout: GET .../logs?follow streams for as long as the
 	// client wants (a read deadline would cancel the request's context).
-	servers := []*http.Server{{Handler: s.Handler(), ReadHeaderTimeout: requestTimeout, IdleTimeout: idle,
+	execs := &execSessions{stop: make(chan struct{})}
+	servers := []*http.Server{{Handler: s.handler(execs), ReadHeaderTimeout: requestTimeout, IdleTimeout: idle,
 		MaxHeaderBytes: maxHeaderBytes, ErrorLog: errLog}}
+	// Exec sessions take their connections over: Shutdown neither tracks
+	// nor waits for them, so it ends them (their commands are killed) and
+	// they are waited for below.
+	servers[0].RegisterOnShutdown(func() { close(execs.stop) })
 	listeners := []net.Listener{unixL}
 	if healthAddr != "" {
 		tcpL, err := net.Listen("tcp", healthAddr)
@@ -97,6 +102,16 @@ func (s *Server) Serve(ctx context.Context, socketPath, healthAddr string) error
 			log.Warn("API shutdown", "err", err)
 			srv.Close()
 		}
+	}
+	ended := make(chan struct{})
+	go func() {
+		execs.running.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-stopCtx.Done():
+		log.Warn("API shutdown: exec sessions still ending")
 	}
 	for ; pending > 0; pending-- {
 		if err := <-done; failed == nil {

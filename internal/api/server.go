@@ -69,6 +69,10 @@ type Server struct {
 	// LogsDir is the pod logs directory (--pod-logs-dir) the log endpoint
 	// reads; empty: no container has logs.
 	LogsDir string
+	// Exec runs the commands of POST .../exec; nil: exec is refused.
+	Exec Execer
+	// Restarts serves POST .../restart; nil: restarts are refused.
+	Restarts Restarter
 
 	metricsOnce sync.Once
 	requests    *prometheus.CounterVec
@@ -92,9 +96,16 @@ const DefaultIdleTimeout = 60 * time.Second
 //	POST /pods/{namespace}/{name}/rollback  return the pod to its last good spec
 //	GET /pods/{namespace}/{name}/history    the pod's rollout history
 //	POST /manifests/rollback?file=F         return a file's pods to its last good content
+//	POST /pods/{namespace}/{name}/exec      run a command in a container, as kubectl exec
+//	    (?container=&tty=&stdin=&command=NAME&command=ARG...; Upgrade: tug-exec, see the package doc)
+//	POST /pods/{namespace}/{name}/restart   restart the pod's running containers (?container=: one)
 //
 // Errors are JSON objects {"error": "..."}.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.handler(nil) }
+
+// handler is Handler; sessions, when not nil, tracks the exec sessions so
+// that the server's shutdown ends them.
+func (s *Server) handler(sessions *execSessions) http.Handler {
 	mux := http.NewServeMux()
 	s.healthRoutes(mux)
 	mux.HandleFunc("GET /pods", s.listPods)
@@ -106,6 +117,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /pods/{namespace}/{name}/rollback", s.rollbackPod)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/history", s.podHistory)
 	mux.HandleFunc("POST /manifests/rollback", s.rollbackFile)
+	mux.HandleFunc("POST /pods/{namespace}/{name}/exec", s.execHandler(sessions))
+	mux.HandleFunc("POST /pods/{namespace}/{name}/restart", s.restartPod)
 	return s.counted("socket", mux)
 }
 

@@ -1,6 +1,6 @@
 // Package cli holds tug's client subcommands: those that ask the running
-// agent through its API socket (pods, inspect, logs, node, events, rollback,
-// history) and those that work on manifest files offline (validate, sign),
+// agent through its API socket (pods, inspect, logs, exec, restart, node,
+// events, rollback, history) and those that work on manifest files offline (validate, sign),
 // plus version. Each command parses its own flags and returns the process
 // exit code: 0, 1 when it failed, 2 for a usage error.
 //
@@ -25,6 +25,9 @@ type Env struct {
 	Socket string
 	// Version is what "tug version" prints.
 	Version string
+	// Stdin is what "tug exec -i" forwards (agent/ gives os.Stdin; -t
+	// needs it to be a terminal); nil: an empty input.
+	Stdin io.Reader
 	// Policy builds the admission policy "tug validate --policy" applies, as
 	// "tug run" would with otherwise default settings: levels maps a source
 	// name to its level's flag value; allowPrivileged and
@@ -52,6 +55,8 @@ func Commands(env Env) []Command {
 		{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", env.logsCmd},
 		{"node", "              show the node's pressure conditions (MemoryPressure, DiskPressure, PIDPressure)", env.showNode},
 		{"events", "[-w] [POD]  list the agent's recent events, -w to follow them", env.eventsCmd},
+		{"exec", "[-c CONTAINER] [-i] [-t] POD -- COMMAND [ARG...]  run a command in a running container", env.execCmd},
+		{"restart", "[-c CONTAINER] POD  stop a pod's running containers and start them again", env.restartCmd},
 		{"rollback", "POD       return a pod to its last good spec", env.rollbackCmd},
 		{"history", "POD        list a pod's last specs and what became of them", env.historyCmd},
 		{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", noContext(signCmd)},

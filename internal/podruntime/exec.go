@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // execOutputMax bounds the output kept of an exec (probes and hooks keep
@@ -29,23 +30,11 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string) (int, [
 		return 0, nil, fmt.Errorf("exec in %s: empty command", id)
 	}
 	nsctx := r.ctx(context.WithoutCancel(ctx))
-	cont, err := r.client.LoadContainer(nsctx, id)
-	if errdefs.IsNotFound(err) {
-		return 0, nil, fmt.Errorf("exec in %s: %w", id, ErrContainerNotFound)
-	} else if err != nil {
-		return 0, nil, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	spec, err := cont.Spec(nsctx)
+	task, spec, err := r.execTarget(nsctx, id)
 	if err != nil {
-		return 0, nil, fmt.Errorf("exec in %s: read spec: %w", id, err)
+		return 0, nil, err
 	}
-	task, err := cont.Task(nsctx, nil)
-	if errdefs.IsNotFound(err) {
-		return 0, nil, fmt.Errorf("exec in %s: %w", id, ErrNoTask)
-	} else if err != nil {
-		return 0, nil, fmt.Errorf("exec in %s: %w", id, err)
-	}
-	pspec := *spec.Process
+	pspec := *spec
 	pspec.Args = cmd
 	pspec.Terminal = false
 	var out limitedBuffer
@@ -91,6 +80,31 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string) (int, [
 		proc.IO().Cancel()
 		return 0, out.Bytes(), fmt.Errorf("exec in %s: %w", id, ctx.Err())
 	}
+}
+
+// execTarget returns container id's task and its process spec, the base
+// of an exec's.
+func (r *Runtime) execTarget(nsctx context.Context, id string) (containerd.Task, *specs.Process, error) {
+	cont, err := r.client.LoadContainer(nsctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("exec in %s: %w", id, ErrContainerNotFound)
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	spec, err := cont.Spec(nsctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exec in %s: read spec: %w", id, err)
+	}
+	if spec.Process == nil {
+		return nil, nil, fmt.Errorf("exec in %s: its spec has no process", id)
+	}
+	task, err := cont.Task(nsctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("exec in %s: %w", id, ErrNoTask)
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	return task, spec.Process, nil
 }
 
 func newExecID() string {

@@ -31,7 +31,13 @@ type podNotes struct {
 	firstSeen  time.Time
 	evicted    *evictedNote      // set while the pod is evicted
 	killed     map[string]string // probe messages of the containers a probe failure stopped, by container ID
-	probes     Prober            // set by Status for computeStatus (nil: no probes)
+	// restartAsked holds the IDs of the containers a restart was asked
+	// for (Loop.Restart), until their next attempt starts.
+	restartAsked map[string]bool
+	// askedAttempts counts, by container name, the attempts started
+	// because a restart was asked for.
+	askedAttempts map[string]int
+	probes        Prober // set by Status for computeStatus (nil: no probes)
 }
 
 // killedFor records that a failed probe stopped container id of pod uid.

@@ -9,15 +9,28 @@ import (
 )
 
 // unhealthy stops running container last of c when its liveness or
-// startup probe failed, and reports whether it did. The exit then goes the
-// way of any exit: restarted under the pod's restartPolicy after its
-// crash back-off; the probe's message becomes the message of the
-// container's terminated state.
+// startup probe failed, or when a restart of it was asked for (tug
+// restart), and reports whether it did. The exit then goes the way of any
+// exit: restarted under the pod's restartPolicy after its crash back-off
+// (a requested restart at once, whatever the policy); the probe's message
+// (or the request's) becomes the message of the container's terminated
+// state.
 func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container, last *pod.RuntimeContainer, res *syncResult) bool {
-	if s.probes == nil {
-		return false
+	var (
+		msg   string
+		grace *int64
+		bad   bool
+		what  = "unhealthy container"
+	)
+	switch {
+	case s.notes.restartRequested(p.Metadata.UID, last.ID):
+		// The prober records its own Killing event; a request records
+		// it here.
+		msg, bad, what = restartMessage, true, "container to restart it"
+		s.event(p, c.Name, eventNormal, reasonKilling, "Container "+c.Name+" "+restartMessage)
+	case s.probes != nil:
+		msg, grace, bad = s.probes.Unhealthy(last.ID)
 	}
-	msg, grace, bad := s.probes.Unhealthy(last.ID)
 	if !bad {
 		return false
 	}
@@ -27,13 +40,20 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 		g = time.Duration(*grace) * time.Second
 	}
 	if s.log != nil {
-		s.log.Info("killing unhealthy container", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
+		s.log.Info("killing "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
 	}
 	if err := s.stopContainer(ctx, p, c, *last, g, nil); err != nil && s.log != nil {
-		s.log.Warn("stop unhealthy container", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
+		s.log.Warn("stop "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
 	}
 	res.after(time.Millisecond) // read the exit back and restart it
 	return true
+}
+
+// restartNow reports whether exited container last was stopped by a
+// requested restart: it starts again at once, whatever the restart policy
+// and back-off.
+func (s *podSyncer) restartNow(p *pod.Pod, last *pod.RuntimeContainer) bool {
+	return last.State == pod.RunExited && s.notes.restartRequested(p.Metadata.UID, last.ID)
 }
 
 // probeStatus applies the probes' results to a container's status: a

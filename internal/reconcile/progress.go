@@ -14,7 +14,9 @@ type Progress struct {
 	// every sidecar's) was created from this spec.
 	Current bool
 	// Attempts is, by container name, the attempt of the newest record of
-	// each app container and sidecar created from this spec.
+	// each app container and sidecar created from this spec, less the
+	// attempts a requested restart (Loop.Restart) started: those are not
+	// failures.
 	Attempts map[string]int
 	// Failure is a waiting reason that means the spec cannot run
 	// (ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
@@ -53,6 +55,9 @@ func (l *Loop) Progress(p *pod.Pod) Progress {
 		check(&p.Spec.Containers[i])
 	}
 	l.notes.with(p.Metadata.UID, l.now.Now(), func(n *podNotes) {
+		for name := range pr.Attempts {
+			pr.Attempts[name] -= n.askedAttempts[name]
+		}
 		if n.blocked != "" {
 			pr.Failure, pr.Message = pod.ReasonBlocked, n.blocked
 			return

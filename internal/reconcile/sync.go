@@ -267,7 +267,7 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 				}
 				continue
 			}
-			if current && last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res) {
+			if current && last.State == pod.RunExited && !s.restartNow(p, last) && !s.backedOff(p, c.Name, last, res) {
 				return false, nil
 			}
 			if _, err := s.start(ctx, p, c, true, recs, sb); err != nil {
@@ -322,6 +322,8 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 		s.notes.clear(p.Metadata.UID, c.Name)
 		s.unhealthy(ctx, p, c, last, res)
 		return nil
+	case s.restartNow(p, last):
+		// stopped by a requested restart: it starts again at once
 	case last.State == pod.RunExited && !restartsIn(p, last):
 		s.notes.clear(p.Metadata.UID, c.Name)
 		return nil
@@ -350,6 +352,7 @@ func (s *podSyncer) syncSidecar(ctx context.Context, p *pod.Pod, c *pod.Containe
 		s.notes.clear(p.Metadata.UID, c.Name)
 		s.unhealthy(ctx, p, c, last, res)
 		return nil
+	case s.restartNow(p, last):
 	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
 		return nil
 	}
@@ -434,6 +437,9 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
 		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
 		return "", err
+	}
+	if last != nil {
+		s.notes.restarted(p.Metadata.UID, c.Name, last.ID)
 	}
 	// StartContainer creates and starts: both events at once.
 	s.event(p, c.Name, eventNormal, reasonCreated, "Created container "+c.Name)
