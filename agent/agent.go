@@ -53,6 +53,7 @@ var (
 	_ api.HealthChecker        = health{}
 	_ api.EventSource          = (*events.Ring)(nil)
 	_ api.SourceLister         = sourceStatus{}
+	_ api.StatsSource          = podStats{}
 )
 
 // agentGCPercent is the agent's GOGC unless the environment sets one.
@@ -300,6 +301,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
 		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
 		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts}
+	if readerErr == nil {
+		server.Stats = podStats{containers: lifecycle, cgroups: reader}
+	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run
