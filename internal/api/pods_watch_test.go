@@ -106,12 +106,12 @@ func TestWatchPods(t *testing.T) {
 	var got []string
 	// Each step changes the pods once the previous event has arrived.
 	steps := map[string]func(){
-		"BOOKMARK ":        func() { status.set(running, sys) },
-		"MODIFIED web-e":   func() { status.set(running, sys, db) },
-		"ADDED db-e":       func() { status.set(running, sys) },
-		"DELETED db-e":     nil,
-		"ADDED web-e":      func() {},
-		"ADDED dns-e":      func() {},
+		"BOOKMARK ":      func() { status.set(running, sys) },
+		"MODIFIED web-e": func() { status.set(running, sys, db) },
+		"ADDED db-e":     func() { status.set(running, sys) },
+		"DELETED db-e":   nil,
+		"ADDED web-e":    func() {},
+		"ADDED dns-e":    func() {},
 	}
 	err := c.WatchPods(ctx, "", func(e PodWatchEvent) error {
 		key := e.Type + " " + e.Object.Metadata.Name
