@@ -27,13 +27,15 @@ import (
 // (api.Client) and print what it says; the flag parsing and printing
 // helpers below are every command's.
 
-const podsUsage = `usage: tug pods [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]
+const podsUsage = `usage: tug pods [-w] [-o wide|json|yaml] [-n NAMESPACE] [--socket PATH]
 
 Lists the pods tug runs like "kubectl get pods" (NAME, READY, STATUS,
 RESTARTS, AGE; -o wide adds IP and FILE), every namespace unless -n is given
 (with a NAMESPACE column when some pod is outside "default"), then each
 manifest file tug cannot use, as a ManifestError row and, below the table,
-its errors as file:line:col lines.
+its errors as file:line:col lines. With -w, then prints a pod's row again
+each time it changes (AGE aside), a pod appears or goes away, until
+interrupted (-o json: each pod as a JSON line, at every change).
 
 `
 
@@ -54,6 +56,9 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.StringVar(&ns, "n", "", "list only the pods of this `namespace`")
 	fs.StringVar(&ns, "namespace", "", "same as -n")
 	output := fs.String("o", "", "output `format`: wide, json or yaml (default: a table)")
+	var watch bool
+	fs.BoolVar(&watch, "w", false, "after listing, print a row each time a pod changes")
+	fs.BoolVar(&watch, "watch", false, "same as -w")
 	pos, code, ok := parseFlags(fs, args, podsUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -68,6 +73,12 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 
 	c := &api.Client{SocketPath: *socket}
+	if watch {
+		if *output == "yaml" {
+			return usageError(stderr, podsUsage, "tug pods -w prints a table or JSON lines, not YAML")
+		}
+		return watchPods(ctx, c, tableOptions{wide: *output == "wide", namespace: ns}, *output == "json", stdout, stderr)
+	}
 	list, err := c.Pods(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "tug:", err)
