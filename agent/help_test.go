@@ -24,8 +24,10 @@ func TestHelp(t *testing.T) {
 	}{
 		{"run", runFlags},
 		{"validate", []string{"-policy", "-allow-privileged", "-allow-host-state-mounts"}},
-		{"pods", []string{"-socket", "-n", "-namespace", "-o"}},
+		{"pods", []string{"-socket", "-n", "-namespace", "-o", "-w", "-watch"}},
 		{"inspect", []string{"-socket", "-n", "-namespace", "-o"}},
+		{"describe", []string{"-socket", "-n", "-namespace"}},
+		{"top", []string{"-socket", "-n", "-namespace", "-containers"}},
 		{"logs", []string{"-socket", "-n", "-namespace", "-c", "-container", "-f", "-follow", "-p", "-previous", "-tail", "-since", "-timestamps"}},
 		{"node", []string{"-socket", "-o"}},
 		{"events", []string{"-socket", "-n", "-namespace", "-o", "-watch"}},

@@ -48,8 +48,10 @@ func Commands(env Env) []Command {
 	return []Command{
 		{"validate", "[--policy LEVEL] PATH...  check manifest files or directories\n" +
 			"                         (and the admission policy of LEVEL: privileged, baseline, restricted)", noContext(env.validate)},
-		{"pods", "              list the pods and broken manifests of the running agent", env.listPods},
+		{"pods", "[-w]          list the pods and broken manifests of the running agent, -w to follow them", env.listPods},
 		{"inspect", "POD        print one pod and its status as YAML", env.inspectPod},
+		{"describe", "POD       print one pod, its containers and its events, as kubectl describe does", env.describeCmd},
+		{"top", "[--containers] [POD]  show the pods' CPU and memory use", env.topCmd},
 		{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", env.logsCmd},
 		{"node", "              show the node's pressure conditions (MemoryPressure, DiskPressure, PIDPressure)", env.showNode},
 		{"events", "[-w] [POD]  list the agent's recent events, -w to follow them", env.eventsCmd},
