@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,8 +139,16 @@ func TestPodsWatch(t *testing.T) {
 	tg.waitGone(startTimeout, tg.uid("fresh"), "fresh")
 	pods.waitLine(t, watchBound, before, staticName("fresh"))
 
-	// events -w printed fresh's start as it happened.
+	// events -w printed fresh's start, and prints another pod's as soon as
+	// the API has it.
 	evs.waitLine(t, watchBound, 0, "Started", "pod/"+staticName("fresh"))
+	tg.writeManifest("third.yaml", shPod("third", tg.image, idle))
+	tg.waitFor(startTimeout, "third's Started event in the API", func() (bool, error) {
+		return slices.Contains(tg.eventReasons(tg.uid("third")), "Started"), nil
+	})
+	seen = time.Now()
+	printed = evs.waitLine(t, watchBound, 0, "Started", "pod/"+staticName("third"))
+	t.Logf("tug events -w printed third's Started event %v after the API had it", printed.Sub(seen).Round(time.Millisecond))
 
 	// stay never changed: its one row is the table's, though its AGE moved
 	// (by a second at least: it is under two minutes old).
