@@ -25,9 +25,10 @@ import (
 func watchPods(ctx context.Context, c *api.Client, opts tableOptions, asJSON bool, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	pw := &podWatcher{ctx: ctx, client: c, opts: opts, json: asJSON, out: stdout, stderr: stderr,
+	pw := &podWatcher{client: c, opts: opts, json: asJSON, out: stdout, stderr: stderr,
 		printed: map[string]string{}, now: time.Now}
-	if err := c.WatchPods(ctx, opts.namespace, pw.handle); err != nil {
+	err := c.WatchPods(ctx, opts.namespace, func(e api.PodWatchEvent) error { return pw.handle(ctx, e) })
+	if err != nil {
 		fmt.Fprintln(stderr, "tug:", err)
 		return 1
 	}
@@ -36,24 +37,23 @@ func watchPods(ctx context.Context, c *api.Client, opts tableOptions, asJSON boo
 
 // podWatcher prints the events of a pod watch.
 type podWatcher struct {
-	ctx    context.Context // for the manifests -o wide asks for
-	client *api.Client
+	client *api.Client // for the manifests the table and -o wide's FILE read
 	opts   tableOptions
 	json   bool
 	out    io.Writer
 	stderr io.Writer
 	now    func() time.Time
 
-	synced    bool       // the initial events are over (BOOKMARK) and the table printed
-	initial   []pod.View // the pods of the initial events
-	namespace bool       // a NAMESPACE column
-	files     map[string]string
+	synced    bool              // the initial events are over (BOOKMARK) and the table printed
+	initial   []pod.View        // the pods of the initial events
+	namespace bool              // a NAMESPACE column
+	files     map[string]string // pod UID -> its manifest file (-o wide)
 	rows      rowPrinter
 	printed   map[string]string // pod UID -> rowKey of the row last printed
 }
 
 // handle prints what one watch event changes.
-func (pw *podWatcher) handle(e api.PodWatchEvent) error {
+func (pw *podWatcher) handle(ctx context.Context, e api.PodWatchEvent) error {
 	if pw.json {
 		if e.Type == api.WatchBookmark {
 			return nil
@@ -62,7 +62,7 @@ func (pw *podWatcher) handle(e api.PodWatchEvent) error {
 	}
 	if !pw.synced {
 		if e.Type == api.WatchBookmark {
-			return pw.printTable()
+			return pw.printTable(ctx)
 		}
 		pw.initial = append(pw.initial, e.Object)
 		return nil
@@ -74,7 +74,7 @@ func (pw *podWatcher) handle(e api.PodWatchEvent) error {
 		return nil
 	case api.WatchAdded:
 		if _, known := pw.files[uid]; pw.opts.wide && !known {
-			pw.readFiles()
+			pw.readFiles(ctx)
 		}
 	case api.WatchDeleted:
 		// Always a row, as kubectl prints the object's last state: the pod
@@ -93,9 +93,9 @@ func (pw *podWatcher) handle(e api.PodWatchEvent) error {
 
 // printTable prints the initial pods as "tug pods" does, and takes the
 // column widths of the rows that follow from its header.
-func (pw *podWatcher) printTable() error {
+func (pw *podWatcher) printTable(ctx context.Context) error {
 	pw.synced = true
-	manifests, err := pw.client.Manifests(pw.ctx)
+	manifests, err := pw.client.Manifests(ctx)
 	if err != nil {
 		return err
 	}
@@ -131,8 +131,8 @@ func (pw *podWatcher) printTable() error {
 
 // readFiles refreshes which manifest file each pod comes from (-o wide's
 // FILE); when the agent cannot say, FILE stays <none>.
-func (pw *podWatcher) readFiles() {
-	if manifests, err := pw.client.Manifests(pw.ctx); err == nil {
+func (pw *podWatcher) readFiles(ctx context.Context) {
+	if manifests, err := pw.client.Manifests(ctx); err == nil {
 		pw.setFiles(manifests)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,10 +75,10 @@ crash-edge1   0/1     CrashLoopBackOff   4 (12m ago)   2d2h   10.88.0.3   /etc/t
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			pw := &podWatcher{ctx: context.Background(), client: &api.Client{SocketPath: sock}, opts: tableOptions{wide: tt.wide},
+			pw := &podWatcher{client: &api.Client{SocketPath: sock}, opts: tableOptions{wide: tt.wide},
 				out: &out, stderr: &errOut, printed: map[string]string{}, now: func() time.Time { return now }}
 			for _, e := range tt.events {
-				if err := pw.handle(e); err != nil {
+				if err := pw.handle(context.Background(), e); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -127,5 +128,21 @@ func TestWidthsFromHeader(t *testing.T) {
 		if got := widthsFromHeader(tt.header, tt.titles); !slices.Equal(got, tt.want) {
 			t.Errorf("widthsFromHeader(%q) = %v, want %v", tt.header, got, tt.want)
 		}
+	}
+}
+
+func TestPodWatcherJSON(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	web := fixture(now).pods[0]
+	var out bytes.Buffer
+	pw := &podWatcher{json: true, out: &out, printed: map[string]string{}, now: func() time.Time { return now }}
+	for _, e := range []api.PodWatchEvent{{Type: api.WatchAdded, Object: web}, {Type: api.WatchBookmark}, {Type: api.WatchModified, Object: web}} {
+		if err := pw.handle(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-edge1"`) || lines[0] != lines[1] {
+		t.Errorf("tug pods -w -o json printed %q, want the pod twice as a JSON line, no bookmark", lines)
 	}
 }
