@@ -1,7 +1,7 @@
 // Package cli holds tug's client subcommands: those that ask the running
 // agent through its API socket (pods, describe, top, inspect, logs, node,
-// events, rollback, history) and those that work on manifest files offline (validate, sign),
-// plus version. Each command parses its own flags and returns the process
+// events, rollback, history) and those that work on manifest files offline
+// (validate, sign), plus version. Each command parses its own flags and returns the process
 // exit code: 0, 1 when it failed, 2 for a usage error.
 //
 // agent/ builds the Env (the defaults that come from the agent's
