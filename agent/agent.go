@@ -55,6 +55,7 @@ var (
 	_ api.SourceLister         = sourceStatus{}
 	_ api.Restarter            = (*reconcile.Loop)(nil)
 	_ api.Execer               = execer{}
+	_ api.StatsSource          = podStats{}
 )
 
 // agentGCPercent is the agent's GOGC unless the environment sets one.
@@ -303,6 +304,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
 		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts,
 		Exec: execer{rt}, Restarts: loop}
+	if readerErr == nil {
+		server.Stats = podStats{containers: lifecycle, cgroups: reader}
+	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run

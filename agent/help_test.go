@@ -25,8 +25,10 @@ func TestHelp(t *testing.T) {
 	}{
 		{"run", runFlags},
 		{"validate", []string{"--policy", "--allow-privileged", "--allow-host-state-mounts"}},
-		{"pods", []string{"--socket", "-n, --namespace", "-A, --all-namespaces", "-o, --output", "--no-headers"}},
+		{"pods", []string{"--socket", "-n, --namespace", "-A, --all-namespaces", "-w, --watch", "-o, --output", "--no-headers"}},
 		{"inspect", []string{"--socket", "-n, --namespace", "-o, --output", "--no-headers"}},
+		{"describe", []string{"--socket", "-n, --namespace"}},
+		{"top", []string{"--socket", "-n, --namespace", "-A, --all-namespaces", "--containers", "-o, --output", "--no-headers"}},
 		{"logs", []string{"--socket", "-n, --namespace", "-c, --container", "-f, --follow", "-p, --previous", "--tail", "--since", "--timestamps"}},
 		{"node", []string{"--socket", "-o, --output", "--no-headers"}},
 		{"events", []string{"--socket", "-n, --namespace", "-A, --all-namespaces", "-w, --watch", "-o, --output", "--no-headers"}},

@@ -45,6 +45,16 @@ func (c *Client) Events(ctx context.Context, q EventQuery) ([]events.Event, erro
 // then each new one as it happens, until ctx ends (it then returns nil),
 // the agent goes away, or fn returns an error (returned as is).
 func (c *Client) WatchEvents(ctx context.Context, q EventQuery, fn func(WatchEvent) error) error {
+	v := q.values()
+	v.Set("watch", "true")
+	return watch(ctx, c, "/events?"+v.Encode(), "events", fn)
+}
+
+// watch reads the JSON lines of the watch at path (a GET that streams, as
+// GET /events?watch=true does) and calls fn with each, until ctx ends (it
+// then returns nil), the agent goes away, or fn returns an error (returned
+// as is). what names the watched objects in errors.
+func watch[T any](ctx context.Context, c *Client, path, what string, fn func(T) error) error {
 	if c.SocketPath == "" {
 		return errors.New("api: no socket path")
 	}
@@ -62,11 +72,9 @@ func (c *Client) WatchEvents(ctx context.Context, q EventQuery, fn func(WatchEve
 		ResponseHeaderTimeout: ClientTimeout,
 	}
 	defer tr.CloseIdleConnections()
-	v := q.values()
-	v.Set("watch", "true")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://tug/events?"+v.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://tug"+path, nil)
 	if err != nil {
-		return fmt.Errorf("request /events: %w", err)
+		return fmt.Errorf("request %s: %w", path, err)
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
@@ -77,7 +85,7 @@ func (c *Client) WatchEvents(ctx context.Context, q EventQuery, fn func(WatchEve
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("watch events of tug at %s: %w", sock, err)
+		return fmt.Errorf("watch %s of tug at %s: %w", what, sock, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -87,14 +95,14 @@ func (c *Client) WatchEvents(ctx context.Context, q EventQuery, fn func(WatchEve
 	}
 	dec := json.NewDecoder(resp.Body)
 	for {
-		var we WatchEvent
-		if err := dec.Decode(&we); err != nil {
+		var v T
+		if err := dec.Decode(&v); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("watch events of tug at %s: %w", sock, err)
+			return fmt.Errorf("watch %s of tug at %s: %w", what, sock, err)
 		}
-		if err := fn(we); err != nil {
+		if err := fn(v); err != nil {
 			return err
 		}
 	}

@@ -68,13 +68,9 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, EventList{APIVersion: "v1", Kind: "EventList", Items: f.apply(evs)})
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	rc := http.NewResponseController(w)
 	var last uint64
-	for {
+	batch := func(evs []events.Event) []WatchEvent {
+		out := make([]WatchEvent, 0, len(evs))
 		for _, e := range evs {
 			last = max(last, e.Seq)
 			if !f.match(e) {
@@ -84,19 +80,44 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 			if e.Count > 1 {
 				typ = "MODIFIED"
 			}
-			if err := enc.Encode(WatchEvent{Type: typ, Object: e}); err != nil {
+			out = append(out, WatchEvent{Type: typ, Object: e})
+		}
+		return out
+	}
+	stream(w, r, batch(evs), func(ctx context.Context) ([]WatchEvent, error) {
+		if s.Events == nil {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		evs, err := s.Events.Wait(ctx, last)
+		return batch(evs), err
+	})
+}
+
+// stream answers a watch request: 200, then first and each batch next
+// returns, one JSON value a line, flushed after each batch, until the
+// client goes away (the request's context ends, which next must honour)
+// or next fails. The socket's server has no write timeout (see Serve), so
+// a watch lasts as long as the client wants; keep-alive's idle timeout
+// does not apply to a request in progress.
+func stream[T any](w http.ResponseWriter, r *http.Request, first []T, next func(ctx context.Context) ([]T, error)) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	rc := http.NewResponseController(w)
+	batch := first
+	for {
+		for _, v := range batch {
+			if err := enc.Encode(v); err != nil {
 				return
 			}
 		}
 		if err := rc.Flush(); err != nil {
 			return
 		}
-		if s.Events == nil {
-			<-r.Context().Done()
-			return
-		}
 		var err error
-		if evs, err = s.Events.Wait(r.Context(), last); err != nil {
+		if batch, err = next(r.Context()); err != nil {
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,8 @@ type Server struct {
 	IdleTimeout time.Duration
 	// Rollouts serves the rollback and history endpoints; nil: none.
 	Rollouts RolloutSource
+	// Stats serves GET /stats/summary; nil: no pod has usage to show.
+	Stats StatsSource
 	// LogsDir is the pod logs directory (--pod-logs-dir) the log endpoint
 	// reads; empty: no container has logs.
 	LogsDir string
@@ -87,11 +90,13 @@ const DefaultIdleTimeout = 60 * time.Second
 //	GET /readyz                    the same, for now
 //	GET /metrics                   Prometheus text format
 //	GET /pods                      a PodList, sorted by namespace and name
+//	GET /pods?watch=true           the pods, then their changes as JSON lines (?namespace=)
 //	GET /pods/{namespace}/{name}   one pod, by static name or manifest name
 //	GET /manifests                 {"items": [ManifestStatus...]}
 //	GET /pods/{namespace}/{name}/log  a container's output, as kubectl logs
 //	    (?container=&follow=&previous=&tailLines=&sinceSeconds=&timestamps=)
 //	GET /node                      the node and its pressure conditions
+//	GET /stats/summary             the running containers' CPU and memory usage
 //	GET /events                    an EventList, oldest first (?namespace=&pod=&watch=true)
 //	POST /pods/{namespace}/{name}/rollback  return the pod to its last good spec
 //	GET /pods/{namespace}/{name}/history    the pod's rollout history
@@ -113,6 +118,7 @@ func (s *Server) handler(sessions *execSessions) http.Handler {
 	mux.HandleFunc("GET /manifests", s.listManifests)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/log", s.getLog)
 	mux.HandleFunc("GET /node", s.getNode)
+	mux.HandleFunc("GET /stats/summary", s.statsSummary)
 	mux.HandleFunc("GET /events", s.listEvents)
 	mux.HandleFunc("POST /pods/{namespace}/{name}/rollback", s.rollbackPod)
 	mux.HandleFunc("GET /pods/{namespace}/{name}/history", s.podHistory)
@@ -173,6 +179,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
+	if watch, _ := strconv.ParseBool(r.URL.Query().Get("watch")); watch {
+		s.watchPods(w, r)
+		return
+	}
 	items := s.pods()
 	if items == nil {
 		items = []pod.View{}

@@ -1,8 +1,9 @@
 // Package cli holds tug's client subcommands: those that ask the running
-// agent through its API socket (pods, inspect, logs, exec, restart, node,
-// events, rollback, history) and those that work on manifest files offline (validate, sign),
-// plus version. Each command parses its own flags and returns the process
-// exit code: 0, 1 when it failed, 2 for a usage error.
+// agent through its API socket (pods, describe, top, inspect, logs, exec,
+// restart, node, events, rollback, history) and those that work on manifest
+// files offline (validate, sign, verify), plus completion and version. Each
+// command parses its own flags and returns the process exit code: 0, 1
+// when it failed, 2 for a usage error.
 //
 // agent/ builds the Env (the defaults that come from the agent's
 // configuration and the admission policy), lists Commands beside its own
@@ -50,8 +51,10 @@ func Commands(env Env) []Command {
 	return []Command{
 		{"validate", "[--policy LEVEL] PATH...  check manifest files or directories\n" +
 			"                         (and the admission policy of LEVEL: privileged, baseline, restricted)", noContext(env.validate)},
-		{"pods", "              list the pods and broken manifests of the running agent", env.listPods},
+		{"pods", "[-w]          list the pods and broken manifests of the running agent, -w to follow them", env.listPods},
 		{"inspect", "POD        print one pod and its status as YAML", env.inspectPod},
+		{"describe", "POD       print one pod, its containers and its events, as kubectl describe does", env.describeCmd},
+		{"top", "[--containers] [POD]  show the pods' CPU and memory use", env.topCmd},
 		{"logs", "[-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] POD  print a container's output", env.logsCmd},
 		{"node", "              show the node's pressure conditions (MemoryPressure, DiskPressure, PIDPressure)", env.showNode},
 		{"events", "[-w] [POD]  list the agent's recent events, -w to follow them", env.eventsCmd},

@@ -25,13 +25,15 @@ import (
 // (api.Client) and print what it says; the flag parsing and printing
 // helpers below are every command's.
 
-const podsUsage = `usage: tug pods [-o wide|json|yaml|name] [--no-headers] [-n NAMESPACE | -A] [--socket PATH]
+const podsUsage = `usage: tug pods [-w] [-o wide|json|yaml|name] [--no-headers] [-n NAMESPACE | -A] [--socket PATH]
 
 Lists the pods tug runs like "kubectl get pods" (NAME, READY, STATUS,
 RESTARTS, AGE; -o wide adds IP and FILE), every namespace unless -n is given
 (with a NAMESPACE column when some pod is outside "default"), then each
 manifest file tug cannot use, as a ManifestError row and, below the table,
-its errors as file:line:col lines.
+its errors as file:line:col lines. With -w, then prints a pod's row again
+each time it changes (AGE aside), a pod appears or goes away, until
+interrupted (-o json: each pod as a JSON line, at every change).
 
 `
 
@@ -52,6 +54,7 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	ns := fs.StringP("namespace", "n", "", "list only the pods of this `namespace`")
 	all := allNamespacesFlag(fs)
 	out := outputFlags(fs, formatTable)
+	watch := fs.BoolP("watch", "w", false, "after listing, print a row each time a pod changes")
 	pos, code, ok := parseFlags(fs, args, podsUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -67,6 +70,12 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 
 	c := &api.Client{SocketPath: *socket}
+	if *watch {
+		if out.format == formatYAML || out.format == formatName {
+			return usageError(stderr, podsUsage, "tug pods -w prints a table or JSON lines, not "+out.format)
+		}
+		return watchPods(ctx, c, tableOptions{wide: out.format == formatWide, namespace: *ns, noHeaders: out.noHeaders}, out.format == formatJSON, stdout, stderr)
+	}
 	list, err := c.Pods(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "tug:", err)

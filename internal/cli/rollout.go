@@ -98,7 +98,7 @@ func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Wr
 			}
 			err = writeEscaped(stdout, b.String())
 		default:
-			err = writeHistory(stdout, h, out)
+			err = writeHistoryTable(stdout, h, out)
 		}
 	}
 	if err != nil {
@@ -108,9 +108,9 @@ func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Wr
 	return 0
 }
 
-// writeHistory prints a pod's rollout history as a table (-o wide: whole
-// hashes), then its last good spec and the spec held back.
-func writeHistory(w io.Writer, h pod.RolloutHistory, out *output) error {
+// writeHistoryTable prints a pod's rollout history as a table (-o wide:
+// whole hashes), then its last good spec and the spec held back.
+func writeHistoryTable(w io.Writer, h pod.RolloutHistory, out *output) error {
 	short := shortHash
 	if out.format == formatWide {
 		short = func(h string) string { return h }

@@ -2,15 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the .want files of testdata/bad from what tug validate prints")
 
 // TestValidateGolden runs tug validate on each manifest of testdata/bad (a
 // kind typo, an empty file, JSON with a trailing comma, a tab in the
