@@ -29,7 +29,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/pod": {},
 	// Reading manifests: the strict decoder works on yaml.v3's node tree
 	// (positions for file:line:col errors) and fills pod's types.
-	"tug/internal/manifest": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3"}},
+	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3"}},
 	// Resolving a pod's references into values: pure functions of the pod
 	// and the objects bound to it.
 	"tug/internal/objects": {internal: []string{"tug/internal/pod"}},
@@ -39,12 +39,15 @@ var allowedImports = map[string]allowed{
 	// Gives back the executable's start-up pages (agent and the footprint
 	// benchmark's floor).
 	"tug/internal/exepages": {},
+	// The edit distance of the "did you mean"s: a leaf of the standard
+	// library, for manifest and config.
+	"tug/internal/suggest": {},
 	// The agent's configuration; only agent/ imports it. STYLE.md gives it
 	// the standard library and yaml.v3 only; it also imports pod, a leaf
 	// of the standard library, so that --reserved is parsed and validated with the
 	// manifests' quantity syntax before anything touches the host; pflag
 	// for the GNU-style flags of tug run.
-	"tug/internal/config": {internal: []string{"tug/internal/pod"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
+	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
 	// manifest reads what each source fetched.
 	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"tug/internal/suggest"
 
 	"gopkg.in/yaml.v3"
 )
@@ -84,7 +85,7 @@ func (c *Config) decodeFile(path string, data []byte) error {
 		seen[name] = k.Line
 		idx, ok := fields[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s:%d: unknown key %q%s", path, k.Line, name, suggest(name, fields)))
+			errs = append(errs, fmt.Errorf("%s:%d: unknown key %q%s", path, k.Line, name, didYouMean(name, fields)))
 			continue
 		}
 		if err := setField(v.FieldByIndex(idx), val); err != nil {
@@ -258,16 +259,16 @@ func syntaxError(path string, err error) error {
 	return fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
-// suggest returns ` (did you mean "key"?)` for the known key closest to
+// didYouMean returns ` (did you mean "key"?)` for the known key closest to
 // name: the same key written in camelCase or snake_case (the kubelet's
 // config file is camelCase), or one at most two edits away.
-func suggest(name string, keys map[string][]int) string {
+func didYouMean(name string, keys map[string][]int) string {
 	fold := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s))
 	}
 	best, bestDist := "", 3
 	for k := range keys {
-		d := editDistance(name, k)
+		d := suggest.Distance(name, k)
 		if fold(k) == fold(name) {
 			d = 0
 		}
@@ -279,25 +280,4 @@ func suggest(name string, keys map[string][]int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tug/internal/pod"
+	"tug/internal/suggest"
 )
 
 // structInfo is what the decoder knows about one manifest struct type.
@@ -69,33 +70,9 @@ func (info *structInfo) suggest(name string) string {
 		if strings.EqualFold(known, name) {
 			return known
 		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(known)); d < bestDist || (d == bestDist && best == "") {
+		if d := suggest.Distance(strings.ToLower(name), strings.ToLower(known)); d < bestDist || (d == bestDist && best == "") {
 			best, bestDist = known, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return max(len(a), len(b)) // not a typo of a field name; skip the work
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,16 +12,28 @@ import (
 	"tug/internal/pod"
 )
 
-// eventLog records the events of a Loop.
+// eventLog records the events of a Loop or a syncer.
 type eventLog struct {
 	mu     sync.Mutex
-	events []string // "container reason message"
+	events []string // "type container reason message"
 }
 
-func (e *eventLog) Event(_ *pod.Pod, container, _, reason, message string) {
+func (e *eventLog) Event(_ *pod.Pod, container, typ, reason, message string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, container+" "+reason+" "+message)
+	e.events = append(e.events, typ+" "+container+" "+reason+" "+message)
+}
+
+// reasons returns the events recorded so far as "type container reason".
+func (e *eventLog) reasons() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.events {
+		f := strings.SplitN(ev, " ", 4)
+		out = append(out, strings.Join(f[:3], " "))
+	}
+	return out
 }
 
 // TestRestartRequested: Loop.Restart stops the running container it names
@@ -56,7 +69,7 @@ func TestRestartRequested(t *testing.T) {
 	if got, want := f.takeLog(), []string{"stop app/0", "start app/1"}; !slices.Equal(got, want) {
 		t.Errorf("calls %v, want app stopped and started again (%v)", got, want)
 	}
-	if !slices.Contains(evs.events, "app Killing Container app "+restartMessage) {
+	if !slices.Contains(evs.events, "Normal app Killing Container app "+restartMessage) {
 		t.Errorf("events %q: no Killing event for the requested restart", evs.events)
 	}
 	if running := f.running(); len(running) != 2 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -338,18 +337,6 @@ type fakePuller struct{ err error }
 
 func (f fakePuller) PullImage(context.Context, *pod.Pod, *pod.Container) error { return f.err }
 
-// eventLog records events as "container reason".
-type eventLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (e *eventLog) Event(_ *pod.Pod, container, typ, reason, _ string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.events = append(e.events, typ+" "+container+" "+reason)
-}
-
 // TestSyncUpdateBlockedOnPull: an update whose image cannot be pulled
 // leaves the old container running, says so once (UpdateBlocked) while
 // every try is a Failed event, and the pod's status has the False
@@ -377,8 +364,8 @@ func TestSyncUpdateBlockedOnPull(t *testing.T) {
 	}
 	want := []string{"Normal app Created", "Normal app Started",
 		"Warning app Failed", "Warning app UpdateBlocked", "Warning app Failed", "Warning app Failed"}
-	if !slices.Equal(events.events, want) {
-		t.Errorf("events %v, want %v", events.events, want)
+	if got := events.reasons(); !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
 	}
 	status := func(p *pod.Pod) pod.Status {
 		recs, _ := f.PodContainers(ctx, p.Metadata.UID)
