@@ -37,9 +37,10 @@ const pullLeaseExpiry = 24 * time.Hour
 //     offline keeps running what it has.
 //
 // It is the one place that records the events of a container's image, as
-// the kubelet words them: Pulling when a pull starts, then Pulled ("Successfully
-// pulled image ...") or a Failed warning; Pulled ("... already present on
-// machine") when no pull is needed.
+// the kubelet words them: Pulling when a pull starts, then Pulled
+// ("Successfully pulled image ...") or a Failed warning; Pulled ("...
+// already present on machine") when no pull is needed, or when a failed
+// pull of an Always image falls back on the one present.
 func (m *Manager) Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error) {
 	ctx = m.ctx(ctx)
 	ref, err := NormalizeRef(c.Image)
@@ -76,6 +77,7 @@ func (m *Manager) Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (con
 			return nil, err
 		}
 		m.log.Warn("pull failed, using the image that is present", "image", ref, "err", err)
+		m.present(p, c)
 		return local, nil
 	}
 }
