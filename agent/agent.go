@@ -49,6 +49,7 @@ var (
 	_ source.Sink              = (*podconfig.Store)(nil)
 	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
 	_ reconcile.PodStatuser    = (*reconcile.Loop)(nil)
+	_ reconcile.PullMessages   = (*podruntime.Runtime)(nil)
 	_ api.StatusSource         = reconcile.View{}
 	_ api.HealthChecker        = health{}
 	_ api.EventSource          = (*events.Ring)(nil)
@@ -144,19 +145,21 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ring := events.New(events.DefaultSize, nil, hostname)
 
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
-		Address:         cfg.ContainerdAddress,
-		Namespace:       cfg.ContainerdNamespace,
-		RootDir:         cfg.RootDir,
-		LogsDir:         cfg.PodLogsDir,
-		ImageDir:        cfg.ImageDir,
-		AllowPrivileged: cfg.AllowPrivileged,
-		LoggerPath:      self,
-		LogMaxSize:      cfg.ContainerLogMaxSize,
-		LogMaxFiles:     cfg.ContainerLogMaxFiles,
-		LogDriver:       cfg.ContainerLogDriver,
-		ResolvConf:      cfg.ResolvConf,
-		Log:             log.With("component", "podruntime"),
-		Recorder:        ring,
+		Address:              cfg.ContainerdAddress,
+		Namespace:            cfg.ContainerdNamespace,
+		RootDir:              cfg.RootDir,
+		LogsDir:              cfg.PodLogsDir,
+		ImageDir:             cfg.ImageDir,
+		AllowPrivileged:      cfg.AllowPrivileged,
+		LoggerPath:           self,
+		LogMaxSize:           cfg.ContainerLogMaxSize,
+		LogMaxFiles:          cfg.ContainerLogMaxFiles,
+		LogDriver:            cfg.ContainerLogDriver,
+		ResolvConf:           cfg.ResolvConf,
+		PullProgressDeadline: cfg.ImagePullProgressDeadline,
+		PullTimeout:          cfg.ImagePullTimeout,
+		Log:                  log.With("component", "podruntime"),
+		Recorder:             ring,
 
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
 		NodeName:                 hostname,
@@ -240,7 +243,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Images:     rt,
 	})
 	resync = loop.Resync
-	view := reconcile.View{Store: store, Loop: loop}
+	view := reconcile.View{Store: store, Loop: loop, Pulls: rt}
 	// The rollout controller's pins go into the store before any source
 	// reports: a spec that failed before a restart never starts again.
 	rollouts, err := rollout.New(rollout.Config{

@@ -131,6 +131,13 @@ type Config struct {
 	TestFaultWedgeSyncLoop time.Duration `yaml:"-"`
 	// RunOnceTimeout bounds how long --runonce waits. Default 5m.
 	RunOnceTimeout time.Duration `yaml:"runonce-timeout"`
+	// ImagePullProgressDeadline cuts an image pull that fetches no new
+	// byte for this long while it has blobs left to fetch (the name of the
+	// kubelet's and docker's old flag for the same thing). Default 1m.
+	ImagePullProgressDeadline time.Duration `yaml:"image-pull-progress-deadline"`
+	// ImagePullTimeout, if not 0, cuts an image pull that runs this long,
+	// progress or not. Default 0: a pull is bounded by its progress only.
+	ImagePullTimeout time.Duration `yaml:"image-pull-timeout"`
 
 	// BridgeName is the Linux bridge pods are connected to. Default tug0.
 	BridgeName string `yaml:"bridge-name"`
@@ -295,6 +302,8 @@ func Default() Config {
 		HealthzPort:             10248,
 		RunOnceTimeout:          5 * time.Minute,
 
+		ImagePullProgressDeadline: time.Minute,
+
 		BridgeName:   "tug0",
 		PodCIDR:      DefaultPodCIDR,
 		ResolvConf:   "/etc/resolv.conf",
@@ -357,6 +366,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "TCP port of /healthz, /readyz, /metrics (0: off)")
 	fs.BoolVar(&c.RunOnce, "runonce", c.RunOnce, "start the pods, wait until each runs or failed, print their status and exit")
 	fs.DurationVar(&c.RunOnceTimeout, "runonce-timeout", c.RunOnceTimeout, "how long --runonce waits")
+	fs.DurationVar(&c.ImagePullProgressDeadline, "image-pull-progress-deadline", c.ImagePullProgressDeadline, "cut an image pull that fetches no new byte for this long")
+	fs.DurationVar(&c.ImagePullTimeout, "image-pull-timeout", c.ImagePullTimeout, "cut an image pull that runs this long, progress or not (0: no bound)")
 	fs.StringVar(&c.BridgeName, "bridge-name", c.BridgeName, "Linux bridge the pods are connected to")
 	fs.StringVar(&c.PodCIDR, "pod-cidr", c.PodCIDR, "IPv4 range of pod addresses (the bridge holds the first)")
 	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "node address reported as hostIP (default: source address of the default route)")
@@ -448,7 +459,7 @@ func (c *Config) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"pleg-relist-period": c.PLEGRelistPeriod, "crash-loop-back-off-initial": c.CrashLoopBackOffInitial,
 		"crash-loop-back-off-max": c.CrashLoopBackOffMax, "crash-loop-back-off-reset": c.CrashLoopBackOffReset,
-		"runonce-timeout": c.RunOnceTimeout,
+		"runonce-timeout": c.RunOnceTimeout, "image-pull-progress-deadline": c.ImagePullProgressDeadline,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive", name))
@@ -456,6 +467,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PageOutExecutableAfter < 0 {
 		errs = append(errs, fmt.Errorf("page-out-executable-after: must not be negative (0: never)"))
+	}
+	if c.ImagePullTimeout < 0 {
+		errs = append(errs, fmt.Errorf("image-pull-timeout: must not be negative (0: no bound)"))
 	}
 	if c.RolloutMinReady < 0 {
 		errs = append(errs, fmt.Errorf("rollout-min-ready: must not be negative"))

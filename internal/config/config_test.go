@@ -112,6 +112,14 @@ func TestParsePrecedence(t *testing.T) {
 		{"flag over the older key", []string{"--config", oldPids, "--pod-max-pids", "700"}, func(c Config) bool { return c.PodMaxPids == 700 }, ""},
 		{"both pids keys", []string{"--config", bothPids}, nil, "older name of pod-max-pids"},
 		{"pod max pids zero", []string{"--pod-max-pids", "0"}, nil, "pod-max-pids"},
+		{"image pulls bounded by progress by default", nil, func(c Config) bool {
+			return c.ImagePullProgressDeadline == time.Minute && c.ImagePullTimeout == 0
+		}, ""},
+		{"image pull flags", []string{"--image-pull-progress-deadline", "30s", "--image-pull-timeout", "20m"}, func(c Config) bool {
+			return c.ImagePullProgressDeadline == 30*time.Second && c.ImagePullTimeout == 20*time.Minute
+		}, ""},
+		{"no progress deadline", []string{"--image-pull-progress-deadline", "0"}, nil, "image-pull-progress-deadline"},
+		{"negative pull timeout", []string{"--image-pull-timeout", "-1s"}, nil, "image-pull-timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,5 +5,9 @@
 // config.json), imports of sideloaded OCI and docker archives from the
 // image directory, and the store operations the image GC needs (list by
 // digest, remove, where the image filesystem is). Ensure is the entry
-// point of a container start.
+// point of a container start, and the one place that records the events
+// of a container's image (Pulling, Pulled, Failed). A registry pull is
+// followed as it fetches (the bytes of its blobs, PullMessage) and cut by
+// a watchdog when it makes no progress for PullProgressDeadline or runs
+// for PullTimeout.
 package images

@@ -14,7 +14,6 @@ import (
 	"github.com/containerd/containerd/archive/compression"
 	"github.com/containerd/containerd/errdefs"
 	ctrimages "github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/remotes"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -48,55 +47,6 @@ func PullPolicy(c *pod.Container) pod.PullPolicy {
 		}
 	}
 	return pod.PullAlways
-}
-
-// Ensure makes c's image present and unpacked for the snapshotter,
-// honouring its imagePullPolicy, and reports whether it was pulled from
-// its registry (for the Pulled event):
-//
-//   - Never: the image must already be present (ErrImageNotPresent if not);
-//   - IfNotPresent: a present image is used, else it is pulled;
-//   - Always: the image is pulled; if the pull fails but an image of that
-//     name is present, it is used with a warning, so that a device that is
-//     offline keeps running what it has.
-func (m *Manager) Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (img containerd.Image, pulled bool, err error) {
-	ctx = m.ctx(ctx)
-	ref, err := NormalizeRef(c.Image)
-	if err != nil {
-		return nil, false, err
-	}
-	switch PullPolicy(c) {
-	case pod.PullNever:
-		img, err := m.Local(ctx, ref)
-		if errors.Is(err, ErrImageNotPresent) {
-			err = fmt.Errorf("%w: %w", pod.ErrImageNeverPull, err)
-		}
-		return img, false, err
-	case pod.PullIfNotPresent:
-		img, err := m.Local(ctx, ref)
-		if err == nil {
-			return img, false, nil
-		}
-		if !errors.Is(err, ErrImageNotPresent) {
-			return nil, false, err
-		}
-		img, err = m.pull(ctx, ref, m.keyringFor(p))
-		return img, err == nil, err
-	default: // Always
-		img, err := m.pull(ctx, ref, m.keyringFor(p))
-		if err == nil {
-			return img, true, nil
-		}
-		if ctx.Err() != nil {
-			return nil, false, err
-		}
-		local, lerr := m.Local(ctx, ref)
-		if lerr != nil {
-			return nil, false, err
-		}
-		m.log.Warn("pull failed, using the image that is present", "image", ref, "err", err)
-		return local, false, nil
-	}
 }
 
 // Local returns the image named ref if it is in the image store,
@@ -139,57 +89,6 @@ func checkPinnedDigest(ref, target string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s pins %s, the image present under that name is %s", ErrImageDigestMismatch, ref, d.Digest(), target)
-}
-
-// pullCall is one registry pull that concurrent callers share.
-type pullCall struct {
-	done chan struct{} // closed when img and err are set
-	img  containerd.Image
-	err  error
-}
-
-// pull pulls and unpacks ref. Concurrent pulls of the same ref share one
-// registry pull; the pull runs detached from any one caller's context,
-// bounded by PullTimeout, so a caller that gives up does not fail the others.
-func (m *Manager) pull(ctx context.Context, ref string, k keyring) (containerd.Image, error) {
-	m.pullMu.Lock()
-	key := ref + "\x00" + k.fingerprint() // a pull shares only the same credentials
-	call, ok := m.pulls[key]
-	if !ok {
-		call = &pullCall{done: make(chan struct{})}
-		m.pulls[key] = call
-		go func() {
-			call.img, call.err = m.doPull(context.WithoutCancel(ctx), ref, m.resolverFor(k))
-			m.pullMu.Lock()
-			delete(m.pulls, key)
-			m.pullMu.Unlock()
-			close(call.done)
-		}()
-	}
-	m.pullMu.Unlock()
-	select {
-	case <-call.done:
-		return call.img, call.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pull image %q: %w", ref, ctx.Err())
-	}
-}
-
-func (m *Manager) doPull(ctx context.Context, ref string, resolver remotes.Resolver) (containerd.Image, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.PullTimeout)
-	defer cancel()
-	start := time.Now()
-	m.log.Info("pulling image", "image", ref)
-	img, err := m.client.Pull(ctx, ref,
-		containerd.WithPullUnpack,
-		containerd.WithPullSnapshotter(m.cfg.Snapshotter),
-		containerd.WithResolver(resolver))
-	if err != nil {
-		return nil, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, err)
-	}
-	m.log.Info("pulled image", "image", ref, "digest", img.Target().Digest.String(),
-		"duration", time.Since(start).Round(time.Millisecond))
-	return img, nil
 }
 
 // archiveKey identifies one version of an archive file.

@@ -11,6 +11,8 @@ import (
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/remotes"
 	"github.com/containerd/containerd/remotes/docker"
+
+	"tug/internal/pod"
 )
 
 var (
@@ -24,7 +26,19 @@ var (
 	// ErrNoImageFS means containerd's snapshotter does not say where its
 	// root is, so the image filesystem cannot be measured.
 	ErrNoImageFS = errors.New("images: snapshotter exports no root")
+	// ErrPullStalled means a registry pull was cut because it fetched no
+	// new byte for Config.PullProgressDeadline.
+	ErrPullStalled = errors.New("images: pull stalled")
+	// ErrPullTimeout means a registry pull was cut because it ran for
+	// Config.PullTimeout.
+	ErrPullTimeout = errors.New("images: pull timed out")
 )
+
+// eventRecorder receives Kubernetes-shaped events about pods (implemented
+// by events.Ring).
+type eventRecorder interface {
+	Event(p *pod.Pod, container, eventType, reason, message string)
+}
 
 // Config is what the Manager needs.
 type Config struct {
@@ -34,9 +48,18 @@ type Config struct {
 	// RootDir holds the node's registry credentials, config.json.
 	RootDir string
 	// ImageDir is the directory of sideloaded image archives.
-	ImageDir    string
+	ImageDir string
+	// PullProgressDeadline cuts a registry pull that fetches no new byte
+	// for this long (while it has something left to fetch); default
+	// DefaultPullProgressDeadline.
+	PullProgressDeadline time.Duration
+	// PullTimeout, if not 0, cuts a registry pull that runs this long,
+	// progress or not. Default 0: none.
 	PullTimeout time.Duration
-	Log         *slog.Logger
+	// Recorder receives the Pulling, Pulled and Failed events of a
+	// container's image; nil: none.
+	Recorder eventRecorder
+	Log      *slog.Logger
 }
 
 // Manager makes images present in containerd's store. All methods are
@@ -61,6 +84,9 @@ type Manager struct {
 func New(cfg Config) *Manager {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PullProgressDeadline <= 0 {
+		cfg.PullProgressDeadline = DefaultPullProgressDeadline
 	}
 	return &Manager{
 		cfg:    cfg,

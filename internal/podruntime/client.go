@@ -32,8 +32,7 @@ const (
 	ShimGroupingPod = "pod"
 	// ShimGroupingNode runs every container of tug's namespace under one
 	// shim.
-	ShimGroupingNode   = "node"
-	DefaultPullTimeout = 5 * time.Minute
+	ShimGroupingNode = "node"
 	// DefaultConnectTimeout bounds the dial to containerd in New.
 	DefaultConnectTimeout = 10 * time.Second
 )
@@ -93,7 +92,12 @@ type Config struct {
 	// Snapshotter unpacks images and holds container root filesystems;
 	// default "overlayfs".
 	Snapshotter string
-	// PullTimeout bounds one registry pull; default 5 minutes.
+	// PullProgressDeadline cuts a registry pull that fetches no new byte
+	// for this long (--image-pull-progress-deadline); default
+	// images.DefaultPullProgressDeadline.
+	PullProgressDeadline time.Duration
+	// PullTimeout, if not 0, bounds one registry pull as a whole
+	// (--image-pull-timeout); default 0: only its progress bounds it.
 	PullTimeout time.Duration
 	// ShimGrouping is --shim-grouping: which containers share one
 	// containerd-shim-runc-v2 process, ShimGroupingPod (the default: every
@@ -108,7 +112,8 @@ type Config struct {
 	FileSource string
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
-	// Recorder receives the Pulled events; nil: none.
+	// Recorder receives the events of image pulls (Pulling, Pulled,
+	// Failed) and of lost container output; nil: none.
 	Recorder eventRecorder
 	// Clock tells the start and exit times recorded on containers; nil: the
 	// system clock.
@@ -167,8 +172,8 @@ func (c *Config) setDefaults() error {
 	default:
 		return fmt.Errorf("podruntime: %w: %q", ErrShimGrouping, c.ShimGrouping)
 	}
-	if c.PullTimeout <= 0 {
-		c.PullTimeout = DefaultPullTimeout
+	if c.PullTimeout < 0 {
+		return errors.New("podruntime: pull timeout must not be negative")
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -226,7 +231,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r.images = images.New(images.Config{
 		Client: client, Namespace: cfg.Namespace, Snapshotter: cfg.Snapshotter,
-		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, PullTimeout: cfg.PullTimeout, Log: cfg.Log,
+		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: cfg.Log,
+		PullProgressDeadline: cfg.PullProgressDeadline, PullTimeout: cfg.PullTimeout, Recorder: cfg.Recorder,
 	})
 	if cfg.LogDriver == LogDriverFile {
 		r.pumps = podlogs.NewPumps(podlogs.PumpsConfig{

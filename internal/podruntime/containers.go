@@ -206,18 +206,12 @@ func (r *Runtime) checkStart(p *pod.Pod, c *pod.Container) error {
 	return volume.CheckName("container name", c.Name)
 }
 
-// ensureImage makes c's image present, records the Pulled event, and
-// returns the image with its config.
+// ensureImage makes c's image present (images.Ensure records its events)
+// and returns the image with its config.
 func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, ocispec.ImageConfig, error) {
-	began := time.Now()
-	img, pulled, err := r.images.Ensure(ctx, p, c)
+	img, err := r.images.Ensure(ctx, p, c)
 	if err != nil {
 		return nil, ocispec.ImageConfig{}, err
-	}
-	if pulled {
-		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Successfully pulled image %q in %s", c.Image, time.Since(began).Round(time.Millisecond)))
-	} else {
-		r.event(p, c.Name, "Normal", "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 	}
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {

@@ -19,8 +19,15 @@ func NormalizeRef(ref string) (string, error) { return images.NormalizeRef(ref) 
 // implements reconcile.ImagePuller): a changed container's image is pulled
 // before its running predecessor is stopped.
 func (r *Runtime) PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) error {
-	_, _, err := r.images.Ensure(ctx, p, c) // its errors name the image
+	_, err := r.images.Ensure(ctx, p, c) // its errors name the image
 	return err
+}
+
+// PullMessage is the waiting message of a container whose image is being
+// pulled, with the pull's progress (images.Manager.PullMessage); ok is
+// false when no pull of image is under way.
+func (r *Runtime) PullMessage(image string) (msg string, ok bool) {
+	return r.images.PullMessage(image)
 }
 
 // ImportArchives imports the image archives of ImageDir not imported yet.

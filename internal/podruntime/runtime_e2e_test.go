@@ -199,8 +199,7 @@ func (e *env) newPod(t *testing.T, script string) *pod.Pod {
 
 // ensureImage makes c's image present as a container start does.
 func (e *env) ensureImage(ctx context.Context, c *pod.Container) (containerd.Image, error) {
-	img, _, err := e.r.images.Ensure(ctx, nil, c)
-	return img, err
+	return e.r.images.Ensure(ctx, nil, c)
 }
 
 func (e *env) start(t *testing.T, p *pod.Pod, attempt int, ns pod.Namespaces) string {

@@ -37,6 +37,37 @@ type View struct {
 	// PIDLimits, when set, adds the PIDLimitReached condition of pods
 	// that reached their process limit.
 	PIDLimits PodConditions
+	// Pulls, when set, gives a container waiting in ContainerCreating
+	// with no message of its own the progress of its image's pull.
+	Pulls PullMessages
+}
+
+// PullMessages tells what an image pull under way has done (implemented
+// by podruntime.Runtime).
+type PullMessages interface {
+	// PullMessage returns `Pulling image "IMAGE"`, with its progress
+	// ("12.3 MB of 45.6 MB") once known, while image is being pulled;
+	// ok is false when it is not.
+	PullMessage(image string) (msg string, ok bool)
+}
+
+// withPullMessages gives each container of st that waits in
+// ContainerCreating with no message the progress of its image's pull.
+func withPullMessages(st pod.Status, pulls PullMessages) pod.Status {
+	set := func(statuses []pod.ContainerStatus) {
+		for i := range statuses {
+			w := statuses[i].State.Waiting
+			if w == nil || w.Reason != pod.ReasonContainerCreating || w.Message != "" {
+				continue
+			}
+			if msg, ok := pulls.PullMessage(statuses[i].Image); ok {
+				w.Message = msg
+			}
+		}
+	}
+	set(st.InitContainerStatuses)
+	set(st.ContainerStatuses)
+	return st
 }
 
 // PodConditions gives one condition of a pod (nil when it has none).
@@ -81,6 +112,9 @@ func (v View) Pods() []pod.View {
 		}
 		if v.PIDLimits != nil {
 			st = withCondition(st, v.PIDLimits.Condition(p))
+		}
+		if v.Pulls != nil {
+			st = withPullMessages(st, v.Pulls)
 		}
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}

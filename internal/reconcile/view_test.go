@@ -97,3 +97,49 @@ func TestViewPIDLimitCondition(t *testing.T) {
 		t.Errorf("web status = %+v; want no condition", got)
 	}
 }
+
+// fakePulls pulls the images it names, with their messages.
+type fakePulls map[string]string
+
+func (f fakePulls) PullMessage(image string) (string, bool) {
+	msg, ok := f[image]
+	return msg, ok
+}
+
+func TestWithPullMessages(t *testing.T) {
+	waiting := func(reason, msg string) pod.ContainerState {
+		return pod.ContainerState{Waiting: &pod.StateWaiting{Reason: reason, Message: msg}}
+	}
+	pulls := fakePulls{"app:1": `Pulling image "app:1": 1.0 MB of 2.0 MB`, "init:1": `Pulling image "init:1"`}
+	tests := []struct {
+		name  string
+		image string
+		state pod.ContainerState
+		want  string // the waiting message after; "-": not waiting
+	}{
+		{"creating while its image is pulled", "app:1", waiting(pod.ReasonContainerCreating, ""), `Pulling image "app:1": 1.0 MB of 2.0 MB`},
+		{"creating, no pull under way", "other:1", waiting(pod.ReasonContainerCreating, ""), ""},
+		{"a message of its own is kept", "app:1", waiting(pod.ReasonContainerCreating, "own"), "own"},
+		{"another reason", "app:1", waiting(pod.ReasonImagePullBackOff, "back-off"), "back-off"},
+		{"running", "app:1", pod.ContainerState{Running: &pod.StateRunning{}}, "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := pod.Status{
+				InitContainerStatuses: []pod.ContainerStatus{{Image: "init:1", State: waiting(pod.ReasonContainerCreating, "")}},
+				ContainerStatuses:     []pod.ContainerStatus{{Image: tt.image, State: tt.state}},
+			}
+			st = withPullMessages(st, pulls)
+			got := "-"
+			if w := st.ContainerStatuses[0].State.Waiting; w != nil {
+				got = w.Message
+			}
+			if got != tt.want {
+				t.Errorf("message = %q, want %q", got, tt.want)
+			}
+			if m := st.InitContainerStatuses[0].State.Waiting.Message; m != `Pulling image "init:1"` {
+				t.Errorf("init container's message = %q", m)
+			}
+		})
+	}
+}
