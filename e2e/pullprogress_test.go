@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -145,6 +146,47 @@ func TestPullStallCut(t *testing.T) {
 			t.Errorf("a pull that kept fetching was cut:\n%s", findLine(tg.output(), "cutting image pull"))
 		}
 	})
+	t.Run("update waits on it", func(t *testing.T) {
+		// A running pod's image changes to one that comes slowly: the old
+		// container keeps running while tug pods says the update waits on
+		// the pull, with its progress; then the new one runs.
+		proxy := slowRegistry(t, 0, 32<<10, 25*time.Millisecond)
+		tg := startTug(t, tugOpts{beforeStart: func(tg *tug) { tg.relay(proxy.addr) },
+			args: []string{"--image-pull-progress-deadline", deadline}})
+		tg.writeManifest("upd.yaml", shPod("upd", tg.image, idle))
+		tg.waitRunning(startTimeout, "upd", "main", 0)
+		old := tg.waitPod(startTimeout, "upd", "its container's ID", func(v *pod.View) error {
+			if len(v.Status.ContainerStatuses) == 0 || v.Status.ContainerStatuses[0].ContainerID == "" {
+				return errors.New("no container ID")
+			}
+			return nil
+		}).Status.ContainerStatuses[0].ContainerID
+		tg.writeManifest("upd.yaml", pullPod("upd", proxy.ref, ""))
+		var seen string
+		tg.waitFor(startTimeout, "tug pods saying the update waits on the pull, with its progress", func() (bool, error) {
+			out, _, _ := tg.runCLI("pods")
+			seen = out
+			return strings.Contains(out, "Running (update: Pulling)") && strings.Contains(out, "the update waits on its image: Pulling image") &&
+				strings.Contains(out, " MB of "), nil
+		})
+		t.Logf("tug pods while the update pulls:\n%s", seen)
+		v := tg.waitPod(startTimeout, "upd", "the old container still running", func(v *pod.View) error { return nil })
+		if cs := v.Status.ContainerStatuses[0]; cs.ContainerID != old || cs.State.Running == nil || cs.Image == proxy.ref {
+			t.Errorf("while the update pulls, the container is %s (%s, running %v), want the old one %s running", cs.ContainerID, cs.Image, cs.State.Running != nil, old)
+		}
+		tg.waitPod(startTimeout, "upd", "the new image running, and no update condition", func(v *pod.View) error {
+			cs := v.Status.ContainerStatuses[0]
+			for _, c := range v.Status.Conditions {
+				if c.Type == pod.ConditionUpdateReady {
+					return fmt.Errorf("condition %s %s %s", c.Type, c.Status, c.Reason)
+				}
+			}
+			if cs.Image != proxy.ref || cs.State.Running == nil {
+				return fmt.Errorf("container %s running %v", cs.Image, cs.State.Running != nil)
+			}
+			return nil
+		})
+	})
 }
 
 // registryProxy serves the test registry's image with its layer
@@ -196,11 +238,21 @@ func slowRegistry(t *testing.T, after int64, chunk int, tick time.Duration) *reg
 	if len(m.Layers) != 1 {
 		t.Fatalf("the test image has %d layers, want 1", len(m.Layers))
 	}
-	blobs := map[string][]byte{m.Config.Digest.String(): get("/blobs/"+m.Config.Digest.String(), "*/*")}
 	layer := get("/blobs/"+m.Layers[0].Digest.String(), "*/*")
 	if m.Layers[0].MediaType != ocispec.MediaTypeImageLayer {
 		t.Fatalf("the test image's layer is %s, want an uncompressed tar", m.Layers[0].MediaType)
 	}
+	// A file of its own in the layer: another diff ID, so no snapshot of
+	// the shared containerd has it either (an unpack finding its snapshot
+	// fetches nothing).
+	layer = withFile(t, layer, "etc/tug-proxy", t.Name()+" "+strconv.FormatInt(time.Now().UnixNano(), 10))
+	var config ocispec.Image
+	must(t, json.Unmarshal(get("/blobs/"+m.Config.Digest.String(), "*/*"), &config))
+	config.RootFS.DiffIDs = []digest.Digest{digest.FromBytes(layer)}
+	configBlob, err := json.Marshal(config)
+	must(t, err)
+	m.Config.Digest, m.Config.Size = digest.FromBytes(configBlob), int64(len(configBlob))
+	blobs := map[string][]byte{m.Config.Digest.String(): configBlob}
 	var gz bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&gz, gzip.NoCompression)
 	must(t, err)
@@ -257,6 +309,30 @@ func slowRegistry(t *testing.T, after int64, chunk int, tick time.Duration) *reg
 	p.addr = srv.Listener.Addr().String()
 	p.ref = p.addr + "/" + repo + ":" + tag
 	return p
+}
+
+// withFile returns the tar archive layer with one more regular file, name,
+// holding content.
+func withFile(t *testing.T, layer []byte, name, content string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	tr := tar.NewReader(bytes.NewReader(layer))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		must(t, tw.WriteHeader(hdr))
+		_, err = io.Copy(tw, tr)
+		must(t, err)
+	}
+	must(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}))
+	_, err := tw.Write([]byte(content))
+	must(t, err)
+	must(t, tw.Close())
+	return out.Bytes()
 }
 
 // serveSlowly writes blob as slowRegistry says.

@@ -256,14 +256,13 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 	first := true
 	for i := range pods {
 		v := &pods[i]
-		if v.Status.Message == "" {
-			continue
+		for _, note := range podNotes(&v.Status) {
+			if first {
+				fmt.Fprintln(w)
+				first = false
+			}
+			fmt.Fprintln(w, escape(v.Metadata.Name+": "+note))
 		}
-		if first {
-			fmt.Fprintln(w)
-			first = false
-		}
-		fmt.Fprintln(w, escape(v.Metadata.Name+": "+v.Status.Message))
 	}
 	for i, m := range broken {
 		if i == 0 {
@@ -294,6 +293,28 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 		fmt.Fprintln(w, escape(fetchLine(m, now)))
 	}
 	return len(pods) + len(broken)
+}
+
+// podNotes are the lines "tug pods" prints about a pod below the table:
+// why it cannot be set up (its status message), what an update of it
+// waits on (its False UpdateReady condition), and the progress of the
+// pulls its containers wait on.
+func podNotes(st *pod.Status) []string {
+	var notes []string
+	if st.Message != "" {
+		notes = append(notes, st.Message)
+	}
+	for _, c := range st.Conditions {
+		if c.Type == pod.ConditionUpdateReady && c.Status == "False" && c.Message != "" {
+			notes = append(notes, c.Message)
+		}
+	}
+	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+		if w := cs.State.Waiting; w != nil && w.Reason == pod.ReasonContainerCreating && strings.HasPrefix(w.Message, "Pulling image") {
+			notes = append(notes, cs.Name+": "+w.Message)
+		}
+	}
+	return notes
 }
 
 // fetchLine sums up a URL source's state in one line: when it was last

@@ -444,3 +444,34 @@ func TestStructuredOutputEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestPodNotes: below the table, "tug pods" says why a pod cannot be set
+// up, what its update waits on, and how far the pulls it waits on are.
+func TestPodNotes(t *testing.T) {
+	creating := func(name, msg string) pod.ContainerStatus {
+		return pod.ContainerStatus{Name: name, State: pod.ContainerState{Waiting: &pod.StateWaiting{Reason: pod.ReasonContainerCreating, Message: msg}}}
+	}
+	tests := []struct {
+		name string
+		st   pod.Status
+		want []string
+	}{
+		{"nothing to say", pod.Status{ContainerStatuses: []pod.ContainerStatus{creating("app", "")}}, nil},
+		{"status message", pod.Status{Message: "no free address"}, []string{"no free address"}},
+		{"update waits", pod.Status{Conditions: []pod.Condition{
+			{Type: pod.ConditionReady, Status: "False", Message: "containers with unready status: [app]"},
+			{Type: pod.ConditionUpdateReady, Status: "False", Reason: "Pulling", Message: "container app: the update waits on its image"}}},
+			[]string{"container app: the update waits on its image"}},
+		{"pull progress", pod.Status{
+			InitContainerStatuses: []pod.ContainerStatus{creating("init", `Pulling image "a": 1.0 MB of 2.0 MB`)},
+			ContainerStatuses:     []pod.ContainerStatus{creating("app", "other"), creating("side", `Pulling image "b"`)}},
+			[]string{`init: Pulling image "a": 1.0 MB of 2.0 MB`, `side: Pulling image "b"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := podNotes(&tt.st); !slices.Equal(got, tt.want) {
+				t.Errorf("podNotes = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"slices"
 
 	"tug/internal/pod"
@@ -70,6 +71,46 @@ func withPullMessages(st pod.Status, pulls PullMessages) pod.Status {
 	return st
 }
 
+// ReasonPulling is the reason of a False UpdateReady condition while the
+// image of a changed container is being pulled and the container of its
+// previous spec runs.
+const ReasonPulling = "Pulling"
+
+// withUpdatePull says, in a False UpdateReady condition (reason Pulling,
+// the pull's progress in its message), that an update of p waits on an
+// image pull under way while the container of the previous spec keeps
+// running: a container whose status reports another image than its spec,
+// with a pull of the spec's image under way. A blocked update's condition
+// (a failed pull) is left as it is.
+func withUpdatePull(st pod.Status, p *pod.Pod, pulls PullMessages) pod.Status {
+	for _, c := range st.Conditions {
+		if c.Type == pod.ConditionUpdateReady {
+			return st
+		}
+	}
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		if cs.State.Running == nil {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			if c.Name != cs.Name || c.Image == cs.Image {
+				continue
+			}
+			msg, ok := pulls.PullMessage(c.Image)
+			if !ok {
+				continue
+			}
+			st.Conditions = append(slices.Clone(st.Conditions), pod.Condition{
+				Type: pod.ConditionUpdateReady, Status: "False", Reason: ReasonPulling,
+				Message: fmt.Sprintf("container %s: the update waits on its image: %s; the container of its previous spec keeps running", c.Name, msg),
+			})
+			return st
+		}
+	}
+	return st
+}
+
 // PodConditions gives one condition of a pod (nil when it has none).
 type PodConditions interface {
 	Condition(p *pod.Pod) *pod.Condition
@@ -115,6 +156,7 @@ func (v View) Pods() []pod.View {
 		}
 		if v.Pulls != nil {
 			st = withPullMessages(st, v.Pulls)
+			st = withUpdatePull(st, p, v.Pulls)
 		}
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}

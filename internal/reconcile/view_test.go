@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"tug/internal/pod"
@@ -139,6 +140,49 @@ func TestWithPullMessages(t *testing.T) {
 			}
 			if m := st.InitContainerStatuses[0].State.Waiting.Message; m != `Pulling image "init:1"` {
 				t.Errorf("init container's message = %q", m)
+			}
+		})
+	}
+}
+
+// TestWithUpdatePull: a running container whose spec asks for an image
+// being pulled gives the pod a False UpdateReady condition, reason
+// Pulling, with the pull's progress; nothing else does.
+func TestWithUpdatePull(t *testing.T) {
+	pulls := fakePulls{"app:2": `Pulling image "app:2": 1.0 MB of 2.0 MB`}
+	running := pod.ContainerState{Running: &pod.StateRunning{}}
+	blocked := pod.Condition{Type: pod.ConditionUpdateReady, Status: "False", Reason: pod.ReasonImagePullBackOff}
+	tests := []struct {
+		name       string
+		specImage  string
+		statusImg  string
+		state      pod.ContainerState
+		conditions []pod.Condition
+		want       string // the UpdateReady condition's reason; "" for none
+	}{
+		{"update pulling", "app:2", "app:1", running, nil, ReasonPulling},
+		{"no update", "app:2", "app:2", running, nil, ""},
+		{"update, no pull under way", "app:3", "app:1", running, nil, ""},
+		{"not running: the waiting message says it", "app:2", "app:1", pod.ContainerState{Waiting: &pod.StateWaiting{Reason: pod.ReasonContainerCreating}}, nil, ""},
+		{"a blocked update's condition is kept", "app:2", "app:1", running, []pod.Condition{blocked}, pod.ReasonImagePullBackOff},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pod.Pod{Spec: pod.PodSpec{Containers: []pod.Container{{Name: "app", Image: tt.specImage}}}}
+			st := pod.Status{Conditions: tt.conditions,
+				ContainerStatuses: []pod.ContainerStatus{{Name: "app", Image: tt.statusImg, State: tt.state}}}
+			st = withUpdatePull(st, p, pulls)
+			got := ""
+			for _, c := range st.Conditions {
+				if c.Type == pod.ConditionUpdateReady {
+					got = c.Reason
+					if c.Reason == ReasonPulling && !strings.Contains(c.Message, "1.0 MB of 2.0 MB") {
+						t.Errorf("message %q has no progress", c.Message)
+					}
+				}
+			}
+			if got != tt.want {
+				t.Errorf("UpdateReady reason %q, want %q", got, tt.want)
 			}
 		})
 	}
