@@ -140,6 +140,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registry := newRegistry()
 	ring := events.New(events.DefaultSize, nil, hostname)
 
+	devs, err := newDevices(cfg, log.With("component", "devices"))
+	if err != nil {
+		return err
+	}
+	defer devs.Close()
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:         cfg.ContainerdAddress,
 		Namespace:       cfg.ContainerdNamespace,
@@ -160,6 +165,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 		ShimGrouping:             cfg.ShimGrouping,
 		FileSource:               dir.Name(),
+		Devices:                  devs,
 	})
 	if err != nil {
 		return err
@@ -207,6 +213,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Registerer: registry,
 		Log:        log.With("component", "prober"),
 	})
+	pl := newPolicy(cfg, levels, node)
+	if web != nil {
+		pl.AllowedDevices = map[string][]string{web.Name(): cfg.URLAllowedDevices}
+	}
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -215,7 +225,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Cache:        cache,
 		Desired:      store,
 		Sources:      sources,
-		Admission:    newPolicy(cfg, levels, node),
+		Admission:    admission{policy: pl, devices: devs},
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
@@ -298,7 +308,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cgstats.NewCollector(lifecycle, reader, registry, log.With("component", "cgstats"))
 	}
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
-		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
+		Node: nodeView{name: hostname, m: evictions, devices: devs}, LogsDir: cfg.PodLogsDir,
 		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
