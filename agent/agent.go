@@ -20,6 +20,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/cgstats"
 	"tug/internal/config"
+	"tug/internal/devices"
 	"tug/internal/events"
 	"tug/internal/network"
 	"tug/internal/pleg"
@@ -45,6 +46,8 @@ var (
 	_ reconcile.ContainerCache = (*pleg.PLEG)(nil)
 	_ reconcile.Desired        = (*podconfig.Store)(nil)
 	_ reconcile.Admission      = (*policy.Policy)(nil)
+	_ reconcile.Admission      = admission{}
+	_ podruntime.Devices       = (*devices.Manager)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
 	_ source.Sink              = (*podconfig.Store)(nil)
 	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
