@@ -56,8 +56,8 @@ func (tg *tug) nodeCapacity(name string) (capacity, allocatable string, err erro
 // by glob) runs the documentation's example asking for three; the
 // container sees the three nodes and reads and writes them; a second pod
 // asking for one more is refused with OutOfexample.com/dongle, also after
-// a restart of tug, which leaves the first pod its devices; the second
-// pod runs once the first is gone.
+// tug is killed and started again, which leaves the first pod its
+// devices; the second pod runs once the first is gone.
 func TestDeviceResources(t *testing.T) {
 	devDir := t.TempDir()
 	mknodAll(t, devDir, dongleDevices...)
@@ -89,11 +89,9 @@ echo "read=$(head -c 4 %[1]s/ttyFake1 | wc -c)"
 	tg.writeManifest("one-more.yaml", donglePod("one-more", tg.image, 1, idle))
 	refused("refused: every dongle is taken")
 
-	// tug restarts: the running pod keeps its container and its devices,
-	// and the second pod is still refused.
-	if err := tg.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	// tug is killed (SIGKILL) and started again: the running pod keeps its
+	// container and its devices, and the second pod is still refused.
+	tg.Kill()
 	tg.Start()
 	if again := tg.waitRunning(startTimeout, "extended-resource-demo", "extended-resource-demo-ctr", 0); again.PID != first.PID {
 		t.Errorf("the pod's container was restarted: pid %d, was %d", again.PID, first.PID)
