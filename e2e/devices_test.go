@@ -182,3 +182,33 @@ touch /mnt/cdi/x 2>/dev/null || echo mount=ro
 `+idle))
 	tg.waitLog(startTimeout, "nodev", "main", 0, "absent=yes")
 }
+
+// TestDeviceCgroupRules: the device cgroup lets a container open the
+// nodes it was given, with the access declared, and no other: fake nodes
+// with /dev/fuse's numbers (10:229, which the runtime's default rules do
+// not allow) are opened read-write by the pod given one, only for reading
+// by the pod given one with access "r", and not at all by a pod that
+// makes the node itself.
+func TestDeviceCgroupRules(t *testing.T) {
+	devDir := t.TempDir()
+	mknodAll(t, devDir, fakeDevice{"fuse0", 10, 229}, fakeDevice{"fuse1", 10, 229})
+	tg := startTug(t, tugOpts{args: []string{
+		"--device-resource", "example.com/fuse=" + filepath.Join(devDir, "fuse0"),
+		"--device-resource", "example.com/fuse-ro=" + filepath.Join(devDir, "fuse1") + ":r",
+	}})
+	opens := func(path string) string {
+		return fmt.Sprintf(`(exec 3<%[1]s) 2>/dev/null && echo read=ok || echo read=refused
+(exec 3<>%[1]s) 2>/dev/null && echo rw=ok || echo rw=refused
+`, path)
+	}
+	asking := func(name, resource string) string {
+		return podYAML{name: name, containers: []ctrYAML{{name: "main", image: tg.image, script: opens(filepath.Join(devDir, name)) + idle,
+			extra: "      resources:\n        limits:\n          " + resource + ": 1\n"}}}.String()
+	}
+	tg.writeManifest("fuse0.yaml", asking("fuse0", "example.com/fuse"))
+	tg.writeManifest("fuse1.yaml", asking("fuse1", "example.com/fuse-ro"))
+	tg.writeManifest("nodev.yaml", shPod("nodev", tg.image, "mknod /tmp/fuse c 10 229 && echo mknod=ok\n"+opens("/tmp/fuse")+idle))
+	tg.waitLog(startTimeout, "fuse0", "main", 0, "read=ok", "rw=ok")
+	tg.waitLog(startTimeout, "fuse1", "main", 0, "read=ok", "rw=refused")
+	tg.waitLog(startTimeout, "nodev", "main", 0, "mknod=ok", "read=refused", "rw=refused")
+}
