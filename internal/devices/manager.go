@@ -355,11 +355,12 @@ func deviceNode(path, access string) (specopts.DeviceNode, error) {
 	}
 	mode := fi.Mode().Perm()
 	uid, gid := st.Uid, st.Gid
-	rdev := uint64(st.Rdev) //nolint:unconvert // Rdev's type differs between architectures
+	rdev := uint64(st.Rdev) // its type differs between architectures
 	return specopts.DeviceNode{
 		LinuxDevice: specs.LinuxDevice{
 			Path: path, Type: typ,
-			Major: int64((rdev >> 8) & 0xfff), Minor: int64((rdev & 0xff) | ((rdev >> 12) & 0xfff00)),
+			Major:    int64((rdev&0x00000000000fff00)>>8 | (rdev&0xfffff00000000000)>>32), // glibc's major() and minor()
+			Minor:    int64((rdev&0x00000000000000ff)>>0 | (rdev&0x00000ffffff00000)>>12),
 			FileMode: &mode, UID: &uid, GID: &gid,
 		},
 		Access: access,
