@@ -20,6 +20,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/cgstats"
 	"tug/internal/config"
+	"tug/internal/devices"
 	"tug/internal/events"
 	"tug/internal/network"
 	"tug/internal/pleg"
@@ -45,6 +46,8 @@ var (
 	_ reconcile.ContainerCache = (*pleg.PLEG)(nil)
 	_ reconcile.Desired        = (*podconfig.Store)(nil)
 	_ reconcile.Admission      = (*policy.Policy)(nil)
+	_ reconcile.Admission      = admission{}
+	_ podruntime.Devices       = (*devices.Manager)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
 	_ source.Sink              = (*podconfig.Store)(nil)
 	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
@@ -144,6 +147,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registry := newRegistry()
 	ring := events.New(events.DefaultSize, nil, hostname)
 
+	devs, err := newDevices(cfg, log.With("component", "devices"))
+	if err != nil {
+		return err
+	}
+	defer devs.Close()
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:              cfg.ContainerdAddress,
 		Namespace:            cfg.ContainerdNamespace,
@@ -166,6 +174,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 		ShimGrouping:             cfg.ShimGrouping,
 		FileSource:               dir.Name(),
+		Devices:                  devs,
 	})
 	if err != nil {
 		return err
@@ -213,6 +222,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Registerer: registry,
 		Log:        log.With("component", "prober"),
 	})
+	pl := newPolicy(cfg, levels, node)
+	if web != nil {
+		pl.AllowedDevices = map[string][]string{web.Name(): cfg.URLAllowedDevices}
+	}
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -221,7 +234,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Cache:        cache,
 		Desired:      store,
 		Sources:      sources,
-		Admission:    newPolicy(cfg, levels, node),
+		Admission:    admission{policy: pl, devices: devs},
 		Updates:      store.Updates(),
 		Events:       lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency,
@@ -304,7 +317,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cgstats.NewCollector(lifecycle, reader, registry, log.With("component", "cgstats"))
 	}
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
-		Node: nodeView{name: hostname, m: evictions}, LogsDir: cfg.PodLogsDir,
+		Node: nodeView{name: hostname, m: evictions, devices: devs}, LogsDir: cfg.PodLogsDir,
 		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts,
 		Exec: execer{rt}, Restarts: loop}
 	if readerErr == nil {

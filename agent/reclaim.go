@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"tug/internal/cgstats"
 	"tug/internal/config"
+	"tug/internal/devices"
 	"tug/internal/events"
 	"tug/internal/pleg"
 	"tug/internal/pod"
@@ -289,13 +291,22 @@ func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold
 	})
 }
 
-// nodeView is GET /node: the host name and the eviction manager's
-// conditions.
+// nodeView is GET /node: the host name, the device resources' capacity
+// and the eviction manager's conditions.
 type nodeView struct {
-	name string
-	m    *eviction.Manager
+	name    string
+	m       *eviction.Manager
+	devices *devices.Manager // nil: no device resources
 }
 
 func (n nodeView) Node() pod.NodeView {
-	return pod.NodeView{Metadata: pod.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
+	v := pod.NodeView{Metadata: pod.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
+	if n.devices != nil && len(n.devices.Resources()) > 0 {
+		v.Status.Capacity, v.Status.Allocatable = map[string]string{}, map[string]string{}
+		for name, units := range n.devices.Capacity() {
+			v.Status.Capacity[name] = strconv.Itoa(units)
+			v.Status.Allocatable[name] = strconv.Itoa(units)
+		}
+	}
+	return v
 }

@@ -93,6 +93,12 @@ var allowedImports = map[string]allowed{
 		"github.com/containerd/containerd", "github.com/opencontainers/image-spec",
 		"github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
+	// The node's devices: the CDI library (spec registry and injection) and
+	// the OCI spec types it edits; specopts for the device node type it
+	// hands to podruntime.
+	"tug/internal/devices": {internal: []string{"tug/internal/pod", "tug/internal/specopts"}, modules: []string{
+		"tags.cncf.io/container-device-interface", "github.com/opencontainers/runtime-spec",
+	}},
 	// Netlink and netns (STYLE.md), plus google/nftables: the masquerade
 	// and hostPort rules are nftables over netlink (docs/decisions.md), and
 	// x/sys for the socket options and IFNAMSIZ.
@@ -154,7 +160,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
-		"tug/internal/policy", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
+		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 	}, modules: []string{

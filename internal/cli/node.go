@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 const nodeUsage = `usage: tug node [-o wide|json|yaml|name] [--no-headers] [--socket PATH]
 
 Shows the node and its conditions (MemoryPressure, DiskPressure,
-PIDPressure, ...) as "kubectl describe node" lists them; -o json and -o yaml
+PIDPressure, ...) as "kubectl describe node" lists them, then the capacity
+and allocatable units of each device resource it declares; -o json and -o yaml
 print the Node object (-o wide is the table, which has every column).
 
 `
@@ -55,8 +57,9 @@ func (e Env) showNode(ctx context.Context, args []string, stdout, stderr io.Writ
 	return 0
 }
 
-// writeNode prints the node's name and its conditions table (the table
-// has every column already: -o wide prints the same).
+// writeNode prints the node's name, its conditions table and its device
+// resources' table (the tables have every column already: -o wide prints
+// the same).
 func writeNode(w io.Writer, v pod.NodeView, out *output) error {
 	fmt.Fprintf(w, "Name: %s\nConditions:\n", escape(v.Metadata.Name))
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -65,6 +68,24 @@ func writeNode(w io.Writer, v pod.NodeView, out *output) error {
 	}
 	for _, c := range v.Status.Conditions {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339), escape(c.Reason), escape(c.Message))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.Status.Capacity) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "Resources:")
+	names := make([]string, 0, len(v.Status.Capacity))
+	for name := range v.Status.Capacity {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if !out.noHeaders {
+		fmt.Fprintln(tw, "  NAME\tCAPACITY\tALLOCATABLE")
+	}
+	for _, name := range names {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", escape(name), escape(v.Status.Capacity[name]), escape(v.Status.Allocatable[name]))
 	}
 	return tw.Flush()
 }

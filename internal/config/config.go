@@ -185,6 +185,20 @@ type Config struct {
 	// pod must tolerate each NoSchedule and NoExecute one. Default none.
 	RegisterWithTaints string `yaml:"register-with-taints"`
 
+	// DeviceResource declares the node's device resources, each
+	// "NAME=GLOB[:ACCESS]" (host device nodes, one unit each, cgroup
+	// access a subset of rwm, default rw) or "NAME=cdi:VENDOR/CLASS"
+	// (every CDI device of that kind is one unit). Repeatable. Default
+	// none.
+	DeviceResource []string `yaml:"device-resource"`
+	// CDISpecDirs are the directories of CDI specs, watched for changes.
+	// Default /etc/cdi and /var/run/cdi.
+	CDISpecDirs []string `yaml:"cdi-spec-dirs"`
+	// URLAllowedDevices are the devices --manifest-url's pods may use:
+	// extended resource names and CDI kinds (vendor.com/class). Default
+	// none; the manifest directory's pods may use every device.
+	URLAllowedDevices []string `yaml:"url-allowed-devices"`
+
 	// FilePolicy is the Pod Security Standards level (privileged, baseline
 	// or restricted) of the manifest directory's pods. Default privileged.
 	FilePolicy string `yaml:"file-policy"`
@@ -313,6 +327,7 @@ func Default() Config {
 
 		FilePolicy:     "privileged",
 		URLPolicy:      "baseline",
+		CDISpecDirs:    []string{"/etc/cdi", "/var/run/cdi"},
 		DefaultSeccomp: "runtime-default",
 
 		ImageGCHighThresholdPercent:      85,
@@ -381,6 +396,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "maximum pods run at once; others wait (0: no limit)")
 	fs.StringVar(&c.NodeLabels, "node-labels", c.NodeLabels, "node labels key=value,... that pods' nodeSelector and node affinity are checked against (besides kubernetes.io/hostname, os and arch)")
 	fs.StringVar(&c.RegisterWithTaints, "register-with-taints", c.RegisterWithTaints, "node taints key=value:Effect,... that pods must tolerate")
+	fs.StringArrayVar(&c.DeviceResource, "device-resource", c.DeviceResource, "declare a device resource NAME=GLOB[:ACCESS] (host device nodes, access rw by default) or NAME=cdi:VENDOR/CLASS (repeatable)")
+	fs.StringSliceVar(&c.CDISpecDirs, "cdi-spec-dirs", c.CDISpecDirs, "directories of CDI specs, watched for changes")
+	fs.StringSliceVar(&c.URLAllowedDevices, "url-allowed-devices", c.URLAllowedDevices, "extended resources and CDI kinds (vendor.com/class) --manifest-url's pods may use (default none)")
 	fs.StringVar(&c.FilePolicy, "file-policy", c.FilePolicy, "Pod Security Standards level of the manifest directory's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.URLPolicy, "url-policy", c.URLPolicy, "Pod Security Standards level of --manifest-url's pods: privileged, baseline or restricted")
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")

@@ -29,12 +29,26 @@ func TestParsePrecedence(t *testing.T) {
 	keys2 := filepath.Join(dir, "k2.yaml")
 	os.WriteFile(keys1, []byte("manifest-verify-key: /k/a.pem\nmanifest-url-ca: /ca.pem\nmanifest-url-ca-mode: replace\n"), 0o600)
 	os.WriteFile(keys2, []byte("manifest-verify-key: [/k/a.pem, /k/dir]\n"), 0o600)
+	devs := filepath.Join(dir, "devs.yaml")
+	os.WriteFile(devs, []byte("device-resource: [\"a.io/x=/dev/x*\", \"a.io/y=cdi:a.io/y\"]\ncdi-spec-dirs: [/cdi]\nurl-allowed-devices: [a.io/x]\n"), 0o600)
 	tests := []struct {
 		name    string
 		args    []string
 		check   func(Config) bool
 		wantErr string
 	}{
+		{"device defaults", nil, func(c Config) bool {
+			return len(c.DeviceResource) == 0 && slices.Equal(c.CDISpecDirs, []string{"/etc/cdi", "/var/run/cdi"}) && len(c.URLAllowedDevices) == 0
+		}, ""},
+		{"devices from the file", []string{"--config", devs}, func(c Config) bool {
+			return slices.Equal(c.DeviceResource, []string{"a.io/x=/dev/x*", "a.io/y=cdi:a.io/y"}) &&
+				slices.Equal(c.CDISpecDirs, []string{"/cdi"}) && slices.Equal(c.URLAllowedDevices, []string{"a.io/x"})
+		}, ""},
+		{"device flags replace the file's", []string{"--config", devs, "--device-resource", "b.io/z=/dev/z,1", "--device-resource", "b.io/w=/dev/w",
+			"--cdi-spec-dirs", "/a,/b", "--url-allowed-devices", "b.io/z,b.io/w"}, func(c Config) bool {
+			return slices.Equal(c.DeviceResource, []string{"b.io/z=/dev/z,1", "b.io/w=/dev/w"}) &&
+				slices.Equal(c.CDISpecDirs, []string{"/a", "/b"}) && slices.Equal(c.URLAllowedDevices, []string{"b.io/z", "b.io/w"})
+		}, ""},
 		{"defaults", nil, func(c Config) bool {
 			d := Default()
 			d.CgroupRoot = "tugpods"

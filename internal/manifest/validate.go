@@ -489,12 +489,7 @@ func (v *validator) resources(p string, r *pod.Resources) {
 			q := list.rl[name]
 			switch {
 			case !slices.Contains(resourceNames, name) && strings.Contains(string(name), "/"):
-				// An extended resource: reported once, on the field the
-				// file has (a limit also defaults the request).
-				if list.path == p+".requests" && !v.written(keyPath(list.path, string(name))) && v.index != nil {
-					continue
-				}
-				v.failKey(list.path, string(name), "extended resource %q: needs a device plugin, which tug does not run; give the container the device with a hostPath volume (privileged where needed) instead", name)
+				v.extendedResource(p, list.path, name, q, r)
 			case !slices.Contains(resourceNames, name):
 				v.failKey(list.path, string(name), "unsupported resource %q: must be \"cpu\", \"memory\" or \"ephemeral-storage\"", name)
 			case q.MilliValue() < 0:
@@ -507,9 +502,46 @@ func (v *validator) resources(p string, r *pod.Resources) {
 	for _, name := range sortedResourceNames(r.Requests) {
 		req := r.Requests[name]
 		limit, ok := r.Limits[name]
+		if extendedName(name) {
+			continue // checked by extendedResource
+		}
 		if ok && req.MilliValue() > limit.MilliValue() && limit.MilliValue() >= 0 {
 			v.fail(keyPath(p+".requests", string(name)), "must be less than or equal to %s limit of %s", name, limit)
 		}
+	}
+}
+
+// extendedName reports whether name is an extended resource's: a "/" and
+// not one of the names tug knows.
+func extendedName(name pod.ResourceName) bool {
+	return !slices.Contains(resourceNames, name) && strings.Contains(string(name), "/")
+}
+
+// extendedResource checks an extended resource of a container's limits
+// or requests (at listPath) as Kubernetes does: a name outside the
+// kubernetes.io domain, a whole number, a limit, and a request equal to
+// it. A valid one gets a warning, once, on the field the file has: the
+// node must declare it (--device-resource), or the pod is refused.
+func (v *validator) extendedResource(p, listPath string, name pod.ResourceName, q pod.Quantity, r *pod.Resources) {
+	isRequest := listPath == p+".requests"
+	if isRequest && !v.written(keyPath(listPath, string(name))) && v.index != nil {
+		return // a limit defaults the request: reported on the limit
+	}
+	domain, _, _ := strings.Cut(string(name), "/")
+	limit, hasLimit := r.Limits[name]
+	switch {
+	case domain == "" || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io"):
+		v.failKey(listPath, string(name), "unsupported resource %q: must be \"cpu\", \"memory\", \"ephemeral-storage\" or an extended resource outside the kubernetes.io domain", name)
+	case q.MilliValue() < 0 || q.MilliValue()%1000 != 0:
+		v.fail(keyPath(listPath, string(name)), "must be a whole number of devices, not %s", q)
+	case isRequest && !hasLimit:
+		v.fail(keyPath(listPath, string(name)), "a limit must be set as well: an extended resource cannot be overcommitted")
+	case isRequest && limit.MilliValue() != q.MilliValue():
+		v.fail(keyPath(listPath, string(name)), "must be equal to %s limit of %s", name, limit)
+	case isRequest && v.written(keyPath(p+".limits", string(name))):
+		// Reported on the limit.
+	default:
+		v.warnAt(keyPath(listPath, string(name)), fmt.Sprintf("extended resource %q: the node must declare it (tug run --device-resource), or the pod is refused with status OutOf%s", name, name))
 	}
 }
 

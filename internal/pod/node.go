@@ -20,7 +20,13 @@ type NodeCondition struct {
 
 // NodeStatus is the node's observed state (GET /node).
 type NodeStatus struct {
-	Conditions []NodeCondition `json:"conditions"`
+	// Capacity is how many units of each declared device resource the
+	// node has now ("example.com/dongle": "3").
+	Capacity map[string]string `json:"capacity,omitempty"`
+	// Allocatable is what of Capacity pods may be given: all of it, as a
+	// Kubernetes node's allocatable does not count what pods hold.
+	Allocatable map[string]string `json:"allocatable,omitempty"`
+	Conditions  []NodeCondition   `json:"conditions"`
 }
 
 // NodeView is the node as GET /node shows it: a Kubernetes-shaped Node

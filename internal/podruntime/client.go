@@ -110,6 +110,10 @@ type Config struct {
 	// RootDir/source-claims/<source id>/, so that a source never gets the
 	// directory of a claim another source defines.
 	FileSource string
+	// Devices gives containers the devices allocated to their pod and
+	// the CDI devices its annotations name, and frees a pod's devices when
+	// the pod is cleaned up; nil: no devices.
+	Devices Devices
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
 	// Recorder receives the events of image pulls (Pulling, Pulled,

@@ -264,6 +264,13 @@ func (r *Runtime) specOpts(ctx context.Context, p *pod.Pod, c *pod.Container, id
 		Seccomp:         specopts.SeccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
 	})
 	opts = append(opts, withShimGroup(group))
+	if r.cfg.Devices != nil {
+		nodes, cdiNames, err := r.cfg.Devices.ContainerDevices(p, c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
+		}
+		opts = append(opts, specopts.WithDeviceNodes(nodes), specopts.WithCDIDevices(r.cfg.Devices, cdiNames))
+	}
 	if sharesPID(p) {
 		opt, err := r.withSharedPID(ctx, p)
 		if err != nil {

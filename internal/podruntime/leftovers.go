@@ -71,6 +71,11 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 	if err := r.volumes.Remove(uid); err != nil {
 		return err
 	}
+	if r.cfg.Devices != nil {
+		if err := r.cfg.Devices.Release(uid); err != nil {
+			return err
+		}
+	}
 	entries, err := os.ReadDir(r.cfg.LogsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove log directories of pod %s: %w", uid, err)

@@ -41,6 +41,11 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	if err := os.RemoveAll(r.podLogDir(p)); err != nil {
 		return fmt.Errorf("clean up pod %s: remove logs: %w", p.FullName(), err)
 	}
+	if r.cfg.Devices != nil {
+		if err := r.cfg.Devices.Release(uid); err != nil {
+			return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
+		}
+	}
 	return nil
 }
 

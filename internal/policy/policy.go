@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,6 +44,12 @@ type Policy struct {
 	// Node, when set, holds the node's labels and taints: a pod that does
 	// not match them is refused with a *NodeMismatch before any other rule.
 	Node *Node
+	// AllowedDevices maps a source name to the devices its pods may use:
+	// extended resource names and CDI kinds ("vendor.com/class"). A pod of
+	// a source in the map that asks for another extended resource, or
+	// whose cdi.k8s.io/ annotation names a CDI device of another kind, is
+	// refused; a source absent from the map may use every device.
+	AllowedDevices map[string][]string
 }
 
 // LevelOf returns the level of source.
@@ -100,6 +107,7 @@ func (pl *Policy) Admit(p *pod.Pod) error {
 	}
 	v := Check(p, pl.LevelOf(src))
 	v = append(v, pl.node(p)...)
+	v = append(v, pl.devices(p)...)
 	if len(v) == 0 {
 		return nil
 	}
@@ -203,4 +211,63 @@ func namespacedSysctl(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "fs.mqueue.") || strings.HasPrefix(name, "net.")
+}
+
+// cdiAnnotationPrefix is the prefix of the annotations that name CDI
+// devices, containerd CRI's convention.
+const cdiAnnotationPrefix = "cdi.k8s.io/"
+
+// devices checks the devices a pod asks for against its source's
+// AllowedDevices.
+func (pl *Policy) devices(p *pod.Pod) []Violation {
+	src := p.Metadata.Source
+	allowed, limited := pl.AllowedDevices[src]
+	if !limited {
+		return nil
+	}
+	var out []Violation
+	refuse := func(path, what string) {
+		out = append(out, Violation{Path: path,
+			Msg: fmt.Sprintf("%s is a device, which pods of source %s may not use (--url-allowed-devices does not name it)", what, src)})
+	}
+	each(p, func(cpath string, c *pod.Container) {
+		for _, list := range []struct {
+			path string
+			rl   pod.ResourceList
+		}{{cpath + ".resources.limits", c.Resources.Limits}, {cpath + ".resources.requests", c.Resources.Requests}} {
+			names := make([]string, 0, len(list.rl))
+			for name := range list.rl {
+				names = append(names, string(name))
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				if extended(name) && !slices.Contains(allowed, name) {
+					refuse(list.path+"["+name+"]", strconv.Quote(name))
+				}
+			}
+		}
+	})
+	keys := make([]string, 0, len(p.Metadata.Annotations))
+	for k := range p.Metadata.Annotations {
+		if strings.HasPrefix(k, cdiAnnotationPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for dev := range strings.SplitSeq(p.Metadata.Annotations[k], ",") {
+			kind, _, _ := strings.Cut(strings.TrimSpace(dev), "=")
+			if !slices.Contains(allowed, kind) {
+				refuse("metadata.annotations["+k+"]", fmt.Sprintf("CDI device %q (kind %s)", strings.TrimSpace(dev), kind))
+			}
+		}
+	}
+	return out
+}
+
+// extended reports whether a resource name is an extended resource's: it
+// has a "/" and is not in the kubernetes.io domain.
+func extended(name string) bool {
+	domain, _, ok := strings.Cut(name, "/")
+	return ok && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }

@@ -150,7 +150,10 @@ type PodDirs interface {
 }
 
 // Admission decides whether a pod may run on this node (implemented by
-// policy.Policy). It is pure: the same pod gets the same answer.
+// policy.Policy, and by agent's composition of it with the device
+// manager). It is asked on every sync of the pod: the policy's answer is
+// pure, and the device manager gives an admitted pod the same devices
+// every time (it frees them when the runtime cleans the pod up).
 type Admission interface {
 	// Admit returns nil, or why the pod is refused: the error's text (one
 	// violation per line) becomes the pod's Blocked status message.

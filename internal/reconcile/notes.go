@@ -103,7 +103,8 @@ func (n *notes) refuse(uid string, w pod.StateWaiting) (changed bool) {
 
 // podFailure is an admission refusal that fails the pod (phase Failed)
 // with a reason of its own, as the kubelet's node admission does: a pod
-// that does not match the node's labels or taints (policy.NodeMismatch).
+// that does not match the node's labels or taints (policy.NodeMismatch),
+// or that asks for more devices than are free (devices.OutOfResource).
 type podFailure interface {
 	error
 	PodReason() string

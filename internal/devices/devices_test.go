@@ -1,0 +1,291 @@
+package devices
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"tug/internal/pod"
+)
+
+func TestParseResource(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Resource
+		wantErr string
+	}{
+		{in: "tug.io/serial=/dev/ttyUSB*", want: Resource{Name: "tug.io/serial", Glob: "/dev/ttyUSB*", Access: "rw"}},
+		{in: "tug.io/serial=/dev/ttyUSB*:rwm", want: Resource{Name: "tug.io/serial", Glob: "/dev/ttyUSB*", Access: "rwm"}},
+		{in: "example.com/cam=/dev/video[0-3]:r", want: Resource{Name: "example.com/cam", Glob: "/dev/video[0-3]", Access: "r"}},
+		{in: "example.com/dongle=cdi:example.com/dongle", want: Resource{Name: "example.com/dongle", CDIKind: "example.com/dongle"}},
+		{in: "example.com/dongle", wantErr: "want NAME=GLOB"},
+		{in: "dongle=/dev/x", wantErr: "want DOMAIN/NAME"},
+		{in: "kubernetes.io/dongle=/dev/x", wantErr: "kubernetes.io domain"},
+		{in: "x.kubernetes.io/dongle=/dev/x", wantErr: "kubernetes.io domain"},
+		{in: "example.com/d=dev/x", wantErr: "not a clean absolute path"},
+		{in: "example.com/d=/dev/../etc/x", wantErr: "not a clean absolute path"},
+		{in: "example.com/d=/dev/x:rwx", wantErr: "access \"rwx\""},
+		{in: "example.com/d=/dev/x:rr", wantErr: "access \"rr\""},
+		{in: "example.com/d=/dev/[", wantErr: "syntax error"},
+		{in: "example.com/d=cdi:nokind", wantErr: "want VENDOR/CLASS"},
+		{in: "example.com/d=cdi:exa mple.com/x", wantErr: "CDI kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseResource(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !errors.Is(err, ErrBadResource) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseResource(%q) = %v, want ErrBadResource saying %q", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseResource(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+			}
+			if back, err := ParseResource(got.String()); err != nil || back != got {
+				t.Errorf("String() %q does not parse back: %+v, %v", got.String(), back, err)
+			}
+		})
+	}
+	if _, err := ParseResources([]string{"a.io/x=/dev/a", "a.io/x=/dev/b"}); err == nil {
+		t.Error("a name declared twice was accepted")
+	}
+}
+
+// fakeNodes makes n links to /dev/null in a temp dir (device nodes need
+// root to create; a link to one is a device node to Stat) and returns the
+// glob that matches them.
+func fakeNodes(t *testing.T, dir string, n int) string {
+	t.Helper()
+	for i := range n {
+		if err := os.Symlink("/dev/null", filepath.Join(dir, "ttyFake"+string(rune('0'+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A regular file the glob matches is not a unit.
+	if err := os.WriteFile(filepath.Join(dir, "ttyFakeFile"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "ttyFake*")
+}
+
+// podAsking returns a pod whose app containers ask for asks[i] dongles and
+// whose one init container asks for initAsk.
+func podAsking(uid string, initAsk int, asks ...int) *pod.Pod {
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: uid, UID: uid}}
+	ask := func(n int) pod.Resources {
+		if n == 0 {
+			return pod.Resources{}
+		}
+		q := pod.MustParseQuantity(itoa(n))
+		return pod.Resources{Limits: pod.ResourceList{"example.com/dongle": q}, Requests: pod.ResourceList{"example.com/dongle": q}}
+	}
+	if initAsk > 0 {
+		p.Spec.InitContainers = []pod.Container{{Name: "init", Resources: ask(initAsk)}}
+	}
+	for i, n := range asks {
+		p.Spec.Containers = append(p.Spec.Containers, pod.Container{Name: "c" + itoa(i), Resources: ask(n)})
+	}
+	return p
+}
+
+func newTestManager(t *testing.T, state string, units int) *Manager {
+	t.Helper()
+	glob := fakeNodes(t, t.TempDir(), units)
+	m, err := New(Config{Resources: []Resource{{Name: "example.com/dongle", Glob: glob, Access: "rw"}}, StateFile: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestAllocation(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "devices", "allocations.json")
+	m := newTestManager(t, state, 3)
+	if got := m.Capacity()["example.com/dongle"]; got != 3 {
+		t.Fatalf("capacity %d, want 3", got)
+	}
+	steps := []struct {
+		name    string
+		do      func() error
+		wantErr string
+	}{
+		{"two for a", func() error { return m.Admit(podAsking("a", 0, 2)) }, ""},
+		{"a again keeps its two", func() error { return m.Admit(podAsking("a", 0, 2)) }, ""},
+		{"two for b: one is free", func() error { return m.Admit(podAsking("b", 0, 1, 1)) },
+			"Node didn't have enough resource: example.com/dongle, requested: 2, used: 2, capacity: 3"},
+		{"one for b", func() error { return m.Admit(podAsking("b", 0, 1)) }, ""},
+		{"one for c: none free", func() error { return m.Admit(podAsking("c", 0, 1)) },
+			"Node didn't have enough resource: example.com/dongle, requested: 1, used: 3, capacity: 3"},
+		{"a goes", func() error { return m.Release("a") }, ""},
+		{"c gets one, its init container two: two", func() error { return m.Admit(podAsking("c", 2, 1)) }, ""},
+	}
+	for _, s := range steps {
+		err := s.do()
+		switch {
+		case s.wantErr == "" && err != nil:
+			t.Fatalf("%s: %v", s.name, err)
+		case s.wantErr != "" && (err == nil || err.Error() != s.wantErr):
+			t.Fatalf("%s: err %v, want %q", s.name, err, s.wantErr)
+		case s.wantErr != "":
+			var oor *OutOfResource
+			if !errors.As(err, &oor) || oor.PodReason() != "OutOfexample.com/dongle" || !errors.Is(err, ErrOutOfResource) {
+				t.Fatalf("%s: %#v is not an OutOfResource with reason OutOfexample.com/dongle", s.name, err)
+			}
+		}
+	}
+	b, c := m.Held("b")["example.com/dongle"], m.Held("c")["example.com/dongle"]
+	if len(b) != 1 || len(c) != 2 || slices.Contains(c, b[0]) {
+		t.Fatalf("b holds %v, c holds %v: want 1 and 2, disjoint", b, c)
+	}
+
+	// A restarted manager reads the same allocations.
+	again, err := New(Config{Resources: m.cfg.Resources, StateFile: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Held("c")["example.com/dongle"]; !slices.Equal(got, c) {
+		t.Fatalf("after restart c holds %v, want %v", got, c)
+	}
+	if err := again.Admit(podAsking("d", 0, 1)); !errors.Is(err, ErrOutOfResource) {
+		t.Fatalf("after restart a fourth unit was given: %v", err)
+	}
+	if err := again.Admit(podAsking("c", 2, 1)); err != nil {
+		t.Fatalf("after restart c is refused what it holds: %v", err)
+	}
+}
+
+func TestAdmitUndeclared(t *testing.T) {
+	m := newTestManager(t, filepath.Join(t.TempDir(), "a.json"), 1)
+	p := podAsking("a", 0, 1)
+	p.Spec.Containers[0].Resources.Limits["vendor.io/gpu"] = pod.MustParseQuantity("1")
+	err := m.Admit(p)
+	var oor *OutOfResource
+	if !errors.As(err, &oor) || err.Error() != "Node didn't have enough resource: vendor.io/gpu, requested: 1, used: 0, capacity: 0" {
+		t.Fatalf("undeclared resource: %v", err)
+	}
+	if len(m.Held("a")) != 0 {
+		t.Fatalf("a refused pod holds %v", m.Held("a"))
+	}
+	if err := m.Admit(&pod.Pod{Metadata: pod.ObjectMeta{UID: "plain"}}); err != nil {
+		t.Fatalf("a pod that asks for no device: %v", err)
+	}
+}
+
+func TestContainerDevices(t *testing.T) {
+	m := newTestManager(t, filepath.Join(t.TempDir(), "a.json"), 3)
+	p := podAsking("a", 1, 1, 2)
+	if err := m.Admit(p); err != nil {
+		t.Fatal(err)
+	}
+	held := m.Held("a")["example.com/dongle"]
+	tests := []struct {
+		c    *pod.Container
+		want []string
+	}{
+		{&p.Spec.InitContainers[0], held[:1]},
+		{&p.Spec.Containers[0], held[:1]},
+		{&p.Spec.Containers[1], held[1:3]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.c.Name, func(t *testing.T) {
+			nodes, cdiNames, err := m.ContainerDevices(p, tt.c)
+			if err != nil || len(cdiNames) != 0 {
+				t.Fatalf("ContainerDevices = %v, %v, %v", nodes, cdiNames, err)
+			}
+			var paths []string
+			for _, n := range nodes {
+				paths = append(paths, n.Path)
+				if n.Type != "c" || n.Major != 1 || n.Minor != 3 || n.Access != "rw" {
+					t.Errorf("node %+v: want char 1:3 (/dev/null's) with access rw", n)
+				}
+			}
+			if !slices.Equal(paths, tt.want) {
+				t.Errorf("paths %v, want %v", paths, tt.want)
+			}
+		})
+	}
+}
+
+const cdiSpec = `cdiVersion: "0.6.0"
+kind: example.com/device
+devices:
+- name: fake0
+  containerEdits:
+    deviceNodes:
+    - path: /dev/fake0
+      hostPath: /dev/null
+- name: fake1
+  containerEdits:
+    deviceNodes:
+    - path: /dev/fake1
+      hostPath: /dev/zero
+containerEdits:
+  env:
+  - FAKE_DEVICE=yes
+`
+
+func TestCDI(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "example.yaml"), []byte(cdiSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{
+		Resources:   []Resource{{Name: "example.com/dongle", CDIKind: "example.com/device"}},
+		CDISpecDirs: []string{dir, filepath.Join(dir, "missing")},
+		StateFile:   filepath.Join(t.TempDir(), "a.json"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got := m.Units(m.cfg.Resources[0]); !slices.Equal(got, []string{"example.com/device=fake0", "example.com/device=fake1"}) {
+		t.Fatalf("units %v", got)
+	}
+	p := podAsking("a", 0, 1)
+	p.Metadata.Annotations = map[string]string{"cdi.k8s.io/extra": "example.com/device=fake1"}
+	if err := m.Admit(p); err != nil {
+		t.Fatal(err)
+	}
+	_, names, err := m.ContainerDevices(p, &p.Spec.Containers[0])
+	if err != nil || !slices.Equal(names, []string{"example.com/device=fake1", "example.com/device=fake0"}) {
+		t.Fatalf("CDI names %v, %v", names, err)
+	}
+	tests := []struct {
+		names     []string
+		wantPaths []string
+		wantErr   bool
+	}{
+		{[]string{"example.com/device=fake0"}, []string{"/dev/fake0"}, false},
+		{[]string{"example.com/device=all"}, []string{"/dev/fake0", "/dev/fake1"}, false},
+		{[]string{"example.com/device=nope"}, nil, true},
+		{[]string{"not a name"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.names, ","), func(t *testing.T) {
+			s := &specs.Spec{Process: &specs.Process{}, Linux: &specs.Linux{}}
+			err := m.InjectCDI(s, tt.names)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, d := range s.Linux.Devices {
+				paths = append(paths, d.Path)
+			}
+			if !slices.Equal(paths, tt.wantPaths) || !slices.Contains(s.Process.Env, "FAKE_DEVICE=yes") {
+				t.Errorf("devices %v env %v; want %v and FAKE_DEVICE=yes", paths, s.Process.Env, tt.wantPaths)
+			}
+		})
+	}
+}

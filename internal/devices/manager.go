@@ -1,0 +1,468 @@
+package devices
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+	"tags.cncf.io/container-device-interface/pkg/parser"
+
+	"tug/internal/pod"
+	"tug/internal/specopts"
+)
+
+// DefaultCDISpecDirs are the CDI spec directories read by default, the
+// CDI specification's.
+var DefaultCDISpecDirs = []string{"/etc/cdi", "/var/run/cdi"}
+
+// Config is what a Manager is built from.
+type Config struct {
+	// Resources are the node's declared device resources.
+	Resources []Resource
+	// CDISpecDirs are the CDI spec directories, watched for changes; none
+	// means no CDI registry (a pod that asks for a CDI device fails to
+	// start, a cdi: resource has no units).
+	CDISpecDirs []string
+	// StateFile is where the allocations are kept (required): a JSON file
+	// under tug's root dir, rewritten atomically on every change.
+	StateFile string
+	// Log receives the CDI registry's errors; nil discards them.
+	Log *slog.Logger
+}
+
+// Manager allocates the node's device units to pods, exclusively: each
+// unit is held by at most one pod, from its admission until Release (its
+// removal), and the allocation is persisted so that a restarted tug
+// gives a running pod the same units. A pod that asks for more units of a
+// resource than are free is refused with *OutOfResource. Units are
+// enumerated when asked for (globbed, or listed from the CDI registry), so
+// a device that appears or vanishes changes the capacity at once. Safe for
+// concurrent use.
+//
+// A pod holds the units of a resource as one set of max(sum of its app
+// containers' asks, largest init container ask) units: init containers
+// take theirs from the start of the set, app containers consecutive
+// slices of it, as the kubelet's device manager lets init containers reuse
+// what app containers get. A pod whose update asks for fewer keeps what it
+// holds until it goes.
+type Manager struct {
+	cfg Config
+	cdi *cdi.Cache // nil: no CDI registry
+
+	mu   sync.Mutex
+	held map[string]map[string][]string // pod UID → resource name → units
+}
+
+// state is the StateFile's content.
+type state struct {
+	Pods map[string]map[string][]string `json:"pods"`
+}
+
+// New loads the allocations of StateFile (none when it is missing) and
+// opens the CDI registry of CDISpecDirs.
+func New(cfg Config) (*Manager, error) {
+	m := &Manager{cfg: cfg, held: map[string]map[string][]string{}}
+	data, err := os.ReadFile(cfg.StateFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read device allocations: %w", err)
+	default:
+		var st state
+		if err := json.Unmarshal(data, &st); err != nil {
+			return nil, fmt.Errorf("read device allocations %s: %w", cfg.StateFile, err)
+		}
+		if st.Pods != nil {
+			m.held = st.Pods
+		}
+	}
+	if len(cfg.CDISpecDirs) > 0 {
+		c, err := cdi.NewCache(cdi.WithSpecDirs(cfg.CDISpecDirs...), cdi.WithAutoRefresh(true))
+		if err != nil && c == nil {
+			return nil, fmt.Errorf("open CDI registry %v: %w", cfg.CDISpecDirs, err)
+		}
+		m.cdi = c
+		m.logCDIErrors()
+	}
+	return m, nil
+}
+
+// Close stops watching the CDI spec directories.
+func (m *Manager) Close() error {
+	if m.cdi == nil {
+		return nil
+	}
+	return m.cdi.Configure(cdi.WithAutoRefresh(false))
+}
+
+// logCDIErrors logs the spec files and directories the CDI registry could
+// not read (a missing directory is not an error).
+func (m *Manager) logCDIErrors() {
+	if m.cfg.Log == nil {
+		return
+	}
+	for file, errs := range m.cdi.GetErrors() {
+		if errors.Is(errors.Join(errs...), fs.ErrNotExist) {
+			continue
+		}
+		m.cfg.Log.Warn("CDI spec not usable", "file", file, "err", errors.Join(errs...))
+	}
+}
+
+// Resources returns the declared resources (shared: do not modify).
+func (m *Manager) Resources() []Resource { return m.cfg.Resources }
+
+// Units returns the units of r present now, sorted: the host device nodes
+// its glob matches (char and block devices only, symlinks followed), or
+// the fully qualified names of the CDI devices of its kind.
+func (m *Manager) Units(r Resource) []string {
+	if r.CDIKind != "" {
+		if m.cdi == nil {
+			return nil
+		}
+		var out []string
+		for _, name := range m.cdi.ListDevices() {
+			if strings.HasPrefix(name, r.CDIKind+"=") {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	matches, _ := filepath.Glob(r.Glob) // the pattern is checked by ParseResource
+	out := matches[:0]
+	for _, p := range matches {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&fs.ModeDevice != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Capacity returns how many units of each declared resource are present.
+func (m *Manager) Capacity() map[string]int {
+	out := make(map[string]int, len(m.cfg.Resources))
+	for _, r := range m.cfg.Resources {
+		out[r.Name] = len(m.Units(r))
+	}
+	return out
+}
+
+// Held returns the units pod uid holds of each resource (a copy).
+func (m *Manager) Held(uid string) map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]string{}
+	for name, units := range m.held[uid] {
+		out[name] = slices.Clone(units)
+	}
+	return out
+}
+
+// resource returns the declared resource of that name.
+func (m *Manager) resource(name string) (Resource, bool) {
+	for _, r := range m.cfg.Resources {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+// Admit allocates to p the units its containers ask for, or refuses it:
+// an *OutOfResource for the first resource (by name) that has too few
+// free units or is not declared. A pod that holds enough already keeps
+// what it holds; a refused pod gets nothing. The allocation is persisted
+// before Admit returns nil.
+func (m *Manager) Admit(p *pod.Pod) error {
+	need := PodNeeds(p)
+	if len(need) == 0 {
+		return nil
+	}
+	uid := p.Metadata.UID
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mine := m.held[uid]
+	grant := map[string][]string{}
+	for _, name := range sortedKeys(need) {
+		n := need[name]
+		r, ok := m.resource(name)
+		if !ok {
+			return &OutOfResource{Name: name, Requested: n}
+		}
+		have := mine[name]
+		if len(have) >= n {
+			continue
+		}
+		units := m.Units(r)
+		taken := m.takenByOthers(uid, name)
+		var free []string
+		for _, u := range units {
+			if !taken[u] && !slices.Contains(have, u) {
+				free = append(free, u)
+			}
+		}
+		if len(have)+len(free) < n {
+			return &OutOfResource{Name: name, Requested: n, Used: len(taken), Capacity: len(units)}
+		}
+		grant[name] = append(slices.Clone(have), free[:n-len(have)]...)
+	}
+	if len(grant) == 0 {
+		return nil
+	}
+	next := map[string][]string{}
+	for name, units := range mine {
+		next[name] = units
+	}
+	for name, units := range grant {
+		next[name] = units
+	}
+	m.held[uid] = next
+	if err := m.save(); err != nil {
+		if mine == nil {
+			delete(m.held, uid)
+		} else {
+			m.held[uid] = mine
+		}
+		return err
+	}
+	return nil
+}
+
+// takenByOthers returns the units of resource name that pods other than
+// uid hold.
+func (m *Manager) takenByOthers(uid, name string) map[string]bool {
+	out := map[string]bool{}
+	for other, res := range m.held {
+		if other == uid {
+			continue
+		}
+		for _, u := range res[name] {
+			out[u] = true
+		}
+	}
+	return out
+}
+
+// Release frees what pod uid holds. Releasing a pod that holds nothing
+// does nothing.
+func (m *Manager) Release(uid string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held, ok := m.held[uid]
+	if !ok {
+		return nil
+	}
+	delete(m.held, uid)
+	if err := m.save(); err != nil {
+		m.held[uid] = held
+		return err
+	}
+	return nil
+}
+
+// save writes the allocations to StateFile atomically (m.mu held).
+func (m *Manager) save() error {
+	data, err := json.Marshal(state{Pods: m.held})
+	if err != nil {
+		return fmt.Errorf("save device allocations: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(m.cfg.StateFile), 0o700); err != nil {
+		return fmt.Errorf("save device allocations: %w", err)
+	}
+	tmp := m.cfg.StateFile + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("save device allocations: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, m.cfg.StateFile)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save device allocations %s: %w", m.cfg.StateFile, err)
+	}
+	return nil
+}
+
+// ContainerDevices returns what container c of p gets: the host device
+// nodes of its glob resources and the CDI devices of its cdi: resources
+// (its slice of what the pod holds), and the CDI devices the pod's
+// cdi.k8s.io/ annotations name, which every container of the pod gets.
+func (m *Manager) ContainerDevices(p *pod.Pod, c *pod.Container) ([]specopts.DeviceNode, []string, error) {
+	_, annotated, err := cdi.ParseAnnotations(p.Metadata.Annotations)
+	if err != nil {
+		return nil, nil, fmt.Errorf("annotation %s*: %w", cdi.AnnotationPrefix, err)
+	}
+	slices.Sort(annotated)
+	cdiNames := annotated
+	var nodes []specopts.DeviceNode
+	held := m.Held(p.Metadata.UID)
+	for _, r := range m.cfg.Resources {
+		from, n := containerSlice(p, c, r.Name)
+		if n == 0 {
+			continue
+		}
+		units := held[r.Name]
+		if len(units) < from+n {
+			return nil, nil, fmt.Errorf("container %s asks for %d %s, the pod holds %d", c.Name, n, r.Name, len(units))
+		}
+		for _, u := range units[from : from+n] {
+			if r.CDIKind != "" {
+				cdiNames = append(cdiNames, u)
+				continue
+			}
+			node, err := deviceNode(u, r.Access)
+			if err != nil {
+				return nil, nil, err
+			}
+			nodes = append(nodes, node)
+		}
+	}
+	return nodes, cdiNames, nil
+}
+
+// deviceNode reads the host device node at path.
+func deviceNode(path, access string) (specopts.DeviceNode, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return specopts.DeviceNode{}, fmt.Errorf("device %s: %w", path, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || fi.Mode()&fs.ModeDevice == 0 {
+		return specopts.DeviceNode{}, fmt.Errorf("device %s: not a device node", path)
+	}
+	typ := "b"
+	if fi.Mode()&fs.ModeCharDevice != 0 {
+		typ = "c"
+	}
+	mode := fi.Mode().Perm()
+	uid, gid := st.Uid, st.Gid
+	rdev := uint64(st.Rdev) // its type differs between architectures
+	return specopts.DeviceNode{
+		LinuxDevice: specs.LinuxDevice{
+			Path: path, Type: typ,
+			Major:    int64((rdev&0x00000000000fff00)>>8 | (rdev&0xfffff00000000000)>>32), // glibc's major() and minor()
+			Minor:    int64((rdev&0x00000000000000ff)>>0 | (rdev&0x00000ffffff00000)>>12),
+			FileMode: &mode, UID: &uid, GID: &gid,
+		},
+		Access: access,
+	}, nil
+}
+
+// InjectCDI applies the CDI devices names to s through the CDI registry.
+// "vendor.com/class=all" stands for every device of that kind the registry
+// has.
+func (m *Manager) InjectCDI(s *specs.Spec, names []string) error {
+	if m.cdi == nil {
+		return fmt.Errorf("inject CDI devices %s: no CDI spec directories (--cdi-spec-dirs)", strings.Join(names, ", "))
+	}
+	var expanded []string
+	for _, name := range names {
+		vendor, class, dev, err := parser.ParseQualifiedName(name)
+		if err != nil {
+			return fmt.Errorf("CDI device %q: %w", name, err)
+		}
+		if dev != "all" || m.cdi.GetDevice(name) != nil {
+			expanded = append(expanded, name)
+			continue
+		}
+		for _, d := range m.cdi.ListDevices() {
+			if strings.HasPrefix(d, vendor+"/"+class+"=") {
+				expanded = append(expanded, d)
+			}
+		}
+	}
+	if _, err := m.cdi.InjectDevices(s, expanded...); err != nil {
+		m.logCDIErrors()
+		return fmt.Errorf("inject CDI devices: %w", err)
+	}
+	return nil
+}
+
+// PodNeeds returns how many units of each extended resource the pod asks
+// for: max(sum over its app containers, the largest init container's).
+// An extended resource is a name with a "/" outside the kubernetes.io
+// domain; a container's ask is its limit, else its request.
+func PodNeeds(p *pod.Pod) map[string]int {
+	out := map[string]int{}
+	for i := range p.Spec.Containers {
+		for name, n := range containerNeeds(&p.Spec.Containers[i]) {
+			out[name] += n
+		}
+	}
+	for i := range p.Spec.InitContainers {
+		for name, n := range containerNeeds(&p.Spec.InitContainers[i]) {
+			out[name] = max(out[name], n)
+		}
+	}
+	for name, n := range out {
+		if n == 0 {
+			delete(out, name)
+		}
+	}
+	return out
+}
+
+// IsExtended reports whether name is an extended resource's: it has a
+// "/" and is not in the kubernetes.io domain.
+func IsExtended(name string) bool {
+	domain, _, ok := strings.Cut(name, "/")
+	return ok && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
+}
+
+// containerNeeds returns c's ask of each extended resource.
+func containerNeeds(c *pod.Container) map[string]int {
+	out := map[string]int{}
+	for _, rl := range []pod.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+		for name, q := range rl {
+			if IsExtended(string(name)) {
+				out[string(name)] = int(q.MilliValue() / 1000) // the limit, read last, wins
+			}
+		}
+	}
+	return out
+}
+
+// containerSlice returns where c's units of resource name start in the
+// pod's set, and how many it gets (container names are unique in a pod,
+// init containers' included).
+func containerSlice(p *pod.Pod, c *pod.Container, name string) (from, n int) {
+	if slices.ContainsFunc(p.Spec.InitContainers, func(i pod.Container) bool { return i.Name == c.Name }) {
+		return 0, containerNeeds(c)[name]
+	}
+	for i := range p.Spec.Containers {
+		app := &p.Spec.Containers[i]
+		if app.Name == c.Name {
+			return from, containerNeeds(app)[name]
+		}
+		from += containerNeeds(app)[name]
+	}
+	return 0, 0
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
