@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // watchBound is how long after a change shows in the API a watching
@@ -27,8 +28,8 @@ const watchBound = 5 * time.Second
 // follower is a "tug ... -w" process whose output a test reads as it comes.
 type follower struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
-	errOut *syncBuffer
+	out    *testutil.SyncBuffer
+	errOut *testutil.SyncBuffer
 	done   chan struct{}
 	err    error // cmd.Wait's, set before done is closed
 }
@@ -37,7 +38,7 @@ type follower struct {
 // still running) when the test ends.
 func (tg *tug) follow(args ...string) *follower {
 	tg.t.Helper()
-	f := &follower{out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan struct{})}
+	f := &follower{out: &testutil.SyncBuffer{}, errOut: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	f.cmd = exec.Command(tugBin, append(args, "--socket", tg.socketPath())...)
 	f.cmd.Stdout, f.cmd.Stderr = f.out, f.errOut
 	f.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,32 +16,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // execTimeout bounds one tug exec or tug restart.
 const execTimeout = 60 * time.Second
-
-// execCLI runs "tug <args>" against this tug with --socket first (the
-// arguments after "--" are the command's), stdin as its input, and returns
-// its stdout, stderr and exit code.
-func (tg *tug) execCLI(stdin string, args ...string) (stdout, stderr string, code int) {
-	tg.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), execTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, tugBin, append([]string{args[0], "--socket", tg.socketPath()}, args[1:]...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		tg.t.Fatalf("tug %s: %v", strings.Join(args, " "), err)
-	}
-	return out.String(), errOut.String(), code
-}
 
 // openPTY opens a new pseudo-terminal of rows x cols and returns its
 // master and slave ends, closed when the test ends.
@@ -97,7 +74,7 @@ func TestExecCommand(t *testing.T) {
 
 	t.Run("streams and exit code", func(t *testing.T) {
 		tg := tg.forTest(t)
-		stdout, stderr, code := tg.execCLI("", "exec", "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+		stdout, stderr, code := tg.runCLIInput("", execTimeout, "exec", "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
 		if code != 3 || stdout != "out\n" {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 3 and \"out\\n\"", code, stdout, stderr)
 		}
@@ -105,7 +82,7 @@ func TestExecCommand(t *testing.T) {
 			t.Errorf("stderr %q: want err and the defaulted container's note", stderr)
 		}
 		// The container's own process: its environment and working directory.
-		stdout, stderr, code = tg.execCLI("", "exec", "-c", "side", "shell", "--", "sh", "-c", "echo $HOSTNAME; pwd")
+		stdout, stderr, code = tg.runCLIInput("", execTimeout, "exec", "-c", "side", "shell", "--", "sh", "-c", "echo $HOSTNAME; pwd")
 		if code != 0 || stdout != "shell-e2e\n/\n" || stderr != "" {
 			t.Errorf("-c side: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
@@ -114,12 +91,12 @@ func TestExecCommand(t *testing.T) {
 	t.Run("stdin", func(t *testing.T) {
 		tg := tg.forTest(t)
 		in := "hello\nworld\n" + strings.Repeat("x", 200000) + "\n"
-		stdout, stderr, code := tg.execCLI(in, "exec", "-i", "-c", "main", "shell", "--", "cat")
+		stdout, stderr, code := tg.runCLIInput(in, execTimeout, "exec", "-i", "-c", "main", "shell", "--", "cat")
 		if code != 0 || stdout != in {
 			t.Errorf("exit %d, %d bytes of stdout (want %d, the same), stderr %q", code, len(stdout), len(in), stderr)
 		}
 		// Without -i the command reads an empty stdin.
-		stdout, _, code = tg.execCLI("ignored\n", "exec", "-c", "main", "shell", "--", "sh", "-c", "cat; echo end")
+		stdout, _, code = tg.runCLIInput("ignored\n", execTimeout, "exec", "-c", "main", "shell", "--", "sh", "-c", "cat; echo end")
 		if code != 0 || stdout != "end\n" {
 			t.Errorf("without -i: exit %d, stdout %q", code, stdout)
 		}
@@ -140,7 +117,7 @@ func TestExecCommand(t *testing.T) {
 		// Its own session, with the pty as its controlling terminal: the
 		// kernel sends it SIGWINCH when the pty's size changes.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		go func() {
 			buf := make([]byte, 4096)
 			for {
@@ -189,19 +166,19 @@ func TestExecCommand(t *testing.T) {
 
 	t.Run("refusals", func(t *testing.T) {
 		tg := tg.forTest(t)
-		_, stderr, code := tg.execCLI("", "exec", "-c", "main", "shell", "--", "no-such-command")
+		_, stderr, code := tg.runCLIInput("", execTimeout, "exec", "-c", "main", "shell", "--", "no-such-command")
 		if code != 127 || !strings.Contains(stderr, "no-such-command") {
 			t.Errorf("a missing command: exit %d, stderr %q; want 127", code, stderr)
 		}
-		_, stderr, code = tg.execCLI("", "exec", "-c", "nope", "shell", "--", "true")
+		_, stderr, code = tg.runCLIInput("", execTimeout, "exec", "-c", "nope", "shell", "--", "true")
 		if code != 1 || !strings.Contains(stderr, "container nope is not valid for pod shell-e2e") {
 			t.Errorf("a missing container: exit %d, stderr %q", code, stderr)
 		}
-		_, stderr, code = tg.execCLI("", "exec", "-c", "done", "shell", "--", "true")
+		_, stderr, code = tg.runCLIInput("", execTimeout, "exec", "-c", "done", "shell", "--", "true")
 		if code != 1 || !strings.Contains(stderr, "container done is not running") {
 			t.Errorf("a completed container: exit %d, stderr %q", code, stderr)
 		}
-		_, stderr, code = tg.execCLI("", "exec", "nopod", "--", "true")
+		_, stderr, code = tg.runCLIInput("", execTimeout, "exec", "nopod", "--", "true")
 		if code != 1 || !strings.Contains(stderr, `pod "nopod" not found`) {
 			t.Errorf("a missing pod: exit %d, stderr %q", code, stderr)
 		}

@@ -19,7 +19,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +29,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -125,7 +123,7 @@ type tug struct {
 	env         []string // tugOpts.env
 	client      *containerd.Client
 
-	out *syncBuffer // tug's stdout and stderr, all runs
+	out *testutil.SyncBuffer // tug's stdout and stderr, all runs
 
 	cmd       *exec.Cmd
 	startedAt time.Time     // just before cmd started
@@ -175,7 +173,7 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		healthzPort: opts.healthzPort,
 		args:        opts.args,
 		env:         opts.env,
-		out:         &syncBuffer{},
+		out:         &testutil.SyncBuffer{},
 	}
 	if tg.netns == "" {
 		tg.netns = newNetns(t, "tug-e2e")
@@ -551,23 +549,4 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use: the process writes
-// while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

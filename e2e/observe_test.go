@@ -212,7 +212,7 @@ scrape_configs:
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address=127.0.0.1:"+strconv.Itoa(promPort))
-	var promOut syncBuffer
+	var promOut testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &promOut, &promOut
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start prometheus: %v", err)

@@ -96,13 +96,23 @@ func describeStatus(st *pod.Status) string {
 	return strings.Join(parts, "; ")
 }
 
-// runCLI runs "tug <args> --socket <tug's socket>" (pods, inspect) and
-// returns its stdout, stderr and exit code.
+// runCLI runs "tug <args>" against this tug's socket and returns its
+// stdout, stderr and exit code.
 func (tg *tug) runCLI(args ...string) (stdout, stderr string, code int) {
 	tg.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	return tg.runCLIInput("", apiTimeout, args...)
+}
+
+// runCLIInput runs "tug <args>" against this tug, with --socket right after
+// the command's name (so that it stays before a "--" and the command after
+// it), stdin as its input, for at most timeout, and returns its stdout,
+// stderr and exit code.
+func (tg *tug) runCLIInput(stdin string, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
+	tg.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tugBin, append(args, "--socket", tg.socketPath())...)
+	cmd := exec.CommandContext(ctx, tugBin, append([]string{args[0], "--socket", tg.socketPath()}, args[1:]...)...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

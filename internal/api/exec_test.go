@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // fakeExecer runs "commands" in memory: "echo" writes out and err, copies
@@ -112,7 +113,7 @@ func serveSocket(t *testing.T, s *Server, sessions *execSessions) *Client {
 
 func TestExec(t *testing.T) {
 	ex := &fakeExecer{}
-	var logged syncBuffer
+	var logged testutil.SyncBuffer
 	c := serveSocket(t, &Server{Status: execPod(), Exec: ex, Log: slog.New(slog.NewTextHandler(&logged, nil))}, nil)
 	ctx := context.Background()
 	tests := []struct {
@@ -285,24 +286,6 @@ func TestRestartEndpoint(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 type fakeRestarter struct{ asked []string }

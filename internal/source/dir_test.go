@@ -18,6 +18,7 @@ import (
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // fakeSink records every snapshot it is given.
@@ -593,29 +594,11 @@ func TestParseEvents(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer safe for the logger's concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestFileErrorLoggedOnChangeOnly(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	_, sink := start(t, DirConfig{Path: dir, Rescan: 20 * time.Millisecond, Log: log})
 	sink.waitFor(t, 5*time.Second, "the first report", func(snapshot) bool { return true })

@@ -102,7 +102,7 @@ func newHTTPFixture(t *testing.T, body string, tweak ...func(*HTTPConfig)) *http
 	return f
 }
 
-// syncBuffer is a bytes.Buffer for the slog handler.
+// testutil.SyncBuffer is a bytes.Buffer for the slog handler.
 type lockedWriter struct {
 	mu sync.Mutex
 	b  *bytes.Buffer
