@@ -362,3 +362,23 @@ func TestDeviceResourcesCDI(t *testing.T) {
 		"Node didn't have enough resource: example.com/dongle, requested: 1, used: 3, capacity: 3"))
 	tg.assertRefused("one-more", "OutOfexample.com/dongle")
 }
+
+// TestPrivilegedHostPathDevice: the form that predates device resources
+// keeps working for the manifest directory's pods: a privileged container
+// (tug run --allow-privileged) given a host device node by a hostPath
+// volume of type CharDevice, mounted at /dev/ttyUSB0, opens it for
+// reading and writing, with no device resource declared. The node has
+// /dev/fuse's numbers, which the runtime's default device rules refuse
+// (TestDeviceCgroupRules): privileged lifts them.
+func TestPrivilegedHostPathDevice(t *testing.T) {
+	devDir := t.TempDir()
+	mknodAll(t, devDir, fakeDevice{"ttyUSB0", 10, 229})
+	tg := startTug(t, tugOpts{args: []string{"--allow-privileged"}})
+	tg.writeManifest("zigbee.yaml", podYAML{name: "zigbee",
+		containers: []ctrYAML{{name: "main", image: tg.image,
+			script: "(exec 3<>/dev/ttyUSB0) && echo rw=ok\n" + idle,
+			mounts: []mountYAML{{name: "stick", path: "/dev/ttyUSB0"}},
+			extra:  "      securityContext:\n        privileged: true\n"}},
+		volumes: []volYAML{hostPathVol("stick", filepath.Join(devDir, "ttyUSB0"), "CharDevice")}}.String())
+	tg.waitLog(startTimeout, "zigbee", "main", 0, "rw=ok")
+}
