@@ -200,7 +200,9 @@ touch /mnt/cdi/x 2>/dev/null || echo mount=ro
 // with /dev/fuse's numbers (10:229, which the runtime's default rules do
 // not allow) are opened read-write by the pod given one, only for reading
 // by the pod given one with access "r", and not at all by a pod that
-// makes the node itself.
+// makes the node itself. It runs on the cgroup v1 host (devices.allow)
+// and in the cgroup v2 guest of make test-v2 (the runtime's eBPF device
+// program).
 func TestDeviceCgroupRules(t *testing.T) {
 	devDir := t.TempDir()
 	mknodAll(t, devDir, fakeDevice{"fuse0", 10, 229}, fakeDevice{"fuse1", 10, 229})
