@@ -227,6 +227,13 @@ devices:
     deviceNodes:
     - path: /dev/fake1
       hostPath: /dev/zero
+- name: all
+  containerEdits:
+    deviceNodes:
+    - path: /dev/fake0
+      hostPath: /dev/null
+    - path: /dev/fake1
+      hostPath: /dev/zero
 containerEdits:
   env:
   - FAKE_DEVICE=yes

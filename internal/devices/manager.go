@@ -127,7 +127,9 @@ func (m *Manager) Resources() []Resource { return m.cfg.Resources }
 
 // Units returns the units of r present now, sorted: the host device nodes
 // its glob matches (char and block devices only, symlinks followed), or
-// the fully qualified names of the CDI devices of its kind.
+// the fully qualified names of the CDI devices of its kind but one named
+// "all" (a vendor's spec, nvidia-ctk's, defines it as every device of the
+// kind: it is not one more).
 func (m *Manager) Units(r Resource) []string {
 	if r.CDIKind != "" {
 		if m.cdi == nil {
@@ -135,7 +137,7 @@ func (m *Manager) Units(r Resource) []string {
 		}
 		var out []string
 		for _, name := range m.cdi.ListDevices() {
-			if strings.HasPrefix(name, r.CDIKind+"=") {
+			if strings.HasPrefix(name, r.CDIKind+"=") && name != r.CDIKind+"=all" {
 				out = append(out, name)
 			}
 		}
