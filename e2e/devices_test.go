@@ -228,7 +228,9 @@ func TestDeviceCgroupRules(t *testing.T) {
 }
 
 // TestDeviceHotplug: a node declaring dongles by glob counts the nodes
-// present (two, then three once one is made); a pod holding the three
+// present (two, then three once one is made), and a pod asking for three,
+// refused with two, starts when the third is made (the directory is
+// watched: the resync is ten minutes away); the pod holding the three
 // whose node ttyFake1 is removed, as a USB stick is pulled out, gets a
 // Warning DeviceUnavailable event and a False tug.io/DevicesReady
 // condition naming the device, shown by tug pods and tug describe; its
@@ -239,8 +241,10 @@ func TestDeviceCgroupRules(t *testing.T) {
 func TestDeviceHotplug(t *testing.T) {
 	devDir, gate := t.TempDir(), t.TempDir()
 	mknodAll(t, devDir, dongleDevices[:2]...)
+	// A resync every ten minutes: within the test, only the watch of the
+	// directory (and the containers' own events) sync the pod.
 	tg := startTug(t, tugOpts{args: []string{"--device-resource", "example.com/dongle=" + filepath.Join(devDir, "ttyFake*"),
-		"--crash-loop-back-off-initial", "1s"}})
+		"--crash-loop-back-off-initial", "1s", "--sync-frequency", "10m"}})
 	capacityIs := func(want string) {
 		t.Helper()
 		tg.waitCapacity("example.com/dongle", want)
@@ -249,8 +253,6 @@ func TestDeviceHotplug(t *testing.T) {
 		}
 	}
 	capacityIs("2")
-	mknodAll(t, devDir, dongleDevices[2])
-	capacityIs("3")
 
 	// The container runs while the gate file exists: the test removes it
 	// with the node, as a program exits when its device fails.
@@ -264,6 +266,12 @@ func TestDeviceHotplug(t *testing.T) {
 			mounts: []mountYAML{{name: "gate", path: "/gate"}},
 			extra:  "      resources:\n        limits:\n          example.com/dongle: 3\n"}},
 		volumes: []volYAML{hostPathVol("gate", gate, "Directory")}}.String())
+	tg.waitPod(startTimeout, "holder", "refused: two dongles of three", reasonIs(pod.PhaseFailed, "OutOfexample.com/dongle",
+		"Node didn't have enough resource: example.com/dongle, requested: 3, used: 0, capacity: 2"))
+
+	// A third dongle plugged in: the capacity is 3 and the pod starts.
+	mknodAll(t, devDir, dongleDevices[2])
+	capacityIs("3")
 	tg.waitRunning(startTimeout, "holder", "main", 0)
 	tg.waitPod(startTimeout, "holder", "DevicesReady True", func(v *pod.View) error {
 		if c := conditionOf(v, pod.ConditionDevicesReady); c.Status != "True" {
