@@ -48,6 +48,7 @@ var (
 	_ reconcile.Admission      = (*policy.Policy)(nil)
 	_ reconcile.Admission      = admission{}
 	_ podruntime.Devices       = (*devices.Manager)(nil)
+	_ reconcile.Devices        = (*devices.Manager)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
 	_ source.Sink              = (*podconfig.Store)(nil)
 	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
@@ -254,6 +255,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Hooks:      prober.Hooks{Exec: rt.ExecSync},
 		PodDirs:    rt,
 		Images:     rt,
+		// A pod whose device is gone waits for it instead of crash-looping.
+		Devices:       devs,
+		DeviceChanges: devs.Changes(),
 	})
 	resync = loop.Resync
 	view := reconcile.View{Store: store, Loop: loop, Pulls: rt}
@@ -295,6 +299,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	components["image gc"] = imageGC.Run
+	components["devices"] = devs.Run
 	reader, readerErr := cgstats.NewReader()
 	evPods := evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}
 	if readerErr == nil {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -50,6 +52,16 @@ func (tg *tug) nodeCapacity(name string) (capacity, allocatable string, err erro
 	defer cancel()
 	v, err := tg.api().Node(ctx)
 	return v.Status.Capacity[name], v.Status.Allocatable[name], err
+}
+
+// waitCapacity waits until GET /node shows want as the capacity and the
+// allocatable of a resource.
+func (tg *tug) waitCapacity(name, want string) {
+	tg.t.Helper()
+	tg.waitFor(startTimeout, name+" capacity "+want, func() (bool, error) {
+		c, a, err := tg.nodeCapacity(name)
+		return c == want && a == want, fmt.Errorf("capacity %q allocatable %q (%v)", c, a, err)
+	})
 }
 
 // TestDeviceResources: a node declaring three dongles (host device nodes
@@ -188,7 +200,9 @@ touch /mnt/cdi/x 2>/dev/null || echo mount=ro
 // with /dev/fuse's numbers (10:229, which the runtime's default rules do
 // not allow) are opened read-write by the pod given one, only for reading
 // by the pod given one with access "r", and not at all by a pod that
-// makes the node itself.
+// makes the node itself. It runs on the cgroup v1 host (devices.allow)
+// and in the cgroup v2 guest of make test-v2 (the runtime's eBPF device
+// program).
 func TestDeviceCgroupRules(t *testing.T) {
 	devDir := t.TempDir()
 	mknodAll(t, devDir, fakeDevice{"fuse0", 10, 229}, fakeDevice{"fuse1", 10, 229})
@@ -211,4 +225,170 @@ func TestDeviceCgroupRules(t *testing.T) {
 	tg.waitLog(startTimeout, "fuse0", "main", 0, "read=ok", "rw=ok")
 	tg.waitLog(startTimeout, "fuse1", "main", 0, "read=ok", "rw=refused")
 	tg.waitLog(startTimeout, "nodev", "main", 0, "mknod=ok", "read=refused", "rw=refused")
+}
+
+// TestDeviceHotplug: a node declaring dongles by glob counts the nodes
+// present (two, then three once one is made), and a pod asking for three,
+// refused with two, starts when the third is made (the directory is
+// watched: the resync is ten minutes away); the pod holding the three
+// whose node ttyFake1 is removed, as a USB stick is pulled out, gets a
+// Warning DeviceUnavailable event and a False tug.io/DevicesReady
+// condition naming the device, shown by tug pods and tug describe; its
+// container, which exits as a program does when its device goes, is not
+// restarted while the node is gone (it waits with reason
+// DeviceUnavailable, even with a back-off of one second); the node made
+// again clears the condition and the container runs again.
+func TestDeviceHotplug(t *testing.T) {
+	devDir, gate := t.TempDir(), t.TempDir()
+	mknodAll(t, devDir, dongleDevices[:2]...)
+	// A resync every ten minutes: within the test, only the watch of the
+	// directory (and the containers' own events) sync the pod.
+	tg := startTug(t, tugOpts{args: []string{"--device-resource", "example.com/dongle=" + filepath.Join(devDir, "ttyFake*"),
+		"--crash-loop-back-off-initial", "1s", "--sync-frequency", "10m"}})
+	capacityIs := func(want string) {
+		t.Helper()
+		tg.waitCapacity("example.com/dongle", want)
+		if out, _, code := tg.runCLI("node"); code != 0 || findLine(out, "example.com/dongle", want, want) == "" {
+			t.Errorf("tug node (exit %d) does not show capacity %s:\n%s", code, want, out)
+		}
+	}
+	capacityIs("2")
+
+	// The container runs while the gate file exists: the test removes it
+	// with the node, as a program exits when its device fails.
+	up := filepath.Join(gate, "up")
+	if err := os.WriteFile(up, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg.writeManifest("holder.yaml", podYAML{name: "holder",
+		containers: []ctrYAML{{name: "main", image: tg.image,
+			script: "while [ -e /gate/up ]; do sleep 1; done; echo device gone; exit 1\n",
+			mounts: []mountYAML{{name: "gate", path: "/gate"}},
+			extra:  "      resources:\n        limits:\n          example.com/dongle: 3\n"}},
+		volumes: []volYAML{hostPathVol("gate", gate, "Directory")}}.String())
+	tg.waitPod(startTimeout, "holder", "refused: two dongles of three", reasonIs(pod.PhaseFailed, "OutOfexample.com/dongle",
+		"Node didn't have enough resource: example.com/dongle, requested: 3, used: 0, capacity: 2"))
+
+	// A third dongle plugged in: the capacity is 3 and the pod starts.
+	mknodAll(t, devDir, dongleDevices[2])
+	capacityIs("3")
+	tg.waitRunning(startTimeout, "holder", "main", 0)
+	tg.waitPod(startTimeout, "holder", "DevicesReady True", func(v *pod.View) error {
+		if c := conditionOf(v, pod.ConditionDevicesReady); c.Status != "True" {
+			return fmt.Errorf("DevicesReady %+v", c)
+		}
+		return nil
+	})
+
+	gone := filepath.Join(devDir, "ttyFake1")
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(up); err != nil {
+		t.Fatal(err)
+	}
+	want := gone + " of example.com/dongle"
+	var restarts int32
+	v := tg.waitPod(startTimeout, "holder", "DevicesReady False, the container waiting for its device", func(v *pod.View) error {
+		c := conditionOf(v, pod.ConditionDevicesReady)
+		if c.Status != "False" || c.Reason != "DeviceUnavailable" || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("DevicesReady %+v, want False DeviceUnavailable naming %s", c, want)
+		}
+		cs := mainStatus(v)
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != "DeviceUnavailable" {
+			return fmt.Errorf("container main is not waiting for its device: %+v", cs.State)
+		}
+		restarts = cs.RestartCount
+		return nil
+	})
+	if !slices.Contains(tg.eventReasons(v.Metadata.UID), "DeviceUnavailable") {
+		t.Errorf("no DeviceUnavailable event: %v", tg.eventReasons(v.Metadata.UID))
+	}
+	if out, _, code := tg.runCLI("pods"); code != 0 || findLine(out, staticName("holder"), "DeviceUnavailable") == "" || !strings.Contains(out, want) {
+		t.Errorf("tug pods (exit %d) does not show the pod waiting for %s:\n%s", code, want, out)
+	}
+	if out, _, code := tg.runCLI("describe", "holder"); code != 0 ||
+		findLine(out, "tug.io/DevicesReady", "False") == "" || findLine(out, "Warning", "DeviceUnavailable", want) == "" {
+		t.Errorf("tug describe holder (exit %d) shows no False DevicesReady and no DeviceUnavailable event:\n%s", code, out)
+	}
+
+	// No crash loop: over ten seconds (ten back-offs of one second) the
+	// container is not started again.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		v, err := tg.podView("holder")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := mainStatus(&v); cs.RestartCount != restarts || cs.State.Waiting == nil || cs.State.Waiting.Reason != "DeviceUnavailable" {
+			t.Fatalf("container main restarted while its device is gone: restartCount %d (was %d), state %+v", cs.RestartCount, restarts, cs.State)
+		}
+		time.Sleep(time.Second)
+	}
+
+	// The stick is back: the condition clears and the container runs.
+	if err := os.WriteFile(up, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mknodAll(t, devDir, dongleDevices[1])
+	tg.waitPod(startTimeout, "holder", "DevicesReady True again, the container running", func(v *pod.View) error {
+		if c := conditionOf(v, pod.ConditionDevicesReady); c.Status != "True" {
+			return fmt.Errorf("DevicesReady %+v", c)
+		}
+		if cs := mainStatus(v); cs.State.Running == nil || cs.RestartCount != restarts+1 {
+			return fmt.Errorf("container main: restartCount %d, state %+v; want running, restartCount %d", cs.RestartCount, cs.State, restarts+1)
+		}
+		return nil
+	})
+}
+
+// TestDeviceResourcesCDI: the documentation's example asking for three
+// dongles runs unchanged on a node whose example.com/dongle units are the
+// three devices of a CDI spec (backed by device nodes made by the test),
+// and its container sees the three nodes; a second pod asking for one
+// more is refused with OutOfexample.com/dongle.
+func TestDeviceResourcesCDI(t *testing.T) {
+	devDir, specDir := t.TempDir(), t.TempDir()
+	mknodAll(t, devDir, dongleDevices...)
+	spec := "cdiVersion: \"0.6.0\"\nkind: example.com/dongle\ndevices:\n"
+	for i, d := range dongleDevices {
+		spec += fmt.Sprintf("- name: dongle%d\n  containerEdits:\n    deviceNodes:\n    - path: /dev/dongle%d\n      hostPath: %s\n", i, i, filepath.Join(devDir, d.name))
+	}
+	if err := os.WriteFile(filepath.Join(specDir, "dongle.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg := startTug(t, tugOpts{args: []string{"--cdi-spec-dirs", specDir,
+		"--device-resource", "example.com/dongle=cdi:example.com/dongle"}})
+	tg.waitCapacity("example.com/dongle", "3")
+	tg.writeManifest("dongles.yaml", donglePod("extended-resource-demo", tg.image, 3,
+		`for d in /dev/dongle*; do stat -c "%n %t:%T %F" $d; done
+`+idle))
+	tg.waitLog(startTimeout, "extended-resource-demo", "extended-resource-demo-ctr", 0,
+		"/dev/dongle0 1:3 character special file",
+		"/dev/dongle1 1:5 character special file",
+		"/dev/dongle2 1:3 character special file")
+	tg.writeManifest("one-more.yaml", donglePod("one-more", tg.image, 1, idle))
+	tg.waitPod(startTimeout, "one-more", "refused", reasonIs(pod.PhaseFailed, "OutOfexample.com/dongle",
+		"Node didn't have enough resource: example.com/dongle, requested: 1, used: 3, capacity: 3"))
+	tg.assertRefused("one-more", "OutOfexample.com/dongle")
+}
+
+// TestPrivilegedHostPathDevice: the form that predates device resources
+// keeps working for the manifest directory's pods: a privileged container
+// (tug run --allow-privileged) given a host device node by a hostPath
+// volume of type CharDevice, mounted at /dev/ttyUSB0, opens it for
+// reading and writing, with no device resource declared. The node has
+// /dev/fuse's numbers, which the runtime's default device rules refuse
+// (TestDeviceCgroupRules): privileged lifts them.
+func TestPrivilegedHostPathDevice(t *testing.T) {
+	devDir := t.TempDir()
+	mknodAll(t, devDir, fakeDevice{"ttyUSB0", 10, 229})
+	tg := startTug(t, tugOpts{args: []string{"--allow-privileged"}})
+	tg.writeManifest("zigbee.yaml", podYAML{name: "zigbee",
+		containers: []ctrYAML{{name: "main", image: tg.image,
+			script: "(exec 3<>/dev/ttyUSB0) && echo rw=ok\n" + idle,
+			mounts: []mountYAML{{name: "stick", path: "/dev/ttyUSB0"}},
+			extra:  "      securityContext:\n        privileged: true\n"}},
+		volumes: []volYAML{hostPathVol("stick", filepath.Join(devDir, "ttyUSB0"), "CharDevice")}}.String())
+	tg.waitLog(startTimeout, "zigbee", "main", 0, "rw=ok")
 }

@@ -96,8 +96,11 @@ var allowedImports = map[string]allowed{
 	// The node's devices: the CDI library (spec registry and injection) and
 	// the OCI spec types it edits; specopts for the device node type it
 	// hands to podruntime.
+	// fsnotify watches the device directories (hot-plug): the CDI library
+	// watches its spec directories with it, so it is linked already.
 	"tug/internal/devices": {internal: []string{"tug/internal/pod", "tug/internal/specopts"}, modules: []string{
 		"tags.cncf.io/container-device-interface", "github.com/opencontainers/runtime-spec",
+		"github.com/fsnotify/fsnotify",
 	}},
 	// Netlink and netns (STYLE.md), plus google/nftables: the masquerade
 	// and hostPort rules are nftables over netlink (docs/decisions.md), and

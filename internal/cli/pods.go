@@ -297,7 +297,8 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 
 // podNotes are the lines "tug pods" prints about a pod below the table:
 // why it cannot be set up (its status message), what an update of it
-// waits on (its False UpdateReady condition), and the progress of the
+// waits on (its False UpdateReady condition), which of its devices are
+// gone (its False DevicesReady condition), and the progress of the
 // pulls its containers wait on.
 func podNotes(st *pod.Status) []string {
 	var notes []string
@@ -305,7 +306,7 @@ func podNotes(st *pod.Status) []string {
 		notes = append(notes, st.Message)
 	}
 	for _, c := range st.Conditions {
-		if c.Type == pod.ConditionUpdateReady && c.Status == "False" && c.Message != "" {
+		if (c.Type == pod.ConditionUpdateReady || c.Type == pod.ConditionDevicesReady) && c.Status == "False" && c.Message != "" {
 			notes = append(notes, c.Message)
 		}
 	}

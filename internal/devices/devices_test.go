@@ -1,12 +1,14 @@
 package devices
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -225,6 +227,13 @@ devices:
     deviceNodes:
     - path: /dev/fake1
       hostPath: /dev/zero
+- name: all
+  containerEdits:
+    deviceNodes:
+    - path: /dev/fake0
+      hostPath: /dev/null
+    - path: /dev/fake1
+      hostPath: /dev/zero
 containerEdits:
   env:
   - FAKE_DEVICE=yes
@@ -287,5 +296,86 @@ func TestCDI(t *testing.T) {
 				t.Errorf("devices %v env %v; want %v and FAKE_DEVICE=yes", paths, s.Process.Env, tt.wantPaths)
 			}
 		})
+	}
+}
+
+func TestGone(t *testing.T) {
+	dir := t.TempDir()
+	glob := fakeNodes(t, dir, 2)
+	m, err := New(Config{Resources: []Resource{{Name: "example.com/dongle", Glob: glob, Access: "rw"}}, StateFile: filepath.Join(t.TempDir(), "a.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := podAsking("a", 0, 1, 1, 0)
+	if err := m.Admit(p); err != nil {
+		t.Fatal(err)
+	}
+	held := m.Held("a")["example.com/dongle"]
+	if err := os.Remove(held[1]); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		c        *pod.Container
+		wantGone []string
+		wantHas  bool
+	}{
+		{&p.Spec.Containers[0], nil, true},
+		{&p.Spec.Containers[1], []string{held[1] + " of example.com/dongle"}, true},
+		{&p.Spec.Containers[2], nil, false},
+	}
+	for _, tt := range tests {
+		gone, has := m.Gone(p, tt.c)
+		if !slices.Equal(gone, tt.wantGone) || has != tt.wantHas {
+			t.Errorf("%s: Gone = %v, %v; want %v, %v", tt.c.Name, gone, has, tt.wantGone, tt.wantHas)
+		}
+	}
+	if got := m.Capacity()["example.com/dongle"]; got != 1 {
+		t.Errorf("capacity %d with one node gone, want 1", got)
+	}
+}
+
+func TestRunWatches(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "by-id") // missing at first: its parent is watched
+	m, err := New(Config{
+		Resources: []Resource{{Name: "example.com/dongle", Glob: filepath.Join(sub, "ttyFake*"), Access: "rw"}},
+		StateFile: filepath.Join(t.TempDir(), "a.json"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.watching = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	<-m.watching
+	steps := []struct {
+		name string
+		do   func() error
+		want int
+	}{
+		{"directory appears", func() error { return os.Mkdir(sub, 0o755) }, 0},
+		{"a node appears", func() error { return os.Symlink("/dev/null", filepath.Join(sub, "ttyFake0")) }, 1},
+		{"another", func() error { return os.Symlink("/dev/null", filepath.Join(sub, "ttyFake1")) }, 2},
+		{"one goes", func() error { return os.Remove(filepath.Join(sub, "ttyFake0")) }, 1},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-m.Changes():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no change told", s.name)
+		}
+		if got := m.Capacity()["example.com/dongle"]; got != s.want {
+			t.Fatalf("%s: capacity %d, want %d", s.name, got, s.want)
+		}
 	}
 }

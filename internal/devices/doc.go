@@ -5,7 +5,10 @@
 // restart; the refusal of a pod that asks for more than is free (the
 // kubelet's OutOf<resource> status); and the Container Device Interface
 // registry (CDI spec directories, refreshed when they change) that injects
-// CDI devices into a container's OCI spec.
+// CDI devices into a container's OCI spec. Its Run watches the device
+// directories and the CDI spec directories (inotify) and tells each change
+// on Changes; Gone says which of a container's devices are no longer
+// there (hot-plug).
 //
 // It imports tug/internal/pod, the CDI library and the OCI runtime spec;
 // never podruntime, reconcile or policy. agent/ builds a Manager and hands

@@ -61,6 +61,9 @@ type Manager struct {
 
 	mu   sync.Mutex
 	held map[string]map[string][]string // pod UID → resource name → units
+
+	changes  chan struct{} // see Changes
+	watching chan struct{} // closed by Run once it watches (tests set it)
 }
 
 // state is the StateFile's content.
@@ -71,7 +74,7 @@ type state struct {
 // New loads the allocations of StateFile (none when it is missing) and
 // opens the CDI registry of CDISpecDirs.
 func New(cfg Config) (*Manager, error) {
-	m := &Manager{cfg: cfg, held: map[string]map[string][]string{}}
+	m := &Manager{cfg: cfg, held: map[string]map[string][]string{}, changes: make(chan struct{}, 1)}
 	data, err := os.ReadFile(cfg.StateFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -124,7 +127,9 @@ func (m *Manager) Resources() []Resource { return m.cfg.Resources }
 
 // Units returns the units of r present now, sorted: the host device nodes
 // its glob matches (char and block devices only, symlinks followed), or
-// the fully qualified names of the CDI devices of its kind.
+// the fully qualified names of the CDI devices of its kind but one named
+// "all" (a vendor's spec, nvidia-ctk's, defines it as every device of the
+// kind: it is not one more).
 func (m *Manager) Units(r Resource) []string {
 	if r.CDIKind != "" {
 		if m.cdi == nil {
@@ -132,7 +137,7 @@ func (m *Manager) Units(r Resource) []string {
 		}
 		var out []string
 		for _, name := range m.cdi.ListDevices() {
-			if strings.HasPrefix(name, r.CDIKind+"=") {
+			if strings.HasPrefix(name, r.CDIKind+"=") && name != r.CDIKind+"=all" {
 				out = append(out, name)
 			}
 		}
@@ -337,6 +342,53 @@ func (m *Manager) ContainerDevices(p *pod.Pod, c *pod.Container) ([]specopts.Dev
 		}
 	}
 	return nodes, cdiNames, nil
+}
+
+// Gone returns the devices container c of p was given that are not
+// present now, each as "UNIT of RESOURCE" ("/dev/ttyUSB0 of
+// tug.io/serial"; a CDI device of an annotation is named alone), and
+// whether c was given any device at all. A host device node is gone when
+// its path is no device node any more (the USB stick was pulled); a CDI
+// device when no spec declares it.
+func (m *Manager) Gone(p *pod.Pod, c *pod.Container) (gone []string, has bool) {
+	held := m.Held(p.Metadata.UID)
+	for _, r := range m.cfg.Resources {
+		from, n := containerSlice(p, c, r.Name)
+		units := held[r.Name]
+		if n == 0 || len(units) < from+n {
+			continue
+		}
+		for _, u := range units[from : from+n] {
+			has = true
+			if !m.present(r, u) {
+				gone = append(gone, u+" of "+r.Name)
+			}
+		}
+	}
+	_, annotated, err := cdi.ParseAnnotations(p.Metadata.Annotations)
+	if err != nil {
+		return gone, has // the container does not start: ContainerDevices says why
+	}
+	slices.Sort(annotated)
+	for _, name := range annotated {
+		has = true
+		if _, _, dev, _ := parser.ParseQualifiedName(name); dev == "all" {
+			continue
+		}
+		if m.cdi == nil || m.cdi.GetDevice(name) == nil {
+			gone = append(gone, name)
+		}
+	}
+	return gone, has
+}
+
+// present reports whether unit u of r is there now.
+func (m *Manager) present(r Resource, u string) bool {
+	if r.CDIKind != "" {
+		return m.cdi != nil && m.cdi.GetDevice(u) != nil
+	}
+	fi, err := os.Stat(u)
+	return err == nil && fi.Mode()&fs.ModeDevice != 0
 }
 
 // deviceNode reads the host device node at path.

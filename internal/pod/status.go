@@ -40,6 +40,13 @@ const (
 	// otherwise. The tug.io/ prefix keeps it apart from Kubernetes' own
 	// condition types, as a readiness gate's would be.
 	ConditionUpdateReady = "tug.io/UpdateReady"
+	// ConditionDevicesReady is reported by a pod given devices (extended
+	// resources backed by device nodes or CDI devices, CDI annotations):
+	// True while every one is present, False (reason DeviceUnavailable,
+	// the message naming each device and its resource) while one is gone,
+	// a USB stick pulled out say. The containers that use a gone device
+	// are not restarted until it is back.
+	ConditionDevicesReady = "tug.io/DevicesReady"
 	// ReasonTerminating is the reason of the Ready condition of a pod
 	// being removed, while its containers are stopped.
 	ReasonTerminating = "PodTerminating"

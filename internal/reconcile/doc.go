@@ -29,8 +29,12 @@
 // status.go (the status view; terminatingStatus, the update condition),
 // view.go (what the API serves), interfaces.go (what it needs from others).
 //
+// A pod given devices reports the tug.io/DevicesReady condition; while one
+// is gone its containers that exit wait with reason DeviceUnavailable
+// instead of being restarted (devices.go).
+//
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
-// Cgroups, Desired, Admission) and imports pod, podconfig and pleg (for
+// Cgroups, Desired, Admission, Devices) and imports pod, podconfig and pleg (for
 // their change and event types), clock and redact only; never podruntime,
 // network, qos, policy or source, which agent/ connects to it.
 package reconcile

@@ -89,6 +89,15 @@ type Config struct {
 	// Recorder receives the pods' events (Created, Started, Killing,
 	// BackOff, Failed, FailedMount, ...); nil: none.
 	Recorder eventRecorder
+	// Devices, when set, says which devices of a pod are gone: its
+	// containers that use one are not started (they wait with reason
+	// DeviceUnavailable instead of crash-looping) and the pod reports a
+	// False tug.io/DevicesReady condition until it is back.
+	Devices Devices
+	// DeviceChanges, when set, delivers a value when the node's devices
+	// changed; every pod is synced then (a refused pod may fit, a pod's
+	// device may be gone or back).
+	DeviceChanges <-chan struct{}
 }
 
 // Loop is the sync loop. Its zero value is not usable; build it with New.
@@ -153,6 +162,7 @@ func New(cfg Config) *Loop {
 	s.probes = cfg.Prober
 	s.hooks = cfg.Hooks
 	s.images = cfg.Images
+	s.devices = cfg.Devices
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l
@@ -225,6 +235,10 @@ func (l *Loop) Run(ctx context.Context) error {
 				w.resync()
 			}
 		case <-resync.C:
+			for _, w := range l.workers {
+				w.resync()
+			}
+		case <-l.cfg.DeviceChanges:
 			for _, w := range l.workers {
 				w.resync()
 			}

@@ -38,6 +38,7 @@ type podNotes struct {
 	// because a restart was asked for.
 	askedAttempts map[string]int
 	probes        Prober // set by Status for computeStatus (nil: no probes)
+	devices       devicesNote
 }
 
 // killedFor records that a failed probe stopped container id of pod uid.
@@ -132,6 +133,27 @@ func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
 		pn.admitted = p
 	}
 	return pn.admitted, changed
+}
+
+// devices records what the pod's last sync found of its devices and
+// returns what the one before found.
+func (n *notes) devices(uid string, d devicesNote) (prev devicesNote) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	pn := n.pod(uid, n.now.Now())
+	prev, pn.devices = pn.devices, d
+	return prev
+}
+
+// goneDevices returns the devices of container name of pod uid that were
+// gone at the pod's last sync.
+func (n *notes) goneDevices(uid, name string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := n.pods[uid]; p != nil {
+		return p.devices.byName[name]
+	}
+	return nil
 }
 
 // address records the pod's IP.

@@ -152,6 +152,13 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		withMessage(condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"), unready),
 		condition(n.conditions, pod.ConditionPodScheduled, true, now, ""),
 	}
+	if n.devices.has {
+		c := condition(n.conditions, pod.ConditionDevicesReady, len(n.devices.gone) == 0, now, ReasonDeviceUnavailable)
+		if c.Status == "False" {
+			c.Message = n.devices.message()
+		}
+		st.Conditions = append(st.Conditions, c)
+	}
 	if blocked != nil {
 		c := condition(n.conditions, pod.ConditionUpdateReady, false, now, blocked.waiting.Reason)
 		c.Message = blocked.message()

@@ -38,6 +38,8 @@ type podSyncer struct {
 	// images pulls a changed container's image before its predecessor
 	// stops (nil: the pull happens in StartContainer).
 	images ImagePuller
+	// devices says which of a pod's devices are gone (nil: none are).
+	devices Devices
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -72,6 +74,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		return res, nil
 	}
 	uid := p.Metadata.UID
+	s.syncDevices(p)
 	if down, err := s.syncEvicted(ctx, p, &res); down || err != nil {
 		return res, err
 	}
@@ -267,6 +270,9 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 				}
 				continue
 			}
+			if s.deviceWait(p, c) {
+				return false, nil
+			}
 			if current && last.State == pod.RunExited && !s.restartNow(p, last) && !s.backedOff(p, c.Name, last, res) {
 				return false, nil
 			}
@@ -289,6 +295,8 @@ func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 			return false, nil
 		case current && last.State == pod.RunRunning:
 			id = last.ID // still running from before: wait for it
+		case s.deviceWait(p, c):
+			return false, nil
 		default:
 			var err error
 			if id, err = s.start(ctx, p, c, true, recs, sb); err != nil {
@@ -327,8 +335,15 @@ func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, s
 	case last.State == pod.RunExited && !restartsIn(p, last):
 		s.notes.clear(p.Metadata.UID, c.Name)
 		return nil
+	case s.deviceWait(p, c):
+		// Its device is gone: it waits for it, not for a back-off,
+		// and a change of the devices syncs the pod again.
+		return nil
 	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
 		return nil
+	}
+	if s.deviceWait(p, c) {
+		return nil // new, changed or asked to restart: it waits as well
 	}
 	_, err := s.start(ctx, p, c, false, recs, sb)
 	return err
@@ -351,6 +366,8 @@ func (s *podSyncer) syncSidecar(ctx context.Context, p *pod.Pod, c *pod.Containe
 	case last.State == pod.RunRunning:
 		s.notes.clear(p.Metadata.UID, c.Name)
 		s.unhealthy(ctx, p, c, last, res)
+		return nil
+	case s.deviceWait(p, c):
 		return nil
 	case s.restartNow(p, last):
 	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
