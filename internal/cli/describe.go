@@ -137,7 +137,15 @@ func writeDescription(out io.Writer, d described, now time.Time) error {
 	}
 	writeMap(w, "Labels", v.Metadata.Labels, func(k, val string) string { return val })
 	writeMap(w, "Annotations", v.Metadata.Annotations, annotationValue)
-	w.line(0, "Status:\t%s", cmp.Or(string(st.Phase), string(pod.PhaseUnknown)))
+	if del := v.Metadata.DeletionTimestamp; del != nil {
+		// As kubectl: how long the removal has lasted, and its grace.
+		w.line(0, "Status:\tTerminating (lasts %s)", api.HumanDuration(now.Sub(*del)))
+		if g := v.Metadata.DeletionGracePeriodSeconds; g != nil {
+			w.line(0, "Termination Grace Period:\t%ds", *g)
+		}
+	} else {
+		w.line(0, "Status:\t%s", cmp.Or(string(st.Phase), string(pod.PhaseUnknown)))
+	}
 	if st.Reason != "" {
 		w.line(0, "Reason:\t%s", st.Reason)
 	}

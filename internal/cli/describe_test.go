@@ -141,6 +141,11 @@ func TestDescribeGolden(t *testing.T) {
 			Metadata: pod.ObjectMeta{Name: "bare-edge1", Namespace: "default"},
 			Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "main", Image: "busybox:1.35"}}},
 			Status:   pod.Status{Phase: pod.PhasePending}}}},
+		{"describe-terminating", described{Pod: pod.View{APIVersion: "v1", Kind: "Pod",
+			Metadata: pod.ObjectMeta{Name: "going-edge1", Namespace: "default",
+				DeletionTimestamp: new(now.Add(-5 * time.Second)), DeletionGracePeriodSeconds: new(int64(30))},
+			Spec:   pod.PodSpec{Containers: []pod.Container{{Name: "main", Image: "busybox:1.35"}}},
+			Status: pod.Status{Phase: pod.PhaseRunning}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
