@@ -221,26 +221,21 @@ func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus,
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	row := func(ns string, cells []string, ip, file string) {
-		if namespaceColumn {
-			cells = append([]string{ns}, cells...)
-		}
-		if opts.wide {
-			cells = append(cells, ip, file)
-		}
+	printRow := func(cells []string) {
 		for i := range cells {
 			cells[i] = escape(cells[i])
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
+	row := func(ns string, cells []string, ip, file string) {
+		printRow(tableRow(namespaceColumn, opts.wide, ns, cells, ip, file))
+	}
 	if !opts.noHeaders {
-		row("NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
+		printRow(tableTitles(namespaceColumn, opts.wide))
 	}
 	for i := range pods {
 		v := &pods[i]
-		s := api.Summarize(v, false, now) // Terminating from v's deletionTimestamp
-		row(v.Metadata.Namespace, []string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age},
-			podIP(&v.Status), orNone(fileOf[v.Metadata.UID]))
+		printRow(podCells(v, fileOf[v.Metadata.UID], namespaceColumn, opts.wide, now))
 	}
 	for _, m := range broken {
 		age := "<unknown>"
@@ -316,6 +311,32 @@ func podNotes(st *pod.Status) []string {
 		}
 	}
 	return notes
+}
+
+// tableRow lays out a row of the pod table: ns first with a NAMESPACE
+// column, ip and file last when wide.
+func tableRow(namespaceColumn, wide bool, ns string, cells []string, ip, file string) []string {
+	if namespaceColumn {
+		cells = append([]string{ns}, cells...)
+	}
+	if wide {
+		cells = append(cells, ip, file)
+	}
+	return cells
+}
+
+// tableTitles are the pod table's column titles.
+func tableTitles(namespaceColumn, wide bool) []string {
+	return tableRow(namespaceColumn, wide, "NAMESPACE", []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, "IP", "FILE")
+}
+
+// podCells is v's row of the pod table at now, unescaped: its READY,
+// STATUS (Terminating from its deletionTimestamp), RESTARTS and AGE from
+// api.Summarize, and file, the manifest file it comes from.
+func podCells(v *pod.View, file string, namespaceColumn, wide bool, now time.Time) []string {
+	s := api.Summarize(v, false, now)
+	return tableRow(namespaceColumn, wide, v.Metadata.Namespace,
+		[]string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age}, podIP(&v.Status), orNone(file))
 }
 
 // fetchLine sums up a URL source's state in one line: when it was last

@@ -147,29 +147,12 @@ func (pw *podWatcher) setFiles(manifests []pod.ManifestStatus) {
 }
 
 // titles are the table's column titles.
-func (pw *podWatcher) titles() []string {
-	t := []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}
-	if pw.namespace {
-		t = append([]string{"NAMESPACE"}, t...)
-	}
-	if pw.opts.wide {
-		t = append(t, "IP", "FILE")
-	}
-	return t
-}
+func (pw *podWatcher) titles() []string { return tableTitles(pw.namespace, pw.opts.wide) }
 
 // cells is v's row of the pod table at now, the cells writePodTable prints
 // for it (unescaped).
 func (pw *podWatcher) cells(v *pod.View, now time.Time) []string {
-	s := api.Summarize(v, false, now) // as "tug pods": pod.View has no deletionTimestamp yet
-	cells := []string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age}
-	if pw.namespace {
-		cells = append([]string{v.Metadata.Namespace}, cells...)
-	}
-	if pw.opts.wide {
-		cells = append(cells, podIP(&v.Status), orNone(pw.files[v.Metadata.UID]))
-	}
-	return cells
+	return podCells(v, pw.files[v.Metadata.UID], pw.namespace, pw.opts.wide, now)
 }
 
 // rowKey is what of a row counts as a change: every cell but AGE, and of
