@@ -153,6 +153,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer devs.Close()
+	journalOut, err := containerJournal(cfg.ContainerLogDriver)
+	if err != nil {
+		return err
+	}
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:              cfg.ContainerdAddress,
 		Namespace:            cfg.ContainerdNamespace,
@@ -164,6 +168,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		LogMaxSize:           cfg.ContainerLogMaxSize,
 		LogMaxFiles:          cfg.ContainerLogMaxFiles,
 		LogDriver:            cfg.ContainerLogDriver,
+		Journal:              journalOut,
 		ResolvConf:           cfg.ResolvConf,
 		PullProgressDeadline: cfg.ImagePullProgressDeadline,
 		PullTimeout:          cfg.ImagePullTimeout,
@@ -462,8 +467,15 @@ func runAll(ctx context.Context, log *slog.Logger, components map[string]func(co
 	return first
 }
 
+// newLogger returns tug's logger, writing text lines to w; when w is the
+// journal's stream (systemd runs tug), each line carries its priority
+// (journal.go).
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level)) // validated by config
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	opts := &slog.HandlerOptions{Level: l}
+	if f, ok := w.(*os.File); ok && isJournalStream(f, os.Getenv("JOURNAL_STREAM")) {
+		return slog.New(newPriorityHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -91,7 +91,8 @@ type Config struct {
 	// ContainerLogDriver is how container output reaches its log: "file"
 	// (the shim writes raw files that tug converts) or "binary" (a tug
 	// logger process per container, which costs a process and its memory
-	// per container). Default "file".
+	// per container), "journald" (the raw files converted into journal
+	// entries, no CRI log file) or "file+journald" (both). Default "file".
 	ContainerLogDriver string `yaml:"container-log-driver"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log-level"`
@@ -369,7 +370,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.AllowPrivileged, "allow-privileged", c.AllowPrivileged, "allow privileged containers")
 	fs.Int64Var(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "rotate a container log at this many bytes")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "log files kept per container attempt, the current one included")
-	fs.StringVar(&c.ContainerLogDriver, "container-log-driver", c.ContainerLogDriver, "how container output reaches its log: file (converted by tug) or binary (a logger process per container)")
+	fs.StringVar(&c.ContainerLogDriver, "container-log-driver", c.ContainerLogDriver, "how container output reaches its log: file (converted by tug), binary (a logger process per container), journald (journal entries, no log file) or file+journald (both)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the container relist (containerd events make it come sooner)")
 	fs.DurationVar(&c.RolloutMinReady, "rollout-min-ready", c.RolloutMinReady, "how long a pod must be Ready with no restart for its spec to become its last good spec")
@@ -468,8 +469,10 @@ func (c *Config) Validate() error {
 	if c.MaxPods < 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must not be negative"))
 	}
-	if c.ContainerLogDriver != "file" && c.ContainerLogDriver != "binary" {
-		errs = append(errs, fmt.Errorf("container-log-driver: %q is not file or binary", c.ContainerLogDriver))
+	switch c.ContainerLogDriver {
+	case "file", "binary", "journald", "file+journald":
+	default:
+		errs = append(errs, fmt.Errorf("container-log-driver: %q is not file, binary, journald or file+journald", c.ContainerLogDriver))
 	}
 	if c.ContainerLogMaxFiles < 1 {
 		errs = append(errs, fmt.Errorf("container-log-max-files: at least 1"))

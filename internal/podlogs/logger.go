@@ -127,6 +127,11 @@ type logConfig struct {
 	// stops writing (rawlimit.go); 0: the shim is not limited and the raw
 	// files are not collapsed.
 	rawLimit int64
+	// journal, if not nil, receives each converted line as a journal
+	// entry (the file driver's converter only); noFile leaves the CRI
+	// file unwritten (journald alone).
+	journal JournalSender
+	noFile  bool
 }
 
 func parseLogSettings(settings string) (logConfig, error) {

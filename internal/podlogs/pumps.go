@@ -175,7 +175,8 @@ type pump struct {
 	finish   bool
 	lastData time.Time
 	sc       *scratch
-	lastErr  string // the last error logged
+	jf       journalFields // the fields of its journal entries, with cfg.journal
+	lastErr  string        // the last error logged
 	// noPunch is set when the file system cannot punch holes.
 	noPunch bool
 	// dropped counts the raw bytes dropped and not yet reported.
@@ -211,6 +212,9 @@ type scratch struct {
 	buf []byte // raw bytes read, pumpChunk long
 	rec []byte // records of the step not yet written
 	one []byte // one record
+	// entries are the journal entries of the step not yet sent; their
+	// messages point into buf.
+	entries []JournalEntry
 }
 
 func newScratch() *scratch { return &scratch{buf: make([]byte, pumpChunk)} }
@@ -252,6 +256,9 @@ func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
 	p := &pump{id: id, cri: cri, base: strings.TrimSuffix(statePath, ".state"), cfg: cfg, state: sf, st: st,
 		sc: sc}
 	p.cfg.path = p.cri
+	if p.cfg.journal != nil {
+		p.jf = newJournalFields(p.id, p.cri)
+	}
 	out, errp, _ := rawPaths(p.base)
 	for i, path := range []string{out, errp} {
 		// Read-write: fallocate(PUNCH_HOLE) needs a descriptor open for
@@ -318,6 +325,9 @@ func (p *pump) recover() error {
 		if err := p.settleCollapse(i); err != nil {
 			return err
 		}
+	}
+	if p.cfg.noFile {
+		return nil // no CRI file: nothing to recover there
 	}
 	if p.st.rotating {
 		if err := p.completeRotation(); err != nil {
@@ -400,7 +410,7 @@ func (p *pump) stepStream(i int) (int, error) {
 	data := p.sc.buf[:n]
 	atEOF := n < len(p.sc.buf)
 	now := time.Now()
-	p.sc.rec = p.sc.rec[:0]
+	p.sc.rec, p.sc.entries = p.sc.rec[:0], p.sc.entries[:0]
 	pos, committed := 0, 0
 	for pos < len(data) {
 		rest := data[pos:]
@@ -417,6 +427,13 @@ func (p *pump) stepStream(i int) (int, error) {
 		}
 		if used == 0 {
 			break // an unfinished line
+		}
+		if p.cfg.journal != nil {
+			p.sc.entries = append(p.sc.entries, p.jf.entry(i, partial, text))
+		}
+		if p.cfg.noFile {
+			pos += used
+			continue
 		}
 		p.sc.one = appendRecord(p.sc.one[:0], now, streamNames[i], partial, text)
 		if p.cfg.maxSize > 0 && p.st.criSize+int64(len(p.sc.rec)) > 0 &&
@@ -441,9 +458,22 @@ func (p *pump) stepStream(i int) (int, error) {
 	return pos, nil
 }
 
-// writeCommit appends p.sc.rec to the CRI file at the committed size, then
-// commits stream i's offset moved on by consumed raw bytes.
+// writeCommit sends p.sc.entries to the journal, appends p.sc.rec to the
+// CRI file at the committed size, then commits stream i's offset moved on
+// by consumed raw bytes. The journal has no commit of its own: a tug
+// killed (or a send that fails) before the commit sends the step's
+// entries again, so a line reaches the journal at least once.
 func (p *pump) writeCommit(i, consumed int) error {
+	for k, e := range p.sc.entries {
+		if err := p.cfg.journal.Send(e); err != nil {
+			n := len(p.sc.entries)
+			clear(p.sc.entries)
+			p.sc.entries, p.sc.rec = p.sc.entries[:0], p.sc.rec[:0]
+			return fmt.Errorf("send to the journal (%d of %d entries sent): %w", k, n, err)
+		}
+	}
+	clear(p.sc.entries) // no reference to buf kept
+	p.sc.entries = p.sc.entries[:0]
 	if len(p.sc.rec) > 0 {
 		if _, err := p.w.WriteAt(p.sc.rec, p.st.criSize); err != nil {
 			return fmt.Errorf("write %s: %w", p.cri, err)
@@ -496,13 +526,21 @@ func (p *pump) bound(i int) error {
 		to += int64(j) // the byte after the newline
 	}
 	drop := to - p.st.off[i]
-	p.sc.one = appendRecord(p.sc.one[:0], time.Now(), streamNames[i], false, fmt.Appendf(nil, droppedFmt, drop))
-	if p.cfg.maxSize > 0 && p.st.criSize > 0 && p.st.criSize+int64(len(p.sc.one)) > p.cfg.maxSize {
-		if err := p.rotate(); err != nil {
-			return err
-		}
+	text := fmt.Appendf(nil, droppedFmt, drop)
+	p.sc.entries = p.sc.entries[:0]
+	if p.cfg.journal != nil {
+		p.sc.entries = append(p.sc.entries, p.jf.entry(i, false, text))
 	}
-	p.sc.rec = append(p.sc.rec[:0], p.sc.one...)
+	p.sc.rec = p.sc.rec[:0]
+	if !p.cfg.noFile {
+		p.sc.one = appendRecord(p.sc.one[:0], time.Now(), streamNames[i], false, text)
+		if p.cfg.maxSize > 0 && p.st.criSize > 0 && p.st.criSize+int64(len(p.sc.one)) > p.cfg.maxSize {
+			if err := p.rotate(); err != nil {
+				return err
+			}
+		}
+		p.sc.rec = append(p.sc.rec, p.sc.one...)
+	}
 	if err := p.writeCommit(i, int(drop)); err != nil {
 		return err
 	}
@@ -695,6 +733,11 @@ type PumpsConfig struct {
 	StopTask func(ctx context.Context, id string) error
 	// Notify records a Warning event about container id.
 	Notify func(ctx context.Context, id, reason, message string)
+	// Journal, if not nil, receives every converted line as a journal
+	// entry (journal.go); NoFile then leaves the CRI files unwritten (the
+	// "journald" driver alone).
+	Journal JournalSender
+	NoFile  bool
 }
 
 // NewPumps returns the converter of the file driver. It finds out whether
@@ -702,7 +745,11 @@ type PumpsConfig struct {
 // raw files are collapsed and LimitsShims is true (rawlimit.go); if not,
 // it says so (Warn).
 func NewPumps(cfg PumpsConfig) *Pumps {
-	lc := logConfig{maxSize: cfg.MaxSize, maxFiles: max(cfg.MaxFiles-1, 0)}
+	lc := logConfig{maxSize: cfg.MaxSize, maxFiles: max(cfg.MaxFiles-1, 0), journal: cfg.Journal,
+		noFile: cfg.NoFile && cfg.Journal != nil}
+	if lc.noFile {
+		lc.maxSize = 0 // no CRI file to rotate
+	}
 	dir := filepath.Join(cfg.RootDir, "pods")
 	switch ok, err := canCollapse(dir); {
 	case err != nil:

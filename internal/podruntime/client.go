@@ -76,8 +76,13 @@ type Config struct {
 	// LogDriver is how a container's output reaches its log:
 	// LogDriverFile (default: the shim writes raw files that tug converts,
 	// see podlogs.Pumps) or LogDriverBinary (a "tug logger" per container, run
-	// by the shim; see logs.go).
+	// by the shim; see logs.go), LogDriverJournald (the file driver's raw
+	// files, each line sent to Journal, no CRI log) or LogDriverFileJournald
+	// (both).
 	LogDriver string
+	// Journal receives container output as journal entries with the
+	// journald drivers; required with them.
+	Journal podlogs.JournalSender
 	// LogMaxSize rotates a container log once it would grow beyond this
 	// many bytes; default 10 MiB; negative disables rotation.
 	LogMaxSize int64
@@ -151,8 +156,13 @@ func (c *Config) setDefaults() error {
 	case "":
 		c.LogDriver = LogDriverFile
 	case LogDriverFile, LogDriverBinary:
+	case LogDriverJournald, LogDriverFileJournald:
+		if c.Journal == nil {
+			return fmt.Errorf("podruntime: log driver %s needs a journal sender", c.LogDriver)
+		}
 	default:
-		return fmt.Errorf("podruntime: unknown log driver %q (want %s or %s)", c.LogDriver, LogDriverFile, LogDriverBinary)
+		return fmt.Errorf("podruntime: unknown log driver %q (want %s, %s, %s or %s)", c.LogDriver,
+			LogDriverFile, LogDriverBinary, LogDriverJournald, LogDriverFileJournald)
 	}
 	switch {
 	case c.LogMaxSize == 0:
@@ -238,12 +248,16 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: cfg.Log,
 		PullProgressDeadline: cfg.PullProgressDeadline, PullTimeout: cfg.PullTimeout, Recorder: cfg.Recorder,
 	})
-	if cfg.LogDriver == LogDriverFile {
-		r.pumps = podlogs.NewPumps(podlogs.PumpsConfig{
+	if cfg.LogDriver != LogDriverBinary {
+		pc := podlogs.PumpsConfig{
 			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,
 			Log:      cfg.Log.With("component", "logs"),
 			TaskGone: r.taskGone, StopTask: r.killTask, Notify: r.containerEvent,
-		})
+		}
+		if cfg.LogDriver == LogDriverJournald || cfg.LogDriver == LogDriverFileJournald {
+			pc.Journal, pc.NoFile = cfg.Journal, cfg.LogDriver == LogDriverJournald
+		}
+		r.pumps = podlogs.NewPumps(pc)
 	}
 	r.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName,
 		ResolvConf: cfg.ResolvConf, FileSource: cfg.FileSource, Log: cfg.Log})

@@ -16,12 +16,17 @@ import (
 // of two ways, Config.LogDriver: the "file" driver (the default) makes the
 // shim write the raw output to files that podlogs.Pumps converts; the
 // "binary" driver makes the shim start "<LoggerPath> logger <settings>"
-// per container (podlogs.RunLogger).
+// per container (podlogs.RunLogger). The "journald" and "file+journald"
+// drivers are the file driver's raw files too, whose pumps send each line
+// to Config.Journal, and with "journald" alone write no CRI log.
 
-// LogDriverFile and LogDriverBinary are the values of Config.LogDriver.
+// LogDriverFile, LogDriverBinary, LogDriverJournald and
+// LogDriverFileJournald are the values of Config.LogDriver.
 const (
-	LogDriverFile   = "file"
-	LogDriverBinary = "binary"
+	LogDriverFile         = "file"
+	LogDriverBinary       = "binary"
+	LogDriverJournald     = "journald"
+	LogDriverFileJournald = "file+journald"
 )
 
 // podLogDir is the log directory of pod p.

@@ -1,0 +1,150 @@
+package podlogs
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeJournal keeps the entries sent (their messages copied, as journald
+// has them once Send returns); fail makes the next sends fail.
+type fakeJournal struct {
+	entries []JournalEntry
+	fail    int
+}
+
+func (j *fakeJournal) Send(e JournalEntry) error {
+	if j.fail > 0 {
+		j.fail--
+		return errors.New("journald is away")
+	}
+	e.Message = append([]byte(nil), e.Message...)
+	j.entries = append(j.entries, e)
+	return nil
+}
+
+func TestNewJournalFields(t *testing.T) {
+	f := newJournalFields("web_0123456789abcdef_2", "/var/log/pods/prod_web-node1_9f1c-uid/app/2.log")
+	want := map[string]string{
+		"CONTAINER_NAME":    "app",
+		"CONTAINER_ID":      "web_01234567",
+		"CONTAINER_ID_FULL": "web_0123456789abcdef_2",
+		"CONTAINER_TAG":     "web-node1/app",
+		"SYSLOG_IDENTIFIER": "web-node1/app",
+		"TUG_POD_NAMESPACE": "prod",
+		"TUG_POD_NAME":      "web-node1",
+		"TUG_POD_UID":       "9f1c-uid",
+	}
+	if !maps.Equal(f.full, want) {
+		t.Errorf("fields = %v, want %v", f.full, want)
+	}
+	want["CONTAINER_PARTIAL_MESSAGE"] = "true"
+	if !maps.Equal(f.partial, want) {
+		t.Errorf("partial fields = %v, want %v", f.partial, want)
+	}
+}
+
+func TestPumpJournal(t *testing.T) {
+	long := strings.Repeat("x", maxLogLine+10)
+	tests := []struct {
+		name   string
+		noFile bool
+	}{
+		{name: "file+journald"},
+		{name: "journald", noFile: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cri := filepath.Join(dir, "default_web_uid1", "app", "0.log")
+			base := filepath.Join(dir, "pods", "uid1", "logs", "app", "0")
+			j := &fakeJournal{}
+			cfg := logConfig{maxSize: 1 << 20, maxFiles: 4, journal: j, noFile: tt.noFile}
+			p, err := createPump("cid", cri, base, cfg, newScratch())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, errp, _ := rawPaths(base)
+			appendRaw(t, out, "hello\nwindows\r\n"+long+"\nunfinished")
+			appendRaw(t, errp, "oops\n")
+			if _, err := p.step(); err != nil {
+				t.Fatal(err)
+			}
+			appendRaw(t, out, " line\nno newline at the end")
+			finishPump(t, p)
+
+			type entry struct {
+				msg     string
+				prio    int
+				partial bool
+			}
+			var got []entry
+			for _, e := range j.entries {
+				if e.Fields["CONTAINER_ID_FULL"] != "cid" || e.Fields["TUG_POD_UID"] != "uid1" ||
+					e.Fields["CONTAINER_NAME"] != "app" || e.Fields["TUG_POD_NAME"] != "web" {
+					t.Errorf("entry %q has fields %v", e.Message, e.Fields)
+				}
+				got = append(got, entry{string(e.Message), e.Priority, e.Fields["CONTAINER_PARTIAL_MESSAGE"] == "true"})
+			}
+			want := []entry{
+				{"hello", 6, false},
+				{"windows", 6, false},
+				{long[:maxLogLine], 6, true},
+				{"xxxxxxxxxx", 6, false},
+				{"oops", 3, false},
+				{"unfinished line", 6, false},
+				{"no newline at the end", 6, false},
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got %d entries, want %d: %v", len(got), len(want), got)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("entry %d = %.40v, want %.40v", i, got[i], want[i])
+				}
+			}
+			_, err = os.Stat(cri)
+			switch {
+			case tt.noFile && err == nil:
+				t.Errorf("journald alone wrote %s", cri)
+			case !tt.noFile:
+				if recs := readRecords(t, cri); len(recs) != len(want) {
+					t.Errorf("CRI file has %d records, want %d", len(recs), len(want))
+				}
+			}
+		})
+	}
+}
+
+// A send that fails leaves the step uncommitted: the lines are sent again
+// at the next step (at least once), none is lost.
+func TestPumpJournalSendFails(t *testing.T) {
+	dir := t.TempDir()
+	cri := filepath.Join(dir, "default_web_uid1", "app", "0.log")
+	base := filepath.Join(dir, "pods", "uid1", "logs", "app", "0")
+	j := &fakeJournal{}
+	p, err := createPump("cid", cri, base, logConfig{journal: j, noFile: true}, newScratch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ := rawPaths(base)
+	appendRaw(t, out, "one\ntwo\n")
+	j.fail = 1
+	if _, err := p.step(); err == nil {
+		t.Fatal("step with journald away: no error")
+	}
+	appendRaw(t, out, "three\n")
+	if _, err := p.step(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range j.entries {
+		got = append(got, string(e.Message))
+	}
+	if strings.Join(got, ",") != "one,two,three" {
+		t.Errorf("entries = %q, want one, two, three", got)
+	}
+}
