@@ -328,6 +328,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	server := &api.Server{Status: view, Health: health{pleg: lifecycle, runtime: rt}, Log: log.With("component", "api"),
 		Node: nodeView{name: hostname, m: evictions, devices: devs}, LogsDir: cfg.PodLogsDir,
+		Journal:  logsJournal(cfg.ContainerLogDriver, log),
 		Registry: registry, Sources: srcStatus, Events: ring, Rollouts: rollouts,
 		Exec: execer{rt}, Restarts: loop}
 	if readerErr == nil {

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 
 	"github.com/coreos/go-systemd/v22/journal"
 
+	"tug/internal/api"
 	"tug/internal/podlogs"
 )
 
@@ -134,4 +136,17 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// logsJournal returns where the log endpoint reads container output with
+// the "journald" driver alone (nil: the CRI files), and says when tug logs
+// cannot read it.
+func logsJournal(driver string, log *slog.Logger) api.JournalLogs {
+	if driver != "journald" {
+		return nil
+	}
+	if _, err := exec.LookPath("journalctl"); err != nil {
+		log.Warn("tug logs cannot read container output from the journal: journalctl not found", "err", err)
+	}
+	return podlogs.JournalReader{}
 }

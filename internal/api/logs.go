@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -112,6 +113,10 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	if s.Journal != nil {
+		s.getJournalLog(w, r, v, opts)
+		return
+	}
 	dir := podlogs.ContainerDir(s.LogsDir, v.Metadata, opts.container)
 	attempts, err := podlogs.Attempts(dir)
 	if err != nil {
@@ -137,13 +142,7 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	lw := &logWriter{w: w, opts: opts}
-	if opts.since > 0 {
-		lw.since = time.Now().Add(-time.Duration(opts.since) * time.Second)
-	}
-	if f, ok := w.(http.Flusher); ok {
-		lw.flush = f.Flush
-	}
+	lw := newLogWriter(w, opts)
 	running := func() bool {
 		if as, _ := podlogs.Attempts(dir); len(as) > 0 && as[0] != attempt {
 			return false
@@ -151,10 +150,77 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 		p, err := findPod(s.pods(), ns, name)
 		return err == nil && p.Metadata.UID == v.Metadata.UID && containerRunning(p, opts.container)
 	}
-	lw.tailing = opts.tailLines >= 0
 	if err := podlogs.Stream(r.Context(), dir, attempt, lw, follow, running); err != nil && r.Context().Err() == nil {
 		s.logger().Debug("stream log", "pod", ns+"/"+name, "container", opts.container, "err", err)
 	}
+}
+
+// JournalLogs reads a container's output from the journal (the
+// "journald" log driver alone), as podlogs.Stream reads its files:
+// podlogs.JournalReader.
+type JournalLogs interface {
+	Stream(ctx context.Context, id string, sink podlogs.Sink, follow bool, running func() bool) error
+}
+
+// getJournalLog serves the log of container opts.container of v from the
+// journal: the current attempt is the container the status names, the
+// previous one the container of its last termination.
+func (s *Server) getJournalLog(w http.ResponseWriter, r *http.Request, v pod.View, opts logOptions) {
+	var cs pod.ContainerStatus
+	for _, c := range slices.Concat(v.Status.InitContainerStatuses, v.Status.ContainerStatuses) {
+		if c.Name == opts.container {
+			cs = c
+		}
+	}
+	id := cs.ContainerID
+	if opts.previous {
+		id = ""
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			id = t.ContainerID
+		}
+	}
+	id = strings.TrimPrefix(id, "containerd://")
+	if id == "" {
+		what := fmt.Sprintf("container %q in pod %q is waiting to start", opts.container, v.Metadata.Name)
+		if opts.previous {
+			what = fmt.Sprintf("previous terminated container %q in pod %q not found", opts.container, v.Metadata.Name)
+		}
+		s.writeError(w, fmt.Errorf("%s: %w", what, ErrBadRequest))
+		return
+	}
+	follow := opts.follow && !opts.previous
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	lw := newLogWriter(w, opts)
+	ns, name := v.Metadata.Namespace, v.Metadata.Name
+	running := func() bool {
+		p, err := findPod(s.pods(), ns, name)
+		if err != nil || p.Metadata.UID != v.Metadata.UID {
+			return false
+		}
+		for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			if c.Name == opts.container {
+				return c.State.Running != nil && strings.TrimPrefix(c.ContainerID, "containerd://") == id
+			}
+		}
+		return false
+	}
+	if err := s.Journal.Stream(r.Context(), id, lw, follow, running); err != nil && r.Context().Err() == nil {
+		s.logger().Debug("stream log from the journal", "pod", ns+"/"+name, "container", opts.container, "err", err)
+	}
+}
+
+// newLogWriter returns the writer of a log response with opts.
+func newLogWriter(w http.ResponseWriter, opts logOptions) *logWriter {
+	lw := &logWriter{w: w, opts: opts, tailing: opts.tailLines >= 0}
+	if opts.since > 0 {
+		lw.since = time.Now().Add(-time.Duration(opts.since) * time.Second)
+	}
+	if f, ok := w.(http.Flusher); ok {
+		lw.flush = f.Flush
+	}
+	return lw
 }
 
 // logWriter turns CRI records into kubectl's output (a podlogs.Sink).

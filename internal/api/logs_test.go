@@ -213,3 +213,57 @@ func TestLogsFollow(t *testing.T) {
 		t.Errorf("extra line %q", extra)
 	}
 }
+
+// fakeJournal serves each container ID's CRI records, as podlogs'
+// JournalReader would give the journal's entries.
+type fakeJournal map[string]string
+
+func (j fakeJournal) Stream(_ context.Context, id string, sink podlogs.Sink, _ bool, _ func() bool) error {
+	for _, line := range strings.Split(strings.TrimSuffix(j[id], "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		if err := sink.Record([]byte(line)); err != nil {
+			return err
+		}
+	}
+	return sink.EndOfFiles()
+}
+
+// TestGetLogJournal: with the journal as the logs' store, the current
+// attempt is the container ID of the status, the previous one that of its
+// last termination.
+func TestGetLogJournal(t *testing.T) {
+	st, _ := logPod(t.TempDir())
+	st.pods[0].Status.ContainerStatuses[0].ContainerID = "containerd://app_1"
+	st.pods[0].Status.ContainerStatuses[0].LastTerminationState.Terminated = &pod.StateTerminated{ContainerID: "containerd://app_0"}
+	now := time.Now().UTC()
+	s := &Server{Status: st, Journal: fakeJournal{
+		"app_1": criLines(now, "cur-a", "long+", "-joined", "cur-b"),
+		"app_0": criLines(now, "prev-a"),
+	}}
+	h := s.Handler()
+	tests := []struct {
+		name  string
+		query string
+		code  int
+		want  string
+	}{
+		{"current", "web/log?container=app", 200, "cur-a\nlong-joined\ncur-b\n"},
+		{"previous", "web/log?container=app&previous=true", 200, "prev-a\n"},
+		{"tail", "web/log?container=app&tailLines=1", 200, "cur-b\n"},
+		{"not started", "web/log?container=side", 400, ""},
+		{"no previous", "web/log?container=side&previous=true", 400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, h, "/pods/default/"+tt.query)
+			if rec.Code != tt.code {
+				t.Fatalf("code %d, want %d: %s", rec.Code, tt.code, rec.Body)
+			}
+			if tt.code == 200 && rec.Body.String() != tt.want {
+				t.Errorf("log\n%q\nwant\n%q", rec.Body.String(), tt.want)
+			}
+		})
+	}
+}

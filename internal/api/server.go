@@ -72,6 +72,9 @@ type Server struct {
 	// LogsDir is the pod logs directory (--pod-logs-dir) the log endpoint
 	// reads; empty: no container has logs.
 	LogsDir string
+	// Journal, when set, is where the log endpoint reads instead (the
+	// "journald" log driver alone: no CRI files), by container ID.
+	Journal JournalLogs
 	// Exec runs the commands of POST .../exec; nil: exec is refused.
 	Exec Execer
 	// Restarts serves POST .../restart; nil: restarts are refused.

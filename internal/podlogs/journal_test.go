@@ -148,3 +148,80 @@ func TestPumpJournalSendFails(t *testing.T) {
 		t.Errorf("entries = %q, want one, two, three", got)
 	}
 }
+
+// gotRecords keeps the records a stream gives, and where the files (here:
+// the entries there were) ended.
+type gotRecords struct {
+	records []string
+	end     int // records before EndOfFiles, -1: not called
+}
+
+func (s *gotRecords) Record(line []byte) error {
+	s.records = append(s.records, string(line))
+	return nil
+}
+func (s *gotRecords) EndOfFiles() error { s.end = len(s.records); return nil }
+func (s *gotRecords) Flush()            {}
+
+// fakeJournalctl writes a journalctl that prints entries, and with
+// --follow the followed ones too, recording its arguments in args.
+func fakeJournalctl(t *testing.T, entries, followed string) (bin, args string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, args = filepath.Join(dir, "journalctl"), filepath.Join(dir, "args")
+	script := "#!/bin/sh\necho \"$@\" >>" + args + "\ncase \"$*\" in *--follow*) cat <<'EOF'\n" + followed + "\nEOF\n;;\n" +
+		"*) cat <<'EOF'\n" + entries + "\nEOF\n;; esac\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, args
+}
+
+func TestJournalReaderStream(t *testing.T) {
+	entries := `{"__CURSOR":"c1","__REALTIME_TIMESTAMP":"1700000000000001","PRIORITY":"6","MESSAGE":"hello"}
+{"__CURSOR":"c2","__REALTIME_TIMESTAMP":"1700000000000002","PRIORITY":"3","MESSAGE":"oops"}
+{"__CURSOR":"c3","__REALTIME_TIMESTAMP":"1700000000000003","PRIORITY":"6","MESSAGE":"part","CONTAINER_PARTIAL_MESSAGE":"true"}
+{"__CURSOR":"c4","__REALTIME_TIMESTAMP":"1700000000000004","PRIORITY":"6","MESSAGE":[104,105,255]}
+not json`
+	followed := `{"__CURSOR":"c5","__REALTIME_TIMESTAMP":"1700000001000000","PRIORITY":"6","MESSAGE":"later"}`
+	tests := []struct {
+		name   string
+		follow bool
+		want   []string
+		args   string
+	}{
+		{name: "entries", want: []string{
+			"2023-11-14T22:13:20.000001Z stdout F hello",
+			"2023-11-14T22:13:20.000002Z stderr F oops",
+			"2023-11-14T22:13:20.000003Z stdout P part",
+			"2023-11-14T22:13:20.000004Z stdout F hi\xff",
+		}, args: "--no-pager --all --output=json CONTAINER_ID_FULL=web_1_0\n"},
+		{name: "follow", follow: true, want: []string{
+			"2023-11-14T22:13:20.000001Z stdout F hello",
+			"2023-11-14T22:13:20.000002Z stderr F oops",
+			"2023-11-14T22:13:20.000003Z stdout P part",
+			"2023-11-14T22:13:20.000004Z stdout F hi\xff",
+			"2023-11-14T22:13:21Z stdout F later",
+		}, args: "--no-pager --all --output=json CONTAINER_ID_FULL=web_1_0\n" +
+			"--no-pager --all --output=json --follow --after-cursor=c4 CONTAINER_ID_FULL=web_1_0\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin, args := fakeJournalctl(t, entries, followed)
+			s := &gotRecords{end: -1}
+			err := JournalReader{Journalctl: bin}.Stream(t.Context(), "web_1_0", s, tt.follow, func() bool { return false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(s.records, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("records:\n%s\nwant:\n%s", strings.Join(s.records, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if s.end != 4 {
+				t.Errorf("EndOfFiles after %d records, want 4", s.end)
+			}
+			if got, _ := os.ReadFile(args); string(got) != tt.args {
+				t.Errorf("journalctl ran with:\n%s\nwant:\n%s", got, tt.args)
+			}
+		})
+	}
+}
