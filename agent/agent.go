@@ -153,7 +153,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer devs.Close()
-	journalOut, err := containerJournal(cfg.ContainerLogDriver)
+	journalOut, err := containerJournal(cfg.ContainerLogDriver, journalSocket)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ const journalSocket = "/run/systemd/journal/socket"
 
 // journalSender sends container output to journald through go-systemd's
 // journal package (native protocol datagrams; an entry too big for one
-// datagram goes as a memfd-like temporary file passed along).
+// datagram goes as the descriptor of an unlinked file in /dev/shm).
 type journalSender struct{}
 
 func (journalSender) Send(e podlogs.JournalEntry) error {
@@ -33,18 +33,18 @@ func (journalSender) Send(e podlogs.JournalEntry) error {
 }
 
 // containerJournal returns the journal sender of a log driver that uses
-// journald (nil for the others), or an error saying journald is not
-// there.
-func containerJournal(driver string) (podlogs.JournalSender, error) {
+// journald (nil for the others), or an error saying journald's socket
+// (journalSocket) is not there.
+func containerJournal(driver, socket string) (podlogs.JournalSender, error) {
 	if !strings.Contains(driver, "journald") {
 		return nil, nil
 	}
-	fi, err := os.Stat(journalSocket)
+	fi, err := os.Stat(socket)
 	if err == nil && fi.Mode().Type() != os.ModeSocket {
 		err = fmt.Errorf("not a socket")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("container-log-driver %s: journald's socket %s: %w (is systemd-journald running?)", driver, journalSocket, err)
+		return nil, fmt.Errorf("container-log-driver %s: journald's socket %s: %w (is systemd-journald running?)", driver, socket, err)
 	}
 	return journalSender{}, nil
 }

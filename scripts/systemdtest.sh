@@ -13,7 +13,15 @@
 #      tug stops sending WATCHDOG=1, says so in STATUS=, and systemd kills
 #      it (watchdog) and restarts it;
 #   3. the restarted tug adopts the pod: its task has the same pid;
-#   4. systemctl stop leaves the pod running.
+#   4. systemctl stop leaves the pod running;
+#   5. journald (it runs in the guest; with CI=true its absence, jq's or
+#      systemd-journal-remote's fails): tug's error lines are at priority
+#      err (journalctl -u tug -p err), its info lines at info without the
+#      <N> prefix; with --container-log-driver journald a container's
+#      stdout and stderr lines are entries with PRIORITY 6 and 3 and
+#      podman's and the pod's fields, no CRI file is written, tug logs
+#      reads them back, and systemd-journal-upload ships them to
+#      systemd-journal-remote (http on 127.0.0.1:19532, one output file).
 # Prints PASS/FAIL lines; exits 0 only if everything passed.
 set -u
 TUG=$1 UNIT=$2 ARCHIVE=$3 IMAGE=$4
@@ -125,6 +133,102 @@ pid2=$(taskpid)
 systemctl stop tug
 pid3=$(taskpid)
 [ "$pid3" = "$pid1" ] && pass "systemctl stop tug left the pod running" || fail "after stop the task pid is '$pid3'"
+
+# 5. journald: tug's own errors at their priority (a manifest file that
+# does not parse is logged at error level), container output as journal
+# entries with podman's fields (--container-log-driver journald), tug logs
+# reading them back, and systemd-journal-upload shipping them to
+# systemd-journal-remote.
+need() { if [ "${CI:-}" = true ]; then fail "$*"; else echo "SKIP: $*"; fi; }
+JREMOTE=/lib/systemd/systemd-journal-remote JUPLOAD=/lib/systemd/systemd-journal-upload
+if ! systemctl is-active -q systemd-journald || [ ! -S /run/systemd/journal/socket ]; then
+    need "systemd-journald does not run in the guest"
+elif ! command -v jq >/dev/null; then
+    need "jq is missing (package jq)"
+else
+    pass "systemd-journald runs"
+    cat > $D/manifests/talk.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: talk
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: talk
+      image: $IMAGE
+      imagePullPolicy: Never
+      command: ["sh", "-c", "echo talk-out; echo talk-err >&2; sleep 86400"]
+YAML
+    printf 'apiVersion: v1\nkind: Pod\nmetadata: [broken\n' > $D/manifests/broken.yaml
+    sed -i -e 's|^StandardOutput=.*|StandardOutput=journal|' -e 's|^StandardError=.*|StandardError=journal|' \
+        -e 's|^\(ExecStart=.* run \)|\1--container-log-driver journald |' /etc/systemd/system/tug.service.d/test.conf
+    systemctl daemon-reload
+    systemctl start tug || fail "systemctl start tug with the journald driver: $(show Result)"
+    if waitfor 60 sh -c 'journalctl -u tug -p err -o cat --no-pager | grep -q "manifest file failing"'; then
+        pass "journalctl -u tug -p err shows tug's error: $(journalctl -u tug -p err -o cat --no-pager | grep -m1 'manifest file failing' | cut -c1-120)"
+    else
+        fail "no error of tug at priority err; tug's journal: $(journalctl -u tug -o cat --no-pager | tail -n 5)"
+    fi
+    if journalctl -u tug -p err -o cat --no-pager | grep -q 'starting tug'; then
+        fail "journalctl -p err shows tug's info lines"
+    elif ! journalctl -u tug -p info -o cat --no-pager | grep -q '^time=.*starting tug'; then
+        fail "tug's info line 'starting tug' is not at priority info (or keeps its <N> prefix)"
+    else
+        pass "tug's info lines are at priority info, without the <N> prefix"
+    fi
+    entries() { journalctl CONTAINER_NAME=talk -o json --no-pager 2>/dev/null; }
+    if waitfor 120 sh -c "journalctl CONTAINER_NAME=talk -o cat --no-pager | grep -q talk-err"; then
+        pass "the container's lines are in the journal"
+    else
+        fail "no journal entry with CONTAINER_NAME=talk; tug's journal: $(journalctl -u tug -o cat --no-pager | tail -n 5)"
+    fi
+    fields='.TUG_POD_NAMESPACE == "default" and (.TUG_POD_NAME | startswith("talk")) and (.TUG_POD_UID | length > 0)
+        and (.CONTAINER_ID_FULL | length > 0) and (.CONTAINER_ID | test("^[0-9a-f]{12}$"))
+        and (.CONTAINER_TAG | endswith("/talk")) and .SYSLOG_IDENTIFIER == .CONTAINER_TAG'
+    if entries | jq -se "any(.[]; .MESSAGE == \"talk-out\" and .PRIORITY == \"6\" and $fields)" >/dev/null; then
+        pass "stdout line: PRIORITY 6 and the pod's fields"
+    else
+        fail "no stdout entry with PRIORITY 6 and the pod's fields: $(entries | head -c 2000)"
+    fi
+    if entries | jq -se "any(.[]; .MESSAGE == \"talk-err\" and .PRIORITY == \"3\" and $fields)" >/dev/null; then
+        pass "stderr line: PRIORITY 3 and the pod's fields"
+    else
+        fail "no stderr entry with PRIORITY 3 and the pod's fields"
+    fi
+    if [ -z "$(find $D/logs -path '*_talk*' -name '*.log*' 2>/dev/null)" ]; then
+        pass "the journald driver alone writes no CRI log file"
+    else
+        fail "CRI log files with the journald driver: $(find $D/logs -path '*_talk*' -name '*.log*')"
+    fi
+    out=$("$TUG" logs --socket $D/run/tug.sock talk 2>&1)
+    case "$out" in
+        *talk-out*talk-err* | *talk-err*talk-out*) pass "tug logs reads the journal: $(echo $out)" ;;
+        *) fail "tug logs talk: '$out'" ;;
+    esac
+    # -f follows journalctl --follow: the lines, then it waits (timeout ends it).
+    out=$(timeout 5 "$TUG" logs -f --timestamps --socket $D/run/tug.sock talk 2>&1); rc=$?
+    case "$rc:$out" in
+        124:*Z\ talk-out*) pass "tug logs -f --timestamps follows the journal" ;;
+        *) fail "tug logs -f talk: exit $rc, '$out'" ;;
+    esac
+    if [ ! -x $JREMOTE ] || [ ! -x $JUPLOAD ]; then
+        need "systemd-journal-remote/-upload are missing (package systemd-journal-remote)"
+    else
+        mkdir -p $D/remote
+        $JREMOTE --listen-http=19532 --split-mode=none --output=$D/remote/all.journal > ${V2G_OUT:-/tmp}/journal-remote.log 2>&1 &
+        rpid=$!
+        if waitfor 60 $JUPLOAD --url=http://127.0.0.1:19532 --follow=no --save-state=$D/upload.state > ${V2G_OUT:-/tmp}/journal-upload.log 2>&1 &&
+            waitfor 30 sh -c "journalctl --file=$D/remote/all.journal CONTAINER_NAME=talk -o cat --no-pager 2>/dev/null | grep -q talk-err"; then
+            pass "systemd-journal-upload -> systemd-journal-remote: $(journalctl --file=$D/remote/all.journal CONTAINER_NAME=talk -o json --no-pager | jq -sc 'map({MESSAGE, PRIORITY, TUG_POD_NAME})')"
+        else
+            fail "the container's lines did not reach systemd-journal-remote: $(tail -n 5 ${V2G_OUT:-/tmp}/journal-upload.log ${V2G_OUT:-/tmp}/journal-remote.log)"
+        fi
+        kill $rpid 2>/dev/null
+    fi
+    systemctl stop tug
+fi
 
 # Clean up the pod's task and container (the guest is thrown away anyway).
 for c in $(ctr -n $NS containers ls -q); do ctr -n $NS tasks kill -s KILL "$c" 2>/dev/null; done

@@ -36,7 +36,7 @@
 # $RUN/out on the host: files written there survive) and PATH as usual.
 #
 #   setup     install what is missing (qemu-system-x86, busybox-static, kmod,
-#             cpio, xz-utils, containerd, runc; systemd with V2G_SYSTEMD=1),
+#             cpio, xz-utils, containerd, runc; systemd and systemd-journal-remote with V2G_SYSTEMD=1),
 #             fetch the kernel, write the
 #             guest init and the initramfs. Idempotent; `run` does it too.
 #   run       boot, run CMD (argv, exactly as given) once containerd is up,
@@ -107,6 +107,10 @@ ensure_packages() {
     # systemdtest.sh's verify of the unit (both in Debian's systemd)
     if [ "${V2G_SYSTEMD:-}" = 1 ]; then
         { [ -x /lib/systemd/systemd ] && command -v systemd-analyze >/dev/null; } || need+=(systemd)
+        # systemdtest.sh's journald checks: systemd-journal-upload sending
+        # to systemd-journal-remote
+        { [ -x /lib/systemd/systemd-journal-remote ] && [ -x /lib/systemd/systemd-journal-upload ]; } ||
+            need+=(systemd-journal-remote)
     fi
     [ ${#need[@]} -eq 0 ] && return
     [ "$(id -u)" = 0 ] || die "missing packages (${need[*]}) and not root"
@@ -237,7 +241,9 @@ EOF
 # starts), so that CMD can test a service under a real service manager.
 # Its containerd is containerd.service (in /run, it overrides the
 # package's), so that a unit that wants containerd.service gets this one.
-# CMD's end powers the guest off.
+# systemd-journald runs too (pulled in by v2g.target, CMD after it): a
+# service's output and journald log drivers need its sockets. CMD's end
+# powers the guest off.
 if [ "${SYSTEMD:-}" = 1 ]; then
     mkdir -p /run/systemd/system
     cat > /run/systemd/system/v2g.target <<EOF
@@ -245,6 +251,7 @@ if [ "${SYSTEMD:-}" = 1 ]; then
 Description=v2guest command under systemd
 DefaultDependencies=no
 Requires=v2g-cmd.service
+Wants=systemd-journald.service
 EOF
     cat > /run/systemd/system/containerd.service <<EOF
 [Unit]
@@ -260,7 +267,7 @@ EOF
 [Unit]
 DefaultDependencies=no
 Requires=containerd.service
-After=containerd.service
+After=containerd.service systemd-journald.service
 [Service]
 Type=oneshot
 Environment=V2G_OUT=/v2out TMPDIR=/run/v2guest/tmp PATH=$PATH HOME=/root V2G_IMAGE=${IMAGE_TAR:-}

@@ -1,6 +1,8 @@
 package podlogs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"strings"
 )
@@ -40,7 +42,10 @@ type journalFields struct {
 	full, partial map[string]string
 }
 
-// newJournalFields returns the fields of container id's entries, reading
+// newJournalFields returns the fields of container id's entries:
+// CONTAINER_ID_FULL is containerd's ID, CONTAINER_ID 12 hex digits as
+// podman's, those of the ID's SHA-256 (tug's IDs are not hex, and their
+// first 12 characters are mostly the pod's name). It reads
 // the pod's namespace, name and UID and the container's name from its CRI
 // log path, <logs-dir>/<namespace>_<pod>_<uid>/<container>/<attempt>.log
 // (a namespace and a pod name hold no "_": they are DNS names).
@@ -48,10 +53,8 @@ func newJournalFields(id, cri string) journalFields {
 	container := filepath.Base(filepath.Dir(cri))
 	ns, rest, _ := strings.Cut(filepath.Base(filepath.Dir(filepath.Dir(cri))), "_")
 	name, uid, _ := strings.Cut(rest, "_")
-	short := id
-	if len(short) > 12 {
-		short = short[:12]
-	}
+	sum := sha256.Sum256([]byte(id))
+	short := hex.EncodeToString(sum[:6])
 	tag := name + "/" + container
 	full := map[string]string{
 		"CONTAINER_NAME":    container,

@@ -30,7 +30,7 @@ func TestNewJournalFields(t *testing.T) {
 	f := newJournalFields("web_0123456789abcdef_2", "/var/log/pods/prod_web-node1_9f1c-uid/app/2.log")
 	want := map[string]string{
 		"CONTAINER_NAME":    "app",
-		"CONTAINER_ID":      "web_01234567",
+		"CONTAINER_ID":      "219ba50982e8", // sha256 of the full ID
 		"CONTAINER_ID_FULL": "web_0123456789abcdef_2",
 		"CONTAINER_TAG":     "web-node1/app",
 		"SYSLOG_IDENTIFIER": "web-node1/app",
