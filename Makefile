@@ -28,7 +28,9 @@
 #                     CI=true make test-v2; check the guest: scripts/v2guest.sh selftest
 #   make test-systemd tug under a real systemd in the QEMU guest (Type=notify, READY,
 #                     STATUS, the watchdog's kill of a wedged tug, the restart adopting
-#                     the pod; scripts/systemdtest.sh); part of make test
+#                     the pod; journald: tug's priorities, the journald log driver's
+#                     entries, tug logs, systemd-journal-upload to -remote;
+#                     scripts/systemdtest.sh); part of make test
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (bench/benchstart), tug at rest (bench/benchidle),
@@ -162,7 +164,10 @@ test-v2:
 # test-systemd: tug under a real systemd (PID 1 of the QEMU guest, booted
 # with V2G_SYSTEMD=1): the repository's unit (systemd-analyze verify), READY=1 and STATUS=, a kill
 # by the watchdog when the sync loop is wedged (the hidden test fault), the
-# restart adopting the pod (scripts/systemdtest.sh). A few minutes under TCG.
+# restart adopting the pod, then journald: tug's error lines at priority err,
+# the journald log driver's entries and fields, tug logs reading them, and
+# systemd-journal-upload shipping them to systemd-journal-remote
+# (scripts/systemdtest.sh). A few minutes under TCG.
 test-systemd:
 	@scripts/v2guest.sh setup
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)

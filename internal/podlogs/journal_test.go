@@ -50,11 +50,13 @@ func TestNewJournalFields(t *testing.T) {
 func TestPumpJournal(t *testing.T) {
 	long := strings.Repeat("x", maxLogLine+10)
 	tests := []struct {
-		name   string
-		noFile bool
+		name    string
+		noFile  bool
+		maxSize int64
 	}{
-		{name: "file+journald"},
-		{name: "journald", noFile: true},
+		{name: "file+journald", maxSize: 1 << 20},
+		{name: "file+journald rotating within a step", maxSize: 100},
+		{name: "journald", noFile: true, maxSize: 1 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +64,7 @@ func TestPumpJournal(t *testing.T) {
 			cri := filepath.Join(dir, "default_web_uid1", "app", "0.log")
 			base := filepath.Join(dir, "pods", "uid1", "logs", "app", "0")
 			j := &fakeJournal{}
-			cfg := logConfig{maxSize: 1 << 20, maxFiles: 4, journal: j, noFile: tt.noFile}
+			cfg := logConfig{maxSize: tt.maxSize, maxFiles: 40, journal: j, noFile: tt.noFile}
 			p, err := createPump("cid", cri, base, cfg, newScratch())
 			if err != nil {
 				t.Fatal(err)
@@ -111,7 +113,7 @@ func TestPumpJournal(t *testing.T) {
 			case tt.noFile && err == nil:
 				t.Errorf("journald alone wrote %s", cri)
 			case !tt.noFile:
-				if recs := readRecords(t, cri); len(recs) != len(want) {
+				if recs := attemptRecords(t, cri, 40); len(recs) != len(want) {
 					t.Errorf("CRI file has %d records, want %d", len(recs), len(want))
 				}
 			}
@@ -164,12 +166,13 @@ func (s *gotRecords) EndOfFiles() error { s.end = len(s.records); return nil }
 func (s *gotRecords) Flush()            {}
 
 // fakeJournalctl writes a journalctl that prints entries, and with
-// --follow the followed ones too, recording its arguments in args.
+// --follow the followed ones and then waits to be killed, recording its
+// arguments in args.
 func fakeJournalctl(t *testing.T, entries, followed string) (bin, args string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin, args = filepath.Join(dir, "journalctl"), filepath.Join(dir, "args")
-	script := "#!/bin/sh\necho \"$@\" >>" + args + "\ncase \"$*\" in *--follow*) cat <<'EOF'\n" + followed + "\nEOF\n;;\n" +
+	script := "#!/bin/sh\necho \"$@\" >>" + args + "\ncase \"$*\" in *--follow*) cat <<'EOF'\n" + followed + "\nEOF\nexec sleep 60;;\n" +
 		"*) cat <<'EOF'\n" + entries + "\nEOF\n;; esac\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,10 @@ func (j JournalReader) follow(ctx context.Context, id, cursor string, sink Sink,
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("follow the journal: %w", err)
 	}
-	defer cmd.Wait()
+	defer func() {
+		cancel() // kills journalctl, which follows until then
+		_ = cmd.Wait()
+	}()
 	lines := make(chan []byte, 64)
 	go func() {
 		defer close(lines)

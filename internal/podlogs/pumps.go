@@ -428,10 +428,8 @@ func (p *pump) stepStream(i int) (int, error) {
 		if used == 0 {
 			break // an unfinished line
 		}
-		if p.cfg.journal != nil {
-			p.sc.entries = append(p.sc.entries, p.jf.entry(i, partial, text))
-		}
 		if p.cfg.noFile {
+			p.sc.entries = append(p.sc.entries, p.jf.entry(i, partial, text))
 			pos += used
 			continue
 		}
@@ -447,6 +445,9 @@ func (p *pump) stepStream(i int) (int, error) {
 			}
 		}
 		p.sc.rec = append(p.sc.rec, p.sc.one...)
+		if p.cfg.journal != nil {
+			p.sc.entries = append(p.sc.entries, p.jf.entry(i, partial, text))
+		}
 		pos += used
 	}
 	if pos == committed {
