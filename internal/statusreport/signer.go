@@ -101,7 +101,7 @@ func (s *Signer) Seal(body []byte, now time.Time) ([]byte, error) {
 	}
 	v := s.next
 	s.next++
-	return source.SealEnvelope(s.key, source.EnvelopeHeader{Version: v, NotAfter: now.Add(SignatureValidity), Nodes: []string{s.node}}, body)
+	return source.SealEnvelope(s.key, source.EnvelopeHeader{Version: v, NotAfter: now.Add(SignatureValidity).Truncate(time.Second), Nodes: []string{s.node}}, body)
 }
 
 // reserve writes next+sequenceBlock to the sequence file, atomically
