@@ -95,7 +95,10 @@ type Config struct {
 }
 
 // Sender pushes the status document to the status URL (see the package
-// doc). Its Run is its only loop.
+// doc). Its Run is its only loop; call it once. Blind spot: the state is
+// looked at every MinInterval, so a state that lasts less (a pod ready for
+// one second) may never be sent; its traces (restarts, the last
+// termination reason) are.
 type Sender struct {
 	cfg     Config
 	url     string // redacted
@@ -135,8 +138,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sender{cfg: cfg, url: redact.Parsed(u)}
-	s.log = cfg.Log.With("source", s.url)
+	s := &Sender{cfg: cfg, url: redact.Parsed(u), log: cfg.Log}
 	s.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tug_status_reports_total",
 		Help: "Status documents POSTed to --status-url, by result (success: a 2xx answer; failure: any other answer or no answer).",
@@ -166,7 +168,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	var (
 		delivered []byte    // the key of the last document delivered
 		heartbeat time.Time // when the next heartbeat is due
-		retryAt   time.Time // after a failure, when to try again; zero when the link works
+		retryAt   time.Time // while failing, when to try again
 		backoff   time.Duration
 		failing   bool
 	)
