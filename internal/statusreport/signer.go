@@ -45,10 +45,12 @@ type Signer struct {
 }
 
 // NewSigner returns the signer of node with key. seqFile holds the
-// highest sequence number reserved so far; it is created (with its
-// directory) if missing. The first version is the larger of that number
-// and now in Unix milliseconds, so that a device that lost the file but
-// keeps a right clock still counts up.
+// highest sequence number reserved so far; the first Seal creates it (with
+// its directory) if missing, so that a disk that cannot be written makes
+// sends fail, not tug's start. The first version is the larger of that
+// number and now in Unix milliseconds, so that a device that lost the file
+// but keeps a right clock still counts up. A file that holds no number is
+// an error: it is only ever replaced whole.
 func NewSigner(key ed25519.PrivateKey, node, seqFile string, now time.Time) (*Signer, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("statusreport: signing key: %d bytes, want %d", len(key), ed25519.PrivateKeySize)
@@ -69,9 +71,6 @@ func NewSigner(key ed25519.PrivateKey, node, seqFile string, now time.Time) (*Si
 		}
 	}
 	s.next = max(s.next, uint64(max(now.UnixMilli(), 0)), 1)
-	if err := s.reserve(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
