@@ -142,6 +142,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sources = append(sources, web.Name())
 		levels[web.Name()] = cfg.URLPolicy
 	}
+	var status *statusLink
+	if cfg.StatusURL != "" {
+		if status, err = newStatusLink(cfg, hostname, log.With("component", "status")); err != nil {
+			return err
+		}
+	}
 
 	// One metrics registry for every component (served on /metrics) and
 	// one event ring (tug events, GET /events).
@@ -334,6 +340,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if readerErr == nil {
 		server.Stats = podStats{containers: lifecycle, cgroups: reader}
 	}
+	if status != nil {
+		rep, err := status.sender(cfg, hostname, view, server.Node, rollouts, registry, log.With("component", "status"))
+		if err != nil {
+			return err
+		}
+		components["status report"] = rep.Run
+	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run
@@ -366,14 +379,11 @@ func loopStale(syncFrequency time.Duration) time.Duration {
 func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *slog.Logger) (*source.HTTP, error) {
 	header := http.Header{}
 	if cfg.ManifestURLHeaderFile != "" {
-		h, err := source.ReadHeaderFile(cfg.ManifestURLHeaderFile)
+		h, err := readHeaderFile(cfg.ManifestURLHeaderFile, "manifest URL", log)
 		if err != nil {
 			return nil, err
 		}
 		header = h
-		if fi, err := os.Stat(cfg.ManifestURLHeaderFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			log.Warn("the manifest URL header file is readable by other users; make it 0600", "file", cfg.ManifestURLHeaderFile, "mode", fi.Mode().Perm())
-		}
 	}
 	for _, h := range cfg.ManifestURLHeader {
 		name, value, _ := strings.Cut(h, ":") // validated by config

@@ -139,6 +139,11 @@ var allowedImports = map[string]allowed{
 	// loop, whose types it reads; only agent/ imports it.
 	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg"},
 		modules: []string{"github.com/prometheus/client_golang"}},
+	// The status upstream: builds the document from pod's types, seals it
+	// in source's envelope, counts its sends with client_golang; only
+	// agent/ imports it.
+	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/source"},
+		modules: []string{"github.com/prometheus/client_golang"}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// The client subcommands: api's client and the pod and event types it
@@ -166,6 +171,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
+		"tug/internal/statusreport",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), systemd's
 		// notify protocol, and pflag's ErrHelp of tug run.

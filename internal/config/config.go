@@ -55,6 +55,27 @@ type Config struct {
 	// signed bundle that one of them verifies (repeatable flag; a single
 	// string in the config file works too).
 	ManifestVerifyKey StringList `yaml:"manifest-verify-key"`
+	// StatusURL is the HTTPS URL the node's status document is POSTed to
+	// (docs/status.md); "" = none. http:// only for a loopback host. Its
+	// user information and query values are never logged.
+	StatusURL string `yaml:"status-url"`
+	// StatusURLCA is a PEM file of CA certificates trusted for StatusURL
+	// besides the system roots ("" = system roots only).
+	StatusURLCA string `yaml:"status-url-ca"`
+	// StatusURLClientCert and StatusURLClientKey are PEM files of the TLS
+	// client certificate presented to StatusURL (both or neither).
+	StatusURLClientCert string `yaml:"status-url-client-cert"`
+	StatusURLClientKey  string `yaml:"status-url-client-key"`
+	// StatusURLHeaderFile is a file (mode 0600) of "Name: Value" lines
+	// sent as headers with every status document ("" = none).
+	StatusURLHeaderFile string `yaml:"status-url-header-file"`
+	// StatusFrequency is how often the status document is sent when
+	// nothing changed, a heartbeat (with ±10% jitter). Default 1m.
+	StatusFrequency time.Duration `yaml:"status-frequency"`
+	// StatusSigningKey is an ed25519 private key file (as `tug sign
+	// --key` reads it); when set, each status document is sent as a
+	// signed envelope ("" = unsigned).
+	StatusSigningKey string `yaml:"status-signing-key"`
 	// FileCheckFrequency is the safety-net rescan period of the manifest
 	// directory (inotify does the fast path). Default 20s.
 	FileCheckFrequency time.Duration `yaml:"file-check-frequency"`
@@ -306,6 +327,7 @@ func Default() Config {
 		ContainerLogDriver:   "file",
 		LogLevel:             "info",
 		ManifestURLCAMode:    "append",
+		StatusFrequency:      time.Minute,
 
 		PLEGRelistPeriod:        time.Second,
 		CrashLoopBackOffInitial: 10 * time.Second,
@@ -358,6 +380,13 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ManifestURLClientCert, "manifest-url-client-cert", c.ManifestURLClientCert, "PEM client certificate presented to --manifest-url (mTLS)")
 	fs.StringVar(&c.ManifestURLClientKey, "manifest-url-client-key", c.ManifestURLClientKey, "PEM key of --manifest-url-client-cert")
 	fs.Var(&headerList{list: (*[]string)(&c.ManifestVerifyKey)}, "manifest-verify-key", "ed25519 public key (PEM file, or a directory of *.pem) whose signed bundle --manifest-url must serve (repeatable: any one verifies)")
+	fs.StringVar(&c.StatusURL, "status-url", c.StatusURL, "HTTPS URL the node's status document is POSTed to (docs/status.md)")
+	fs.StringVar(&c.StatusURLCA, "status-url-ca", c.StatusURLCA, "PEM file of CA certificates for --status-url, besides the system roots")
+	fs.StringVar(&c.StatusURLClientCert, "status-url-client-cert", c.StatusURLClientCert, "PEM client certificate presented to --status-url (mTLS)")
+	fs.StringVar(&c.StatusURLClientKey, "status-url-client-key", c.StatusURLClientKey, "PEM key of --status-url-client-cert")
+	fs.StringVar(&c.StatusURLHeaderFile, "status-url-header-file", c.StatusURLHeaderFile, "file of \"Name: Value\" header lines for --status-url requests (keep it 0600)")
+	fs.DurationVar(&c.StatusFrequency, "status-frequency", c.StatusFrequency, "heartbeat period of the status document when nothing changes (±10% jitter)")
+	fs.StringVar(&c.StatusSigningKey, "status-signing-key", c.StatusSigningKey, "ed25519 private key (as tug sign --key reads it) that signs each status document")
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "rescan period of the manifest directory")
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the full resync of every pod")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "state directory")
@@ -450,6 +479,17 @@ func (c *Config) Validate() error {
 	}
 	if (c.ManifestURLClientCert == "") != (c.ManifestURLClientKey == "") {
 		errs = append(errs, fmt.Errorf("manifest-url-client-cert, manifest-url-client-key: give both or neither"))
+	}
+	if c.StatusURL != "" {
+		if err := checkStatusURL(c.StatusURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if (c.StatusURLClientCert == "") != (c.StatusURLClientKey == "") {
+		errs = append(errs, fmt.Errorf("status-url-client-cert, status-url-client-key: give both or neither"))
+	}
+	if c.StatusFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("status-frequency: must be positive"))
 	}
 	if c.HTTPCheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("http-check-frequency: must be positive"))
@@ -572,7 +612,28 @@ func (c Config) Redacted() Config {
 		hdrs[i] = name + ": " + redact.Mask
 	}
 	c.ManifestURLHeader = hdrs
+	c.StatusURL = redact.URL(c.StatusURL)
 	return c
+}
+
+// checkStatusURL accepts an https URL, or an http one to a loopback host
+// (a relay on the device itself): the status document crosses networks,
+// and unlike a signed bundle nothing else protects what it reveals.
+func checkStatusURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("status-url: %q is not an https URL", redact.URL(raw))
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return nil
+		}
+		return fmt.Errorf("status-url: %q: http only to a loopback host; use https", redact.URL(raw))
+	}
+	return fmt.Errorf("status-url: %q is not an https URL", redact.URL(raw))
 }
 
 // DefaultCgroupRoot is the cgroup root of the instance whose containerd

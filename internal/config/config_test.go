@@ -134,6 +134,19 @@ func TestParsePrecedence(t *testing.T) {
 		}, ""},
 		{"no progress deadline", []string{"--image-pull-progress-deadline", "0"}, nil, "image-pull-progress-deadline"},
 		{"negative pull timeout", []string{"--image-pull-timeout", "-1s"}, nil, "image-pull-timeout"},
+		{"status report off by default", nil, func(c Config) bool { return c.StatusURL == "" && c.StatusFrequency == time.Minute }, ""},
+		{"status flags", []string{"--status-url", "https://fleet.example/status", "--status-url-ca", "/ca.pem",
+			"--status-url-client-cert", "/c.pem", "--status-url-client-key", "/k.pem", "--status-url-header-file", "/h",
+			"--status-frequency", "30s", "--status-signing-key", "/sign.pem"}, func(c Config) bool {
+			return c.StatusURL == "https://fleet.example/status" && c.StatusURLCA == "/ca.pem" && c.StatusURLClientCert == "/c.pem" &&
+				c.StatusURLClientKey == "/k.pem" && c.StatusURLHeaderFile == "/h" && c.StatusFrequency == 30*time.Second && c.StatusSigningKey == "/sign.pem"
+		}, ""},
+		{"status url over http to loopback", []string{"--status-url", "http://127.0.0.1:8080/status"}, func(c Config) bool { return true }, ""},
+		{"status url over http to localhost", []string{"--status-url", "http://localhost/status"}, func(c Config) bool { return true }, ""},
+		{"status url over http", []string{"--status-url", "http://fleet.example/status?key=s3cret"}, nil, "http only to a loopback host"},
+		{"status url not a URL", []string{"--status-url", "fleet.example"}, nil, "status-url"},
+		{"status client cert without key", []string{"--status-url-client-cert", "/c.pem"}, nil, "status-url-client-cert, status-url-client-key"},
+		{"status frequency zero", []string{"--status-frequency", "0"}, nil, "status-frequency"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +171,7 @@ func TestRedacted(t *testing.T) {
 	c := Default()
 	c.ManifestURL = "https://fleet:s3cret@fleet.example/d/pods.yaml?token=s3cret&x"
 	c.ManifestURLHeader = []string{"Authorization: Bearer s3cret", "X-Device:s3cret"}
+	c.StatusURL = "https://fleet.example/status?key=s3cret"
 	r := c.Redacted()
 	text := fmt.Sprintf("%+v", r)
 	if strings.Contains(text, "s3cret") {

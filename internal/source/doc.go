@@ -12,6 +12,10 @@
 // start after a reboot before the URL answers. The URL is shown only through
 // redact.URL, never with its credentials.
 //
+// The header file and the TLS files (tls.go, ClientTLS) are read by the
+// same functions for the status URL (package statusreport), which also
+// seals its documents in the envelope.
+//
 // It imports only internal/pod, internal/manifest, internal/redact,
 // internal/clock, golang.org/x/sys/unix and the standard library; it must
 // not import podconfig (it defines Sink instead), reconcile, the runtime

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,40 +189,11 @@ func NewHTTP(cfg HTTPConfig, sink Sink) (*HTTP, error) {
 	return h, nil
 }
 
-// clientTLS builds the TLS client configuration: TLS 1.2 at least, the CA
-// file added to the system roots or replacing them, and the client
-// certificate.
+// clientTLS builds the TLS client configuration of the manifest URL.
 func clientTLS(cfg HTTPConfig) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.CAReplace && cfg.CAFile == "" {
-		return nil, errors.New("source: manifest URL CA: replacing the system roots needs a CA file")
-	}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("source: manifest URL CA: %w", err)
-		}
-		var pool *x509.CertPool
-		if !cfg.CAReplace {
-			pool, _ = x509.SystemCertPool()
-		}
-		if pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("source: manifest URL CA %s: no PEM certificate", cfg.CAFile)
-		}
-		c.RootCAs = pool
-	}
-	if (cfg.ClientCert == "") != (cfg.ClientKey == "") {
-		return nil, errors.New("source: manifest URL client certificate: give both the certificate and the key")
-	}
-	if cfg.ClientCert != "" {
-		pair, err := tls.LoadX509KeyPair(cfg.ClientCert, cfg.ClientKey)
-		if err != nil {
-			return nil, fmt.Errorf("source: manifest URL client certificate: %w", err)
-		}
-		c.Certificates = []tls.Certificate{pair}
+	c, err := ClientTLS(TLSFiles{CA: cfg.CAFile, CAReplace: cfg.CAReplace, ClientCert: cfg.ClientCert, ClientKey: cfg.ClientKey})
+	if err != nil {
+		return nil, fmt.Errorf("source: manifest URL %w", err)
 	}
 	return c, nil
 }

@@ -1,0 +1,302 @@
+package statusreport
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tug/internal/clock"
+	"tug/internal/pod"
+	"tug/internal/redact"
+)
+
+// StatusSource gives the pods and the manifest files as the status API
+// serves them (implemented by reconcile.View). Safe for concurrent use.
+type StatusSource interface {
+	Pods() []pod.View
+	Manifests() []pod.ManifestStatus
+}
+
+// NodeSource gives the node as GET /node shows it.
+type NodeSource interface {
+	Node() pod.NodeView
+}
+
+// RolloutSource gives a pod's rollout history (implemented by
+// rollout.Controller); an error means the pod has none.
+type RolloutSource interface {
+	History(uid string) (pod.RolloutHistory, error)
+}
+
+// Defaults of Config.
+const (
+	DefaultFrequency   = time.Minute
+	DefaultMinInterval = 2 * time.Second
+	DefaultTimeout     = 10 * time.Second
+	// InitialBackoff and MaxBackoff bound the wait before a failed send
+	// is tried again: it doubles from InitialBackoff up to MaxBackoff, and
+	// each wait is drawn between its half and its whole.
+	InitialBackoff = time.Second
+	MaxBackoff     = time.Minute
+)
+
+// Config configures a Sender. The zero value of each optional field
+// means its default.
+type Config struct {
+	// URL receives the documents, POSTed (--status-url). Its user
+	// information and query values are never logged.
+	URL string
+	// Client sends them: its transport holds the TLS configuration. It
+	// must not follow redirects (see NewClient). Required.
+	Client *http.Client
+	// Header is sent with every request (--status-url-header-file).
+	Header http.Header
+	// Signer, when set, seals each document in a signed envelope; nil:
+	// the body is the document's JSON.
+	Signer *Signer
+	// Frequency is the heartbeat: a document is sent this long (±10%)
+	// after the last one delivered even when nothing changed. Default
+	// DefaultFrequency.
+	Frequency time.Duration
+	// MinInterval is how often the state is looked at, and so the least
+	// time between two documents: changes within it make one document.
+	// Default DefaultMinInterval.
+	MinInterval time.Duration
+	// Timeout bounds one request. Default DefaultTimeout.
+	Timeout time.Duration
+	// Status, Node and Rollouts are read to build the document; Node and
+	// Rollouts may be nil.
+	Status   StatusSource
+	Node     NodeSource
+	Rollouts RolloutSource
+	// NodeName names the node when Node is nil or gives no name.
+	NodeName string
+	// TugVersion is the document's tugVersion and the User-Agent's.
+	TugVersion string
+	// Registerer receives tug_status_reports_total and
+	// tug_status_last_success_timestamp_seconds; nil: not exported.
+	Registerer prometheus.Registerer
+	// Log receives the link's state changes. Default: discard.
+	Log *slog.Logger
+	// Clock tells the documents' time. nil: the system clock.
+	Clock clock.Clock
+}
+
+// Sender pushes the status document to the status URL (see the package
+// doc). Its Run is its only loop; call it once. Blind spot: the state is
+// looked at every MinInterval, so a state that lasts less (a pod ready for
+// one second) may never be sent; its traces (restarts, the last
+// termination reason) are.
+type Sender struct {
+	cfg     Config
+	url     string // redacted
+	log     *slog.Logger
+	reports *prometheus.CounterVec
+	success prometheus.Gauge
+}
+
+// NewClient returns the HTTP client of a status URL: the TLS
+// configuration given (nil: Go's defaults) and no redirect followed, so
+// that the headers and the document go nowhere but the configured URL; a
+// redirect answer is a failed send.
+func NewClient(tlsCfg *tls.Config) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// New checks cfg and returns its sender. Nothing is sent until Run.
+func New(cfg Config) (*Sender, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("statusreport: status URL %s: not an https URL", redact.URL(cfg.URL))
+	}
+	if cfg.Client == nil || cfg.Status == nil {
+		return nil, errors.New("statusreport: a client and a status source are required")
+	}
+	if cfg.Frequency <= 0 {
+		cfg.Frequency = DefaultFrequency
+	}
+	if cfg.MinInterval <= 0 {
+		cfg.MinInterval = DefaultMinInterval
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Sender{cfg: cfg, url: redact.Parsed(u), log: cfg.Log}
+	s.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tug_status_reports_total",
+		Help: "Status documents POSTed to --status-url, by result (success: a 2xx answer; failure: any other answer or no answer).",
+	}, []string{"result"})
+	s.success = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "tug_status_last_success_timestamp_seconds",
+		Help: "When --status-url last accepted a status document (Unix time; 0: never).",
+	})
+	if cfg.Registerer != nil {
+		if err := errors.Join(cfg.Registerer.Register(s.reports), cfg.Registerer.Register(s.success)); err != nil {
+			return nil, fmt.Errorf("statusreport: metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Run sends documents until ctx ends, then returns ctx's error. Every
+// MinInterval it builds the document and sends it when it differs from
+// the last one delivered (its time aside), when the heartbeat is due, or,
+// after a failure, when the back-off has passed: the document of that
+// moment, so that the link coming back brings the latest state and
+// nothing older. It logs when the link starts failing and when it works
+// again, not each failure.
+func (s *Sender) Run(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.MinInterval)
+	defer tick.Stop()
+	var (
+		delivered []byte    // the key of the last document delivered
+		heartbeat time.Time // when the next heartbeat is due
+		retryAt   time.Time // while failing, when to try again
+		backoff   time.Duration
+		failing   bool
+	)
+	for {
+		now := time.Now()
+		doc := s.build()
+		key, err := doc.key()
+		if err != nil {
+			return fmt.Errorf("statusreport: encode: %w", err)
+		}
+		due := !bytes.Equal(key, delivered) || !now.Before(heartbeat)
+		if failing {
+			due = !now.Before(retryAt)
+		}
+		if due {
+			if err := s.send(ctx, doc); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s.reports.WithLabelValues("failure").Inc()
+				backoff = min(max(2*backoff, InitialBackoff), MaxBackoff)
+				retryAt = now.Add(backoff/2 + rand.N(backoff/2+1))
+				if !failing {
+					s.log.Warn("status report failed; retrying with back-off", "err", err)
+				}
+				failing = true
+			} else {
+				s.reports.WithLabelValues("success").Inc()
+				s.success.Set(float64(s.cfg.Clock.Now().UnixNano()) / 1e9)
+				if failing {
+					s.log.Info("status report delivered again")
+				}
+				failing, backoff = false, 0
+				delivered = key
+				heartbeat = now.Add(jitter(s.cfg.Frequency))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// jitter returns d ±10%.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + rand.N(d/5+1)
+}
+
+// build gathers the state and builds its document.
+func (s *Sender) build() Document {
+	snap := Snapshot{Pods: s.cfg.Status.Pods(), Manifests: s.cfg.Status.Manifests()}
+	if s.cfg.Node != nil {
+		snap.Node = s.cfg.Node.Node()
+	}
+	if snap.Node.Metadata.Name == "" {
+		snap.Node.Metadata.Name = s.cfg.NodeName
+	}
+	if s.cfg.Rollouts != nil {
+		snap.Rollouts = map[string]pod.RolloutHistory{}
+		for _, p := range snap.Pods {
+			if h, err := s.cfg.Rollouts.History(p.Metadata.UID); err == nil {
+				snap.Rollouts[p.Metadata.UID] = h
+			}
+		}
+	}
+	d := Build(snap)
+	d.TugVersion = s.cfg.TugVersion
+	if s.cfg.Signer != nil {
+		d.Node.KeyFingerprint = s.cfg.Signer.Fingerprint()
+	}
+	d.GeneratedAt = s.cfg.Clock.Now().UTC()
+	return d
+}
+
+// maxAnswer bounds what is read of an answer's body (then dropped), so
+// that the connection can be reused.
+const maxAnswer = 64 << 10
+
+// send POSTs doc, signed when there is a signer. Its errors name the
+// redacted URL, never the configured one.
+func (s *Sender) send(ctx context.Context, doc Document) error {
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("statusreport: encode: %w", err)
+	}
+	ctype := "application/json"
+	if s.cfg.Signer != nil {
+		if body, err = s.cfg.Signer.Seal(body, doc.GeneratedAt); err != nil {
+			return err
+		}
+		ctype = EnvelopeContentType
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", s.url, clean(err))
+	}
+	for name, values := range s.cfg.Header {
+		req.Header[name] = values
+	}
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("User-Agent", "tug/"+s.cfg.TugVersion)
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", s.url, clean(err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %w: %s", s.url, ErrRefused, resp.Status)
+	}
+	return nil
+}
+
+// clean drops what a client error says beyond its cause: net/http's
+// *url.Error names the URL requested, secrets included, and a network
+// error names addresses.
+func clean(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return fmt.Errorf("%s %s: %w", op.Op, op.Net, op.Err)
+	}
+	return err
+}
