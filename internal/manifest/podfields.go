@@ -112,7 +112,7 @@ var podFields = []podField{
 	{"DownwardAPIVolumeSource", "defaultUser", refused, msgNotOnNode + "file owners in a volume (alpha in Kubernetes) are not set; use fsGroup"},
 	{"DownwardAPIVolumeSource", "items", runs, ""},
 	{"EmptyDirVolumeSource", "medium", runs, ""},
-	{"EmptyDirVolumeSource", "mode", refused, msgNotYet},
+	{"EmptyDirVolumeSource", "mode", runs, ""},
 	{"EmptyDirVolumeSource", "sizeLimit", runs, ""},
 	{"EnvFromSource", "configMapRef", runs, ""},
 	{"EnvFromSource", "prefix", runs, ""},

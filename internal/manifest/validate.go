@@ -234,6 +234,9 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 			if ed.SizeLimit != nil && ed.SizeLimit.MilliValue() < 0 {
 				v.fail(p+".emptyDir.sizeLimit", "must not be negative")
 			}
+			if ed.Mode != nil && (*ed.Mode < 0 || *ed.Mode > pod.EmptyDirMaxMode) {
+				v.fail(p+".emptyDir.mode", "invalid mode %s: must be between 0 and 01777 (octal): the permission bits and the sticky bit", octal(*ed.Mode))
+			}
 		}
 	}
 	return names
@@ -641,4 +644,13 @@ func isResolvWord(s string) bool {
 		}
 	}
 	return true
+}
+
+// octal writes a mode as a manifest would: 0750 (and its decimal value,
+// as a JSON manifest writes it).
+func octal(m int32) string {
+	if m < 0 {
+		return strconv.Itoa(int(m))
+	}
+	return fmt.Sprintf("%#o (%d)", m, m)
 }

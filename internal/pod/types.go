@@ -436,9 +436,28 @@ const (
 )
 
 // EmptyDirVolumeSource is a scratch directory that lives as long as the pod.
+// Mode is the directory's permission bits (0 to 01777: the sticky bit
+// allowed; nil: 0777), set when it is created; fsGroup adds its bits after.
 type EmptyDirVolumeSource struct {
 	Medium    StorageMedium `yaml:"medium" json:"medium,omitempty"`
 	SizeLimit *Quantity     `yaml:"sizeLimit" json:"sizeLimit,omitempty"`
+	Mode      *int32        `yaml:"mode" json:"mode,omitempty"`
+}
+
+// EmptyDirDefaultMode is the mode of an emptyDir that sets none, as in
+// Kubernetes.
+const EmptyDirDefaultMode = 0o777
+
+// EmptyDirMaxMode is the largest emptyDir mode: every permission bit and
+// the sticky bit.
+const EmptyDirMaxMode = 0o1777
+
+// DirMode returns the emptyDir's directory mode: Mode, or 0777.
+func (s *EmptyDirVolumeSource) DirMode() uint32 {
+	if s.Mode == nil {
+		return EmptyDirDefaultMode
+	}
+	return uint32(*s.Mode)
 }
 
 // SysctlDotted returns a sysctl name in the dotted form: Kubernetes also
