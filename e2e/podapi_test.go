@@ -58,3 +58,35 @@ func TestEmptyDirMode(t *testing.T) {
 	}
 	tg.removePods("modes")
 }
+
+// TestStopSignal: a container whose lifecycle.stopSignal is SIGUSR1 gets
+// SIGUSR1, not SIGTERM, when its manifest is removed; its neighbour without
+// one gets SIGTERM.
+func TestStopSignal(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	out := t.TempDir()
+	trap := func(name string) string {
+		return "trap 'echo " + name + " USR1 > /out/" + name + ".tmp; mv /out/" + name + ".tmp /out/" + name + "; exit 0' USR1\n" +
+			"trap 'echo " + name + " TERM > /out/" + name + ".tmp; mv /out/" + name + ".tmp /out/" + name + "; exit 0' TERM\n" +
+			"touch /out/" + name + ".up\nwhile true; do sleep 0.2; done"
+	}
+	mount := []mountYAML{{name: "out", path: "/out"}}
+	tg.writeManifest("stopsig.yaml", podYAML{
+		name: "stopsig",
+		containers: []ctrYAML{
+			{name: "usr1", image: tg.image, script: trap("usr1"), mounts: mount, extra: "      lifecycle:\n        stopSignal: SIGUSR1\n"},
+			{name: "term", image: tg.image, script: trap("term"), mounts: mount},
+		},
+		volumes: []volYAML{hostPathVol("out", out, "Directory")},
+		extra:   "  os:\n    name: linux\n",
+	}.String())
+	waitFileContent(t, filepath.Join(out, "usr1.up"))
+	waitFileContent(t, filepath.Join(out, "term.up"))
+	tg.removePods("stopsig")
+	if got := waitFileContent(t, filepath.Join(out, "usr1")); got != "usr1 USR1\n" {
+		t.Errorf("the container with stopSignal SIGUSR1 wrote %q, want %q", got, "usr1 USR1\n")
+	}
+	if got := waitFileContent(t, filepath.Join(out, "term")); got != "term TERM\n" {
+		t.Errorf("the container without a stopSignal wrote %q, want %q", got, "term TERM\n")
+	}
+}

@@ -182,6 +182,43 @@ func (v *validator) spec(s *pod.PodSpec) {
 		v.container(indexPath("spec.containers", i), &s.Containers[i], false, s.HostNetwork, volumes, names)
 	}
 	v.hostPortConflicts(s.Containers)
+	v.os(s)
+}
+
+// os checks spec.os and the stop signals that depend on it, as
+// Kubernetes' validateOS and validateStopSignal do: a stop signal needs
+// spec.os.name, and must be a signal of that system. A windows pod is
+// refused: this node runs Linux (the kubelet's admission refuses it too).
+func (v *validator) os(s *pod.PodSpec) {
+	if o := s.OS; o != nil {
+		switch o.Name {
+		case pod.OSLinux:
+		case "":
+			v.fail("spec.os.name", "required")
+		case pod.OSWindows:
+			v.fail("spec.os.name", "a windows pod does not run on this node, which runs Linux")
+		default:
+			v.fail("spec.os.name", "unsupported value %q: must be \"linux\" or \"windows\"", o.Name)
+		}
+	}
+	for _, list := range []struct {
+		path string
+		ctrs []pod.Container
+	}{{"spec.initContainers", s.InitContainers}, {"spec.containers", s.Containers}} {
+		for i := range list.ctrs {
+			l := list.ctrs[i].Lifecycle
+			if l == nil || l.StopSignal == nil {
+				continue
+			}
+			p := indexPath(list.path, i) + ".lifecycle.stopSignal"
+			switch {
+			case s.OS == nil:
+				v.fail(p, "may not be set for containers with empty `spec.os.name`")
+			case s.OS.Name == pod.OSLinux && !pod.IsLinuxStopSignal(*l.StopSignal):
+				v.fail(p, "unsupported value %q: must be a Linux signal name: \"SIGTERM\", \"SIGQUIT\", \"SIGUSR1\", \"SIGRTMIN+3\", \"SIGRTMAX-2\"...", *l.StopSignal)
+			}
+		}
+	}
 }
 
 // volumes checks the pod's volumes and returns the set of their names.

@@ -101,6 +101,23 @@ type PodSpec struct {
 	// service accounts); warned about as ignored. Empty reads as "default".
 	ServiceAccountName string `yaml:"serviceAccountName" json:"serviceAccountName,omitempty"`
 	Priority           *int32 `yaml:"priority" json:"priority,omitempty"`
+	// OS names the operating system the pod is for: linux (this node's),
+	// or windows, which tug refuses. Kubernetes requires it for a
+	// container's lifecycle.stopSignal.
+	OS *PodOS `yaml:"os" json:"os,omitempty"`
+}
+
+// OSName is linux or windows.
+type OSName string
+
+const (
+	OSLinux   OSName = "linux"
+	OSWindows OSName = "windows"
+)
+
+// PodOS is the operating system a pod is for.
+type PodOS struct {
+	Name OSName `yaml:"name" json:"name"`
 }
 
 // HostAlias is one /etc/hosts line: IP and its names.
