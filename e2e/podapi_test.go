@@ -90,3 +90,26 @@ func TestStopSignal(t *testing.T) {
 		t.Errorf("the container without a stopSignal wrote %q, want %q", got, "term TERM\n")
 	}
 }
+
+// TestHostnameOverride: spec.hostnameOverride is the pod's hostname, over
+// hostname and subdomain: in /etc/hostname, from uname -n, and in
+// /etc/hosts, with no cluster FQDN.
+func TestHostnameOverride(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	out := t.TempDir()
+	tg.writeManifest("override.yaml", podYAML{
+		name: "override",
+		containers: []ctrYAML{{
+			name: "main", image: tg.image,
+			script: "{ cat /etc/hostname; uname -n; grep -c 'cam.plant-7.example' /etc/hosts; grep -c 'svc.cluster.local' /etc/hosts; } > /out/names.tmp; mv /out/names.tmp /out/names; sleep 3600",
+			mounts: []mountYAML{{name: "out", path: "/out"}},
+		}},
+		volumes: []volYAML{hostPathVol("out", out, "Directory")},
+		extra:   "  hostname: db\n  subdomain: cams\n  hostnameOverride: cam.plant-7.example\n",
+	}.String())
+	want := "cam.plant-7.example\ncam.plant-7.example\n1\n0\n"
+	if got := waitFileContent(t, filepath.Join(out, "names")); got != want {
+		t.Errorf("/etc/hostname, uname -n, /etc/hosts lines with the override and with a cluster FQDN = %q, want %q", got, want)
+	}
+	tg.removePods("override")
+}

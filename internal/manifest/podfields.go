@@ -219,7 +219,7 @@ var podFields = []podField{
 	{"PodSpec", "hostPID", runs, ""},
 	{"PodSpec", "hostUsers", refused, msgNotYet},
 	{"PodSpec", "hostname", runs, ""},
-	{"PodSpec", "hostnameOverride", refused, msgNotYet},
+	{"PodSpec", "hostnameOverride", runs, ""},
 	{"PodSpec", "imagePullSecrets", runs, ""},
 	{"PodSpec", "initContainers", runs, ""},
 	{"PodSpec", "nodeName", ignored, "ignored on a node: the pod runs on this node"},

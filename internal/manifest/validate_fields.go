@@ -73,6 +73,7 @@ func (v *validator) podFields(s *pod.PodSpec) {
 	if s.Subdomain != "" && !pod.IsDNS1123Label(s.Subdomain) {
 		v.fail("spec.subdomain", "invalid subdomain %q: %s", s.Subdomain, pod.DNS1123LabelMsg)
 	}
+	v.hostnameOverride(s)
 	for _, k := range sortedKeys(s.NodeSelector) {
 		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("spec.nodeSelector", k, "invalid key %q: %s", k, msg)
@@ -170,5 +171,34 @@ func (v *validator) containerFields(p string, c *pod.Container, init bool) {
 	}
 	if sc := c.SecurityContext; sc != nil && sc.ProcMount != nil && *sc.ProcMount != "Default" && *sc.ProcMount != "Unmasked" {
 		v.fail(p+".securityContext.procMount", "unsupported value %q: must be \"Default\" or \"Unmasked\"", *sc.ProcMount)
+	}
+}
+
+// maxHostnameOverride is the longest spec.hostnameOverride: the kernel's
+// limit on a host name.
+const maxHostnameOverride = 64
+
+// hostnameOverride checks spec.hostnameOverride as Kubernetes does: a DNS
+// subdomain of at most 64 characters, not with setHostnameAsFQDN, not with
+// hostNetwork (the pod has the node's hostname then).
+func (v *validator) hostnameOverride(s *pod.PodSpec) {
+	o := s.HostnameOverride
+	if o == nil {
+		return
+	}
+	const p = "spec.hostnameOverride"
+	switch {
+	case *o == "":
+		v.fail(p, "must not be empty")
+	case len(*o) > maxHostnameOverride:
+		v.fail(p, "must be no more than %d characters, got %d", maxHostnameOverride, len(*o))
+	case !pod.IsDNS1123Subdomain(*o):
+		v.fail(p, "invalid hostname %q: %s", *o, pod.DNS1123SubdomainMsg)
+	}
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		v.fail(p, "may not be set with setHostnameAsFQDN: true (the two are mutually exclusive)")
+	}
+	if s.HostNetwork {
+		v.fail(p, "may not be set with hostNetwork: true (the pod has the node's hostname)")
 	}
 }

@@ -84,6 +84,10 @@ type PodSpec struct {
 	Hostname          string `yaml:"hostname" json:"hostname,omitempty"`
 	Subdomain         string `yaml:"subdomain" json:"subdomain,omitempty"`
 	SetHostnameAsFQDN *bool  `yaml:"setHostnameAsFQDN" json:"setHostnameAsFQDN,omitempty"`
+	// HostnameOverride is the pod's hostname as written, over hostname and
+	// subdomain (Kubernetes 1.34+): a DNS subdomain of at most 64
+	// characters; the pod has no FQDN then.
+	HostnameOverride *string `yaml:"hostnameOverride" json:"hostnameOverride,omitempty"`
 	// EnableServiceLinks is accepted: a node has no Services, so there are
 	// no service environment variables to add either way.
 	EnableServiceLinks *bool `yaml:"enableServiceLinks" json:"enableServiceLinks,omitempty"`
