@@ -113,3 +113,35 @@ func TestHostnameOverride(t *testing.T) {
 	}
 	tg.removePods("override")
 }
+
+// TestEnvFileKeyRef: an init container writes an env file into an
+// emptyDir; the app container's env valueFrom.fileKeyRef reads its keys
+// when it starts (the file is not mounted into it); an optional key that
+// the file lacks leaves the variable unset.
+func TestEnvFileKeyRef(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	out := t.TempDir()
+	env := "      env:\n" +
+		"        - name: DB_TOKEN\n          valueFrom:\n            fileKeyRef: {volumeName: cfg, path: gen/app.env, key: TOKEN}\n" +
+		"        - name: DB_HOST\n          valueFrom:\n            fileKeyRef: {volumeName: cfg, path: gen/app.env, key: HOST}\n" +
+		"        - name: DB_PORT\n          valueFrom:\n            fileKeyRef: {volumeName: cfg, path: gen/app.env, key: PORT, optional: true}\n"
+	tg.writeManifest("envfile.yaml", podYAML{
+		name: "envfile",
+		init: []ctrYAML{{
+			name: "setup", image: tg.image,
+			script: "mkdir -p /cfg/gen && printf '# generated\\nTOKEN=s3cr=t\\nHOST=db.local\\n' > /cfg/gen/app.env",
+			mounts: []mountYAML{{name: "cfg", path: "/cfg"}},
+		}},
+		containers: []ctrYAML{{
+			name: "app", image: tg.image,
+			script: "echo \"$DB_TOKEN|$DB_HOST|${DB_PORT-unset}\" > /out/env.tmp; mv /out/env.tmp /out/env; sleep 3600",
+			mounts: []mountYAML{{name: "out", path: "/out"}},
+			extra:  env,
+		}},
+		volumes: []volYAML{emptyVol("cfg"), hostPathVol("out", out, "Directory")},
+	}.String())
+	if got, want := waitFileContent(t, filepath.Join(out, "env")), "s3cr=t|db.local|unset\n"; got != want {
+		t.Errorf("DB_TOKEN|DB_HOST|DB_PORT = %q, want %q", got, want)
+	}
+	tg.removePods("envfile")
+}

@@ -183,6 +183,7 @@ func (v *validator) spec(s *pod.PodSpec) {
 	}
 	v.hostPortConflicts(s.Containers)
 	v.os(s)
+	v.envFiles(s)
 }
 
 // os checks spec.os and the stop signals that depend on it, as

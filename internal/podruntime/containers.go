@@ -246,7 +246,7 @@ func (r *Runtime) specOpts(ctx context.Context, p *pod.Pod, c *pod.Container, id
 	if err != nil {
 		return nil, err
 	}
-	env, err := objects.Env(p, c, r.volumes.NodeInfo(sb))
+	env, err := objects.Env(p, c, r.volumes.NodeInfo(sb), r.volumes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
 	}
