@@ -3,11 +3,18 @@
 package e2e
 
 import (
+	"archive/tar"
+	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Pod v1 fields of Kubernetes 1.33 to 1.37 on the real containerd: what a
@@ -144,4 +151,114 @@ func TestEnvFileKeyRef(t *testing.T) {
 		t.Errorf("DB_TOKEN|DB_HOST|DB_PORT = %q, want %q", got, want)
 	}
 	tg.removePods("envfile")
+}
+
+// TestSupplementalGroupsPolicy: with supplementalGroupsPolicy Strict a
+// container's groups are its primary group, fsGroup and
+// supplementalGroups only; with Merge (the default) the groups the image's
+// /etc/group gives its user come too. The image is the test image with
+// root in group wheel (10), imported from the image directory.
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	tg := startTug(t, tugOpts{})
+	const image = "tug.test/groups:1"
+	writeImageWithFile(t, tg.archive, filepath.Join(tg.imageDir, "groups.tar"), image,
+		"etc/group", "root:x:0:\nwheel:x:10:root\nnogroup:x:65534:\n")
+	out := t.TempDir()
+	for _, policy := range []string{"Merge", "Strict"} {
+		name := "groups-" + strings.ToLower(policy)
+		tg.writeManifest(name+".yaml", podYAML{
+			name: name,
+			containers: []ctrYAML{{
+				name: "main", image: image,
+				script: "id -G > /out/" + policy + ".tmp; mv /out/" + policy + ".tmp /out/" + policy + "; sleep 3600",
+				mounts: []mountYAML{{name: "out", path: "/out"}},
+				extra:  "      imagePullPolicy: Never\n",
+			}},
+			volumes: []volYAML{hostPathVol("out", out, "Directory")},
+			extra: "  securityContext:\n    runAsUser: 0\n    runAsGroup: 0\n    fsGroup: 3000\n    supplementalGroups: [4000]\n" +
+				"    supplementalGroupsPolicy: " + policy + "\n",
+		}.String())
+	}
+	merge := waitFileContent(t, filepath.Join(out, "Merge"))
+	strict := waitFileContent(t, filepath.Join(out, "Strict"))
+	if strict != "0 3000 4000\n" {
+		t.Errorf("Strict: id -G = %q, want %q", strict, "0 3000 4000\n")
+	}
+	if merge != "0 10 3000 4000\n" {
+		t.Errorf("Merge: id -G = %q, want %q (the image's wheel group too)", merge, "0 10 3000 4000\n")
+	}
+	tg.removePods("groups-merge", "groups-strict")
+}
+
+// writeImageWithFile writes to dst an OCI archive of the image of the
+// OCI archive src (one uncompressed layer) with one more file in its
+// layer, named ref: an image no registry has, for the image directory.
+func writeImageWithFile(t *testing.T, src, dst, ref, name, content string) {
+	t.Helper()
+	blobs := map[string][]byte{}
+	f, err := os.Open(src)
+	must(t, err)
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		if hdr.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			must(t, err)
+			blobs[hdr.Name] = b
+		}
+	}
+	blob := func(d digest.Digest) []byte {
+		b, ok := blobs["blobs/"+d.Algorithm().String()+"/"+d.Encoded()]
+		if !ok {
+			t.Fatalf("%s: no blob %s", src, d)
+		}
+		return b
+	}
+	var index ocispec.Index
+	must(t, json.Unmarshal(blobs["index.json"], &index))
+	if len(index.Manifests) != 1 {
+		t.Fatalf("%s: %d manifests, want 1", src, len(index.Manifests))
+	}
+	var m ocispec.Manifest
+	must(t, json.Unmarshal(blob(index.Manifests[0].Digest), &m))
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != ocispec.MediaTypeImageLayer {
+		t.Fatalf("%s: want one uncompressed layer, got %v", src, m.Layers)
+	}
+	layer := withFile(t, blob(m.Layers[0].Digest), name, content)
+	var config ocispec.Image
+	must(t, json.Unmarshal(blob(m.Config.Digest), &config))
+	config.RootFS.DiffIDs = []digest.Digest{digest.FromBytes(layer)}
+	configBlob, err := json.Marshal(config)
+	must(t, err)
+	m.Config.Digest, m.Config.Size = digest.FromBytes(configBlob), int64(len(configBlob))
+	m.Layers[0].Digest, m.Layers[0].Size = digest.FromBytes(layer), int64(len(layer))
+	manifest, err := json.Marshal(m)
+	must(t, err)
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(manifest), Size: int64(len(manifest)),
+		Platform: index.Manifests[0].Platform, Annotations: map[string]string{"io.containerd.image.name": ref}}
+	indexBlob, err := json.Marshal(ocispec.Index{Versioned: index.Versioned, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{desc}})
+	must(t, err)
+
+	tmp := filepath.Join(t.TempDir(), filepath.Base(dst)) // renamed in whole
+	out, err := os.Create(tmp)
+	must(t, err)
+	tw := tar.NewWriter(out)
+	put := func(name string, b []byte) {
+		must(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write(b)
+		must(t, err)
+	}
+	put("oci-layout", blobs["oci-layout"])
+	put("index.json", indexBlob)
+	for _, b := range [][]byte{configBlob, layer, manifest} {
+		put("blobs/sha256/"+digest.FromBytes(b).Encoded(), b)
+	}
+	must(t, tw.Close())
+	must(t, out.Close())
+	must(t, os.Rename(tmp, dst))
 }

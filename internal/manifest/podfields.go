@@ -205,7 +205,7 @@ var podFields = []podField{
 	{"PodSecurityContext", "seLinuxOptions", ignored, msgSELinux},
 	{"PodSecurityContext", "seccompProfile", runs, ""},
 	{"PodSecurityContext", "supplementalGroups", runs, ""},
-	{"PodSecurityContext", "supplementalGroupsPolicy", refused, msgNotYet},
+	{"PodSecurityContext", "supplementalGroupsPolicy", runs, ""},
 	{"PodSecurityContext", "sysctls", runs, ""},
 	{"PodSecurityContext", "windowsOptions", ignored, "ignored on a Linux node"},
 	{"PodSpec", "activeDeadlineSeconds", refused, msgNotYet},

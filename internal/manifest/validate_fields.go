@@ -30,6 +30,9 @@ func (v *validator) podFields(s *pod.PodSpec) {
 		if sc.FSGroup != nil && (*sc.FSGroup < 0 || *sc.FSGroup > math.MaxInt32) {
 			v.fail("spec.securityContext.fsGroup", "must be between 0 and 2147483647, inclusive")
 		}
+		if p := sc.SupplementalGroupsPolicy; p != nil && *p != pod.SupplementalGroupsMerge && *p != pod.SupplementalGroupsStrict {
+			v.fail("spec.securityContext.supplementalGroupsPolicy", "unsupported value %q: must be \"Merge\" or \"Strict\"", *p)
+		}
 		if p := sc.FSGroupChangePolicy; p != nil && *p != "OnRootMismatch" && *p != "Always" {
 			v.fail("spec.securityContext.fsGroupChangePolicy", "unsupported value %q: must be \"OnRootMismatch\" or \"Always\"", *p)
 		}

@@ -192,10 +192,27 @@ type PodSecurityContext struct {
 	FSGroupChangePolicy *string `yaml:"fsGroupChangePolicy" json:"fsGroupChangePolicy,omitempty"`
 	// SupplementalGroups are added to every container's groups.
 	SupplementalGroups []int64 `yaml:"supplementalGroups" json:"supplementalGroups,omitempty"`
+	// SupplementalGroupsPolicy is Merge (nil: the groups of the image's
+	// /etc/group for the container's user, plus fsGroup and
+	// supplementalGroups) or Strict (only the primary group, fsGroup and
+	// supplementalGroups).
+	SupplementalGroupsPolicy *SupplementalGroupsPolicy `yaml:"supplementalGroupsPolicy" json:"supplementalGroupsPolicy,omitempty"`
 	// Sysctls are set in the pod's namespaces; names outside the safe set
 	// need the privileged policy.
 	Sysctls []Sysctl `yaml:"sysctls" json:"sysctls,omitempty"`
 }
+
+// SupplementalGroupsPolicy says where a container's supplementary groups
+// come from: Merge or Strict.
+type SupplementalGroupsPolicy string
+
+const (
+	// SupplementalGroupsMerge adds the image's /etc/group memberships of
+	// the container's user (Kubernetes' default).
+	SupplementalGroupsMerge SupplementalGroupsPolicy = "Merge"
+	// SupplementalGroupsStrict leaves them out.
+	SupplementalGroupsStrict SupplementalGroupsPolicy = "Strict"
+)
 
 // SeccompProfileType is RuntimeDefault, Unconfined or Localhost.
 type SeccompProfileType string

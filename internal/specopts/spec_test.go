@@ -476,3 +476,37 @@ func TestWithPodSecurity(t *testing.T) {
 		t.Error("without procMount Unmasked the masked paths are gone")
 	}
 }
+
+// TestSupplementalGroupsPolicy: Merge keeps the groups the image's
+// /etc/group gave the user; Strict keeps only the primary group, fsGroup
+// and supplementalGroups.
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	fsGroup := int64(2000)
+	imageGroups := func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Process.User = specs.User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000, 10, 27}} // what /etc/group gave
+		return nil
+	}
+	tests := []struct {
+		policy *pod.SupplementalGroupsPolicy
+		want   []uint32
+	}{
+		{policy: nil, want: []uint32{1000, 10, 27, 2000, 4000}},
+		{policy: new(pod.SupplementalGroupsMerge), want: []uint32{1000, 10, 27, 2000, 4000}},
+		{policy: new(pod.SupplementalGroupsStrict), want: []uint32{1000, 2000, 4000}},
+	}
+	for _, tt := range tests {
+		name := "unset"
+		if tt.policy != nil {
+			name = string(*tt.policy)
+		}
+		t.Run(name, func(t *testing.T) {
+			p := &pod.Pod{Spec: pod.PodSpec{SecurityContext: &pod.PodSecurityContext{
+				FSGroup: &fsGroup, SupplementalGroups: []int64{4000}, SupplementalGroupsPolicy: tt.policy,
+			}}}
+			s := mustGenerate(t, imageGroups, withPodSecurity(p, nil))
+			if got := s.Process.User.AdditionalGids; !slices.Equal(got, tt.want) {
+				t.Errorf("additional gids %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
