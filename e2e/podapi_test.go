@@ -15,6 +15,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // Pod v1 fields of Kubernetes 1.33 to 1.37 on the real containerd: what a
@@ -261,4 +264,24 @@ func writeImageWithFile(t *testing.T, src, dst, ref, name, content string) {
 	must(t, tw.Close())
 	must(t, out.Close())
 	must(t, os.Rename(tmp, dst))
+}
+
+// TestAppArmorWithoutKernelSupport: on a node whose kernel has AppArmor
+// off, a pod asking for a Localhost profile is refused (Failed, reason
+// AppArmor) and gets no container; one asking for RuntimeDefault runs, and
+// tug warns that the profile has no effect.
+func TestAppArmorWithoutKernelSupport(t *testing.T) {
+	if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err == nil && strings.HasPrefix(string(b), "Y") {
+		testutil.Missing(t, "a kernel without AppArmor (this one enforces it)")
+	}
+	tg := startTug(t, tugOpts{})
+	tg.writeManifest("aa-local.yaml", shPod("aa-local", tg.image, "sleep 3600",
+		"  securityContext:\n    appArmorProfile: {type: Localhost, localhostProfile: k8s-deny-write}\n"))
+	tg.writeManifest("aa-default.yaml", shPod("aa-default", tg.image, "sleep 3600",
+		"  securityContext:\n    appArmorProfile: {type: RuntimeDefault}\n"))
+	tg.waitPod(startTimeout, "aa-local", "Failed/AppArmor", reasonIs(pod.PhaseFailed, "AppArmor", "AppArmor is not enabled on the host"))
+	tg.assertRefused("aa-local", "AppArmor")
+	tg.waitRunning(startTimeout, "aa-default", "main", 0)
+	tg.waitForOutput(startTimeout, "appArmorProfile has no effect", staticName("aa-default"))
+	tg.removePods("aa-local", "aa-default")
 }

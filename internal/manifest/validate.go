@@ -166,6 +166,7 @@ func (v *validator) spec(s *pod.PodSpec) {
 	if sc := s.SecurityContext; sc != nil {
 		v.runAs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup)
 		v.seccompProfile("spec.securityContext.seccompProfile", sc.SeccompProfile)
+		v.appArmorProfile("spec.securityContext.appArmorProfile", sc.AppArmorProfile)
 	}
 
 	if len(s.Containers) == 0 {
@@ -449,6 +450,7 @@ func (v *validator) volumeMounts(p string, mounts []pod.VolumeMount, volumes map
 func (v *validator) securityContext(p string, sc *pod.SecurityContext) {
 	v.runAs(p, sc.RunAsUser, sc.RunAsGroup)
 	v.seccompProfile(p+".seccompProfile", sc.SeccompProfile)
+	v.appArmorProfile(p+".appArmorProfile", sc.AppArmorProfile)
 	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		v.fail(p+".allowPrivilegeEscalation", "cannot set allowPrivilegeEscalation to false and privileged to true")
 	}
@@ -691,4 +693,38 @@ func octal(m int32) string {
 		return strconv.Itoa(int(m))
 	}
 	return fmt.Sprintf("%#o (%d)", m, m)
+}
+
+// maxAppArmorProfileLen is the longest localhostProfile, as in Kubernetes
+// (PATH_MAX - 1).
+const maxAppArmorProfileLen = 4095
+
+// appArmorProfile checks an appArmorProfile as Kubernetes'
+// validateAppArmorProfileField does. Whether the node can apply it is
+// node admission's question (policy.Node).
+func (v *validator) appArmorProfile(p string, ap *pod.AppArmorProfile) {
+	if ap == nil {
+		return
+	}
+	switch ap.Type {
+	case pod.AppArmorRuntimeDefault, pod.AppArmorUnconfined:
+		if ap.LocalhostProfile != nil {
+			v.fail(p+".localhostProfile", "can only be set when AppArmor type is Localhost")
+		}
+	case pod.AppArmorLocalhost:
+		switch lp := ap.LocalhostProfile; {
+		case lp == nil || *lp == "":
+			v.fail(p+".localhostProfile", "must be set when AppArmor type is Localhost")
+		case strings.TrimSpace(*lp) != *lp:
+			v.fail(p+".localhostProfile", "must not be padded with whitespace")
+		case len(*lp) > maxAppArmorProfileLen:
+			v.fail(p+".localhostProfile", "must be no more than %d characters", maxAppArmorProfileLen)
+		case strings.ContainsRune(*lp, 0):
+			v.fail(p+".localhostProfile", "must not contain a NUL byte")
+		}
+	case "":
+		v.fail(p+".type", "required")
+	default:
+		v.fail(p+".type", "unsupported value %q: must be \"RuntimeDefault\", \"Unconfined\" or \"Localhost\"", ap.Type)
+	}
 }

@@ -200,6 +200,31 @@ type PodSecurityContext struct {
 	// Sysctls are set in the pod's namespaces; names outside the safe set
 	// need the privileged policy.
 	Sysctls []Sysctl `yaml:"sysctls" json:"sysctls,omitempty"`
+	// AppArmorProfile is the default of every container's.
+	AppArmorProfile *AppArmorProfile `yaml:"appArmorProfile" json:"appArmorProfile,omitempty"`
+}
+
+// AppArmorProfileType is RuntimeDefault, Unconfined or Localhost.
+type AppArmorProfileType string
+
+const (
+	// AppArmorRuntimeDefault is the runtime's default profile (tug's
+	// "tug-default", containerd's template).
+	AppArmorRuntimeDefault AppArmorProfileType = "RuntimeDefault"
+	// AppArmorUnconfined runs the container without a profile.
+	AppArmorUnconfined AppArmorProfileType = "Unconfined"
+	// AppArmorLocalhost applies LocalhostProfile, a profile loaded on the
+	// node.
+	AppArmorLocalhost AppArmorProfileType = "Localhost"
+)
+
+// AppArmorProfile selects a container's AppArmor profile. LocalhostProfile
+// is set exactly when Type is Localhost: the name of a profile loaded on
+// the node. On a node whose kernel has AppArmor off, a Localhost profile
+// keeps the pod from running and the others have no effect.
+type AppArmorProfile struct {
+	Type             AppArmorProfileType `yaml:"type" json:"type"`
+	LocalhostProfile *string             `yaml:"localhostProfile" json:"localhostProfile,omitempty"`
 }
 
 // SupplementalGroupsPolicy says where a container's supplementary groups
@@ -396,11 +421,14 @@ type SecurityContext struct {
 	// ProcMount is Default or Unmasked (the latter needs the privileged
 	// policy and leaves /proc unmasked).
 	ProcMount *string `yaml:"procMount" json:"procMount,omitempty"`
+	// AppArmorProfile defaults to the pod's.
+	AppArmorProfile *AppArmorProfile `yaml:"appArmorProfile" json:"appArmorProfile,omitempty"`
 }
 
 // ContainerSecurity returns c's security context with the pod-level
 // defaults filled in where the container sets nothing (runAsUser,
-// runAsGroup, runAsNonRoot, seccompProfile), as the kubelet merges them. The
+// runAsGroup, runAsNonRoot, seccompProfile, appArmorProfile), as the
+// kubelet merges them. The
 // result shares no pointer with the pod that the caller could change.
 func (p *Pod) ContainerSecurity(c *Container) SecurityContext {
 	var sc SecurityContext
@@ -419,6 +447,9 @@ func (p *Pod) ContainerSecurity(c *Container) SecurityContext {
 		}
 		if sc.SeccompProfile == nil {
 			sc.SeccompProfile = ps.SeccompProfile
+		}
+		if sc.AppArmorProfile == nil {
+			sc.AppArmorProfile = ps.AppArmorProfile
 		}
 	}
 	return sc

@@ -263,7 +263,12 @@ func (r *Runtime) specOpts(ctx context.Context, p *pod.Pod, c *pod.Container, id
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
 		Seccomp:         specopts.SeccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
+		AppArmor:        r.cfg.AppArmor,
 	})
+	if sec := p.ContainerSecurity(c); sec.AppArmorProfile != nil && !r.cfg.AppArmor {
+		r.log.Warn("appArmorProfile has no effect: AppArmor is not enabled on this node",
+			"pod", p.FullName(), "container", c.Name, "profile", sec.AppArmorProfile.Type)
+	}
 	opts = append(opts, withShimGroup(group))
 	if r.cfg.Devices != nil {
 		nodes, cdiNames, err := r.cfg.Devices.ContainerDevices(p, c)

@@ -32,6 +32,9 @@ type Params struct {
 	Hostname        string
 	AllowPrivileged bool
 	Seccomp         SeccompConfig
+	// AppArmor is whether the kernel enforces AppArmor: without it no
+	// profile is set (node admission refuses a Localhost one).
+	AppArmor bool
 }
 
 // ForContainer returns tug's options for a container's spec, to apply
@@ -62,6 +65,7 @@ func ForContainer(sp Params) []oci.SpecOpts {
 		withUser(sec),
 		withSecurity(sec, sp.AllowPrivileged),
 		withSeccomp(seccompProfile, privileged, sp.Seccomp),
+		withAppArmor(sec, sp.AppArmor),
 		withRunAsNonRoot(sec, podName(sp.Pod), c.Name),
 		withReadonlyRootfs(sec),
 		WithNamespaces(sp.Sandbox.Namespaces, sp.Pod != nil && sp.Pod.Spec.HostPID),

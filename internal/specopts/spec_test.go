@@ -510,3 +510,30 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestWithAppArmor: the profile reaches the spec only when the kernel
+// enforces AppArmor; a container's profile overrides the pod's.
+func TestWithAppArmor(t *testing.T) {
+	local := &pod.AppArmorProfile{Type: pod.AppArmorLocalhost, LocalhostProfile: new("k8s-nginx")}
+	tests := []struct {
+		name     string
+		pod, ctr *pod.AppArmorProfile
+		enabled  bool
+		want     string
+	}{
+		{name: "off", pod: local, want: ""},
+		{name: "pod localhost", pod: local, enabled: true, want: "k8s-nginx"},
+		{name: "container unconfined", pod: local, ctr: &pod.AppArmorProfile{Type: pod.AppArmorUnconfined}, enabled: true, want: "unconfined"},
+		{name: "none", enabled: true, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pod.Pod{Spec: pod.PodSpec{SecurityContext: &pod.PodSecurityContext{AppArmorProfile: tt.pod}}}
+			c := &pod.Container{Name: "app", Command: []string{"sh"}, SecurityContext: &pod.SecurityContext{AppArmorProfile: tt.ctr}}
+			s := mustGenerate(t, ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h", AppArmor: tt.enabled})...)
+			if s.Process.ApparmorProfile != tt.want {
+				t.Errorf("apparmor profile %q, want %q", s.Process.ApparmorProfile, tt.want)
+			}
+		})
+	}
+}
