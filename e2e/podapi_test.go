@@ -6,12 +6,14 @@ import (
 	"archive/tar"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -284,4 +286,53 @@ func TestAppArmorWithoutKernelSupport(t *testing.T) {
 	tg.waitRunning(startTimeout, "aa-default", "main", 0)
 	tg.waitForOutput(startTimeout, "appArmorProfile has no effect", staticName("aa-default"))
 	tg.removePods("aa-local", "aa-default")
+}
+
+// TestContainerRestartRules: in a restartPolicy Always pod, an app
+// container with its own restartPolicy Never is not restarted when it
+// fails; one with a rule restarting it on exit code 42 is restarted after
+// a 42 and not after its next, 0, exit; the pod stays Running beside a
+// third container that keeps running.
+func TestContainerRestartRules(t *testing.T) {
+	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
+	mount := []mountYAML{{name: "state", path: "/state"}}
+	tg.writeManifest("rules.yaml", podYAML{
+		name: "rules",
+		containers: []ctrYAML{
+			{name: "once", image: tg.image, script: "exit 3", extra: "      restartPolicy: Never\n"},
+			{name: "retry", image: tg.image, mounts: mount,
+				script: "if [ -f /state/again ]; then exit 0; fi; touch /state/again; exit 42",
+				extra:  "      restartPolicy: Never\n      restartPolicyRules:\n        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n"},
+			{name: "main", image: tg.image, script: "sleep 3600"},
+		},
+		volumes: []volYAML{emptyVol("state")},
+	}.String())
+	v := tg.waitPod(startTimeout, "rules", "retry done after one restart, once failed for good", func(v *pod.View) error {
+		st := map[string]pod.ContainerStatus{}
+		for _, cs := range v.Status.ContainerStatuses {
+			st[cs.Name] = cs
+		}
+		once, retry := st["once"], st["retry"]
+		switch {
+		case once.State.Terminated == nil || once.State.Terminated.ExitCode != 3:
+			return fmt.Errorf("once: %+v", once.State)
+		case retry.State.Terminated == nil || retry.State.Terminated.ExitCode != 0 || retry.RestartCount != 1:
+			return fmt.Errorf("retry: restarts %d, %+v", retry.RestartCount, retry.State)
+		case st["main"].State.Running == nil:
+			return fmt.Errorf("main: %+v", st["main"].State)
+		}
+		return nil
+	})
+	if v.Status.Phase != pod.PhaseRunning {
+		t.Errorf("phase %s, want Running", v.Status.Phase)
+	}
+	// Well past the back-off: neither stopped container starts again.
+	time.Sleep(3 * time.Second)
+	v = tg.waitPod(startTimeout, "rules", "status", phaseIs(pod.PhaseRunning))
+	for _, cs := range v.Status.ContainerStatuses {
+		if want := map[string]int32{"once": 0, "retry": 1}; cs.Name != "main" && cs.RestartCount != want[cs.Name] {
+			t.Errorf("%s restarted %d times, want %d", cs.Name, cs.RestartCount, want[cs.Name])
+		}
+	}
+	tg.removePods("rules")
 }

@@ -154,13 +154,14 @@ func (v *validator) nodeSelectorRequirement(p string, r pod.NodeSelectorRequirem
 // containerFields checks the container fields of points 4 and 5.
 func (v *validator) containerFields(p string, c *pod.Container, init bool) {
 	if c.RestartPolicy != nil {
-		switch {
-		case !init:
-			v.fail(p+".restartPolicy", "only init containers may set restartPolicy (\"Always\": a sidecar)")
-		case *c.RestartPolicy != pod.RestartAlways:
-			v.fail(p+".restartPolicy", "unsupported value %q: an init container's restartPolicy can only be \"Always\" (a sidecar)", *c.RestartPolicy)
+		switch rp := *c.RestartPolicy; {
+		case init && rp != pod.RestartAlways:
+			v.fail(p+".restartPolicy", "unsupported value %q: an init container's restartPolicy can only be \"Always\" (a sidecar)", rp)
+		case rp != pod.RestartAlways && rp != pod.RestartOnFailure && rp != pod.RestartNever:
+			v.fail(p+".restartPolicy", "unsupported value %q: must be \"Always\", \"OnFailure\" or \"Never\"", rp)
 		}
 	}
+	v.restartPolicyRules(p, c, init)
 	if mp := c.TerminationMessagePath; mp != "" && (!path.IsAbs(mp) || hasDotDot(mp)) {
 		v.fail(p+".terminationMessagePath", "must be an absolute path without '..'")
 	}
@@ -203,5 +204,67 @@ func (v *validator) hostnameOverride(s *pod.PodSpec) {
 	}
 	if s.HostNetwork {
 		v.fail(p, "may not be set with hostNetwork: true (the pod has the node's hostname)")
+	}
+}
+
+// Limits of restartPolicyRules, as in Kubernetes.
+const (
+	maxRestartRules      = 20
+	maxRestartRuleValues = 255
+)
+
+// restartPolicyRules checks a container's restartPolicyRules as
+// Kubernetes does (KEP-5307): only with the container's own restartPolicy,
+// not on a sidecar, at most 20 rules, each a Restart on exitCodes In or
+// NotIn at most 255 values. tug takes them on app containers only.
+func (v *validator) restartPolicyRules(p string, c *pod.Container, init bool) {
+	if len(c.RestartPolicyRules) == 0 {
+		return
+	}
+	rp := p + ".restartPolicyRules"
+	switch {
+	case init && c.IsSidecar():
+		v.fail(rp, "may not be set for a sidecar (restartPolicy: Always init container)")
+		return
+	case init:
+		v.fail(rp, "not supported by tug yet on an init container")
+		return
+	case c.RestartPolicy == nil:
+		v.fail(rp, "requires the container's restartPolicy to be set")
+	case len(c.RestartPolicyRules) > maxRestartRules:
+		v.fail(rp, "must have at most %d rules, got %d", maxRestartRules, len(c.RestartPolicyRules))
+	}
+	for i, r := range c.RestartPolicyRules {
+		ip := indexPath(rp, i)
+		switch r.Action {
+		case pod.RestartRuleRestart:
+		case "":
+			v.fail(ip+".action", "required")
+		case "RestartAllContainers":
+			v.fail(ip+".action", "not supported by tug yet: restarting all of the pod's containers")
+		default:
+			v.fail(ip+".action", "unsupported value %q: must be \"Restart\"", r.Action)
+		}
+		e := r.ExitCodes
+		if e == nil {
+			v.fail(ip+".exitCodes", "required")
+			continue
+		}
+		if e.Operator != "In" && e.Operator != "NotIn" {
+			v.fail(ip+".exitCodes.operator", "unsupported value %q: must be \"In\" or \"NotIn\"", e.Operator)
+		}
+		if len(e.Values) > maxRestartRuleValues {
+			v.fail(ip+".exitCodes.values", "must have at most %d values, got %d", maxRestartRuleValues, len(e.Values))
+		}
+		seen := map[int32]bool{}
+		for j, code := range e.Values {
+			switch {
+			case code < 0:
+				v.fail(indexPath(ip+".exitCodes.values", j), "must be greater than or equal to 0")
+			case seen[code]:
+				v.fail(indexPath(ip+".exitCodes.values", j), "duplicate value %d", code)
+			}
+			seen[code] = true
+		}
 	}
 }

@@ -326,10 +326,14 @@ type Container struct {
 	ReadinessProbe *Probe     `yaml:"readinessProbe" json:"readinessProbe,omitempty"`
 	StartupProbe   *Probe     `yaml:"startupProbe" json:"startupProbe,omitempty"`
 	Lifecycle      *Lifecycle `yaml:"lifecycle" json:"lifecycle,omitempty"`
-	// RestartPolicy is set only on init containers, to Always: a sidecar,
-	// started in order with the init containers, kept running beside the
-	// app containers and stopped after them.
-	RestartPolicy *RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitempty"`
+	// RestartPolicy on an init container is Always: a sidecar, started in
+	// order with the init containers, kept running beside the app
+	// containers and stopped after them. On an app container it overrides
+	// the pod's restartPolicy for that container (Kubernetes 1.34+), and
+	// RestartPolicyRules, checked in order on each exit, may restart it
+	// whatever the policy says.
+	RestartPolicy      *RestartPolicy         `yaml:"restartPolicy" json:"restartPolicy,omitempty"`
+	RestartPolicyRules []ContainerRestartRule `yaml:"restartPolicyRules" json:"restartPolicyRules,omitempty"`
 	// TerminationMessagePath is the file, in the container, whose content
 	// becomes the message of its terminated state; with
 	// TerminationMessagePolicy FallbackToLogsOnError the tail of its log
@@ -341,6 +345,59 @@ type Container struct {
 	Stdin     bool `yaml:"stdin" json:"stdin,omitempty"`
 	StdinOnce bool `yaml:"stdinOnce" json:"stdinOnce,omitempty"`
 	TTY       bool `yaml:"tty" json:"tty,omitempty"`
+}
+
+// ContainerRestartRule is one rule of a container's restartPolicyRules:
+// when ExitCodes matches the exit, Action (Restart) is taken.
+type ContainerRestartRule struct {
+	Action    string                           `yaml:"action" json:"action"`
+	ExitCodes *ContainerRestartRuleOnExitCodes `yaml:"exitCodes" json:"exitCodes,omitempty"`
+}
+
+// RestartRuleRestart is the action of a restart rule that restarts the
+// container.
+const RestartRuleRestart = "Restart"
+
+// ContainerRestartRuleOnExitCodes matches an exit code that is In (or
+// NotIn) Values.
+type ContainerRestartRuleOnExitCodes struct {
+	Operator string  `yaml:"operator" json:"operator"`
+	Values   []int32 `yaml:"values" json:"values,omitempty"`
+}
+
+// Matches reports whether the exit code matches.
+func (e *ContainerRestartRuleOnExitCodes) Matches(code int) bool {
+	in := false
+	for _, v := range e.Values {
+		if int(v) == code {
+			in = true
+			break
+		}
+	}
+	return in == (e.Operator == "In")
+}
+
+// RestartsAfter reports whether app container c of a pod with restart
+// policy podPolicy is started again after it exited with code: the first
+// of its restartPolicyRules that matches says Restart; if none matches,
+// its own restartPolicy, or else the pod's, decides.
+func (c *Container) RestartsAfter(podPolicy RestartPolicy, code int) bool {
+	for _, r := range c.RestartPolicyRules {
+		if r.ExitCodes != nil && r.ExitCodes.Matches(code) {
+			return r.Action == RestartRuleRestart
+		}
+	}
+	policy := podPolicy
+	if c.RestartPolicy != nil {
+		policy = *c.RestartPolicy
+	}
+	switch policy {
+	case RestartAlways:
+		return true
+	case RestartOnFailure:
+		return code != 0
+	}
+	return false
 }
 
 // IsSidecar reports whether c is a sidecar init container
