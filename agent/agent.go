@@ -184,6 +184,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
 		NodeName:                 hostname,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
+		AppArmor:                 appArmorEnabled(),
 		ShimGrouping:             cfg.ShimGrouping,
 		FileSource:               dir.Name(),
 		Devices:                  devs,

@@ -46,7 +46,7 @@ func newNode(cfg config.Config, hostname string) (*policy.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--register-with-taints: %w", err)
 	}
-	return &policy.Node{Name: strings.ToLower(hostname), Labels: labels, Taints: taints}, nil
+	return &policy.Node{Name: strings.ToLower(hostname), Labels: labels, Taints: taints, AppArmor: appArmorEnabled()}, nil
 }
 
 // protectedPaths are the host paths no pod may mount without

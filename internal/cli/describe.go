@@ -427,6 +427,9 @@ func writeEnv(w describeWriter, c *pod.Container) {
 		case f.ConfigMapKeyRef != nil:
 			w.line(3, "%s:\t<set to the key '%s' of config map '%s'>\tOptional: %t", e.Name, f.ConfigMapKeyRef.Key, f.ConfigMapKeyRef.Name,
 				f.ConfigMapKeyRef.Optional != nil && *f.ConfigMapKeyRef.Optional)
+		case f.FileKeyRef != nil:
+			w.line(3, "%s:\t<set to the key '%s' from file '%s' in volume '%s'>\tOptional: %t", e.Name, f.FileKeyRef.Key, f.FileKeyRef.Path,
+				f.FileKeyRef.VolumeName, f.FileKeyRef.Optional != nil && *f.FileKeyRef.Optional)
 		case f.FieldRef != nil:
 			w.line(3, "%s:\t (%s:%s)", e.Name, cmp.Or(f.FieldRef.APIVersion, "v1"), f.FieldRef.FieldPath)
 		case f.ResourceFieldRef != nil:

@@ -166,6 +166,7 @@ func (v *validator) spec(s *pod.PodSpec) {
 	if sc := s.SecurityContext; sc != nil {
 		v.runAs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup)
 		v.seccompProfile("spec.securityContext.seccompProfile", sc.SeccompProfile)
+		v.appArmorProfile("spec.securityContext.appArmorProfile", sc.AppArmorProfile)
 	}
 
 	if len(s.Containers) == 0 {
@@ -182,6 +183,44 @@ func (v *validator) spec(s *pod.PodSpec) {
 		v.container(indexPath("spec.containers", i), &s.Containers[i], false, s.HostNetwork, volumes, names)
 	}
 	v.hostPortConflicts(s.Containers)
+	v.os(s)
+	v.envFiles(s)
+}
+
+// os checks spec.os and the stop signals that depend on it, as
+// Kubernetes' validateOS and validateStopSignal do: a stop signal needs
+// spec.os.name, and must be a signal of that system. A windows pod is
+// refused: this node runs Linux (the kubelet's admission refuses it too).
+func (v *validator) os(s *pod.PodSpec) {
+	if o := s.OS; o != nil {
+		switch o.Name {
+		case pod.OSLinux:
+		case "":
+			v.fail("spec.os.name", "required")
+		case pod.OSWindows:
+			v.fail("spec.os.name", "a windows pod does not run on this node, which runs Linux")
+		default:
+			v.fail("spec.os.name", "unsupported value %q: must be \"linux\" or \"windows\"", o.Name)
+		}
+	}
+	for _, list := range []struct {
+		path string
+		ctrs []pod.Container
+	}{{"spec.initContainers", s.InitContainers}, {"spec.containers", s.Containers}} {
+		for i := range list.ctrs {
+			l := list.ctrs[i].Lifecycle
+			if l == nil || l.StopSignal == nil {
+				continue
+			}
+			p := indexPath(list.path, i) + ".lifecycle.stopSignal"
+			switch {
+			case s.OS == nil:
+				v.fail(p, "may not be set for containers with empty `spec.os.name`")
+			case s.OS.Name == pod.OSLinux && !pod.IsLinuxStopSignal(*l.StopSignal):
+				v.fail(p, "unsupported value %q: must be a Linux signal name: \"SIGTERM\", \"SIGQUIT\", \"SIGUSR1\", \"SIGRTMIN+3\", \"SIGRTMAX-2\"...", *l.StopSignal)
+			}
+		}
+	}
 }
 
 // volumes checks the pod's volumes and returns the set of their names.
@@ -233,6 +272,9 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 			}
 			if ed.SizeLimit != nil && ed.SizeLimit.MilliValue() < 0 {
 				v.fail(p+".emptyDir.sizeLimit", "must not be negative")
+			}
+			if ed.Mode != nil && (*ed.Mode < 0 || *ed.Mode > pod.EmptyDirMaxMode) {
+				v.fail(p+".emptyDir.mode", "invalid mode %s: must be between 0 and 01777 (octal): the permission bits and the sticky bit", octal(*ed.Mode))
 			}
 		}
 	}
@@ -408,6 +450,7 @@ func (v *validator) volumeMounts(p string, mounts []pod.VolumeMount, volumes map
 func (v *validator) securityContext(p string, sc *pod.SecurityContext) {
 	v.runAs(p, sc.RunAsUser, sc.RunAsGroup)
 	v.seccompProfile(p+".seccompProfile", sc.SeccompProfile)
+	v.appArmorProfile(p+".appArmorProfile", sc.AppArmorProfile)
 	if sc.Privileged != nil && *sc.Privileged && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		v.fail(p+".allowPrivilegeEscalation", "cannot set allowPrivilegeEscalation to false and privileged to true")
 	}
@@ -641,4 +684,47 @@ func isResolvWord(s string) bool {
 		}
 	}
 	return true
+}
+
+// octal writes a mode as a manifest would: 0750 (and its decimal value,
+// as a JSON manifest writes it).
+func octal(m int32) string {
+	if m < 0 {
+		return strconv.Itoa(int(m))
+	}
+	return fmt.Sprintf("%#o (%d)", m, m)
+}
+
+// maxAppArmorProfileLen is the longest localhostProfile, as in Kubernetes
+// (PATH_MAX - 1).
+const maxAppArmorProfileLen = 4095
+
+// appArmorProfile checks an appArmorProfile as Kubernetes'
+// validateAppArmorProfileField does. Whether the node can apply it is
+// node admission's question (policy.Node).
+func (v *validator) appArmorProfile(p string, ap *pod.AppArmorProfile) {
+	if ap == nil {
+		return
+	}
+	switch ap.Type {
+	case pod.AppArmorRuntimeDefault, pod.AppArmorUnconfined:
+		if ap.LocalhostProfile != nil {
+			v.fail(p+".localhostProfile", "can only be set when AppArmor type is Localhost")
+		}
+	case pod.AppArmorLocalhost:
+		switch lp := ap.LocalhostProfile; {
+		case lp == nil || *lp == "":
+			v.fail(p+".localhostProfile", "must be set when AppArmor type is Localhost")
+		case strings.TrimSpace(*lp) != *lp:
+			v.fail(p+".localhostProfile", "must not be padded with whitespace")
+		case len(*lp) > maxAppArmorProfileLen:
+			v.fail(p+".localhostProfile", "must be no more than %d characters", maxAppArmorProfileLen)
+		case strings.ContainsRune(*lp, 0):
+			v.fail(p+".localhostProfile", "must not contain a NUL byte")
+		}
+	case "":
+		v.fail(p+".type", "required")
+	default:
+		v.fail(p+".type", "unsupported value %q: must be \"RuntimeDefault\", \"Unconfined\" or \"Localhost\"", ap.Type)
+	}
 }

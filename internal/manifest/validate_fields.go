@@ -30,6 +30,9 @@ func (v *validator) podFields(s *pod.PodSpec) {
 		if sc.FSGroup != nil && (*sc.FSGroup < 0 || *sc.FSGroup > math.MaxInt32) {
 			v.fail("spec.securityContext.fsGroup", "must be between 0 and 2147483647, inclusive")
 		}
+		if p := sc.SupplementalGroupsPolicy; p != nil && *p != pod.SupplementalGroupsMerge && *p != pod.SupplementalGroupsStrict {
+			v.fail("spec.securityContext.supplementalGroupsPolicy", "unsupported value %q: must be \"Merge\" or \"Strict\"", *p)
+		}
 		if p := sc.FSGroupChangePolicy; p != nil && *p != "OnRootMismatch" && *p != "Always" {
 			v.fail("spec.securityContext.fsGroupChangePolicy", "unsupported value %q: must be \"OnRootMismatch\" or \"Always\"", *p)
 		}
@@ -73,6 +76,7 @@ func (v *validator) podFields(s *pod.PodSpec) {
 	if s.Subdomain != "" && !pod.IsDNS1123Label(s.Subdomain) {
 		v.fail("spec.subdomain", "invalid subdomain %q: %s", s.Subdomain, pod.DNS1123LabelMsg)
 	}
+	v.hostnameOverride(s)
 	for _, k := range sortedKeys(s.NodeSelector) {
 		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("spec.nodeSelector", k, "invalid key %q: %s", k, msg)
@@ -150,13 +154,14 @@ func (v *validator) nodeSelectorRequirement(p string, r pod.NodeSelectorRequirem
 // containerFields checks the container fields of points 4 and 5.
 func (v *validator) containerFields(p string, c *pod.Container, init bool) {
 	if c.RestartPolicy != nil {
-		switch {
-		case !init:
-			v.fail(p+".restartPolicy", "only init containers may set restartPolicy (\"Always\": a sidecar)")
-		case *c.RestartPolicy != pod.RestartAlways:
-			v.fail(p+".restartPolicy", "unsupported value %q: an init container's restartPolicy can only be \"Always\" (a sidecar)", *c.RestartPolicy)
+		switch rp := *c.RestartPolicy; {
+		case init && rp != pod.RestartAlways:
+			v.fail(p+".restartPolicy", "unsupported value %q: an init container's restartPolicy can only be \"Always\" (a sidecar)", rp)
+		case rp != pod.RestartAlways && rp != pod.RestartOnFailure && rp != pod.RestartNever:
+			v.fail(p+".restartPolicy", "unsupported value %q: must be \"Always\", \"OnFailure\" or \"Never\"", rp)
 		}
 	}
+	v.restartPolicyRules(p, c, init)
 	if mp := c.TerminationMessagePath; mp != "" && (!path.IsAbs(mp) || hasDotDot(mp)) {
 		v.fail(p+".terminationMessagePath", "must be an absolute path without '..'")
 	}
@@ -170,5 +175,96 @@ func (v *validator) containerFields(p string, c *pod.Container, init bool) {
 	}
 	if sc := c.SecurityContext; sc != nil && sc.ProcMount != nil && *sc.ProcMount != "Default" && *sc.ProcMount != "Unmasked" {
 		v.fail(p+".securityContext.procMount", "unsupported value %q: must be \"Default\" or \"Unmasked\"", *sc.ProcMount)
+	}
+}
+
+// maxHostnameOverride is the longest spec.hostnameOverride: the kernel's
+// limit on a host name.
+const maxHostnameOverride = 64
+
+// hostnameOverride checks spec.hostnameOverride as Kubernetes does: a DNS
+// subdomain of at most 64 characters, not with setHostnameAsFQDN, not with
+// hostNetwork (the pod has the node's hostname then).
+func (v *validator) hostnameOverride(s *pod.PodSpec) {
+	o := s.HostnameOverride
+	if o == nil {
+		return
+	}
+	const p = "spec.hostnameOverride"
+	switch {
+	case *o == "":
+		v.fail(p, "must not be empty")
+	case len(*o) > maxHostnameOverride:
+		v.fail(p, "must be no more than %d characters, got %d", maxHostnameOverride, len(*o))
+	case !pod.IsDNS1123Subdomain(*o):
+		v.fail(p, "invalid hostname %q: %s", *o, pod.DNS1123SubdomainMsg)
+	}
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		v.fail(p, "may not be set with setHostnameAsFQDN: true (the two are mutually exclusive)")
+	}
+	if s.HostNetwork {
+		v.fail(p, "may not be set with hostNetwork: true (the pod has the node's hostname)")
+	}
+}
+
+// Limits of restartPolicyRules, as in Kubernetes.
+const (
+	maxRestartRules      = 20
+	maxRestartRuleValues = 255
+)
+
+// restartPolicyRules checks a container's restartPolicyRules as
+// Kubernetes does (KEP-5307): only with the container's own restartPolicy,
+// not on a sidecar, at most 20 rules, each a Restart on exitCodes In or
+// NotIn at most 255 values. tug takes them on app containers only.
+func (v *validator) restartPolicyRules(p string, c *pod.Container, init bool) {
+	if len(c.RestartPolicyRules) == 0 {
+		return
+	}
+	rp := p + ".restartPolicyRules"
+	switch {
+	case init && c.IsSidecar():
+		v.fail(rp, "may not be set for a sidecar (restartPolicy: Always init container)")
+		return
+	case init:
+		v.fail(rp, "not supported by tug yet on an init container")
+		return
+	case c.RestartPolicy == nil:
+		v.fail(rp, "requires the container's restartPolicy to be set")
+	case len(c.RestartPolicyRules) > maxRestartRules:
+		v.fail(rp, "must have at most %d rules, got %d", maxRestartRules, len(c.RestartPolicyRules))
+	}
+	for i, r := range c.RestartPolicyRules {
+		ip := indexPath(rp, i)
+		switch r.Action {
+		case pod.RestartRuleRestart:
+		case "":
+			v.fail(ip+".action", "required")
+		case "RestartAllContainers":
+			v.fail(ip+".action", "not supported by tug yet: restarting all of the pod's containers")
+		default:
+			v.fail(ip+".action", "unsupported value %q: must be \"Restart\"", r.Action)
+		}
+		e := r.ExitCodes
+		if e == nil {
+			v.fail(ip+".exitCodes", "required")
+			continue
+		}
+		if e.Operator != "In" && e.Operator != "NotIn" {
+			v.fail(ip+".exitCodes.operator", "unsupported value %q: must be \"In\" or \"NotIn\"", e.Operator)
+		}
+		if len(e.Values) > maxRestartRuleValues {
+			v.fail(ip+".exitCodes.values", "must have at most %d values, got %d", maxRestartRuleValues, len(e.Values))
+		}
+		seen := map[int32]bool{}
+		for j, code := range e.Values {
+			switch {
+			case code < 0:
+				v.fail(indexPath(ip+".exitCodes.values", j), "must be greater than or equal to 0")
+			case seen[code]:
+				v.fail(indexPath(ip+".exitCodes.values", j), "duplicate value %d", code)
+			}
+			seen[code] = true
+		}
 	}
 }

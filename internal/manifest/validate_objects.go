@@ -223,8 +223,12 @@ func (v *validator) envSources(p string, c *pod.Container) {
 				v.fail(kp+".key", "required")
 			}
 		}
+		if fk := vf.FileKeyRef; fk != nil {
+			n++
+			v.fileKeyRef(ep+".valueFrom.fileKeyRef", fk)
+		}
 		if n != 1 && !v.failedUnder(ep+".valueFrom") {
-			v.fail(ep+".valueFrom", "exactly one of fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef must be set")
+			v.fail(ep+".valueFrom", "exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef or fileKeyRef must be set")
 		}
 	}
 	for i, e := range c.EnvFrom {
@@ -241,6 +245,58 @@ func (v *validator) envSources(p string, c *pod.Container) {
 		}
 		if e.Prefix != "" && !pod.IsEnvVarName(e.Prefix) {
 			v.fail(ep+".prefix", "invalid prefix %q: %s", e.Prefix, pod.EnvVarNameMsg)
+		}
+	}
+}
+
+// fileKeyRef checks an env valueFrom.fileKeyRef at path p, as Kubernetes
+// does; that volumeName names an emptyDir volume is checked by envFiles.
+func (v *validator) fileKeyRef(p string, fk *pod.FileKeySelector) {
+	if fk.VolumeName == "" {
+		v.fail(p+".volumeName", "required")
+	}
+	switch {
+	case fk.Path == "":
+		v.fail(p+".path", "required")
+	case path.IsAbs(fk.Path):
+		v.fail(p+".path", "must be a relative path")
+	case hasDotDot(fk.Path):
+		v.fail(p+".path", "must not contain '..'")
+	}
+	switch {
+	case fk.Key == "":
+		v.fail(p+".key", "required")
+	case len(fk.Key) > pod.MaxEnvFileKeyLen:
+		v.fail(p+".key", "must be no more than %d characters, got %d", pod.MaxEnvFileKeyLen, len(fk.Key))
+	case !pod.IsEnvVarName(fk.Key):
+		v.fail(p+".key", "invalid key %q: %s", fk.Key, pod.EnvVarNameMsg)
+	}
+}
+
+// envFiles checks that each env fileKeyRef names an emptyDir volume of
+// the pod: the only volume an env file is read from.
+func (v *validator) envFiles(s *pod.PodSpec) {
+	emptyDirs := make(map[string]bool)
+	for _, vol := range s.Volumes {
+		if vol.EmptyDir != nil {
+			emptyDirs[vol.Name] = true
+		}
+	}
+	for _, list := range []struct {
+		path string
+		ctrs []pod.Container
+	}{{"spec.initContainers", s.InitContainers}, {"spec.containers", s.Containers}} {
+		for i, c := range list.ctrs {
+			for j, e := range c.Env {
+				if e.ValueFrom == nil || e.ValueFrom.FileKeyRef == nil {
+					continue
+				}
+				name := e.ValueFrom.FileKeyRef.VolumeName
+				if name != "" && !emptyDirs[name] {
+					v.fail(indexPath(indexPath(list.path, i)+".env", j)+".valueFrom.fileKeyRef.volumeName",
+						"%q is not an emptyDir volume of the pod: an env file is read from an emptyDir", name)
+				}
+			}
 		}
 	}
 }

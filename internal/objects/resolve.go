@@ -77,9 +77,10 @@ func Claim(p *pod.Pod, name string) (pod.ClaimKey, error) {
 // Env returns c's environment as literal variables, in the order the
 // container sees them: the envFrom sources first (each key, prefixed, in
 // key order; keys that are not valid variable names are skipped, as by the
-// kubelet), then env, each valueFrom read now. A change of an object later
-// does not change a running container's environment.
-func Env(p *pod.Pod, c *pod.Container, node NodeInfo) ([]pod.EnvVar, error) {
+// kubelet), then env, each valueFrom read now (an env file through files).
+// A change of an object or file later does not change a running
+// container's environment.
+func Env(p *pod.Pod, c *pod.Container, node NodeInfo, files EnvFiles) ([]pod.EnvVar, error) {
 	var out []pod.EnvVar
 	for _, ef := range c.EnvFrom {
 		var o *pod.Object
@@ -107,7 +108,7 @@ func Env(p *pod.Pod, c *pod.Container, node NodeInfo) ([]pod.EnvVar, error) {
 			out = append(out, pod.EnvVar{Name: e.Name, Value: e.Value})
 			continue
 		}
-		v, ok, err := envValue(p, c, e.ValueFrom, node)
+		v, ok, err := envValue(p, c, e.ValueFrom, node, files)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
@@ -120,8 +121,10 @@ func Env(p *pod.Pod, c *pod.Container, node NodeInfo) ([]pod.EnvVar, error) {
 
 // envValue reads one valueFrom; ok is false for an optional key or object
 // that is missing (the variable is then not set).
-func envValue(p *pod.Pod, c *pod.Container, vf *pod.EnvVarSource, node NodeInfo) (string, bool, error) {
+func envValue(p *pod.Pod, c *pod.Container, vf *pod.EnvVarSource, node NodeInfo, files EnvFiles) (string, bool, error) {
 	switch {
+	case vf.FileKeyRef != nil:
+		return fileValue(p, vf.FileKeyRef, files)
 	case vf.FieldRef != nil:
 		v, err := FieldValue(p, vf.FieldRef.FieldPath, node)
 		return v, err == nil, err

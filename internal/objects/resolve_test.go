@@ -23,7 +23,7 @@ func parseObjectsFile(t *testing.T) (*pod.Pod, manifest.Parsed) {
 func TestResolveEnv(t *testing.T) {
 	p, _ := parseObjectsFile(t)
 	node := NodeInfo{NodeName: "node1", PodIP: "10.0.0.2", HostIP: "192.168.1.2", CPUMillis: 4000, MemoryBytes: 8 << 30}
-	env, err := Env(p, &p.Spec.Containers[0], node)
+	env, err := Env(p, &p.Spec.Containers[0], node, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestResolveMissing(t *testing.T) {
 	p, _ := parseObjectsFile(t)
 	unbound := *p
 	unbound.Bound = nil
-	_, err := Env(&unbound, &p.Spec.Containers[0], NodeInfo{})
+	_, err := Env(&unbound, &p.Spec.Containers[0], NodeInfo{}, nil)
 	var me *MissingError
 	if !errors.As(err, &me) || !errors.Is(err, pod.ErrCreateContainerConfig) || !strings.Contains(err.Error(), `configmap "settings" not found`) {
 		t.Fatalf("Env without objects: %v", err)

@@ -26,11 +26,15 @@ func UID(source, namespace, name string) string {
 // FullName returns "namespace/name".
 func (p *Pod) FullName() string { return p.Metadata.Namespace + "/" + p.Metadata.Name }
 
-// Hostname returns the pod's hostname as Kubernetes sets it: spec.hostname
-// or else the pod name (the static name, with the node's hostname
-// appended), cut to 63 characters with no trailing '-' or '.'; with
-// setHostnameAsFQDN and a subdomain, the FQDN (see FQDN), cut to 64.
+// Hostname returns the pod's hostname as Kubernetes sets it:
+// spec.hostnameOverride when set; else spec.hostname or else the pod name
+// (the static name, with the node's hostname appended), cut to 63
+// characters with no trailing '-' or '.'; with setHostnameAsFQDN and a
+// subdomain, the FQDN (see FQDN), cut to 64.
 func (p *Pod) Hostname() string {
+	if o := p.Spec.HostnameOverride; o != nil && *o != "" {
+		return *o
+	}
 	h := p.Spec.Hostname
 	if h == "" {
 		h = p.Metadata.Name
@@ -52,9 +56,10 @@ func (p *Pod) Hostname() string {
 const ClusterDomain = "cluster.local"
 
 // FQDN returns "<hostname>.<subdomain>.<namespace>.svc.cluster.local" for
-// a pod with a subdomain, as Kubernetes names it, or "".
+// a pod with a subdomain, as Kubernetes names it, or "" (no subdomain, or a
+// hostnameOverride, which takes its place).
 func (p *Pod) FQDN() string {
-	if p.Spec.Subdomain == "" {
+	if p.Spec.Subdomain == "" || p.Spec.HostnameOverride != nil && *p.Spec.HostnameOverride != "" {
 		return ""
 	}
 	h := p.Spec.Hostname

@@ -3,6 +3,7 @@ package pod
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Probe is a container's health check (livenessProbe, readinessProbe or
@@ -113,6 +114,10 @@ type SleepAction struct {
 type Lifecycle struct {
 	PostStart *LifecycleHandler `yaml:"postStart" json:"postStart,omitempty"`
 	PreStop   *LifecycleHandler `yaml:"preStop" json:"preStop,omitempty"`
+	// StopSignal is the signal that stops the container, in place of the
+	// image's STOPSIGNAL and of SIGTERM. Kubernetes allows it only in a pod
+	// whose spec.os.name is set.
+	StopSignal *Signal `yaml:"stopSignal" json:"stopSignal,omitempty"`
 }
 
 // LifecycleHandler is the action of a hook: exactly one of Exec, HTTPGet,
@@ -182,4 +187,29 @@ func ResolvePort(v IntOrString, ports []ContainerPort) (int32, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Signal names a stop signal as Kubernetes writes it: "SIGTERM",
+// "SIGRTMIN+3", "SIGRTMAX-2".
+type Signal string
+
+// IsLinuxStopSignal reports whether s is one of the stop signals Kubernetes
+// allows for a linux pod: every standard signal, SIGRTMIN to SIGRTMIN+15
+// and SIGRTMAX-14 to SIGRTMAX.
+func IsLinuxStopSignal(s Signal) bool {
+	switch s {
+	case "SIGABRT", "SIGALRM", "SIGBUS", "SIGCHLD", "SIGCLD", "SIGCONT", "SIGFPE", "SIGHUP",
+		"SIGILL", "SIGINT", "SIGIO", "SIGIOT", "SIGKILL", "SIGPIPE", "SIGPOLL", "SIGPROF",
+		"SIGPWR", "SIGQUIT", "SIGSEGV", "SIGSTKFLT", "SIGSTOP", "SIGSYS", "SIGTERM", "SIGTRAP",
+		"SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGUSR1", "SIGUSR2", "SIGVTALRM", "SIGWINCH",
+		"SIGXCPU", "SIGXFSZ", "SIGRTMIN", "SIGRTMAX":
+		return true
+	}
+	for _, prefix := range []string{"SIGRTMIN+", "SIGRTMAX-"} {
+		if n, ok := strings.CutPrefix(string(s), prefix); ok {
+			i, err := strconv.Atoi(n)
+			return err == nil && strconv.Itoa(i) == n && 1 <= i && (i <= 15 && prefix == "SIGRTMIN+" || i <= 14 && prefix == "SIGRTMAX-")
+		}
+	}
+	return false
 }

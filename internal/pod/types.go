@@ -84,6 +84,10 @@ type PodSpec struct {
 	Hostname          string `yaml:"hostname" json:"hostname,omitempty"`
 	Subdomain         string `yaml:"subdomain" json:"subdomain,omitempty"`
 	SetHostnameAsFQDN *bool  `yaml:"setHostnameAsFQDN" json:"setHostnameAsFQDN,omitempty"`
+	// HostnameOverride is the pod's hostname as written, over hostname and
+	// subdomain (Kubernetes 1.34+): a DNS subdomain of at most 64
+	// characters; the pod has no FQDN then.
+	HostnameOverride *string `yaml:"hostnameOverride" json:"hostnameOverride,omitempty"`
 	// EnableServiceLinks is accepted: a node has no Services, so there are
 	// no service environment variables to add either way.
 	EnableServiceLinks *bool `yaml:"enableServiceLinks" json:"enableServiceLinks,omitempty"`
@@ -101,6 +105,23 @@ type PodSpec struct {
 	// service accounts); warned about as ignored. Empty reads as "default".
 	ServiceAccountName string `yaml:"serviceAccountName" json:"serviceAccountName,omitempty"`
 	Priority           *int32 `yaml:"priority" json:"priority,omitempty"`
+	// OS names the operating system the pod is for: linux (this node's),
+	// or windows, which tug refuses. Kubernetes requires it for a
+	// container's lifecycle.stopSignal.
+	OS *PodOS `yaml:"os" json:"os,omitempty"`
+}
+
+// OSName is linux or windows.
+type OSName string
+
+const (
+	OSLinux   OSName = "linux"
+	OSWindows OSName = "windows"
+)
+
+// PodOS is the operating system a pod is for.
+type PodOS struct {
+	Name OSName `yaml:"name" json:"name"`
 }
 
 // HostAlias is one /etc/hosts line: IP and its names.
@@ -171,10 +192,52 @@ type PodSecurityContext struct {
 	FSGroupChangePolicy *string `yaml:"fsGroupChangePolicy" json:"fsGroupChangePolicy,omitempty"`
 	// SupplementalGroups are added to every container's groups.
 	SupplementalGroups []int64 `yaml:"supplementalGroups" json:"supplementalGroups,omitempty"`
+	// SupplementalGroupsPolicy is Merge (nil: the groups of the image's
+	// /etc/group for the container's user, plus fsGroup and
+	// supplementalGroups) or Strict (only the primary group, fsGroup and
+	// supplementalGroups).
+	SupplementalGroupsPolicy *SupplementalGroupsPolicy `yaml:"supplementalGroupsPolicy" json:"supplementalGroupsPolicy,omitempty"`
 	// Sysctls are set in the pod's namespaces; names outside the safe set
 	// need the privileged policy.
 	Sysctls []Sysctl `yaml:"sysctls" json:"sysctls,omitempty"`
+	// AppArmorProfile is the default of every container's.
+	AppArmorProfile *AppArmorProfile `yaml:"appArmorProfile" json:"appArmorProfile,omitempty"`
 }
+
+// AppArmorProfileType is RuntimeDefault, Unconfined or Localhost.
+type AppArmorProfileType string
+
+const (
+	// AppArmorRuntimeDefault is the runtime's default profile (tug's
+	// "tug-default", containerd's template).
+	AppArmorRuntimeDefault AppArmorProfileType = "RuntimeDefault"
+	// AppArmorUnconfined runs the container without a profile.
+	AppArmorUnconfined AppArmorProfileType = "Unconfined"
+	// AppArmorLocalhost applies LocalhostProfile, a profile loaded on the
+	// node.
+	AppArmorLocalhost AppArmorProfileType = "Localhost"
+)
+
+// AppArmorProfile selects a container's AppArmor profile. LocalhostProfile
+// is set exactly when Type is Localhost: the name of a profile loaded on
+// the node. On a node whose kernel has AppArmor off, a Localhost profile
+// keeps the pod from running and the others have no effect.
+type AppArmorProfile struct {
+	Type             AppArmorProfileType `yaml:"type" json:"type"`
+	LocalhostProfile *string             `yaml:"localhostProfile" json:"localhostProfile,omitempty"`
+}
+
+// SupplementalGroupsPolicy says where a container's supplementary groups
+// come from: Merge or Strict.
+type SupplementalGroupsPolicy string
+
+const (
+	// SupplementalGroupsMerge adds the image's /etc/group memberships of
+	// the container's user (Kubernetes' default).
+	SupplementalGroupsMerge SupplementalGroupsPolicy = "Merge"
+	// SupplementalGroupsStrict leaves them out.
+	SupplementalGroupsStrict SupplementalGroupsPolicy = "Strict"
+)
 
 // SeccompProfileType is RuntimeDefault, Unconfined or Localhost.
 type SeccompProfileType string
@@ -263,10 +326,14 @@ type Container struct {
 	ReadinessProbe *Probe     `yaml:"readinessProbe" json:"readinessProbe,omitempty"`
 	StartupProbe   *Probe     `yaml:"startupProbe" json:"startupProbe,omitempty"`
 	Lifecycle      *Lifecycle `yaml:"lifecycle" json:"lifecycle,omitempty"`
-	// RestartPolicy is set only on init containers, to Always: a sidecar,
-	// started in order with the init containers, kept running beside the
-	// app containers and stopped after them.
-	RestartPolicy *RestartPolicy `yaml:"restartPolicy" json:"restartPolicy,omitempty"`
+	// RestartPolicy on an init container is Always: a sidecar, started in
+	// order with the init containers, kept running beside the app
+	// containers and stopped after them. On an app container it overrides
+	// the pod's restartPolicy for that container (Kubernetes 1.34+), and
+	// RestartPolicyRules, checked in order on each exit, may restart it
+	// whatever the policy says.
+	RestartPolicy      *RestartPolicy         `yaml:"restartPolicy" json:"restartPolicy,omitempty"`
+	RestartPolicyRules []ContainerRestartRule `yaml:"restartPolicyRules" json:"restartPolicyRules,omitempty"`
 	// TerminationMessagePath is the file, in the container, whose content
 	// becomes the message of its terminated state; with
 	// TerminationMessagePolicy FallbackToLogsOnError the tail of its log
@@ -278,6 +345,59 @@ type Container struct {
 	Stdin     bool `yaml:"stdin" json:"stdin,omitempty"`
 	StdinOnce bool `yaml:"stdinOnce" json:"stdinOnce,omitempty"`
 	TTY       bool `yaml:"tty" json:"tty,omitempty"`
+}
+
+// ContainerRestartRule is one rule of a container's restartPolicyRules:
+// when ExitCodes matches the exit, Action (Restart) is taken.
+type ContainerRestartRule struct {
+	Action    string                           `yaml:"action" json:"action"`
+	ExitCodes *ContainerRestartRuleOnExitCodes `yaml:"exitCodes" json:"exitCodes,omitempty"`
+}
+
+// RestartRuleRestart is the action of a restart rule that restarts the
+// container.
+const RestartRuleRestart = "Restart"
+
+// ContainerRestartRuleOnExitCodes matches an exit code that is In (or
+// NotIn) Values.
+type ContainerRestartRuleOnExitCodes struct {
+	Operator string  `yaml:"operator" json:"operator"`
+	Values   []int32 `yaml:"values" json:"values,omitempty"`
+}
+
+// Matches reports whether the exit code matches.
+func (e *ContainerRestartRuleOnExitCodes) Matches(code int) bool {
+	in := false
+	for _, v := range e.Values {
+		if int(v) == code {
+			in = true
+			break
+		}
+	}
+	return in == (e.Operator == "In")
+}
+
+// RestartsAfter reports whether app container c of a pod with restart
+// policy podPolicy is started again after it exited with code: the first
+// of its restartPolicyRules that matches says Restart; if none matches,
+// its own restartPolicy, or else the pod's, decides.
+func (c *Container) RestartsAfter(podPolicy RestartPolicy, code int) bool {
+	for _, r := range c.RestartPolicyRules {
+		if r.ExitCodes != nil && r.ExitCodes.Matches(code) {
+			return r.Action == RestartRuleRestart
+		}
+	}
+	policy := podPolicy
+	if c.RestartPolicy != nil {
+		policy = *c.RestartPolicy
+	}
+	switch policy {
+	case RestartAlways:
+		return true
+	case RestartOnFailure:
+		return code != 0
+	}
+	return false
 }
 
 // IsSidecar reports whether c is a sidecar init container
@@ -358,11 +478,14 @@ type SecurityContext struct {
 	// ProcMount is Default or Unmasked (the latter needs the privileged
 	// policy and leaves /proc unmasked).
 	ProcMount *string `yaml:"procMount" json:"procMount,omitempty"`
+	// AppArmorProfile defaults to the pod's.
+	AppArmorProfile *AppArmorProfile `yaml:"appArmorProfile" json:"appArmorProfile,omitempty"`
 }
 
 // ContainerSecurity returns c's security context with the pod-level
 // defaults filled in where the container sets nothing (runAsUser,
-// runAsGroup, runAsNonRoot, seccompProfile), as the kubelet merges them. The
+// runAsGroup, runAsNonRoot, seccompProfile, appArmorProfile), as the
+// kubelet merges them. The
 // result shares no pointer with the pod that the caller could change.
 func (p *Pod) ContainerSecurity(c *Container) SecurityContext {
 	var sc SecurityContext
@@ -381,6 +504,9 @@ func (p *Pod) ContainerSecurity(c *Container) SecurityContext {
 		}
 		if sc.SeccompProfile == nil {
 			sc.SeccompProfile = ps.SeccompProfile
+		}
+		if sc.AppArmorProfile == nil {
+			sc.AppArmorProfile = ps.AppArmorProfile
 		}
 	}
 	return sc
@@ -436,9 +562,28 @@ const (
 )
 
 // EmptyDirVolumeSource is a scratch directory that lives as long as the pod.
+// Mode is the directory's permission bits (0 to 01777: the sticky bit
+// allowed; nil: 0777), set when it is created; fsGroup adds its bits after.
 type EmptyDirVolumeSource struct {
 	Medium    StorageMedium `yaml:"medium" json:"medium,omitempty"`
 	SizeLimit *Quantity     `yaml:"sizeLimit" json:"sizeLimit,omitempty"`
+	Mode      *int32        `yaml:"mode" json:"mode,omitempty"`
+}
+
+// EmptyDirDefaultMode is the mode of an emptyDir that sets none, as in
+// Kubernetes.
+const EmptyDirDefaultMode = 0o777
+
+// EmptyDirMaxMode is the largest emptyDir mode: every permission bit and
+// the sticky bit.
+const EmptyDirMaxMode = 0o1777
+
+// DirMode returns the emptyDir's directory mode: Mode, or 0777.
+func (s *EmptyDirVolumeSource) DirMode() uint32 {
+	if s.Mode == nil {
+		return EmptyDirDefaultMode
+	}
+	return uint32(*s.Mode)
 }
 
 // SysctlDotted returns a sysctl name in the dotted form: Kubernetes also

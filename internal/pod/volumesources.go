@@ -112,7 +112,28 @@ type EnvVarSource struct {
 	ResourceFieldRef *ResourceFieldSelector `yaml:"resourceFieldRef" json:"resourceFieldRef,omitempty"`
 	ConfigMapKeyRef  *KeySelector           `yaml:"configMapKeyRef" json:"configMapKeyRef,omitempty"`
 	SecretKeyRef     *KeySelector           `yaml:"secretKeyRef" json:"secretKeyRef,omitempty"`
+	// FileKeyRef reads the variable from an env file (KEY=VALUE lines) in
+	// one of the pod's emptyDir volumes, when the container starts
+	// (Kubernetes 1.34+).
+	FileKeyRef *FileKeySelector `yaml:"fileKeyRef" json:"fileKeyRef,omitempty"`
 }
+
+// FileKeySelector selects the key of an env file: the file at Path, relative
+// to the emptyDir volume VolumeName. Optional: a missing file or key leaves
+// the variable unset instead of failing the container's start.
+type FileKeySelector struct {
+	VolumeName string `yaml:"volumeName" json:"volumeName"`
+	Path       string `yaml:"path" json:"path"`
+	Key        string `yaml:"key" json:"key"`
+	Optional   *bool  `yaml:"optional" json:"optional,omitempty"`
+}
+
+// MaxEnvFileKeyLen is the longest key of an env file Kubernetes allows, and
+// MaxEnvFileSize the largest env file.
+const (
+	MaxEnvFileKeyLen = 128
+	MaxEnvFileSize   = 64 << 10
+)
 
 // KeySelector selects one key of a ConfigMap or Secret (Kubernetes'
 // ConfigMapKeySelector and SecretKeySelector, which are the same shape).

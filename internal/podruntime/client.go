@@ -69,6 +69,9 @@ type Config struct {
 	// that name no seccomp profile run without one. Default false: they get
 	// containerd's default profile (RuntimeDefault).
 	DefaultSeccompUnconfined bool
+	// AppArmor is whether the kernel enforces AppArmor: a container's
+	// appArmorProfile is applied only then (and warned about otherwise).
+	AppArmor bool
 	// LoggerPath is the absolute path of the binary the shim runs as
 	// "<LoggerPath> logger <settings>" to write a container's log (see
 	// RunLogger). Default: this process's executable (os.Executable).

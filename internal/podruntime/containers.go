@@ -148,6 +148,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, specOpts...)...),
 		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
+		withStopSignal(stopSignal(c, imgConfig)),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
 	r.records.changed()
@@ -245,7 +246,7 @@ func (r *Runtime) specOpts(ctx context.Context, p *pod.Pod, c *pod.Container, id
 	if err != nil {
 		return nil, err
 	}
-	env, err := objects.Env(p, c, r.volumes.NodeInfo(sb))
+	env, err := objects.Env(p, c, r.volumes.NodeInfo(sb), r.volumes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
 	}
@@ -262,7 +263,12 @@ func (r *Runtime) specOpts(ctx context.Context, p *pod.Pod, c *pod.Container, id
 		Hostname:        hostname,
 		AllowPrivileged: r.cfg.AllowPrivileged,
 		Seccomp:         specopts.SeccompConfig{Root: r.cfg.SeccompProfileRoot, DefaultUnconfined: r.cfg.DefaultSeccompUnconfined},
+		AppArmor:        r.cfg.AppArmor,
 	})
+	if sec := p.ContainerSecurity(c); sec.AppArmorProfile != nil && !r.cfg.AppArmor {
+		r.log.Warn("appArmorProfile has no effect: AppArmor is not enabled on this node",
+			"pod", p.FullName(), "container", c.Name, "profile", sec.AppArmorProfile.Type)
+	}
 	opts = append(opts, withShimGroup(group))
 	if r.cfg.Devices != nil {
 		nodes, cdiNames, err := r.cfg.Devices.ContainerDevices(p, c)
@@ -439,8 +445,8 @@ func (r *Runtime) exitFromLabels(ctx context.Context, cont containerd.Container)
 	return 0, fmt.Errorf("wait for container %s: %w", cont.ID(), ErrNoTask)
 }
 
-// StopContainer stops the container's task: SIGTERM, up to grace for it to
-// exit, then SIGKILL and a bounded wait (10 s); then it records the exit code
+// StopContainer stops the container's task: its stop signal (see
+// stopSignal; SIGTERM by default), up to grace for it to exit, then SIGKILL and a bounded wait (10 s); then it records the exit code
 // and time in the container's labels and deletes the task (see reap). A
 // missing container or one without a task is not an error.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
@@ -477,8 +483,13 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 		}
 		done := false
 		if grace > 0 {
-			if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
-				return fmt.Errorf("send SIGTERM: %w", err)
+			sig, err := containerd.GetStopSignal(ctx, cont, syscall.SIGTERM)
+			if err != nil {
+				r.log.Warn("stop signal unreadable, sending SIGTERM", "container", id, "err", err)
+				sig = syscall.SIGTERM
+			}
+			if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
+				return fmt.Errorf("send %v: %w", sig, err)
 			}
 			if done, err = waitExit(ctx, exited, grace); err != nil {
 				return err

@@ -10,7 +10,8 @@ const (
 	Privileged Level = "privileged"
 	// Baseline prevents the known privilege escalations: no host
 	// namespaces, privileged containers, added capabilities beyond the
-	// default set, hostPath volumes, hostPorts or Unconfined seccomp.
+	// default set, hostPath volumes, hostPorts or an Unconfined seccomp or
+	// AppArmor profile.
 	Baseline Level = "baseline"
 	// Restricted adds the hardening best practices: only ephemeral volume
 	// types, allowPrivilegeEscalation false, runAsNonRoot true and no uid 0,

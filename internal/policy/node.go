@@ -12,12 +12,15 @@ import (
 // Node admission, as the kubelet's for static pods: a pod whose
 // nodeSelector or required node affinity does not match the node's labels,
 // or that does not tolerate one of its NoSchedule or NoExecute taints, is
-// not run and ends Failed with reason NodeAffinity or Taint.
+// not run and ends Failed with reason NodeAffinity or Taint; one that asks
+// for a Localhost AppArmor profile on a node without AppArmor ends Failed
+// with reason AppArmor.
 
 // Reasons of a NodeMismatch: the pod's status.reason.
 const (
 	ReasonNodeAffinity = "NodeAffinity"
 	ReasonTaint        = "Taint"
+	ReasonAppArmor     = "AppArmor"
 )
 
 // Taint is one of the node's taints (--register-with-taints).
@@ -41,12 +44,14 @@ type Node struct {
 	Name   string            // matchFields metadata.name
 	Labels map[string]string // the standard labels and --node-labels
 	Taints []Taint
+	// AppArmor is whether the kernel enforces AppArmor profiles.
+	AppArmor bool
 }
 
-// NodeMismatch is a refusal because of the node's labels or taints. It
-// wraps ErrNodeMismatch.
+// NodeMismatch is a refusal because of the node's labels, taints or
+// AppArmor. It wraps ErrNodeMismatch.
 type NodeMismatch struct {
-	Reason string // ReasonNodeAffinity or ReasonTaint
+	Reason string // ReasonNodeAffinity, ReasonTaint or ReasonAppArmor
 	Msg    string
 }
 
@@ -55,7 +60,8 @@ func (e *NodeMismatch) Error() string { return e.Msg }
 // Unwrap returns ErrNodeMismatch.
 func (e *NodeMismatch) Unwrap() error { return ErrNodeMismatch }
 
-// PodReason returns the pod's status reason, NodeAffinity or Taint; a
+// PodReason returns the pod's status reason, NodeAffinity, Taint or
+// AppArmor; a
 // refused pod's phase is Failed.
 func (e *NodeMismatch) PodReason() string { return e.Reason }
 
@@ -126,7 +132,34 @@ func (n *Node) Admit(p *pod.Pod) error {
 			return &NodeMismatch{Reason: ReasonTaint, Msg: fmt.Sprintf("spec.tolerations: the node has taint %s, which the pod does not tolerate", t)}
 		}
 	}
+	if !n.AppArmor {
+		if path := localhostAppArmor(p); path != "" {
+			return &NodeMismatch{Reason: ReasonAppArmor, Msg: "Cannot enforce AppArmor: AppArmor is not enabled on the host (" + path + " asks for a Localhost profile)"}
+		}
+	}
 	return nil
+}
+
+// localhostAppArmor returns the path of the first appArmorProfile of p
+// that, once merged with the pod's, is a Localhost profile ("" if none).
+func localhostAppArmor(p *pod.Pod) string {
+	for _, list := range []struct {
+		path string
+		ctrs []pod.Container
+	}{{"spec.initContainers", p.Spec.InitContainers}, {"spec.containers", p.Spec.Containers}} {
+		for i := range list.ctrs {
+			c := &list.ctrs[i]
+			ap := p.ContainerSecurity(c).AppArmorProfile
+			if ap == nil || ap.Type != pod.AppArmorLocalhost {
+				continue
+			}
+			if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
+				return list.path + "[" + strconv.Itoa(i) + "].securityContext.appArmorProfile"
+			}
+			return "spec.securityContext.appArmorProfile"
+		}
+	}
+	return ""
 }
 
 // affinity returns why the pod's nodeSelector or required node affinity

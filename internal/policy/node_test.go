@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"tug/internal/pod"
@@ -70,5 +71,50 @@ func TestParseNodeSettings(t *testing.T) {
 		if _, err := ParseTaints(bad); !errors.Is(err, ErrBadNodeSetting) {
 			t.Errorf("ParseTaints(%q) = %v, want ErrBadNodeSetting", bad, err)
 		}
+	}
+}
+
+// TestNodeAdmitAppArmor: on a node without AppArmor a Localhost profile,
+// the pod's or a container's, is refused; RuntimeDefault and Unconfined are
+// admitted (they have no effect there). A node with AppArmor admits all.
+func TestNodeAdmitAppArmor(t *testing.T) {
+	profile := func(typ pod.AppArmorProfileType) *pod.AppArmorProfile {
+		ap := &pod.AppArmorProfile{Type: typ}
+		if typ == pod.AppArmorLocalhost {
+			ap.LocalhostProfile = new("tug-test")
+		}
+		return ap
+	}
+	tests := []struct {
+		name     string
+		pod, ctr *pod.AppArmorProfile
+		wantPath string // "" admitted without AppArmor
+	}{
+		{name: "none"},
+		{name: "runtime default", pod: profile(pod.AppArmorRuntimeDefault)},
+		{name: "unconfined", ctr: profile(pod.AppArmorUnconfined)},
+		{name: "pod localhost", pod: profile(pod.AppArmorLocalhost), wantPath: "spec.securityContext.appArmorProfile"},
+		{name: "container localhost", ctr: profile(pod.AppArmorLocalhost), wantPath: "spec.containers[1].securityContext.appArmorProfile"},
+		{name: "container overrides pod", pod: profile(pod.AppArmorLocalhost), ctr: profile(pod.AppArmorUnconfined), wantPath: "spec.securityContext.appArmorProfile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pod.Pod{Spec: pod.PodSpec{
+				SecurityContext: &pod.PodSecurityContext{AppArmorProfile: tt.pod},
+				Containers:      []pod.Container{{Name: "a"}, {Name: "b", SecurityContext: &pod.SecurityContext{AppArmorProfile: tt.ctr}}},
+			}}
+			if err := (&Node{AppArmor: true}).Admit(p); err != nil {
+				t.Errorf("a node with AppArmor refuses: %v", err)
+			}
+			err := (&Node{}).Admit(p)
+			var nm *NodeMismatch
+			switch {
+			case tt.wantPath == "" && err != nil:
+				t.Fatalf("Admit = %v, want admitted", err)
+			case tt.wantPath == "":
+			case !errors.As(err, &nm) || nm.Reason != ReasonAppArmor || !strings.Contains(nm.Msg, tt.wantPath):
+				t.Fatalf("Admit = %v, want reason AppArmor naming %s", err, tt.wantPath)
+			}
+		})
 	}
 }

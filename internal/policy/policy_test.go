@@ -60,6 +60,12 @@ func TestCheck(t *testing.T) {
 		{"container seccomp Unconfined", func(p *pod.Pod) { sc(p).SeccompProfile = &pod.SeccompProfile{Type: pod.SeccompUnconfined} },
 			[]string{c0 + ".seccompProfile.type"}, []string{c0 + ".seccompProfile.type"}},
 		{"seccomp unset", func(p *pod.Pod) { p.Spec.SecurityContext.SeccompProfile = nil }, nil, []string{c0 + ".seccompProfile.type"}},
+		{"pod AppArmor Unconfined", func(p *pod.Pod) {
+			p.Spec.SecurityContext.AppArmorProfile = &pod.AppArmorProfile{Type: pod.AppArmorUnconfined}
+		}, []string{"spec.securityContext.appArmorProfile.type"}, []string{"spec.securityContext.appArmorProfile.type"}},
+		{"container AppArmor Unconfined", func(p *pod.Pod) { sc(p).AppArmorProfile = &pod.AppArmorProfile{Type: pod.AppArmorUnconfined} },
+			[]string{c0 + ".appArmorProfile.type"}, []string{c0 + ".appArmorProfile.type"}},
+		{"AppArmor RuntimeDefault", func(p *pod.Pod) { sc(p).AppArmorProfile = &pod.AppArmorProfile{Type: pod.AppArmorRuntimeDefault} }, nil, nil},
 		{"seccomp on container only", func(p *pod.Pod) {
 			p.Spec.SecurityContext.SeccompProfile = nil
 			sc(p).SeccompProfile = &pod.SeccompProfile{Type: pod.SeccompLocalhost, LocalhostProfile: ptr("a.json")}

@@ -98,6 +98,9 @@ func (c *checker) pod(p *pod.Pod) {
 	if sp := psc.SeccompProfile; sp != nil && sp.Type == pod.SeccompUnconfined {
 		c.notAllowed("spec.securityContext.seccompProfile.type", strconv.Quote(string(sp.Type)))
 	}
+	if ap := psc.AppArmorProfile; ap != nil && ap.Type == pod.AppArmorUnconfined {
+		c.notAllowed("spec.securityContext.appArmorProfile.type", strconv.Quote(string(ap.Type)))
+	}
 	for i, sy := range psc.Sysctls {
 		if !SafeSysctl(sy.Name) {
 			c.notAllowed(idx("spec.securityContext.sysctls", i)+".name", strconv.Quote(sy.Name)+" (not in the safe set)")
@@ -148,6 +151,9 @@ func (c *checker) container(path string, ct *pod.Container, psc *pod.PodSecurity
 	}
 	if sp := sc.SeccompProfile; sp != nil && sp.Type == pod.SeccompUnconfined {
 		c.notAllowed(scp+".seccompProfile.type", strconv.Quote(string(sp.Type)))
+	}
+	if ap := sc.AppArmorProfile; ap != nil && ap.Type == pod.AppArmorUnconfined {
+		c.notAllowed(scp+".appArmorProfile.type", strconv.Quote(string(ap.Type)))
 	}
 	if sc.ProcMount != nil && *sc.ProcMount == "Unmasked" {
 		c.notAllowed(scp+".procMount", `"Unmasked"`)

@@ -59,7 +59,9 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		}
 	}
 
-	var running, waiting, stopped, succeeded, ready int
+	// restarting counts the stopped app containers that start again, as
+	// their restart policy (their own, or else the pod's) says.
+	var running, waiting, stopped, succeeded, restarting, ready int
 	var unready []string
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
@@ -85,10 +87,16 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 			if cs.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if c.RestartsAfter(p.Spec.RestartPolicy, int(cs.State.Terminated.ExitCode)) {
+				restarting++
+			}
 		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
 			stopped++ // restarting: counted as stopped, as the kubelet does
 			if cs.LastTerminationState.Terminated.ExitCode == 0 {
 				succeeded++
+			}
+			if c.RestartsAfter(p.Spec.RestartPolicy, int(cs.LastTerminationState.Terminated.ExitCode)) {
+				restarting++
 			}
 		default:
 			waiting++
@@ -102,14 +110,12 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		st.Phase = pod.PhasePending
 	case running > 0:
 		st.Phase = pod.PhaseRunning
-	case stopped > 0 && p.Spec.RestartPolicy == pod.RestartAlways:
-		st.Phase = pod.PhaseRunning
+	case restarting > 0:
+		st.Phase = pod.PhaseRunning // a stopped container starts again
 	case stopped > 0 && stopped == succeeded:
 		st.Phase = pod.PhaseSucceeded
-	case stopped > 0 && p.Spec.RestartPolicy == pod.RestartNever:
-		st.Phase = pod.PhaseFailed
 	case stopped > 0:
-		st.Phase = pod.PhaseRunning // OnFailure: failed containers restart
+		st.Phase = pod.PhaseFailed // no container starts again, one failed
 	default:
 		st.Phase = pod.PhasePending
 	}

@@ -388,9 +388,9 @@ func (s *podSyncer) appRecords(ctx context.Context, p *pod.Pod) map[string][]pod
 }
 
 // appsDone reports whether every app container of p has exited and will
-// not be restarted (never true under restartPolicy Always).
+// not be restarted.
 func appsDone(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
-	if byName == nil || p.Spec.RestartPolicy == pod.RestartAlways {
+	if byName == nil {
 		return false
 	}
 	for _, c := range p.Spec.Containers {
@@ -608,14 +608,29 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 }
 
 // restartsIn reports whether exited container last of p is started again:
-// as its restart policy says, except in a Job's pod, where a failed
-// container is retried until it has failed backoffLimit+1 times (each try a
-// new pod in Kubernetes, a new attempt here), whatever the policy.
+// as its restart policy says (an app container's own restartPolicy and
+// restartPolicyRules, else the pod's), except in a Job's pod, where a
+// failed container is retried until it has failed backoffLimit+1 times
+// (each try a new pod in Kubernetes, a new attempt here), whatever the
+// policy.
 func restartsIn(p *pod.Pod, last *pod.RuntimeContainer) bool {
 	if p.BackoffLimit != nil {
 		return last.ExitCode != 0 && last.Attempt < int(*p.BackoffLimit)
 	}
+	if c := appContainer(p, last.Name); c != nil && !last.Init {
+		return c.RestartsAfter(p.Spec.RestartPolicy, last.ExitCode)
+	}
 	return restarts(p.Spec.RestartPolicy, last.ExitCode)
+}
+
+// appContainer returns p's app container name, or nil.
+func appContainer(p *pod.Pod, name string) *pod.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			return &p.Spec.Containers[i]
+		}
+	}
+	return nil
 }
 
 // restarts reports whether a container that exited with code is started

@@ -32,6 +32,9 @@ type Params struct {
 	Hostname        string
 	AllowPrivileged bool
 	Seccomp         SeccompConfig
+	// AppArmor is whether the kernel enforces AppArmor: without it no
+	// profile is set (node admission refuses a Localhost one).
+	AppArmor bool
 }
 
 // ForContainer returns tug's options for a container's spec, to apply
@@ -62,6 +65,7 @@ func ForContainer(sp Params) []oci.SpecOpts {
 		withUser(sec),
 		withSecurity(sec, sp.AllowPrivileged),
 		withSeccomp(seccompProfile, privileged, sp.Seccomp),
+		withAppArmor(sec, sp.AppArmor),
 		withRunAsNonRoot(sec, podName(sp.Pod), c.Name),
 		withReadonlyRootfs(sec),
 		WithNamespaces(sp.Sandbox.Namespaces, sp.Pod != nil && sp.Pod.Spec.HostPID),
@@ -440,7 +444,8 @@ func mountDepth(dest string) int {
 
 // withPodSecurity applies the rest of the pod's securityContext: fsGroup
 // and supplementalGroups join the process's supplementary groups (after
-// the image's, as the kubelet adds them), sysctls are set in the pod's
+// the image's, as the kubelet adds them; with supplementalGroupsPolicy
+// Strict, after the primary group only), sysctls are set in the pod's
 // namespaces, and procMount Unmasked leaves /proc unmasked. Apply after
 // withUser.
 func withPodSecurity(p *pod.Pod, sec *pod.SecurityContext) oci.SpecOpts {
@@ -449,6 +454,9 @@ func withPodSecurity(p *pod.Pod, sec *pod.SecurityContext) oci.SpecOpts {
 			psc := p.Spec.SecurityContext
 			if s.Process == nil {
 				s.Process = &specs.Process{}
+			}
+			if psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == pod.SupplementalGroupsStrict {
+				s.Process.User.AdditionalGids = []uint32{s.Process.User.GID}
 			}
 			var groups []int64
 			if psc.FSGroup != nil {

@@ -476,3 +476,64 @@ func TestWithPodSecurity(t *testing.T) {
 		t.Error("without procMount Unmasked the masked paths are gone")
 	}
 }
+
+// TestSupplementalGroupsPolicy: Merge keeps the groups the image's
+// /etc/group gave the user; Strict keeps only the primary group, fsGroup
+// and supplementalGroups.
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	fsGroup := int64(2000)
+	imageGroups := func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Process.User = specs.User{UID: 1000, GID: 1000, AdditionalGids: []uint32{1000, 10, 27}} // what /etc/group gave
+		return nil
+	}
+	tests := []struct {
+		policy *pod.SupplementalGroupsPolicy
+		want   []uint32
+	}{
+		{policy: nil, want: []uint32{1000, 10, 27, 2000, 4000}},
+		{policy: new(pod.SupplementalGroupsMerge), want: []uint32{1000, 10, 27, 2000, 4000}},
+		{policy: new(pod.SupplementalGroupsStrict), want: []uint32{1000, 2000, 4000}},
+	}
+	for _, tt := range tests {
+		name := "unset"
+		if tt.policy != nil {
+			name = string(*tt.policy)
+		}
+		t.Run(name, func(t *testing.T) {
+			p := &pod.Pod{Spec: pod.PodSpec{SecurityContext: &pod.PodSecurityContext{
+				FSGroup: &fsGroup, SupplementalGroups: []int64{4000}, SupplementalGroupsPolicy: tt.policy,
+			}}}
+			s := mustGenerate(t, imageGroups, withPodSecurity(p, nil))
+			if got := s.Process.User.AdditionalGids; !slices.Equal(got, tt.want) {
+				t.Errorf("additional gids %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWithAppArmor: the profile reaches the spec only when the kernel
+// enforces AppArmor; a container's profile overrides the pod's.
+func TestWithAppArmor(t *testing.T) {
+	local := &pod.AppArmorProfile{Type: pod.AppArmorLocalhost, LocalhostProfile: new("k8s-nginx")}
+	tests := []struct {
+		name     string
+		pod, ctr *pod.AppArmorProfile
+		enabled  bool
+		want     string
+	}{
+		{name: "off", pod: local, want: ""},
+		{name: "pod localhost", pod: local, enabled: true, want: "k8s-nginx"},
+		{name: "container unconfined", pod: local, ctr: &pod.AppArmorProfile{Type: pod.AppArmorUnconfined}, enabled: true, want: "unconfined"},
+		{name: "none", enabled: true, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pod.Pod{Spec: pod.PodSpec{SecurityContext: &pod.PodSecurityContext{AppArmorProfile: tt.pod}}}
+			c := &pod.Container{Name: "app", Command: []string{"sh"}, SecurityContext: &pod.SecurityContext{AppArmorProfile: tt.ctr}}
+			s := mustGenerate(t, ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h", AppArmor: tt.enabled})...)
+			if s.Process.ApparmorProfile != tt.want {
+				t.Errorf("apparmor profile %q, want %q", s.Process.ApparmorProfile, tt.want)
+			}
+		})
+	}
+}

@@ -105,8 +105,9 @@ func (mgr *Manager) Prepare(p *pod.Pod, sb pod.Sandbox) error {
 	return nil
 }
 
-// prepareEmptyDir creates the volume's directory, world-writable as
-// Kubernetes makes it, and mounts a tmpfs on it for medium Memory.
+// prepareEmptyDir creates the volume's directory with its mode
+// (world-writable, 0777, unless the manifest sets one, as Kubernetes makes
+// it), and mounts a tmpfs with that mode on it for medium Memory.
 func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSource) error {
 	if err := CheckName("volume name", name); err != nil {
 		return err
@@ -115,7 +116,7 @@ func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSou
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
-	if _, err := mkdirShared(dir); err != nil {
+	if _, err := mkdirMode(dir, src.DirMode()); err != nil {
 		return err
 	}
 	if src.Medium != pod.StorageMediumMemory {
@@ -125,7 +126,7 @@ func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSou
 	if err != nil || mounted {
 		return err
 	}
-	data := "mode=0777"
+	data := "mode=" + strconv.FormatUint(uint64(src.DirMode()), 8)
 	if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
 		data += ",size=" + strconv.FormatInt(src.SizeLimit.Value(), 10)
 	}
@@ -136,18 +137,29 @@ func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSou
 }
 
 // mkdirShared creates dir world-writable (0777 past the umask), as
-// Kubernetes makes an emptyDir, and reports whether it was new. An existing
-// dir is left alone: volumes are prepared at every sync, and a later chmod
-// would take back the setgid bit fsGroup added and undo the pod's own chmod
-// of its volume.
+// Kubernetes makes an emptyDir, and reports whether it was new; see
+// mkdirMode.
 func mkdirShared(dir string) (created bool, err error) {
-	if err := os.Mkdir(dir, 0o777); err != nil {
+	return mkdirMode(dir, pod.EmptyDirDefaultMode)
+}
+
+// mkdirMode creates dir with the permission bits (and sticky bit) of mode,
+// past the umask, and reports whether it was new. An existing dir is left
+// alone: volumes are prepared at every sync, and a later chmod would take
+// back the setgid bit fsGroup added and undo the pod's own chmod of its
+// volume.
+func mkdirMode(dir string, mode uint32) (created bool, err error) {
+	perm := fs.FileMode(mode) & fs.ModePerm
+	if mode&unix.S_ISVTX != 0 {
+		perm |= fs.ModeSticky
+	}
+	if err := os.Mkdir(dir, perm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return false, nil
 		}
 		return false, err
 	}
-	return true, os.Chmod(dir, 0o777)
+	return true, os.Chmod(dir, perm)
 }
 
 // isMountPoint reports whether dir is itself a mount point.

@@ -313,10 +313,15 @@ func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
 	tests := []struct {
 		name    string
 		fsGroup *int64
+		mode    *int32      // emptyDir.mode
 		podMode os.FileMode // what the pod sets between the syncs; 0: nothing
 		want    os.FileMode
 	}{
 		{name: "fsGroup", fsGroup: &gid, want: 0o777 | os.ModeSetgid},
+		{name: "mode sticky", mode: new(int32(0o1777)), want: 0o777 | os.ModeSticky},
+		{name: "mode 0750", mode: new(int32(0o750)), want: 0o750},
+		{name: "mode 0700 fsGroup", mode: new(int32(0o700)), fsGroup: &gid, want: 0o770 | os.ModeSetgid},
+		{name: "mode 0", mode: new(int32(0)), want: 0},
 		{name: "pod chmod", podMode: 0o700, want: 0o700},
 		{name: "plain", want: 0o777},
 	}
@@ -325,6 +330,11 @@ func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
 			m := testManager(t)
 			p := volumePod(t, filepath.Join(t.TempDir(), "data"))
 			p.Spec.SecurityContext = &pod.PodSecurityContext{FSGroup: tt.fsGroup}
+			for i := range p.Spec.Volumes {
+				if ed := p.Spec.Volumes[i].EmptyDir; ed != nil {
+					ed.Mode = tt.mode
+				}
+			}
 			scratch := m.emptyDirPath(p.Metadata.UID, "scratch")
 			for sync := range 3 {
 				if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
@@ -340,7 +350,7 @@ func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := fi.Mode() & (os.ModePerm | os.ModeSetgid); got != tt.want {
+			if got := fi.Mode() & (os.ModePerm | os.ModeSetgid | os.ModeSticky); got != tt.want {
 				t.Errorf("emptyDir mode after three syncs = %v, want %v", got, tt.want)
 			}
 		})
