@@ -36,6 +36,9 @@ var allowedImports = map[string]allowed{
 	// Leaves: the standard library only.
 	"tug/internal/redact": {},
 	"tug/internal/clock":  {},
+	// Writing state files atomically (temporary file, fsync, rename):
+	// source's checkpoints, rollout's state, remotewrite's buffer.
+	"tug/internal/atomicfile": {},
 	// Gives back the executable's start-up pages (agent and the footprint
 	// benchmark's floor).
 	"tug/internal/exepages": {},
@@ -50,7 +53,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
 	// manifest reads what each source fetched.
-	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
+	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile"}, modules: []string{"golang.org/x/sys"}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// client_golang: each package owns and registers its metrics.
 	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
@@ -137,7 +140,7 @@ var allowedImports = map[string]allowed{
 	}},
 	// Rollback of failed updates: above the store and the sync
 	// loop, whose types it reads; only agent/ imports it.
-	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg"},
+	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
