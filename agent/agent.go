@@ -328,6 +328,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if readerErr == nil {
 		server.Stats = podStats{containers: lifecycle, cgroups: reader}
 	}
+	pusher, err := newRemoteWriter(cfg, node, registry, log.With("component", "remotewrite"))
+	if err != nil {
+		return err
+	}
+	if pusher != nil {
+		components["remote write"] = pusher.Run
+	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run
@@ -360,14 +367,11 @@ func loopStale(syncFrequency time.Duration) time.Duration {
 func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *slog.Logger) (*source.HTTP, error) {
 	header := http.Header{}
 	if cfg.ManifestURLHeaderFile != "" {
-		h, err := source.ReadHeaderFile(cfg.ManifestURLHeaderFile)
+		h, err := readHeaderFile(cfg.ManifestURLHeaderFile, log)
 		if err != nil {
 			return nil, err
 		}
 		header = h
-		if fi, err := os.Stat(cfg.ManifestURLHeaderFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			log.Warn("the manifest URL header file is readable by other users; make it 0600", "file", cfg.ManifestURLHeaderFile, "mode", fi.Mode().Perm())
-		}
 	}
 	for _, h := range cfg.ManifestURLHeader {
 		name, value, _ := strings.Cut(h, ":") // validated by config

@@ -142,6 +142,14 @@ var allowedImports = map[string]allowed{
 	// loop, whose types it reads; only agent/ imports it.
 	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
+	// Metrics pushed by remote write: client_golang's registry is what is
+	// gathered, client_model its types; Prometheus' own prompb types
+	// encode the requests (docs/decisions.md, "Metrics by remote write"),
+	// klauspost/compress's snappy (already linked) compresses them.
+	"tug/internal/remotewrite": {internal: []string{"tug/internal/atomicfile"}, modules: []string{
+		"github.com/prometheus/client_golang", "github.com/prometheus/client_model",
+		"github.com/prometheus/prometheus", "github.com/klauspost/compress",
+	}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// The client subcommands: api's client and the pod and event types it
@@ -169,6 +177,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
+		"tug/internal/remotewrite",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), systemd's
 		// notify protocol, and pflag's ErrHelp of tug run.
