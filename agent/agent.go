@@ -348,6 +348,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		components["status report"] = rep.Run
 	}
+	pusher, err := newRemoteWriter(cfg, node, registry, log.With("component", "remotewrite"))
+	if err != nil {
+		return err
+	}
+	if pusher != nil {
+		components["remote write"] = pusher.Run
+	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
 		log.With("component", "systemd")).Run

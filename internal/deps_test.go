@@ -36,6 +36,9 @@ var allowedImports = map[string]allowed{
 	// Leaves: the standard library only.
 	"tug/internal/redact": {},
 	"tug/internal/clock":  {},
+	// Writing state files atomically (temporary file, fsync, rename):
+	// source's checkpoints, rollout's state, remotewrite's buffer.
+	"tug/internal/atomicfile": {},
 	// Gives back the executable's start-up pages (agent and the footprint
 	// benchmark's floor).
 	"tug/internal/exepages": {},
@@ -50,7 +53,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
 	// manifest reads what each source fetched.
-	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock"}, modules: []string{"golang.org/x/sys"}},
+	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile"}, modules: []string{"golang.org/x/sys"}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// client_golang: each package owns and registers its metrics.
 	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
@@ -137,13 +140,21 @@ var allowedImports = map[string]allowed{
 	}},
 	// Rollback of failed updates: above the store and the sync
 	// loop, whose types it reads; only agent/ imports it.
-	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg"},
+	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The status upstream: builds the document from pod's types, seals it
 	// in source's envelope, counts its sends with client_golang; only
 	// agent/ imports it.
 	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/source"},
 		modules: []string{"github.com/prometheus/client_golang"}},
+	// Metrics pushed by remote write: client_golang's registry is what is
+	// gathered, client_model its types; Prometheus' own prompb types
+	// encode the requests (docs/decisions.md, "Metrics by remote write"),
+	// klauspost/compress's snappy (already linked) compresses them.
+	"tug/internal/remotewrite": {internal: []string{"tug/internal/atomicfile"}, modules: []string{
+		"github.com/prometheus/client_golang", "github.com/prometheus/client_model",
+		"github.com/prometheus/prometheus", "github.com/klauspost/compress",
+	}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// The client subcommands: api's client and the pod and event types it
@@ -172,6 +183,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
+		"tug/internal/remotewrite",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), systemd's
 		// notify protocol, and pflag's ErrHelp of tug run.

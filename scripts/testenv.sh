@@ -248,7 +248,7 @@ up() {
     trap 'on_error $LINENO' ERR
     LIB_ON_DIE=show_logs
     mkdir -p "$DIR"
-    ensure_packages docker-registry prometheus zsh fish # prometheus: the e2e test of a real scraper (TestPrometheusScrapesTug); zsh, fish: TestShellCompletion
+    ensure_packages docker-registry prometheus zsh fish # prometheus: the e2e tests of a real scraper (TestPrometheusScrapesTug) and remote-write receiver (TestRemoteWrite); zsh, fish: TestShellCompletion
     start_containerd
     start_registry
     setup_image

@@ -270,6 +270,21 @@ type Config struct {
 	// PageOutExecutableAfter is when, after start, tug gives back the
 	// pages of its own binary that start-up mapped (0: never). Default 1m.
 	PageOutExecutableAfter time.Duration `yaml:"page-out-executable-after"`
+
+	// MetricsRemoteWriteURL is a Prometheus remote-write endpoint (http or
+	// https) the metrics of /metrics are pushed to ("" = none).
+	MetricsRemoteWriteURL string `yaml:"metrics-remote-write-url"`
+	// MetricsRemoteWriteHeaderFile is a file (mode 0600) of "Name: Value"
+	// lines sent as headers with every push (Authorization...), in the
+	// format of ManifestURLHeaderFile ("" = none). Never logged.
+	MetricsRemoteWriteHeaderFile string `yaml:"metrics-remote-write-header-file"`
+	// MetricsPushInterval is how often the metrics are gathered and
+	// pushed: one batch each. Default 30s.
+	MetricsPushInterval time.Duration `yaml:"metrics-push-interval"`
+	// MetricsBufferSize caps, in bytes, the batches kept on disk (under
+	// <root-dir>/remote-write) while the endpoint cannot be reached; the
+	// oldest go first beyond it. Default 16 MiB.
+	MetricsBufferSize int64 `yaml:"metrics-buffer-size"`
 }
 
 // StringList is a list of strings that a YAML config file may also give
@@ -323,6 +338,8 @@ func Default() Config {
 		ContainerdAddress:    "/run/containerd/containerd.sock",
 		ContainerdNamespace:  "tug",
 		ContainerLogMaxSize:  10 << 20,
+		MetricsPushInterval:  30 * time.Second,
+		MetricsBufferSize:    16 << 20,
 		ContainerLogMaxFiles: 5,
 		ContainerLogDriver:   "file",
 		LogLevel:             "info",
@@ -444,6 +461,10 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "maximum grace period (seconds) of a pod evicted for a soft threshold (0: the pod's own)")
 	fs.StringVar(&c.ShimGrouping, "shim-grouping", c.ShimGrouping, "containers that share one containerd shim: pod or node")
 	fs.DurationVar(&c.PageOutExecutableAfter, "page-out-executable-after", c.PageOutExecutableAfter, "how long after start tug gives back the pages of its own binary that start-up mapped (0: never)")
+	fs.StringVar(&c.MetricsRemoteWriteURL, "metrics-remote-write-url", c.MetricsRemoteWriteURL, "Prometheus remote-write endpoint (http or https) the metrics are pushed to")
+	fs.StringVar(&c.MetricsRemoteWriteHeaderFile, "metrics-remote-write-header-file", c.MetricsRemoteWriteHeaderFile, "file of \"Name: Value\" header lines for remote-write requests (keep it 0600)")
+	fs.DurationVar(&c.MetricsPushInterval, "metrics-push-interval", c.MetricsPushInterval, "how often the metrics are gathered and pushed to --metrics-remote-write-url")
+	fs.Int64Var(&c.MetricsBufferSize, "metrics-buffer-size", c.MetricsBufferSize, "bytes of unsent metrics kept on disk while the remote-write endpoint is unreachable (the oldest go first)")
 }
 
 // Validate checks the configuration and returns every problem at once.
@@ -595,17 +616,29 @@ func (c *Config) Validate() error {
 	if c.ImageGCHighThresholdPercent < 1 || c.ImageGCHighThresholdPercent > 100 || c.ImageGCLowThresholdPercent < 1 || c.ImageGCLowThresholdPercent > c.ImageGCHighThresholdPercent {
 		errs = append(errs, fmt.Errorf("image-gc-high-threshold %d, image-gc-low-threshold %d: want 1 <= low <= high <= 100", c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent))
 	}
+	if c.MetricsRemoteWriteURL != "" {
+		if u, err := url.Parse(c.MetricsRemoteWriteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("metrics-remote-write-url: %q is not an http or https URL", redact.URL(c.MetricsRemoteWriteURL)))
+		}
+	}
+	if c.MetricsPushInterval < time.Second {
+		errs = append(errs, fmt.Errorf("metrics-push-interval: at least 1s"))
+	}
+	if c.MetricsBufferSize < 64<<10 {
+		errs = append(errs, fmt.Errorf("metrics-buffer-size: at least 65536 bytes"))
+	}
 	if c.MinimumImageTTLDuration < 0 || c.EvictionPressureTransitionPeriod < 0 || c.EvictionMaxPodGracePeriod < 0 {
 		errs = append(errs, errors.New("minimum-image-ttl-duration, eviction-pressure-transition-period and eviction-max-pod-grace-period may not be negative"))
 	}
 	return errors.Join(errs...)
 }
 
-// Redacted returns a copy of c that may be logged: the manifest URL's
-// user information and query values and the headers' values are replaced
+// Redacted returns a copy of c that may be logged: the manifest and
+// remote-write URLs' user information and query values and the headers' values are replaced
 // by "xxxxx".
 func (c Config) Redacted() Config {
 	c.ManifestURL = redact.URL(c.ManifestURL)
+	c.MetricsRemoteWriteURL = redact.URL(c.MetricsRemoteWriteURL)
 	hdrs := make([]string, len(c.ManifestURLHeader))
 	for i, h := range c.ManifestURLHeader {
 		name, _, _ := strings.Cut(h, ":")

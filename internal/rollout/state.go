@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tug/internal/atomicfile"
 	"tug/internal/pod"
 )
 
@@ -221,29 +222,8 @@ func (f files) store(r *record) error {
 
 // writeAtomic writes data to dir/name through a temporary file, synced
 // and renamed into place, readable by root only.
-func writeAtomic(dir, name string, data []byte) (err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("rollout state dir: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write rollout state: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write rollout state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+func writeAtomic(dir, name string, data []byte) error {
+	if err := atomicfile.Write(filepath.Join(dir, name), data, 0o600); err != nil {
 		return fmt.Errorf("write rollout state: %w", err)
 	}
 	return nil

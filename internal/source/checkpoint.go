@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
+
+	"tug/internal/atomicfile"
 )
 
 // ErrCorruptCheckpoint is the error (wrapped with the reason) of a
@@ -49,49 +50,14 @@ func sha256Hex(b []byte) string {
 // writeCheckpoint writes cp to path atomically: a temporary file in the same
 // directory (0600), fsync, rename, fsync of the directory (created 0700 if
 // missing). Version and SHA256 are filled in.
-func writeCheckpoint(path string, cp checkpoint) (err error) {
+func writeCheckpoint(path string, cp checkpoint) error {
 	cp.Version, cp.SHA256 = checkpointVersion, sha256Hex(cp.Body)
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("checkpoint: sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tug/internal/config"
+	"tug/internal/policy"
+	"tug/internal/remotewrite"
+)
+
+// newRemoteWriter builds the --metrics-remote-write-url pusher of the
+// registry /metrics serves; nil when no URL is set. Its buffer is
+// <root-dir>/remote-write. The external labels are --node-labels (names
+// made valid label names: node-role.kubernetes.io/edge is
+// node_role_kubernetes_io_edge) and node and instance, both the node's
+// name.
+func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.Registry, log *slog.Logger) (*remotewrite.Writer, error) {
+	if cfg.MetricsRemoteWriteURL == "" {
+		return nil, nil
+	}
+	header := http.Header{}
+	if cfg.MetricsRemoteWriteHeaderFile != "" {
+		h, err := readHeaderFile(cfg.MetricsRemoteWriteHeaderFile, "remote write", log)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-remote-write-header-file: %w", err)
+		}
+		header = h
+	}
+	extra, err := policy.ParseNodeLabels(cfg.NodeLabels)
+	if err != nil {
+		return nil, fmt.Errorf("--node-labels: %w", err)
+	}
+	byName := map[string]string{}
+	for k, v := range extra {
+		byName[remotewrite.LabelName(k)] = v
+	}
+	byName["node"], byName["instance"] = node.Name, node.Name
+	labels := make([]remotewrite.Label, 0, len(byName))
+	for k, v := range byName {
+		labels = append(labels, remotewrite.Label{Name: k, Value: v})
+	}
+	slices.SortFunc(labels, func(a, b remotewrite.Label) int { return cmp.Compare(a.Name, b.Name) })
+	log.Info("pushing metrics by remote write", "interval", cfg.MetricsPushInterval, "buffer", cfg.MetricsBufferSize, "labels", labels)
+	return remotewrite.New(remotewrite.Config{
+		URL:            cfg.MetricsRemoteWriteURL,
+		Header:         header,
+		Interval:       cfg.MetricsPushInterval,
+		BufferSize:     cfg.MetricsBufferSize,
+		Dir:            filepath.Join(cfg.RootDir, "remote-write"),
+		ExternalLabels: labels,
+		Gatherer:       registry,
+		Registerer:     registry,
+		Log:            log,
+	})
+}

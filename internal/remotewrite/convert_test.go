@@ -1,0 +1,105 @@
+package remotewrite
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// seriesText prints series as "name{a=b,...} value@ts" lines, labels in
+// their order.
+func seriesText(series []prompb.TimeSeries) []string {
+	var out []string
+	for _, s := range series {
+		var b strings.Builder
+		for i, l := range s.Labels {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(l.Name + "=" + l.Value)
+		}
+		for _, smp := range s.Samples {
+			out = append(out, b.String()+" "+prompbValue(smp))
+		}
+	}
+	return out
+}
+
+func prompbValue(s prompb.Sample) string {
+	return formatFloat(s.Value) + "@" + formatFloat(float64(s.Timestamp))
+}
+
+func gather(t *testing.T, cs ...prometheus.Collector) []*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cs...)
+	mf, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mf
+}
+
+func TestToTimeSeries(t *testing.T) {
+	counter := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c_total", Help: "h"}, []string{"node"})
+	counter.WithLabelValues("own").Add(3)
+	gauge := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g", Help: "h"})
+	gauge.Set(-1.5)
+	untyped := prometheus.NewUntypedFunc(prometheus.UntypedOpts{Name: "u", Help: "h"}, func() float64 { return 7 })
+	hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h_seconds", Help: "h", Buckets: []float64{0.5, 1}})
+	hist.Observe(0.25)
+	hist.Observe(2)
+	summ := prometheus.NewSummary(prometheus.SummaryOpts{Name: "s", Help: "h", Objectives: map[float64]float64{0.5: 0.05}})
+	summ.Observe(4)
+	ext := []Label{{Name: "instance", Value: "edge1"}, {Name: "node", Value: "edge1"}}
+
+	tests := []struct {
+		name string
+		c    prometheus.Collector
+		want []string
+	}{
+		{"counter, own label wins", counter, []string{"__name__=c_total,instance=edge1,node=own 3@1000"}},
+		{"gauge", gauge, []string{"__name__=g,instance=edge1,node=edge1 -1.5@1000"}},
+		{"untyped", untyped, []string{"__name__=u,instance=edge1,node=edge1 7@1000"}},
+		{"histogram as classic buckets", hist, []string{
+			"__name__=h_seconds_bucket,instance=edge1,le=0.5,node=edge1 1@1000",
+			"__name__=h_seconds_bucket,instance=edge1,le=1,node=edge1 1@1000",
+			"__name__=h_seconds_bucket,instance=edge1,le=+Inf,node=edge1 2@1000",
+			"__name__=h_seconds_sum,instance=edge1,node=edge1 2.25@1000",
+			"__name__=h_seconds_count,instance=edge1,node=edge1 2@1000",
+		}},
+		{"summary with quantiles", summ, []string{
+			"__name__=s,instance=edge1,node=edge1,quantile=0.5 4@1000",
+			"__name__=s_sum,instance=edge1,node=edge1 4@1000",
+			"__name__=s_count,instance=edge1,node=edge1 1@1000",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := seriesText(toTimeSeries(gather(t, tt.c), 1000, ext))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestLabelName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"zone", "zone"},
+		{"node-role.kubernetes.io/edge", "node_role_kubernetes_io_edge"},
+		{"1st", "_1st"},
+		{"a9_B", "a9_B"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := LabelName(tt.in); got != tt.want {
+				t.Errorf("LabelName(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,304 @@
+// Package remotewrite owns pushing the agent's metrics with the Prometheus
+// remote-write protocol (v1), for devices that nothing can scrape (behind
+// NAT): every interval it gathers the registry /metrics serves, converts
+// it to samples as a scrape would store them, writes the batch to an
+// on-disk buffer, then delivers the buffer oldest first, deleting each
+// batch once the endpoint has accepted it. A link that is down only makes
+// the buffer grow, up to a cap beyond which the oldest batches go.
+//
+// It imports atomicfile and client libraries only, never agent/ or config.
+package remotewrite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/prompb"
+
+	"tug/internal/redact"
+)
+
+// Back-off between delivery attempts while the endpoint fails.
+const (
+	minBackoff = time.Second
+	maxBackoff = 10 * time.Second
+	// DefaultTimeout bounds one request when Config.Timeout is zero.
+	DefaultTimeout = 30 * time.Second
+)
+
+// Dropped samples' reasons (the reason label of
+// tug_metrics_remote_write_dropped_samples_total).
+const (
+	// ReasonBufferFull: the oldest batches removed to keep the buffer
+	// under its cap.
+	ReasonBufferFull = "buffer_full"
+	// ReasonRejected: the endpoint answered 4xx (other than 429), which
+	// a retry cannot change.
+	ReasonRejected = "rejected"
+	// ReasonWriteError: the batch could not be written to the buffer.
+	ReasonWriteError = "write_error"
+)
+
+// errRejected marks a request the endpoint refused for good.
+var errRejected = errors.New("remotewrite: rejected by the endpoint")
+
+// Config is what a Writer needs.
+type Config struct {
+	// URL is the remote-write endpoint (http or https).
+	URL string
+	// Header is added to every request (Authorization...). It is never
+	// logged.
+	Header http.Header
+	// Interval is the time between two gatherings: one batch each.
+	Interval time.Duration
+	// BufferSize caps the total size of the batches on disk, in bytes.
+	BufferSize int64
+	// Dir is the buffer's directory.
+	Dir string
+	// ExternalLabels are added to every series that has no label of
+	// that name.
+	ExternalLabels []Label
+	// Timeout bounds one request. Zero: DefaultTimeout.
+	Timeout time.Duration
+	// Gatherer is what is pushed.
+	Gatherer prometheus.Gatherer
+	// Registerer receives the writer's own metrics.
+	Registerer prometheus.Registerer
+	// Client sends the requests. Nil: a client with the default transport.
+	Client *http.Client
+	// Log receives the link going down and coming back, and the batches
+	// dropped.
+	Log *slog.Logger
+}
+
+// Writer pushes the metrics. Build it with New; Run is its loop.
+type Writer struct {
+	cfg  Config
+	buf  *buffer
+	wake chan struct{}
+
+	sent        prometheus.Counter
+	dropped     *prometheus.CounterVec
+	pending     prometheus.Gauge
+	bytes       prometheus.Gauge
+	lastSuccess prometheus.Gauge
+}
+
+// New opens the buffer in cfg.Dir (the batches a previous run left are
+// delivered first) and registers the writer's metrics.
+func New(cfg Config) (*Writer, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	buf, err := openBuffer(cfg.Dir, cfg.BufferSize)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{
+		cfg:  cfg,
+		buf:  buf,
+		wake: make(chan struct{}, 1),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tug_metrics_remote_write_samples_sent_total",
+			Help: "Samples the remote-write endpoint accepted.",
+		}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tug_metrics_remote_write_dropped_samples_total",
+			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (the buffer could not be written).",
+		}, []string{"reason"}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tug_metrics_remote_write_batches_pending",
+			Help: "Batches in the on-disk buffer, not yet accepted by the endpoint.",
+		}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tug_metrics_remote_write_buffer_bytes",
+			Help: "Size of the batches in the on-disk buffer.",
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tug_metrics_remote_write_last_success_timestamp_seconds",
+			Help: "When the endpoint last accepted a batch (Unix time).",
+		}),
+	}
+	for _, r := range []string{ReasonBufferFull, ReasonRejected, ReasonWriteError} {
+		w.dropped.WithLabelValues(r)
+	}
+	if cfg.Registerer != nil {
+		if err := errors.Join(cfg.Registerer.Register(w.sent), cfg.Registerer.Register(w.dropped),
+			cfg.Registerer.Register(w.pending), cfg.Registerer.Register(w.bytes),
+			cfg.Registerer.Register(w.lastSuccess)); err != nil {
+			return nil, fmt.Errorf("remotewrite: metrics: %w", err)
+		}
+	}
+	w.updateGauges()
+	return w, nil
+}
+
+// Run gathers a batch at once and then every interval, and delivers the
+// buffer in a goroutine of its own, so that a slow or unreachable endpoint
+// never delays a gathering. It returns nil when ctx ends; the batches not
+// delivered stay on disk for the next run.
+func (w *Writer) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.deliver(ctx)
+	}()
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		w.collect(time.Now())
+		select {
+		case <-ctx.Done():
+			<-done
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// collect gathers, encodes and buffers one batch, then wakes the sender.
+func (w *Writer) collect(now time.Time) {
+	families, err := w.cfg.Gatherer.Gather()
+	if err != nil {
+		// Gather returns what it could gather besides the error.
+		w.cfg.Log.Debug("gathering metrics for remote write", "err", err)
+	}
+	series := toTimeSeries(families, now.UnixMilli(), w.cfg.ExternalLabels)
+	if len(series) == 0 {
+		return
+	}
+	req := prompb.WriteRequest{Timeseries: series}
+	data, err := req.Marshal()
+	if err != nil {
+		w.cfg.Log.Error("encoding the remote-write batch", "err", err)
+		return
+	}
+	body := snappy.Encode(nil, data)
+	dropped, err := w.buf.add(body, len(series))
+	if dropped > 0 {
+		w.dropped.WithLabelValues(ReasonBufferFull).Add(float64(dropped))
+	}
+	if err != nil {
+		w.dropped.WithLabelValues(ReasonWriteError).Add(float64(len(series)))
+		w.cfg.Log.Warn("cannot buffer the metrics batch", "err", err)
+	}
+	w.updateGauges()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver sends the buffer, oldest first, whenever collect wakes it, and
+// retries with a back-off while the endpoint fails. It logs the link going
+// down and coming back, once each.
+func (w *Writer) deliver(ctx context.Context) {
+	down := false
+	backoff := minBackoff
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		for ctx.Err() == nil {
+			bt, body, ok, err := w.buf.oldest()
+			if err != nil {
+				w.dropped.WithLabelValues(ReasonWriteError).Add(float64(bt.samples))
+				w.cfg.Log.Warn("dropping an unreadable remote-write batch", "err", err)
+				continue
+			}
+			if !ok {
+				break
+			}
+			err = w.send(ctx, body)
+			switch {
+			case err == nil:
+				w.sent.Add(float64(bt.samples))
+				w.lastSuccess.SetToCurrentTime()
+			case errors.Is(err, errRejected):
+				w.dropped.WithLabelValues(ReasonRejected).Add(float64(bt.samples))
+				w.cfg.Log.Warn("remote-write endpoint refused a batch; dropped", "url", redact.URL(w.cfg.URL), "err", err)
+			default:
+				if ctx.Err() != nil {
+					return
+				}
+				if !down {
+					down = true
+					w.cfg.Log.Warn("remote-write endpoint unreachable; buffering on disk", "url", redact.URL(w.cfg.URL), "err", err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, maxBackoff)
+				continue
+			}
+			if down {
+				down = false
+				pending, _ := w.buf.stats()
+				w.cfg.Log.Info("remote-write endpoint reachable again", "url", redact.URL(w.cfg.URL), "pending", pending)
+			}
+			backoff = minBackoff
+			if err := w.buf.remove(bt); err != nil {
+				w.cfg.Log.Warn("removing a delivered remote-write batch", "err", err)
+			}
+			w.updateGauges()
+		}
+	}
+}
+
+// send posts one body. A 2xx answer is nil; a 4xx other than 429 wraps
+// errRejected; anything else (5xx, 429, no answer) is worth a retry.
+func (w *Writer) send(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%w: %w", errRejected, err)
+	}
+	for name, values := range w.cfg.Header {
+		req.Header[name] = values
+	}
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	req.Header.Set("User-Agent", "tug")
+	resp, err := w.cfg.Client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact.URL(ue.URL) // a query key must not reach the log
+		}
+		return fmt.Errorf("remote write: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode/100 == 2:
+		return nil
+	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %s: %s", errRejected, resp.Status, bytes.TrimSpace(msg))
+	}
+	return fmt.Errorf("remote write: %s: %s", resp.Status, bytes.TrimSpace(msg))
+}
+
+func (w *Writer) updateGauges() {
+	n, size := w.buf.stats()
+	w.pending.Set(float64(n))
+	w.bytes.Set(float64(size))
+}

@@ -1,0 +1,272 @@
+package remotewrite
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// receiver is a remote-write endpoint: it decodes every request and
+// answers status (200 when zero).
+type receiver struct {
+	t      *testing.T
+	mu     sync.Mutex
+	status int
+	got    []prompb.WriteRequest
+	header http.Header
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.header = req.Header.Clone()
+	if r.status != 0 {
+		w.WriteHeader(r.status)
+		return
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	data, err := snappy.Decode(nil, body)
+	if err != nil {
+		r.t.Errorf("snappy: %v", err)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	var wr prompb.WriteRequest
+	if err := wr.Unmarshal(data); err != nil {
+		r.t.Errorf("protobuf: %v", err)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.got = append(r.got, wr)
+}
+
+func (r *receiver) setStatus(s int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = s
+}
+
+// timestamps returns the timestamp of each request received, in order.
+func (r *receiver) timestamps() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int64
+	for _, wr := range r.got {
+		out = append(out, wr.Timeseries[0].Samples[0].Timestamp)
+	}
+	return out
+}
+
+// newTestWriter builds a writer of one gauge (and its own metrics, which
+// go to a registry of their own) on dir, pointed at url.
+func newTestWriter(t *testing.T, dir, url string, capBytes int64) (*Writer, *prometheus.Registry) {
+	t.Helper()
+	src := prometheus.NewRegistry()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubelet_running_pods", Help: "h"})
+	g.Set(2)
+	src.MustRegister(g)
+	own := prometheus.NewRegistry()
+	w, err := New(Config{
+		URL: url, Header: http.Header{"Authorization": {"Bearer s3cret"}}, Interval: time.Hour,
+		BufferSize: capBytes, Dir: dir, ExternalLabels: []Label{{Name: "node", Value: "edge1"}},
+		Timeout: 5 * time.Second, Gatherer: src, Registerer: own,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, own
+}
+
+// deliverAll runs the sender until the buffer is empty (or the deadline).
+func deliverAll(t *testing.T, w *Writer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.deliver(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case w.wake <- struct{}{}:
+	default: // collect woke it already
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if n, _ := w.buf.stats(); n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("buffer not delivered within 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func files(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func TestWriterPushes(t *testing.T) {
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	w, own := newTestWriter(t, t.TempDir(), srv.URL, 1<<20)
+	w.collect(time.UnixMilli(5000))
+	deliverAll(t, w)
+
+	if len(rcv.got) != 1 {
+		t.Fatalf("got %d requests, want 1", len(rcv.got))
+	}
+	for name, want := range map[string]string{
+		"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+		"X-Prometheus-Remote-Write-Version": "0.1.0", "Authorization": "Bearer s3cret",
+	} {
+		if got := rcv.header.Get(name); got != want {
+			t.Errorf("header %s = %q, want %q", name, got, want)
+		}
+	}
+	want := []string{"__name__=kubelet_running_pods,node=edge1 2@5000"}
+	if got := seriesText(rcv.got[0].Timeseries); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("series %q, want %q", got, want)
+	}
+	if got := testutil.ToFloat64(w.sent); got != 1 {
+		t.Errorf("samples sent = %v, want 1", got)
+	}
+	if n, err := testutil.GatherAndCount(own, "tug_metrics_remote_write_last_success_timestamp_seconds"); err != nil || n != 1 {
+		t.Errorf("last success metric: %d, %v", n, err)
+	}
+	if got := testutil.ToFloat64(w.lastSuccess); got == 0 {
+		t.Error("last success time not set")
+	}
+}
+
+func TestWriterBuffersInOrderUnderCap(t *testing.T) {
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	dir := t.TempDir()
+	w, _ := newTestWriter(t, dir, srv.URL, 1<<20)
+	w.collect(time.UnixMilli(0))
+	_, one := w.buf.stats()
+	// Room for three batches: of ten gathered while the endpoint fails,
+	// the last three stay, in order.
+	w.buf.max = 3*one + one/2
+
+	rcv.setStatus(http.StatusServiceUnavailable)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.deliver(ctx) }()
+	for i := 1; i < 10; i++ {
+		w.collect(time.UnixMilli(int64(i) * 1000))
+	}
+	cancel()
+	<-done
+	if n, size := w.buf.stats(); n != 3 || size > w.buf.max || files(t, dir) != 3 {
+		t.Errorf("buffer holds %d batches (%d files), %d bytes, want 3 under %d", n, files(t, dir), size, w.buf.max)
+	}
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonBufferFull)); got != 7 {
+		t.Errorf("dropped samples (buffer_full) = %v, want 7", got)
+	}
+	if got := testutil.ToFloat64(w.pending); got != 3 {
+		t.Errorf("batches pending = %v, want 3", got)
+	}
+
+	rcv.setStatus(0)
+	deliverAll(t, w)
+	if got, want := rcv.timestamps(), []int64{7000, 8000, 9000}; !equal(got, want) {
+		t.Errorf("delivered %v, want %v (oldest first)", got, want)
+	}
+	if files(t, dir) != 0 {
+		t.Errorf("%d files left after delivery", files(t, dir))
+	}
+}
+
+func TestWriterRestartDeliversOldBatchesFirst(t *testing.T) {
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	dir := t.TempDir()
+	// A first run buffers two batches, then dies without sending (kill -9:
+	// nothing but the files is left), with a torn temporary file.
+	first, _ := newTestWriter(t, dir, srv.URL, 1<<20)
+	first.collect(time.UnixMilli(1000))
+	first.collect(time.UnixMilli(2000))
+	if err := os.WriteFile(dir+"/.00000000000000000002-1.rw.tmp-123", []byte("torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	second, _ := newTestWriter(t, dir, srv.URL, 1<<20)
+	if n, _ := second.buf.stats(); n != 2 {
+		t.Fatalf("restart found %d batches, want 2", n)
+	}
+	second.collect(time.UnixMilli(3000))
+	deliverAll(t, second)
+	if got, want := rcv.timestamps(), []int64{1000, 2000, 3000}; !equal(got, want) {
+		t.Errorf("delivered %v, want %v", got, want)
+	}
+	if files(t, dir) != 0 {
+		t.Errorf("%d files left (the torn temporary file included)", files(t, dir))
+	}
+}
+
+func TestWriterDropsRejectedBatches(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		dropped float64
+		pending int
+	}{
+		{"400 is dropped", http.StatusBadRequest, 1, 0},
+		{"429 is kept", http.StatusTooManyRequests, 0, 1},
+		{"500 is kept", http.StatusInternalServerError, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rcv := &receiver{t: t, status: tt.status}
+			srv := httptest.NewServer(rcv)
+			defer srv.Close()
+			w, _ := newTestWriter(t, t.TempDir(), srv.URL, 1<<20)
+			w.collect(time.UnixMilli(1000))
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			w.deliver(ctx) // collect woke it: one attempt, then the back-off outlasts ctx
+			if got := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonRejected)); got != tt.dropped {
+				t.Errorf("dropped (rejected) = %v, want %v", got, tt.dropped)
+			}
+			if n, _ := w.buf.stats(); n != tt.pending {
+				t.Errorf("pending = %d, want %d", n, tt.pending)
+			}
+		})
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
