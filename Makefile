@@ -34,6 +34,7 @@
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (bench/benchstart), tug at rest (bench/benchidle),
+#                     remote write and status reports vs a plain tug (bench/benchupstream),
 #                     network setup per pod vs the same with ip commands (bench/benchnet),
 #                     the log drivers' throughput and footprint, file vs binary (bench/benchlogs);
 #                     the metrics collector's CPU at 30 pods scraped every 15 s vs tug idle, and
@@ -185,6 +186,7 @@ bench:
 		  $(GO) test -tags e2e -p 1 -run='^$$' -bench=. -benchmem ./internal/... && \
 		  $(GO) run ./bench/benchstart && \
 		  $(GO) run ./bench/benchidle && \
+		  $(GO) run ./bench/benchupstream && \
 		  $(GO) run ./bench/benchlogs && \
 		  $(GO) run ./bench/benchnet && \
 		  $(GO) run ./bench/benchday2 $(BENCHDAY2_ARGS) && \

@@ -313,7 +313,25 @@ func TestRemoteWrite(t *testing.T) {
 	})
 	cappedSamples := prom.samples(`kubelet_running_pods{node="capped"}`, stoppedAt, backAt)
 	sort.Slice(cappedSamples, func(i, j int) bool { return cappedSamples[i].at.Before(cappedSamples[j].at) })
-	if len(cappedSamples) == 0 || cappedSamples[0].at.Before(stoppedAt.Add(30*time.Second)) {
-		t.Errorf("the capped tug delivered %d samples of the outage, the first at %v: want only its last part", len(cappedSamples), cappedSamples)
+	// A sample gathered as Prometheus was stopping may have reached it:
+	// the outage's own samples are those gathered an interval after.
+	var outageSamples []time.Time
+	for _, s := range cappedSamples {
+		if s.at.After(stoppedAt.Add(interval + time.Second)) {
+			outageSamples = append(outageSamples, s.at)
+		}
 	}
+	if len(outageSamples) == 0 || outageSamples[0].Before(stoppedAt.Add(30*time.Second)) {
+		t.Errorf("the capped tug delivered %d samples of the outage, at %s: want only its last part (after %s)",
+			len(outageSamples), formatTimes(outageSamples), stoppedAt.Add(30*time.Second).Format(time.TimeOnly))
+	}
+}
+
+// formatTimes lists times as hh:mm:ss.mmm.
+func formatTimes(ts []time.Time) string {
+	out := make([]string, len(ts))
+	for i, at := range ts {
+		out[i] = at.Format("15:04:05.000")
+	}
+	return strings.Join(out, " ")
 }

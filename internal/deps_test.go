@@ -200,11 +200,12 @@ var allowedImports = map[string]allowed{
 		"github.com/containerd/typeurl/v2", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
 	}},
 	// Each program measures through the kit; pod for the manifests it writes.
-	"tug/bench/benchday2":    {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
-	"tug/bench/benchidle":    {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
-	"tug/bench/benchlogs":    {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
-	"tug/bench/benchprobe":   {internal: []string{"tug/bench/internal/kit"}},
-	"tug/bench/benchrollout": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	"tug/bench/benchday2":     {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	"tug/bench/benchidle":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchupstream": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"golang.org/x/sys"}},
+	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchprobe":    {internal: []string{"tug/bench/internal/kit"}},
+	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
 	// Network setup per pod through package network itself, against the same

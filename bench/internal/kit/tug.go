@@ -155,6 +155,15 @@ func (t *Tug) Start() error {
 	return nil
 }
 
+// NetnsName is the network namespace tug runs in (under /run/netns), once
+// Start made it.
+func (t *Tug) NetnsName() (string, error) {
+	if t.netns == nil {
+		return "", errors.New("tug not started: no network namespace yet")
+	}
+	return t.netns.Name, nil
+}
+
 // PID is the pid of tug's process (nsenter execs tug).
 func (t *Tug) PID() int { return t.cmd.Process.Pid }
 
