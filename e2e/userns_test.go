@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/containerd/containerd/leases"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/opencontainers/image-spec/identity"
 
 	"tug/internal/testutil"
 )
@@ -88,14 +93,21 @@ func TestUserNamespacePods(t *testing.T) {
 		t.Fatalf("tug did not stop cleanly: %v", err)
 	}
 	tg.Start()
+	// The next pod gets the lowest free block; a copy of the image for it
+	// that a dead tug left half made is removed, not tripped over.
+	next := uint32(65536)
+	for next == bases["usera"] || next == bases["userb"] {
+		next += 65536
+	}
+	tg.leaveRemapLeftover(next)
 	tg.writeManifest("userc.yaml", usernsPod("userc", tg.image))
 	c := tg.waitRunning(startTimeout, "userc", "main", 0)
 	basec, err := uidMap(c.PID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if basec == bases["usera"] || basec == bases["userb"] {
-		t.Errorf("pod userc got block %d, held by another pod: %v", basec, bases)
+	if basec != next {
+		t.Errorf("pod userc got block %d, want the lowest free one, %d (held: %v)", basec, next, bases)
 	}
 	time.Sleep(syncFrequency + time.Second) // let tug resync the adopted pods
 	if err := tg.sameTasks(want); err != nil {
@@ -139,5 +151,40 @@ func TestUserNamespaceRequiredForURLPods(t *testing.T) {
 	c := tg.waitRunningUID(startTimeout, urlUID(srv.url, "urlown"), "main", 0)
 	if base, err := uidMap(c.PID); err != nil || base == 0 {
 		t.Errorf("pod urlown: host ID of its root %d (%v), want non-zero", base, err)
+	}
+}
+
+// leaveRemapLeftover makes the working snapshot containerd's remapped
+// snapshot option leaves when tug dies while copying the test image for
+// host ID base: held by a lease that has not expired yet, as the lease of
+// the dead tug's NewContainer holds it (24 hours).
+func (tg *tug) leaveRemapLeftover(base uint32) {
+	tg.t.Helper()
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), tg.ns), queryTimeout)
+	defer cancel()
+	lease, err := tg.client.LeasesService().Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Hour))
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	tg.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), tg.ns), queryTimeout)
+		defer cancel()
+		if err := tg.client.LeasesService().Delete(ctx, lease); err != nil {
+			tg.t.Errorf("delete the test's lease: %v", err)
+		}
+	})
+	ctx = leases.WithLease(ctx, lease.ID)
+	img, err := tg.client.GetImage(ctx, tg.image)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	diffIDs, err := img.RootFS(ctx)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	parent := identity.ChainID(diffIDs).String()
+	key := fmt.Sprintf("%s-%d-%d-remap", parent, base, base)
+	if _, err := tg.client.SnapshotService("overlayfs").Prepare(ctx, key, parent); err != nil {
+		tg.t.Fatal(err)
 	}
 }

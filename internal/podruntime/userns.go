@@ -1,9 +1,13 @@
 package podruntime
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/opencontainers/image-spec/identity"
 
 	"tug/internal/pod"
 )
@@ -45,10 +49,24 @@ func (r *Runtime) withUserNS(p *pod.Pod, sb pod.Sandbox) (pod.Sandbox, error) {
 // layers once per image and block into a snapshot whose files belong to
 // the block (file owner + idmap.HostID), shared by later containers of the
 // same image and block. runc 1.1 cannot make idmapped mounts, which would
-// map the image's own layers instead.
+// map the image's own layers instead. containerd's option leaves its
+// working snapshot behind when the copy fails or tug dies during it, and
+// then fails on it at every later try: a leftover is removed first (a
+// block is one pod's, whose containers start one at a time).
 func (r *Runtime) withSnapshot(id string, img containerd.Image, idmap *pod.IDMapping) containerd.NewContainerOpts {
 	if idmap == nil {
 		return containerd.WithNewSnapshot(id, img)
 	}
-	return containerd.WithRemappedSnapshot(id, img, idmap.HostID, idmap.HostID)
+	remapped := containerd.WithRemappedSnapshot(id, img, idmap.HostID, idmap.HostID)
+	return func(ctx context.Context, client *containerd.Client, c *containers.Container) error {
+		diffIDs, err := img.RootFS(ctx)
+		if err != nil {
+			return fmt.Errorf("layers of %s: %w", img.Name(), err)
+		}
+		work := fmt.Sprintf("%s-%d-%d-remap", identity.ChainID(diffIDs), idmap.HostID, idmap.HostID)
+		if err := client.SnapshotService(r.cfg.Snapshotter).Remove(ctx, work); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove leftover snapshot %s: %w", work, err)
+		}
+		return remapped(ctx, client, c)
+	}
 }
