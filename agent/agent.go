@@ -163,6 +163,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	usernsIDs, err := newUserNamespaces(cfg)
+	if err != nil {
+		return err
+	}
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:              cfg.ContainerdAddress,
 		Namespace:            cfg.ContainerdNamespace,
@@ -188,6 +192,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ShimGrouping:             cfg.ShimGrouping,
 		FileSource:               dir.Name(),
 		Devices:                  devs,
+		UserNamespaces:           usernsIDs,
 	})
 	if err != nil {
 		return err
@@ -239,6 +244,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if web != nil {
 		pl.AllowedDevices = map[string][]string{web.Name(): cfg.URLAllowedDevices}
 	}
+	pl.RequireUserNamespaces = requiredUserNamespaces(cfg, dir.Name(), web)
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,

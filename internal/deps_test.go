@@ -73,6 +73,9 @@ var allowedImports = map[string]allowed{
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
 		"golang.org/x/sys",
 	}},
+	// The host ID blocks of pods in their own user namespace: a leaf of
+	// the standard library and pod (the mapping type).
+	"tug/internal/userns": {internal: []string{"tug/internal/pod"}},
 	// What a pod's containers mount: no containerd client; containerd's
 	// mount package unmounts a pod's tmpfs volumes recursively, the
 	// runtime-spec types are the mounts it returns, x/sys opens paths
@@ -179,7 +182,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
-		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats",
+		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats", "tug/internal/userns",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",

@@ -226,6 +226,16 @@ type Config struct {
 	FilePolicy string `yaml:"file-policy"`
 	// URLPolicy is the level of --manifest-url's pods. Default baseline.
 	URLPolicy string `yaml:"url-policy"`
+	// FileUserNamespaces and URLUserNamespaces say whether the manifest
+	// directory's and --manifest-url's pods may run in the node's user
+	// namespace: "allowed" (default) or "required" (a pod without
+	// hostUsers: false is refused).
+	FileUserNamespaces string `yaml:"file-user-namespaces"`
+	URLUserNamespaces  string `yaml:"url-user-namespaces"`
+	// UserNamespaceRange is the node's host IDs for pods with hostUsers:
+	// false, "FIRST/LENGTH" (both multiples of 65536), one block of 65536
+	// per pod. Default 65536/4294836224.
+	UserNamespaceRange string `yaml:"user-namespace-range"`
 	// AllowHostStateMounts lets pods mount hostPaths that expose tug's own
 	// dirs or containerd's socket (and "/"). Default false.
 	AllowHostStateMounts bool `yaml:"allow-host-state-mounts"`
@@ -365,10 +375,13 @@ func Default() Config {
 		PodMaxPids:   DefaultPodMaxPids,
 		MaxPods:      110,
 
-		FilePolicy:     "privileged",
-		URLPolicy:      "baseline",
-		CDISpecDirs:    []string{"/etc/cdi", "/var/run/cdi"},
-		DefaultSeccomp: "runtime-default",
+		FilePolicy:         "privileged",
+		URLPolicy:          "baseline",
+		FileUserNamespaces: "allowed",
+		URLUserNamespaces:  "allowed",
+		UserNamespaceRange: "65536/4294836224",
+		CDISpecDirs:        []string{"/etc/cdi", "/var/run/cdi"},
+		DefaultSeccomp:     "runtime-default",
 
 		ImageGCHighThresholdPercent:      85,
 		ImageGCLowThresholdPercent:       80,
@@ -448,6 +461,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.URLAllowedDevices, "url-allowed-devices", c.URLAllowedDevices, "extended resources and CDI kinds (vendor.com/class) --manifest-url's pods may use (default none)")
 	fs.StringVar(&c.FilePolicy, "file-policy", c.FilePolicy, "Pod Security Standards level of the manifest directory's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.URLPolicy, "url-policy", c.URLPolicy, "Pod Security Standards level of --manifest-url's pods: privileged, baseline or restricted")
+	fs.StringVar(&c.FileUserNamespaces, "file-user-namespaces", c.FileUserNamespaces, "whether the manifest directory's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
+	fs.StringVar(&c.URLUserNamespaces, "url-user-namespaces", c.URLUserNamespaces, "whether --manifest-url's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
+	fs.StringVar(&c.UserNamespaceRange, "user-namespace-range", c.UserNamespaceRange, "host IDs given to pods with hostUsers: false, FIRST/LENGTH (multiples of 65536), 65536 per pod")
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
 	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
 	fs.StringVar(&c.DefaultSeccomp, "default-seccomp", c.DefaultSeccomp, "seccomp profile of containers that name none: runtime-default or unconfined")
@@ -598,6 +614,14 @@ func (c *Config) Validate() error {
 		default:
 			errs = append(errs, fmt.Errorf("%s: %q is not privileged, baseline or restricted", name, level))
 		}
+	}
+	for name, v := range map[string]string{"file-user-namespaces": c.FileUserNamespaces, "url-user-namespaces": c.URLUserNamespaces} {
+		if v != "allowed" && v != "required" {
+			errs = append(errs, fmt.Errorf("%s: %q is not allowed or required", name, v))
+		}
+	}
+	if err := validUserNamespaceRange(c.UserNamespaceRange); err != nil {
+		errs = append(errs, fmt.Errorf("user-namespace-range: %w", err))
 	}
 	if c.SeccompProfileRoot != "" && !filepath.IsAbs(c.SeccompProfileRoot) {
 		errs = append(errs, fmt.Errorf("seccomp-profile-root: %q must be an absolute path", c.SeccompProfileRoot))

@@ -227,7 +227,7 @@ var podFields = []podField{
 	{"PodSpec", "hostIPC", runs, ""},
 	{"PodSpec", "hostNetwork", runs, ""},
 	{"PodSpec", "hostPID", runs, ""},
-	{"PodSpec", "hostUsers", refused, msgNotYet + ": user namespaces; remove it (pods share the node's user namespace, as with hostUsers: true)"},
+	{"PodSpec", "hostUsers", runs, ""},
 	{"PodSpec", "hostname", runs, ""},
 	{"PodSpec", "hostnameOverride", runs, ""},
 	{"PodSpec", "imagePullSecrets", runs, ""},

@@ -59,6 +59,21 @@ func (v *validator) podFields(s *pod.PodSpec) {
 	case s.HostPID && s.ShareProcessNamespace != nil && *s.ShareProcessNamespace:
 		v.fail("spec.shareProcessNamespace", "cannot be true together with hostPID")
 	}
+	if s.HostUsers != nil && !*s.HostUsers {
+		// As Kubernetes' validateHostUsers: a pod in a user namespace of
+		// its own shares no other namespace with the node.
+		for _, h := range []struct {
+			on   bool
+			name string
+		}{{s.HostNetwork, "hostNetwork"}, {s.HostPID, "hostPID"}, {s.HostIPC, "hostIPC"}} {
+			if h.on {
+				v.fail("spec."+h.name, "forbidden when spec.hostUsers is false: a pod in its own user namespace cannot share the node's namespaces; remove %s or hostUsers", h.name)
+			}
+		}
+		if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace {
+			v.fail("spec.shareProcessNamespace", "%s: one PID namespace for the containers of a pod with hostUsers: false; remove one of them", msgNotYet)
+		}
+	}
 	for i, a := range s.HostAliases {
 		p := indexPath("spec.hostAliases", i)
 		if !isPlainIP(a.IP) {

@@ -18,11 +18,14 @@ func (p *Pod) Hash() string { return hashJSON(p) }
 // containerHashInput is what ContainerHash covers. Its field names are part
 // of the hash: renaming one restarts every container after an upgrade.
 type containerHashInput struct {
-	Namespace   string     `json:"namespace"`
-	Pod         string     `json:"pod"` // static pod name: the container's hostname without hostNetwork
-	HostNetwork bool       `json:"hostNetwork,omitempty"`
-	Container   *Container `json:"container"`
-	Volumes     []Volume   `json:"volumes,omitempty"` // the volumes c mounts, sorted by name
+	Namespace   string `json:"namespace"`
+	Pod         string `json:"pod"` // static pod name: the container's hostname without hostNetwork
+	HostNetwork bool   `json:"hostNetwork,omitempty"`
+	// UserNamespace is hostUsers: false (the spec's user namespace and the
+	// container's remapped root filesystem).
+	UserNamespace bool       `json:"userNamespace,omitempty"`
+	Container     *Container `json:"container"`
+	Volumes       []Volume   `json:"volumes,omitempty"` // the volumes c mounts, sorted by name
 	// SecurityContext is the pod's: its runAsUser, runAsGroup, runAsNonRoot
 	// and seccompProfile are defaults of every container's.
 	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
@@ -30,8 +33,8 @@ type containerHashInput struct {
 
 // ContainerHash returns the spec hash of container c in pod p, 16 hex
 // characters: it covers the container and every pod-level field that goes
-// into its OCI spec (namespace and name, hostNetwork, the volumes it mounts,
-// the pod's securityContext), so a change in it means the container must be
+// into its OCI spec (namespace and name, hostNetwork, hostUsers: false, the
+// volumes it mounts, the pod's securityContext), so a change in it means the container must be
 // recreated, and a change elsewhere in the pod (labels, another container, a
 // volume it does not mount, restartPolicy, the container's probes) does not.
 // The pod should be defaulted (SetDefaults; manifest.Parse calls it), so
@@ -47,10 +50,11 @@ func ContainerHash(p *Pod, c *Container) string {
 		c = &cc
 	}
 	in := containerHashInput{
-		Namespace:   p.Metadata.Namespace,
-		Pod:         p.Metadata.Name,
-		HostNetwork: p.Spec.HostNetwork,
-		Container:   c,
+		Namespace:     p.Metadata.Namespace,
+		Pod:           p.Metadata.Name,
+		HostNetwork:   p.Spec.HostNetwork,
+		UserNamespace: p.UserNamespace(),
+		Container:     c,
 
 		SecurityContext: p.Spec.SecurityContext,
 	}

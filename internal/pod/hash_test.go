@@ -53,6 +53,8 @@ func TestContainerHash(t *testing.T) {
 			p.Spec.Containers[0].SecurityContext = &pod.SecurityContext{RunAsUser: ptr(int64(1))}
 		}, true},
 		{"hostNetwork", func(p *pod.Pod) { p.Spec.HostNetwork = true }, true},
+		{"hostUsers false", func(p *pod.Pod) { p.Spec.HostUsers = new(false) }, true},
+		{"hostUsers true", func(p *pod.Pod) { p.Spec.HostUsers = new(true) }, false},
 		{"pod securityContext", func(p *pod.Pod) {
 			p.Spec.SecurityContext = &pod.PodSecurityContext{SeccompProfile: &pod.SeccompProfile{Type: pod.SeccompUnconfined}}
 		}, true},

@@ -24,6 +24,25 @@ type Sandbox struct {
 	IP string
 	// HostIP is the node's address (the downward API's status.hostIP).
 	HostIP string
+	// UserNS is the ID mapping of a pod in a user namespace of its own
+	// (hostUsers: false); nil for a pod in the node's user namespace.
+	UserNS *IDMapping
+}
+
+// IDMapping is a pod's user namespace: container IDs 0 to Size-1 are host
+// IDs HostID to HostID+Size-1, for UIDs and GIDs alike.
+type IDMapping struct {
+	HostID uint32
+	Size   uint32
+}
+
+// Host returns the host ID of container ID id (a UID or a GID).
+func (m IDMapping) Host(id int64) int64 { return int64(m.HostID) + id }
+
+// UserNamespace reports whether the pod runs in a user namespace of its
+// own (spec.hostUsers: false).
+func (p *Pod) UserNamespace() bool {
+	return p.Spec.HostUsers != nil && !*p.Spec.HostUsers
 }
 
 // LinuxResources are one container's cgroup values and OOM score, computed

@@ -75,6 +75,10 @@ type PodSpec struct {
 	HostPID               bool  `yaml:"hostPID" json:"hostPID,omitempty"`
 	HostIPC               bool  `yaml:"hostIPC" json:"hostIPC,omitempty"`
 	ShareProcessNamespace *bool `yaml:"shareProcessNamespace" json:"shareProcessNamespace,omitempty"`
+	// HostUsers false runs the pod in a user namespace of its own: its
+	// container IDs 0-65535 are a block of host IDs given to the pod alone
+	// (see UserNamespace). Unset or true: the node's user namespace.
+	HostUsers *bool `yaml:"hostUsers" json:"hostUsers,omitempty"`
 	// HostAliases are extra /etc/hosts entries.
 	HostAliases []HostAlias `yaml:"hostAliases" json:"hostAliases,omitempty"`
 	// Hostname, Subdomain and SetHostnameAsFQDN name the pod's host as

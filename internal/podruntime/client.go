@@ -122,6 +122,10 @@ type Config struct {
 	// the CDI devices its annotations name, and frees a pod's devices when
 	// the pod is cleaned up; nil: no devices.
 	Devices Devices
+	// UserNamespaces gives pods with hostUsers: false their host IDs, and
+	// takes them back when the pod is cleaned up; nil: such pods fail to
+	// start (ErrUserNamespacesUnavailable).
+	UserNamespaces UserNamespaces
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
 	// Recorder receives the events of image pulls (Pulling, Pulled,

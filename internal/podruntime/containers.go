@@ -77,8 +77,12 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 // deferred clean-up); the staged mounts and the shim group are released
 // whatever happens.
 func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (_ string, retErr error) {
-	// 1. The request.
+	// 1. The request, and the pod's user namespace.
 	if err := r.checkStart(p, c); err != nil {
+		return "", err
+	}
+	sb, err := r.withUserNS(p, sb)
+	if err != nil {
 		return "", err
 	}
 	id := ContainerID(p, c.Name, attempt)
@@ -144,7 +148,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	cont, err = r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
-		containerd.WithNewSnapshot(id, img),
+		r.withSnapshot(id, img, sb.UserNS),
 		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, specOpts...)...),
 		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),

@@ -76,6 +76,11 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 			return err
 		}
 	}
+	if r.cfg.UserNamespaces != nil {
+		if err := r.cfg.UserNamespaces.Release(uid); err != nil {
+			return err
+		}
+	}
 	entries, err := os.ReadDir(r.cfg.LogsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove log directories of pod %s: %w", uid, err)

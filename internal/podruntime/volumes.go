@@ -11,9 +11,14 @@ import (
 )
 
 // PreparePod creates what the pod's containers mount (volume.Manager's
-// Prepare) and, for a pod that shares its process namespace, its PID
-// namespace holder. It is idempotent.
+// Prepare; owned by the pod's root for a pod in a user namespace of its
+// own, whose block of host IDs it takes) and, for a pod that shares its
+// process namespace, its PID namespace holder. It is idempotent.
 func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) error {
+	sb, err := r.withUserNS(p, sb)
+	if err != nil {
+		return err
+	}
 	if err := r.volumes.Prepare(p, sb); err != nil {
 		return err
 	}
@@ -24,7 +29,8 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 }
 
 // CleanupPod removes the pod's PID namespace holder, unmounts its tmpfs
-// volumes and removes RootDir/pods/<uid> and the pod's log directory. The
+// volumes, removes RootDir/pods/<uid> and the pod's log directory, and
+// frees its devices and its block of user namespace IDs. The
 // pod's containers must already be removed. A pod with nothing left is not
 // an error.
 func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
@@ -43,6 +49,11 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	}
 	if r.cfg.Devices != nil {
 		if err := r.cfg.Devices.Release(uid); err != nil {
+			return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
+		}
+	}
+	if r.cfg.UserNamespaces != nil {
+		if err := r.cfg.UserNamespaces.Release(uid); err != nil {
 			return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 		}
 	}

@@ -50,6 +50,10 @@ type Policy struct {
 	// whose cdi.k8s.io/ annotation names a CDI device of another kind, is
 	// refused; a source absent from the map may use every device.
 	AllowedDevices map[string][]string
+	// RequireUserNamespaces maps a source name to the flag that makes its
+	// pods run in a user namespace of their own ("url-user-namespaces"): a
+	// pod of such a source without spec.hostUsers: false is refused.
+	RequireUserNamespaces map[string]string
 }
 
 // LevelOf returns the level of source.
@@ -108,6 +112,7 @@ func (pl *Policy) Admit(p *pod.Pod) error {
 	v := Check(p, pl.LevelOf(src))
 	v = append(v, pl.node(p)...)
 	v = append(v, pl.devices(p)...)
+	v = append(v, pl.userNamespace(p)...)
 	if len(v) == 0 {
 		return nil
 	}
@@ -211,6 +216,17 @@ func namespacedSysctl(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "fs.mqueue.") || strings.HasPrefix(name, "net.")
+}
+
+// userNamespace refuses a pod that shares the node's user namespace when
+// its source requires a user namespace of its own.
+func (pl *Policy) userNamespace(p *pod.Pod) []Violation {
+	flag, required := pl.RequireUserNamespaces[p.Metadata.Source]
+	if !required || p.UserNamespace() {
+		return nil
+	}
+	return []Violation{{Path: "spec.hostUsers",
+		Msg: fmt.Sprintf("must be false: pods of source %s run in a user namespace of their own (--%s=required)", p.Metadata.Source, flag)}}
 }
 
 // cdiAnnotationPrefix is the prefix of the annotations that name CDI

@@ -84,6 +84,25 @@ func TestCheck(t *testing.T) {
 			nil, []string{"spec.initContainers[0].securityContext.allowPrivilegeEscalation", "spec.initContainers[0].securityContext.capabilities.drop"}},
 		{"no securityContext at all", func(p *pod.Pod) { p.Spec.SecurityContext = nil; p.Spec.Containers[0].SecurityContext = nil },
 			nil, []string{c0 + ".allowPrivilegeEscalation", c0 + ".runAsNonRoot", c0 + ".seccompProfile.type", c0 + ".capabilities.drop"}},
+		// A pod in its own user namespace: its root is an unprivileged host
+		// ID, so the non-root checks are relaxed (and only those).
+		{"userns runAsNonRoot unset", func(p *pod.Pod) { p.Spec.HostUsers = ptr(false); p.Spec.SecurityContext.RunAsNonRoot = nil }, nil, nil},
+		{"userns runAsUser 0", func(p *pod.Pod) {
+			p.Spec.HostUsers = ptr(false)
+			p.Spec.SecurityContext.RunAsNonRoot = ptr(false)
+			p.Spec.SecurityContext.RunAsUser = ptr(int64(0))
+			sc(p).RunAsUser = ptr(int64(0))
+			sc(p).RunAsNonRoot = ptr(false)
+		}, nil, nil},
+		{"userns no securityContext at all", func(p *pod.Pod) {
+			p.Spec.HostUsers = ptr(false)
+			p.Spec.SecurityContext = nil
+			p.Spec.Containers[0].SecurityContext = nil
+		}, nil, []string{c0 + ".allowPrivilegeEscalation", c0 + ".seccompProfile.type", c0 + ".capabilities.drop"}},
+		{"hostUsers true runAsNonRoot unset", func(p *pod.Pod) { p.Spec.HostUsers = ptr(true); p.Spec.SecurityContext.RunAsNonRoot = nil },
+			nil, []string{c0 + ".runAsNonRoot"}},
+		{"userns privileged", func(p *pod.Pod) { p.Spec.HostUsers = ptr(false); sc(p).Privileged = ptr(true) },
+			[]string{c0 + ".privileged"}, []string{c0 + ".privileged"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,5 +242,32 @@ func TestParseLevel(t *testing.T) {
 	}
 	if _, err := ParseLevel("Baseline"); !errors.Is(err, ErrUnknownLevel) {
 		t.Errorf("ParseLevel(Baseline) = %v", err)
+	}
+}
+
+func TestRequireUserNamespaces(t *testing.T) {
+	pl := &Policy{Default: Privileged, RequireUserNamespaces: map[string]string{"http://fleet/pods": "url-user-namespaces"}}
+	for _, tt := range []struct {
+		name      string
+		source    string
+		hostUsers *bool
+		want      string
+	}{
+		{"unset", "http://fleet/pods", nil, "spec.hostUsers: must be false: pods of source http://fleet/pods run in a user namespace of their own (--url-user-namespaces=required)"},
+		{"true", "http://fleet/pods", ptr(true), "spec.hostUsers: must be false"},
+		{"false", "http://fleet/pods", ptr(false), ""},
+		{"other source", "file:/etc/tug/manifests", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := basePod()
+			p.Metadata.Source, p.Spec.HostUsers = tt.source, tt.hostUsers
+			err := pl.Admit(p)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Admit: %v, want nil", err)
+			case tt.want != "" && (!errors.Is(err, ErrBlocked) || !strings.HasPrefix(err.Error(), tt.want)):
+				t.Errorf("Admit: %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

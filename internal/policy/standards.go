@@ -59,7 +59,13 @@ func Check(p *pod.Pod, level Level) []Violation {
 
 type checker struct {
 	level Level
-	out   []Violation
+	// userns: the pod runs in a user namespace of its own (hostUsers:
+	// false), whose root is an unprivileged host ID: the restricted
+	// level's "Running as Non-root" and "Running as Non-root user" checks
+	// (runAsNonRoot, runAsUser 0) do not apply, as Kubernetes' Pod Security
+	// admission relaxes them for such pods (UserNamespacesPodSecurityStandards).
+	userns bool
+	out    []Violation
 }
 
 func (c *checker) restricted() bool { return c.level == Restricted }
@@ -74,6 +80,7 @@ func (c *checker) must(path, what string) {
 
 func (c *checker) pod(p *pod.Pod) {
 	s := &p.Spec
+	c.userns = p.UserNamespace()
 	// Host namespaces.
 	if s.HostNetwork {
 		c.notAllowed("spec.hostNetwork", "true")
@@ -106,7 +113,7 @@ func (c *checker) pod(p *pod.Pod) {
 			c.notAllowed(idx("spec.securityContext.sysctls", i)+".name", strconv.Quote(sy.Name)+" (not in the safe set)")
 		}
 	}
-	if c.restricted() {
+	if c.restricted() && !c.userns {
 		if psc.RunAsNonRoot != nil && !*psc.RunAsNonRoot {
 			c.notAllowed("spec.securityContext.runAsNonRoot", "false")
 		}
@@ -165,15 +172,17 @@ func (c *checker) container(path string, ct *pod.Container, psc *pod.PodSecurity
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		c.must(scp+".allowPrivilegeEscalation", "be false")
 	}
-	podNonRoot := psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
-	switch {
-	case sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot:
-		c.notAllowed(scp+".runAsNonRoot", "false")
-	case sc.RunAsNonRoot == nil && !podNonRoot:
-		c.must(scp+".runAsNonRoot", "be true (here or in spec.securityContext)")
-	}
-	if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-		c.notAllowed(scp+".runAsUser", "0")
+	if !c.userns {
+		podNonRoot := psc.RunAsNonRoot != nil && *psc.RunAsNonRoot
+		switch {
+		case sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot:
+			c.notAllowed(scp+".runAsNonRoot", "false")
+		case sc.RunAsNonRoot == nil && !podNonRoot:
+			c.must(scp+".runAsNonRoot", "be true (here or in spec.securityContext)")
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			c.notAllowed(scp+".runAsUser", "0")
+		}
 	}
 	podSeccomp := psc.SeccompProfile != nil && psc.SeccompProfile.Type != pod.SeccompUnconfined
 	if sc.SeccompProfile == nil && !podSeccomp {

@@ -72,6 +72,7 @@ func ForContainer(sp Params) []oci.SpecOpts {
 		withPodSecurity(sp.Pod, sec),
 		withHostname(sp.Hostname),
 		withMounts(sp.Mounts),
+		WithUserNamespace(sp.Sandbox.UserNS),
 		WithCgroup(sp.Sandbox.CgroupParent, sp.ID),
 		withResources(sp.Resources),
 		WithFileSizeUnlimited(),

@@ -58,8 +58,9 @@ func (d *fsGroupDone) forget(uid string) {
 // as the kubelet does for the volume kinds it owns (emptyDir, configMap,
 // secret, projected, downwardAPI, claims; never hostPath). again forces a
 // new walk (an object volume's files were rewritten). Without fsGroup it
-// does nothing.
-func (mgr *Manager) applyFSGroup(p *pod.Pod, dir string, readOnly, again bool) error {
+// does nothing. In a pod's own user namespace (idmap not nil) the group
+// is the host ID fsGroup maps to.
+func (mgr *Manager) applyFSGroup(p *pod.Pod, idmap *pod.IDMapping, dir string, readOnly, again bool) error {
 	psc := p.Spec.SecurityContext
 	if psc == nil || psc.FSGroup == nil {
 		return nil
@@ -69,7 +70,11 @@ func (mgr *Manager) applyFSGroup(p *pod.Pod, dir string, readOnly, again bool) e
 		return nil
 	}
 	always := psc.FSGroupChangePolicy == nil || *psc.FSGroupChangePolicy != "OnRootMismatch"
-	if err := setVolumeOwnership(dir, int(*psc.FSGroup), readOnly, always); err != nil {
+	gid := *psc.FSGroup
+	if idmap != nil {
+		gid = idmap.Host(gid)
+	}
+	if err := setVolumeOwnership(dir, int(gid), readOnly, always); err != nil {
 		return fmt.Errorf("set fsGroup %d: %w", *psc.FSGroup, err)
 	}
 	mgr.fsGroups.mark(uid, dir)

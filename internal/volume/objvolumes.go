@@ -71,7 +71,7 @@ func (mgr *Manager) NodeInfo(sb pod.Sandbox) objects.NodeInfo {
 // holds secret data is a tmpfs (mode 0700 at its root), so secrets never
 // reach the disk. A missing object is an error wrapping
 // pod.ErrCreateContainerConfig that names it.
-func (mgr *Manager) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node objects.NodeInfo) error {
+func (mgr *Manager) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node objects.NodeInfo, idmap *pod.IDMapping) error {
 	if err := CheckName("volume name", v.Name); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (mgr *Manager) prepareObjectVolume(p *pod.Pod, v *pod.Volume, node objects.
 	if changed {
 		mgr.log.Info("volume files written", "pod", p.FullName(), "uid", p.Metadata.UID, "file", v.Name, "files", len(files))
 	}
-	return mgr.applyFSGroup(p, dir, true, changed)
+	return mgr.applyFSGroup(p, idmap, dir, true, changed)
 }
 
 // prepareClaim makes sure the claim the volume names is defined and

@@ -81,16 +81,16 @@ func (mgr *Manager) Prepare(p *pod.Pod, sb pod.Sandbox) error {
 		var err error
 		switch {
 		case v.EmptyDir != nil:
-			if err = mgr.prepareEmptyDir(uid, v.Name, v.EmptyDir); err == nil {
-				err = mgr.applyFSGroup(p, mgr.emptyDirPath(uid, v.Name), false, false)
+			if err = mgr.prepareEmptyDir(uid, v.Name, v.EmptyDir, sb.UserNS); err == nil {
+				err = mgr.applyFSGroup(p, sb.UserNS, mgr.emptyDirPath(uid, v.Name), false, false)
 			}
 		case v.HostPath != nil:
 			err = prepareHostPath(v.HostPath)
 		case v.IsObjectVolume():
-			err = mgr.prepareObjectVolume(p, v, node)
+			err = mgr.prepareObjectVolume(p, v, node, sb.UserNS)
 		case v.PersistentVolumeClaim != nil:
 			if err = mgr.prepareClaim(p, v); err == nil {
-				err = mgr.applyFSGroup(p, mgr.claimPath(p, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
+				err = mgr.applyFSGroup(p, sb.UserNS, mgr.claimPath(p, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
 			}
 		default:
 			err = ErrVolumeNotFound
@@ -107,8 +107,11 @@ func (mgr *Manager) Prepare(p *pod.Pod, sb pod.Sandbox) error {
 
 // prepareEmptyDir creates the volume's directory with its mode
 // (world-writable, 0777, unless the manifest sets one, as Kubernetes makes
-// it), and mounts a tmpfs with that mode on it for medium Memory.
-func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSource) error {
+// it), and mounts a tmpfs with that mode on it for medium Memory. For a
+// pod in a user namespace of its own (idmap not nil) the new directory, or
+// the new tmpfs, belongs to the pod's root (host ID idmap.HostID), so that
+// its root can write it whatever the mode.
+func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSource, idmap *pod.IDMapping) error {
 	if err := CheckName("volume name", name); err != nil {
 		return err
 	}
@@ -116,8 +119,14 @@ func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSou
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return err
 	}
-	if _, err := mkdirMode(dir, src.DirMode()); err != nil {
+	created, err := mkdirMode(dir, src.DirMode())
+	if err != nil {
 		return err
+	}
+	if created && idmap != nil {
+		if err := chownRoot(dir, idmap); err != nil {
+			return err
+		}
 	}
 	if src.Medium != pod.StorageMediumMemory {
 		return nil
@@ -130,8 +139,21 @@ func (mgr *Manager) prepareEmptyDir(uid, name string, src *pod.EmptyDirVolumeSou
 	if src.SizeLimit != nil && src.SizeLimit.Value() > 0 {
 		data += ",size=" + strconv.FormatInt(src.SizeLimit.Value(), 10)
 	}
+	if idmap != nil {
+		data += ",uid=" + strconv.FormatUint(uint64(idmap.HostID), 10) + ",gid=" + strconv.FormatUint(uint64(idmap.HostID), 10)
+	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// chownRoot gives dir (tug's own path, not followed if a link) to the root
+// of the pod's user namespace.
+func chownRoot(dir string, idmap *pod.IDMapping) error {
+	id := int(idmap.HostID)
+	if err := os.Lchown(dir, id, id); err != nil {
+		return fmt.Errorf("give %s to the pod's user namespace: %w", dir, err)
 	}
 	return nil
 }

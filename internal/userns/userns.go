@@ -1,0 +1,229 @@
+// Package userns hands out the host ID ranges of pods in their own user
+// namespace (spec.hostUsers: false), as the kubelet's user namespace
+// manager does: one block of 65536 IDs per pod UID, taken from the node's
+// range (--user-namespace-range), recorded in a file under tug's state
+// directory so that a pod keeps its block across a restart of tug, never
+// given to a second pod while the first holds it, and freed when the pod
+// is removed.
+package userns
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"tug/internal/pod"
+)
+
+// BlockSize is the number of IDs (UIDs and GIDs alike) of one pod's user
+// namespace: container IDs 0-65535, as in Kubernetes.
+const BlockSize = 65536
+
+// DefaultRange is the node range tug uses unless --user-namespace-range
+// says otherwise: from ID 65536 (above the host's own users), 65534
+// blocks, up to 4294901759. The top block is left out: it holds
+// 4294967295, which is (uid_t)-1.
+const DefaultRange = "65536/4294836224"
+
+// ErrExhausted is returned when every block of the range is held.
+var ErrExhausted = errors.New("userns: no free block of IDs left in --user-namespace-range")
+
+// ErrInvalidRange is returned for a range that is not FIRST/LENGTH with
+// both multiples of 65536 and at least one block.
+var ErrInvalidRange = errors.New("userns: invalid user namespace range")
+
+// Range is the node's IDs given to pods: First, then Length IDs.
+type Range struct {
+	First  uint32
+	Length uint64
+}
+
+// ParseRange reads "FIRST/LENGTH", the first host ID and the number of
+// IDs, both multiples of 65536 (the kubelet's rule for its /etc/subuid
+// entry), FIRST at least 65536 (host IDs below stay the host's) and the
+// range below 4294967295.
+func ParseRange(s string) (Range, error) {
+	first, length, ok := strings.Cut(s, "/")
+	if !ok {
+		return Range{}, fmt.Errorf("%w %q: want FIRST/LENGTH, e.g. %s", ErrInvalidRange, s, DefaultRange)
+	}
+	f, err := strconv.ParseUint(first, 10, 32)
+	if err != nil {
+		return Range{}, fmt.Errorf("%w %q: first ID: %w", ErrInvalidRange, s, err)
+	}
+	l, err := strconv.ParseUint(length, 10, 64)
+	if err != nil {
+		return Range{}, fmt.Errorf("%w %q: length: %w", ErrInvalidRange, s, err)
+	}
+	switch {
+	case f < BlockSize || f%BlockSize != 0:
+		return Range{}, fmt.Errorf("%w %q: the first ID must be a multiple of %d, at least %d", ErrInvalidRange, s, BlockSize, BlockSize)
+	case l < BlockSize || l%BlockSize != 0:
+		return Range{}, fmt.Errorf("%w %q: the length must be a multiple of %d, at least %d", ErrInvalidRange, s, BlockSize, BlockSize)
+	case f+l > 1<<32-BlockSize:
+		return Range{}, fmt.Errorf("%w %q: the range must end below %d", ErrInvalidRange, s, uint64(1<<32-BlockSize))
+	}
+	return Range{First: uint32(f), Length: l}, nil
+}
+
+// String is the range as ParseRange reads it.
+func (r Range) String() string {
+	return strconv.FormatUint(uint64(r.First), 10) + "/" + strconv.FormatUint(r.Length, 10)
+}
+
+func (r Range) blocks() uint64 { return r.Length / BlockSize }
+
+// stateVersion is the version of the allocation file's format.
+const stateVersion = 1
+
+// state is the allocation file: each pod UID with the first host ID of
+// its block.
+type state struct {
+	Version int               `json:"version"`
+	Pods    map[string]uint32 `json:"pods"`
+}
+
+// Allocator gives each pod UID its block. It is safe for concurrent use.
+type Allocator struct {
+	path string
+	rng  Range
+
+	mu   sync.Mutex
+	pods map[string]uint32 // pod UID -> first host ID
+	used map[uint32]string // first host ID -> pod UID
+}
+
+// Open reads the allocations of path (none when it does not exist) for
+// range rng. A recorded block outside rng (the range was changed) stays
+// with its pod, which keeps running with it, and is never handed to
+// another pod while recorded.
+func Open(path string, rng Range) (*Allocator, error) {
+	a := &Allocator{path: path, rng: rng, pods: map[string]uint32{}, used: map[uint32]string{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return a, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("userns: read allocations: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("userns: read allocations %s: %w", path, err)
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("userns: read allocations %s: unknown version %d", path, st.Version)
+	}
+	for uid, base := range st.Pods {
+		if base%BlockSize != 0 {
+			return nil, fmt.Errorf("userns: read allocations %s: pod %s: host ID %d is not a multiple of %d", path, uid, base, BlockSize)
+		}
+		if other, dup := a.used[base]; dup {
+			return nil, fmt.Errorf("userns: read allocations %s: pods %s and %s hold the same block %d", path, uid, other, base)
+		}
+		a.pods[uid], a.used[base] = base, uid
+	}
+	return a, nil
+}
+
+// Mapping returns the block of pod uid, giving it the lowest free block
+// of the range (and recording it) when it has none.
+func (a *Allocator) Mapping(uid string) (pod.IDMapping, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if base, ok := a.pods[uid]; ok {
+		return pod.IDMapping{HostID: base, Size: BlockSize}, nil
+	}
+	for i := uint64(0); i < a.rng.blocks(); i++ {
+		base := a.rng.First + uint32(i*BlockSize)
+		if _, held := a.used[base]; held {
+			continue
+		}
+		a.pods[uid], a.used[base] = base, uid
+		if err := a.save(); err != nil {
+			delete(a.pods, uid)
+			delete(a.used, base)
+			return pod.IDMapping{}, err
+		}
+		return pod.IDMapping{HostID: base, Size: BlockSize}, nil
+	}
+	return pod.IDMapping{}, ErrExhausted
+}
+
+// Release frees the block of pod uid; a pod with none is not an error.
+func (a *Allocator) Release(uid string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	base, ok := a.pods[uid]
+	if !ok {
+		return nil
+	}
+	delete(a.pods, uid)
+	delete(a.used, base)
+	if err := a.save(); err != nil {
+		a.pods[uid], a.used[base] = base, uid
+		return err
+	}
+	return nil
+}
+
+// Held returns the UIDs of the pods that hold a block, sorted.
+func (a *Allocator) Held() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	uids := make([]string, 0, len(a.pods))
+	for uid := range a.pods {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	return uids
+}
+
+// save writes the allocations through a temporary file in the same
+// directory, synced and renamed into place, then syncs the directory: a
+// crash leaves the old file or the new one, never a mix.
+func (a *Allocator) save() (err error) {
+	data, err := json.Marshal(state{Version: stateVersion, Pods: a.pods})
+	if err != nil {
+		return fmt.Errorf("userns: write allocations: %w", err)
+	}
+	dir := filepath.Dir(a.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("userns: write allocations: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(a.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("userns: write allocations: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), a.path)
+	}
+	if err != nil {
+		return fmt.Errorf("userns: write allocations: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("userns: write allocations: %w", err)
+	}
+	defer d.Close()
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("userns: write allocations: sync %s: %w", dir, err)
+	}
+	return nil
+}
