@@ -75,7 +75,7 @@ var allowedImports = map[string]allowed{
 	}},
 	// The host ID blocks of pods in their own user namespace: a leaf of
 	// the standard library and pod (the mapping type).
-	"tug/internal/userns": {internal: []string{"tug/internal/pod"}},
+	"tug/internal/userns": {internal: []string{"tug/internal/atomicfile", "tug/internal/pod"}},
 	// What a pod's containers mount: no containerd client; containerd's
 	// mount package unmounts a pod's tmpfs volumes recursively, the
 	// runtime-spec types are the mounts it returns, x/sys opens paths

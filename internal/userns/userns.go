@@ -12,12 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"tug/internal/atomicfile"
 	"tug/internal/pod"
 )
 
@@ -183,47 +183,15 @@ func (a *Allocator) Held() []string {
 	return uids
 }
 
-// save writes the allocations through a temporary file in the same
-// directory, synced and renamed into place, then syncs the directory: a
-// crash leaves the old file or the new one, never a mix.
-func (a *Allocator) save() (err error) {
+// save writes the allocations atomically (atomicfile.Write): a crash
+// leaves the old file or the new one, never a mix.
+func (a *Allocator) save() error {
 	data, err := json.Marshal(state{Version: stateVersion, Pods: a.pods})
-	if err != nil {
-		return fmt.Errorf("userns: write allocations: %w", err)
-	}
-	dir := filepath.Dir(a.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("userns: write allocations: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(a.path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("userns: write allocations: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
 	if err == nil {
-		err = f.Close()
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), a.path)
+		err = atomicfile.Write(a.path, data, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("userns: write allocations: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("userns: write allocations: %w", err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("userns: write allocations: sync %s: %w", dir, err)
 	}
 	return nil
 }
