@@ -71,6 +71,9 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 	if err := r.volumes.Remove(uid); err != nil {
 		return err
 	}
+	if err := r.removeImageViews(r.ctx(ctx), uid); err != nil {
+		return err
+	}
 	if r.cfg.Devices != nil {
 		if err := r.cfg.Devices.Release(uid); err != nil {
 			return err
