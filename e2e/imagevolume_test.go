@@ -120,13 +120,8 @@ func TestImageVolume(t *testing.T) {
 
 	// A pod's removal takes its views (subvol made one before its
 	// container failed).
-	tg.removePods("nevervol", "subvol")
-	tg.waitFor(removeTimeout, "the image volume view of subvol removed", func() (bool, error) {
-		if n := imageViews(t, tg, tg.uid("subvol")); n != 0 {
-			return false, fmt.Errorf("%d views left", n)
-		}
-		return true, nil
-	})
+	tg.removePods("nevervol")
+	removeImageVolumePod(t, tg, "subvol")
 
 	// A restart adopts the views and mounts; the pod's removal takes them.
 	uid := tg.uid("imgvol")
@@ -138,13 +133,7 @@ func TestImageVolume(t *testing.T) {
 	if n := imageViews(t, tg, uid); n != 2 {
 		t.Errorf("%d image volume views of pod imgvol after the restart, want 2", n)
 	}
-	tg.removePods("imgvol")
-	tg.waitFor(removeTimeout, "the image volume views of imgvol removed", func() (bool, error) {
-		if n := imageViews(t, tg, uid); n != 0 {
-			return false, fmt.Errorf("%d views left", n)
-		}
-		return true, nil
-	})
+	removeImageVolumePod(t, tg, "imgvol")
 	dir := filepath.Join(tg.rootDir, "pods", uid)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("pod directory %s: %v, want it gone", dir, err)
@@ -181,6 +170,47 @@ func TestImageVolumePullFailure(t *testing.T) {
 	if cs, err := tg.podContainers(tg.uid("pullvol")); err != nil || len(cs) > 0 {
 		t.Errorf("containers of a pod whose image volume cannot be pulled: %v, %v", cs, err)
 	}
+}
+
+// TestImageVolumeFromRegistry: an image volume pulled from the test
+// registry (a pull that does not unpack, then the volume's own unpack) is
+// mounted, and the status names its digest.
+func TestImageVolumeFromRegistry(t *testing.T) {
+	ref := testutil.RegistryImage(t)
+	registry := os.Getenv(testutil.EnvRegistry)
+	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) { tg.relay(registry) }})
+	tg.writeManifest("regvol.yaml", shPod("regvol", tg.image, "test -f /vol/bin/busybox && echo pulled-volume; "+idle,
+		`      volumeMounts:
+        - {name: vol, mountPath: /vol}
+  volumes:
+    - name: vol
+      image: {reference: "`+ref+`", pullPolicy: Always}
+`))
+	tg.waitRunning(startTimeout, "regvol", "main", 0)
+	tg.waitLog(logTimeout, "regvol", "main", 0, "pulled-volume")
+	tg.waitPod(startTimeout, "regvol", "the volume's digest in its status", func(v *pod.View) error {
+		for _, m := range statusOf(v, "main").VolumeMounts {
+			if m.Name == "vol" && m.Image != nil && strings.HasPrefix(m.Image.ImageRef, ref+"@sha256:") {
+				return nil
+			}
+		}
+		return fmt.Errorf("volumeMounts %+v: no %s@digest", statusOf(v, "main").VolumeMounts, ref)
+	})
+	removeImageVolumePod(t, tg, "regvol")
+}
+
+// removeImageVolumePod removes the pod named name and waits until its image
+// volume views are gone with it.
+func removeImageVolumePod(t *testing.T, tg *tug, name string) {
+	t.Helper()
+	uid := tg.uid(name)
+	tg.removePods(name)
+	tg.waitFor(removeTimeout, "the image volume views of "+name+" removed", func() (bool, error) {
+		if n := imageViews(t, tg, uid); n != 0 {
+			return false, fmt.Errorf("%d views left", n)
+		}
+		return true, nil
+	})
 }
 
 // imageViews counts the image volume views of pod uid in tug's namespace.
