@@ -11,6 +11,7 @@ import (
 
 	"tug/internal/images"
 	"tug/internal/pod"
+	"tug/internal/volume"
 )
 
 // The labels of an image volume's snapshot view. The view is a GC root
@@ -141,6 +142,28 @@ func (r *Runtime) removeImageViews(ctx context.Context, uid string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// imageViewUIDs returns the pod UIDs of the image volume views, so that
+// housekeeping finds the views of a pod that left nothing else behind. A
+// Runtime without a client (a test's) has none.
+func (r *Runtime) imageViewUIDs() ([]string, error) {
+	if r.client == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var out []string
+	err := r.client.SnapshotService(r.cfg.Snapshotter).Walk(r.ctx(ctx), func(_ context.Context, info snapshots.Info) error {
+		if uid := info.Labels[labelImageVolumeUID]; volume.CheckName("pod uid", uid) == nil {
+			out = append(out, uid)
+		}
+		return nil
+	}, fmt.Sprintf(`labels."%s"`, labelImageVolumeUID))
+	if err != nil {
+		return nil, fmt.Errorf("list image volume views: %w", err)
+	}
+	return out, nil
 }
 
 // ImageVolumeImages returns the names of the images that image volume
