@@ -213,6 +213,42 @@ func removeImageVolumePod(t *testing.T, tg *tug, name string) {
 	})
 }
 
+// TestImageVolumeUpdateBlocked: a running pod updated so that its image
+// volume names an image that is not there (pullPolicy Never), with
+// rollback off, keeps its old container running: the volume's image is
+// ensured before the old container is stopped, as a container's image is.
+func TestImageVolumeUpdateBlocked(t *testing.T) {
+	tg := startTug(t, tugOpts{args: rolloutArgs, beforeStart: func(tg *tug) {
+		writeArtifactArchive(t, filepath.Join(tg.imageDir, "artifact.tar"), artifactRef)
+	}})
+	noRollback := map[string]string{pod.AnnotationRolloutTimeout: "0"}
+	volume := func(ref string) string {
+		return `      volumeMounts:
+        - {name: volume, mountPath: /volume}
+  volumes:
+    - name: volume
+      image: {reference: "` + ref + `", pullPolicy: Never}
+`
+	}
+	const script = "cat /volume/file; while :; do sleep 1; done"
+	tg.writeManifest("updvol.yaml", rolloutPod("updvol", tg.image, script, noRollback, volume(artifactRef)))
+	c := tg.waitRunning(startTimeout, "updvol", "main", 0)
+	tg.waitLog(logTimeout, "updvol", "main", 0, "2")
+
+	tg.writeManifest("updvol.yaml", rolloutPod("updvol", tg.image, script, noRollback, volume("tug.test/missing:v1")))
+	v := tg.waitPod(startTimeout, "updvol", "the update blocked on its image volume", func(v *pod.View) error {
+		u := conditionOf(v, pod.ConditionUpdateReady)
+		if u.Status != "False" || u.Reason != pod.ReasonErrImageNeverPull || !strings.Contains(u.Message, "tug.test/missing:v1") {
+			return fmt.Errorf("%s condition %+v, want False (ErrImageNeverPull) naming the image", pod.ConditionUpdateReady, u)
+		}
+		return nil
+	})
+	if cs := statusOf(&v, "main"); cs.State.Running == nil || cs.ContainerID != "containerd://"+c.ID {
+		t.Errorf("main %+v, want the old container %s running", cs, c.ID)
+	}
+	removeImageVolumePod(t, tg, "updvol")
+}
+
 // imageViews counts the image volume views of pod uid in tug's namespace.
 func imageViews(t *testing.T, tg *tug, uid string) int {
 	t.Helper()

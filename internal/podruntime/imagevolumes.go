@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/errdefs"
@@ -114,9 +115,40 @@ func (r *Runtime) mountImageVolume(ctx context.Context, p *pod.Pod, c *pod.Conta
 	return imageID(labels), nil
 }
 
-// imageID is the "name@digest" of a view's labels.
+// pullImageVolumes makes present the images of the image volumes c mounts
+// whose view (if any) holds another image.
+func (r *Runtime) pullImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) error {
+	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+	for _, vm := range c.VolumeMounts {
+		for i := range p.Spec.Volumes {
+			v := &p.Spec.Volumes[i]
+			if v.Name != vm.Name || v.Image == nil {
+				continue
+			}
+			ref, err := images.NormalizeRef(v.Image.Reference)
+			if err != nil {
+				return err
+			}
+			info, err := sn.Stat(ctx, imageViewKey(p.Metadata.UID, v.Name))
+			if err == nil && info.Labels[labelImageVolumeRef] == ref {
+				continue
+			}
+			if _, err := r.images.EnsureVolume(ctx, p, c.Name, v.Image); err != nil {
+				return fmt.Errorf("image volume %q: %w", v.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// imageID is the "name@digest" of a view's labels (the name itself when it
+// pins the digest).
 func imageID(labels map[string]string) string {
-	return labels[labelImageVolumeRef] + "@" + labels[labelImageVolumeID]
+	ref := labels[labelImageVolumeRef]
+	if strings.Contains(ref, "@") {
+		return ref
+	}
+	return ref + "@" + labels[labelImageVolumeID]
 }
 
 // removeImageViews removes the image volume views of pod uid; their
