@@ -328,18 +328,18 @@ func tarOf(t *testing.T, files map[string]string) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
-	now := time.Unix(1700000000, 0)
+	mtime := time.Unix(1700000000, 0)
 	for name, body := range files {
 		parts := strings.Split(name, "/")
 		for i := 1; i < len(parts); i++ {
 			if d := strings.Join(parts[:i], "/"); !dirs[d] {
 				dirs[d] = true
-				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: now}); err != nil {
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: mtime}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(body)), ModTime: now}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(body)), ModTime: mtime}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := tw.Write([]byte(body)); err != nil {
