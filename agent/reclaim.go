@@ -27,8 +27,9 @@ import (
 )
 
 // imageGCAdapter gives the image GC what it reads: the runtime's images
-// and image filesystem, and the images in use (every container's, and every
-// pod's the sources want, which for the URL source is its checkpoint: the
+// and image filesystem, and the images in use (every container's, every
+// mounted image volume's, and every pod's the sources want (its image
+// volumes' too), which for the URL source is its checkpoint: the
 // images offline boot needs).
 type imageGCAdapter struct {
 	rt    *podruntime.Runtime
@@ -59,7 +60,7 @@ func (a imageGCAdapter) RemoveImage(ctx context.Context, ref string) error {
 	return a.rt.RemoveImage(ctx, ref)
 }
 
-func (a imageGCAdapter) ImagesInUse(context.Context) (map[string]bool, error) {
+func (a imageGCAdapter) ImagesInUse(ctx context.Context) (map[string]bool, error) {
 	for _, src := range a.sources {
 		if !a.store.Ready(src) {
 			return nil, fmt.Errorf("source %s has not reported yet: %w", src, errNotReady)
@@ -84,6 +85,19 @@ func (a imageGCAdapter) ImagesInUse(context.Context) (map[string]bool, error) {
 				add(c.Image)
 			}
 		}
+		for _, v := range p.Spec.Volumes {
+			if v.Image != nil {
+				add(v.Image.Reference)
+			}
+		}
+	}
+	// The images of mounted image volumes, by name and digest.
+	vols, err := a.rt.ImageVolumeImages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range vols {
+		used[ref] = true
 	}
 	return used, nil
 }

@@ -247,6 +247,11 @@ func writeContainers(w describeWriter, ctrs []pod.Container, statuses []pod.Cont
 		w.line(2, "Image:\t%s", c.Image)
 		if cs != nil {
 			w.line(2, "Image ID:\t%s", cs.ImageID)
+			for _, m := range cs.VolumeMounts {
+				if m.Image != nil {
+					w.line(2, "Image Volume %s:\t%s", m.Name, m.Image.ImageRef)
+				}
+			}
 		}
 		writePorts(w, c.Ports)
 		writeArgs(w, "Command", c.Command)
@@ -525,6 +530,10 @@ func writeVolumes(w describeWriter, vols []pod.Volume) {
 			w.line(2, "Type:\tPersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)")
 			w.line(2, "ClaimName:\t%s", v.PersistentVolumeClaim.ClaimName)
 			w.line(2, "ReadOnly:\t%t", v.PersistentVolumeClaim.ReadOnly)
+		case v.Image != nil:
+			w.line(2, "Type:\tImage (a container image or OCI artifact)")
+			w.line(2, "Reference:\t%s", v.Image.Reference)
+			w.line(2, "PullPolicy:\t%s", string(v.Image.PullPolicy))
 		}
 	}
 }

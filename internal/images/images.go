@@ -243,7 +243,7 @@ func (m *Manager) importArchive(ctx context.Context, name string, key archiveKey
 		return nil
 	}
 	for _, img := range imgs {
-		if err := containerd.NewImage(m.client, img).Unpack(ctx, m.cfg.Snapshotter); err != nil {
+		if err := m.unpackImported(ctx, img); err != nil {
 			return fmt.Errorf("import image archive %s: unpack %s: %w", path, img.Name, err)
 		}
 		m.archiveOf[img.Name] = name

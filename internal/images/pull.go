@@ -42,43 +42,67 @@ const pullLeaseExpiry = 24 * time.Hour
 // already present on machine") when no pull is needed, or when a failed
 // pull of an Always image falls back on the one present.
 func (m *Manager) Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error) {
-	ctx = m.ctx(ctx)
-	ref, err := NormalizeRef(c.Image)
+	return ensure(m.ctx(ctx), m, request{pod: p, container: c.Name, image: c.Image, policy: PullPolicy(c), unpack: true}, m.Local)
+}
+
+// request is one image a pod needs: a container's, or an image volume's
+// (unpack false: the pull does not unpack it, the volume's own unpack
+// does).
+type request struct {
+	pod       *pod.Pod
+	container string // the container the events name
+	image     string // as the manifest writes it
+	policy    pod.PullPolicy
+	unpack    bool
+}
+
+// ensure makes r.image present as r.policy says (see Ensure), local
+// returning the image present under a normalised reference (or an error
+// wrapping ErrImageNotPresent), and returns what local returns.
+func ensure[T any](ctx context.Context, m *Manager, r request, local func(context.Context, string) (T, error)) (T, error) {
+	var zero T
+	ref, err := NormalizeRef(r.image)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	switch PullPolicy(c) {
+	switch r.policy {
 	case pod.PullNever:
-		img, err := m.Local(ctx, ref)
+		img, err := local(ctx, ref)
 		if errors.Is(err, ErrImageNotPresent) {
 			err = fmt.Errorf("%w: %w", pod.ErrImageNeverPull, err)
 		}
 		if err == nil {
-			m.present(p, c)
+			m.present(r)
 		}
 		return img, err
 	case pod.PullIfNotPresent:
-		img, err := m.Local(ctx, ref)
+		img, err := local(ctx, ref)
 		if err == nil {
-			m.present(p, c)
+			m.present(r)
 			return img, nil
 		}
 		if !errors.Is(err, ErrImageNotPresent) {
-			return nil, err
+			return zero, err
 		}
-		return m.pullFor(ctx, p, c, ref)
+		if err := m.pullFor(ctx, r, ref); err != nil {
+			return zero, err
+		}
+		return local(ctx, ref)
 	default: // Always
-		img, err := m.pullFor(ctx, p, c, ref)
+		err := m.pullFor(ctx, r, ref)
 		if err == nil || ctx.Err() != nil {
-			return img, err
+			if err != nil {
+				return zero, err
+			}
+			return local(ctx, ref)
 		}
-		local, lerr := m.Local(ctx, ref)
+		img, lerr := local(ctx, ref)
 		if lerr != nil {
-			return nil, err
+			return zero, err
 		}
 		m.log.Warn("pull failed, using the image that is present", "image", ref, "err", err)
-		m.present(p, c)
-		return local, nil
+		m.present(r)
+		return img, nil
 	}
 }
 
@@ -89,29 +113,29 @@ func (m *Manager) event(p *pod.Pod, container, eventType, reason, message string
 	}
 }
 
-// present records that c's image needs no pull.
-func (m *Manager) present(p *pod.Pod, c *pod.Container) {
-	m.event(p, c.Name, eventNormal, reasonPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
+// present records that r's image needs no pull.
+func (m *Manager) present(r request) {
+	m.event(r.pod, r.container, eventNormal, reasonPulled, fmt.Sprintf("Container image %q already present on machine", r.image))
 }
 
-// pullFor pulls ref for container c of p and records its events. The
+// pullFor pulls ref for r and records its events. The
 // Pulled event's first duration is the registry pull's, as far as this
 // caller waited for it (a caller may join a pull under way); the second
 // is the whole wait.
-func (m *Manager) pullFor(ctx context.Context, p *pod.Pod, c *pod.Container, ref string) (containerd.Image, error) {
-	m.event(p, c.Name, eventNormal, reasonPulling, fmt.Sprintf("Pulling image %q", c.Image))
+func (m *Manager) pullFor(ctx context.Context, r request, ref string) error {
+	m.event(r.pod, r.container, eventNormal, reasonPulling, fmt.Sprintf("Pulling image %q", r.image))
 	began := time.Now()
-	call, err := m.pull(ctx, ref, m.keyringFor(p))
+	call, err := m.pull(ctx, ref, m.keyringFor(r.pod), r.unpack)
 	if err != nil {
 		if ctx.Err() == nil {
-			m.event(p, c.Name, eventWarning, reasonFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+			m.event(r.pod, r.container, eventWarning, reasonFailed, fmt.Sprintf("Failed to pull image %q: %v", r.image, err))
 		}
-		return nil, err
+		return err
 	}
 	waited := time.Since(began)
-	m.event(p, c.Name, eventNormal, reasonPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
-		c.Image, min(call.took, waited).Truncate(time.Millisecond), waited.Truncate(time.Millisecond), call.size))
-	return call.img, nil
+	m.event(r.pod, r.container, eventNormal, reasonPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
+		r.image, min(call.took, waited).Truncate(time.Millisecond), waited.Truncate(time.Millisecond), call.size))
+	return nil
 }
 
 // pullCall is one registry pull that concurrent callers share.
@@ -141,19 +165,24 @@ func (c *pullCall) sample() *sample {
 	return c.last
 }
 
-// pull pulls and unpacks ref. Concurrent pulls of the same ref share one
+// pull pulls ref, and unpacks it when unpack is set (an image volume's
+// artifact is not unpacked here: see EnsureVolume). Concurrent pulls of the
+// same ref share one
 // registry pull; the pull runs detached from any one caller's context,
 // bounded by its progress (PullProgressDeadline) and PullTimeout, so a
 // caller that gives up does not fail the others.
-func (m *Manager) pull(ctx context.Context, ref string, k keyring) (*pullCall, error) {
+func (m *Manager) pull(ctx context.Context, ref string, k keyring, unpack bool) (*pullCall, error) {
 	m.pullMu.Lock()
 	key := ref + "\x00" + k.fingerprint() // a pull shares only the same credentials
+	if !unpack {
+		key += "\x00volume"
+	}
 	call, ok := m.pulls[key]
 	if !ok {
 		call = &pullCall{ref: ref, began: time.Now(), done: make(chan struct{})}
 		m.pulls[key] = call
 		go func() {
-			img, size, err := m.doPull(context.WithoutCancel(ctx), call, m.resolverFor(k))
+			img, size, err := m.doPull(context.WithoutCancel(ctx), call, m.resolverFor(k), unpack)
 			took := time.Since(call.began)
 			m.pullMu.Lock()
 			delete(m.pulls, key)
@@ -177,7 +206,7 @@ func (m *Manager) pull(ctx context.Context, ref string, k keyring) (*pullCall, e
 // doPull runs one registry pull of call.ref under a lease of its own, with
 // a watchdog that cuts it when it stalls or runs out of time. It returns
 // the image and its content size.
-func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.Resolver) (containerd.Image, int64, error) {
+func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.Resolver, unpack bool) (containerd.Image, int64, error) {
 	ref := call.ref
 	ctx, cut := context.WithCancelCause(ctx)
 	defer cut(nil)
@@ -208,11 +237,15 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 			cut(err)
 		}
 	}()
-	img, err := m.client.Pull(ctx, ref,
-		containerd.WithPullUnpack,
+	opts := []containerd.RemoteOpt{
 		containerd.WithPullSnapshotter(m.cfg.Snapshotter),
 		containerd.WithResolver(resolver),
-		containerd.WithImageHandlerWrapper(progress.wrap))
+		containerd.WithImageHandlerWrapper(progress.wrap),
+	}
+	if unpack {
+		opts = append(opts, containerd.WithPullUnpack)
+	}
+	img, err := m.client.Pull(ctx, ref, opts...)
 	stopWatch()
 	<-watched
 	if err != nil {

@@ -243,9 +243,10 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 		case len(set) > 1:
 			v.fail(p, "only one volume source may be set, got %s", strings.Join(set, " and "))
 		case len(set) == 0 && !v.failedUnder(p):
-			v.fail(p, "a volume source is required (hostPath, emptyDir, configMap, secret, projected, downwardAPI or persistentVolumeClaim)")
+			v.fail(p, "a volume source is required (hostPath, emptyDir, configMap, secret, projected, downwardAPI, persistentVolumeClaim or image)")
 		}
 		v.objectVolume(p, vol)
+		v.imageVolume(p, vol.Image)
 		if hp := vol.HostPath; hp != nil {
 			switch {
 			case hp.Path == "":
@@ -410,6 +411,27 @@ func (v *validator) hostPortConflicts(containers []pod.Container) {
 					"host port %s is also published by spec.containers[%d].ports[%d]", key, first.container, first.port)
 			}
 		}
+	}
+}
+
+// imageVolume checks an image volume at p as Kubernetes does: a reference
+// (a container's image rules) and a known pullPolicy. Its mounts need no
+// check of their own: they are read-only whatever readOnly says, and a
+// subPath is allowed (Kubernetes 1.33).
+func (v *validator) imageVolume(p string, img *pod.ImageVolumeSource) {
+	if img == nil {
+		return
+	}
+	switch {
+	case img.Reference == "":
+		v.fail(p+".image.reference", "required")
+	case strings.ContainsFunc(img.Reference, unicode.IsSpace):
+		v.fail(p+".image.reference", "invalid image %q: must not contain whitespace", img.Reference)
+	}
+	switch img.PullPolicy {
+	case "", pod.PullAlways, pod.PullIfNotPresent, pod.PullNever:
+	default:
+		v.fail(p+".image.pullPolicy", "unsupported value %q: must be \"Always\", \"IfNotPresent\" or \"Never\"", img.PullPolicy)
 	}
 }
 

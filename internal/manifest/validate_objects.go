@@ -19,7 +19,7 @@ func volumeSources(vol *pod.Volume) []string {
 		{"hostPath", vol.HostPath != nil}, {"emptyDir", vol.EmptyDir != nil},
 		{"configMap", vol.ConfigMap != nil}, {"secret", vol.Secret != nil},
 		{"projected", vol.Projected != nil}, {"downwardAPI", vol.DownwardAPI != nil},
-		{"persistentVolumeClaim", vol.PersistentVolumeClaim != nil},
+		{"persistentVolumeClaim", vol.PersistentVolumeClaim != nil}, {"image", vol.Image != nil},
 	} {
 		if s.ok {
 			set = append(set, s.name)

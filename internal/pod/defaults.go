@@ -12,7 +12,8 @@ const DefaultTerminationGracePeriodSeconds = 30
 // SetDefaults fills in what a manifest may leave out, with Kubernetes'
 // defaults: apiVersion v1 and kind Pod, namespace "default", restartPolicy
 // Always, terminationGracePeriodSeconds 30, imagePullPolicy (Always for a
-// ":latest" or untagged image without digest, else IfNotPresent), port
+// ":latest" or untagged image without digest, else IfNotPresent; an image
+// volume's pullPolicy likewise), port
 // protocol TCP and, with hostNetwork, hostPort = containerPort on app
 // containers, dnsPolicy ClusterFirst, and a request for every resource
 // that has a limit but no request (set to the limit), and the probe
@@ -38,6 +39,11 @@ func SetDefaults(p *Pod) {
 	if s.TerminationGracePeriodSeconds == nil {
 		grace := int64(DefaultTerminationGracePeriodSeconds)
 		s.TerminationGracePeriodSeconds = &grace
+	}
+	for i := range s.Volumes {
+		if img := s.Volumes[i].Image; img != nil && img.PullPolicy == "" {
+			img.PullPolicy = DefaultPullPolicy(img.Reference)
+		}
 	}
 	for i := range s.InitContainers {
 		defaultContainer(&s.InitContainers[i], false)

@@ -1,6 +1,9 @@
 package pod
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // RunState is a container's state as the runtime sees it.
 type RunState string
@@ -30,6 +33,10 @@ type RuntimeContainer struct {
 	Attempt      int // restart attempt, 0 for the first run
 	Image        string
 	ImageID      string
+	// ImageVolumes are the image IDs of the image volumes the container
+	// mounts: "volume=name@digest" pairs sorted by volume, joined by ","
+	// (a string, so that the struct stays comparable); see ImageVolume.
+	ImageVolumes string
 	State        RunState
 	PID          uint32
 	ExitCode     int
@@ -41,4 +48,15 @@ type RuntimeContainer struct {
 	// terminationMessagePath (at most 4096 bytes), for its terminated
 	// state.
 	Message string
+}
+
+// ImageVolume returns the image ID ("name@digest") of the image volume
+// volume that the container mounts.
+func (rc *RuntimeContainer) ImageVolume(volume string) (string, bool) {
+	for _, pair := range strings.Split(rc.ImageVolumes, ",") {
+		if v, id, ok := strings.Cut(pair, "="); ok && v == volume {
+			return id, true
+		}
+	}
+	return "", false
 }

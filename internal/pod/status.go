@@ -136,6 +136,24 @@ type ContainerStatus struct {
 	ImageID              string         `json:"imageID"`
 	ContainerID          string         `json:"containerID,omitempty"`
 	Started              *bool          `json:"started,omitempty"`
+	// VolumeMounts are the container's mounts of image volumes, each
+	// naming the image it mounts by digest (Kubernetes reports every
+	// mount here; tug reports those whose source it resolved).
+	VolumeMounts []VolumeMountStatus `json:"volumeMounts,omitempty"`
+}
+
+// VolumeMountStatus is one volume mount of a running container.
+type VolumeMountStatus struct {
+	Name      string             `json:"name"`
+	MountPath string             `json:"mountPath"`
+	ReadOnly  bool               `json:"readOnly,omitempty"`
+	Image     *ImageVolumeStatus `json:"image,omitempty"`
+}
+
+// ImageVolumeStatus is the image an image volume mounts.
+type ImageVolumeStatus struct {
+	// ImageRef is the image's name and digest ("name@sha256:...").
+	ImageRef string `json:"imageRef"`
 }
 
 // ContainerState holds exactly one of its fields (none for "no state").

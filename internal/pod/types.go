@@ -535,6 +535,17 @@ type Volume struct {
 	Projected             *ProjectedVolumeSource             `yaml:"projected" json:"projected,omitempty"`
 	DownwardAPI           *DownwardAPIVolumeSource           `yaml:"downwardAPI" json:"downwardAPI,omitempty"`
 	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `yaml:"persistentVolumeClaim" json:"persistentVolumeClaim,omitempty"`
+	Image                 *ImageVolumeSource                 `yaml:"image" json:"image,omitempty"`
+}
+
+// ImageVolumeSource mounts the files of an OCI image or artifact,
+// read-only: the layers of Reference merged as for a container's image.
+type ImageVolumeSource struct {
+	// Reference names the image or artifact as a container's image does.
+	Reference string `yaml:"reference" json:"reference"`
+	// PullPolicy is Always, IfNotPresent or Never; its default is a
+	// container's (DefaultPullPolicy).
+	PullPolicy PullPolicy `yaml:"pullPolicy" json:"pullPolicy,omitempty"`
 }
 
 // HostPathType is the Kubernetes hostPath type check ("" means no check).

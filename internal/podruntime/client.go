@@ -221,6 +221,9 @@ type Runtime struct {
 	shimLocks keyedMutex     // serialises the start of a shim group's first task (see shimGroupFor)
 	deletes   keyedMutex     // one delete of a container's task at a time (see reap)
 	records   recordCache    // ListContainers' container records; every change to one calls records.changed
+	// imageVolumes serialises the mount of one image volume of a pod
+	// (see mountImageVolume), keyed "<uid>/<volume>".
+	imageVolumes keyedMutex
 }
 
 // New connects to containerd at cfg.Address with cfg.Namespace as the

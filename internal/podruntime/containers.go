@@ -68,8 +68,8 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 }
 
 // startContainer starts attempt attempt of container c of pod p, in steps
-// that each call one package: check the request; make the image present
-// (images); prepare the log directory (podlogs); remove a leftover of an
+// that each call one package: check the request; make the image and the
+// image volumes' images present (images) and mount those; prepare the log directory (podlogs); remove a leftover of an
 // earlier try; stage the mounts (volume); join the shim group; build the
 // spec (objects, specopts); create the container; set up its output
 // (podlogs) and create its task; limit the shim; record the start time and
@@ -90,6 +90,10 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 
 	// 2. The image.
 	img, imgConfig, err := r.ensureImage(ctx, p, c)
+	if err != nil {
+		return "", err
+	}
+	imageVolumes, err := r.mountImageVolumes(ctx, p, c)
 	if err != nil {
 		return "", err
 	}
@@ -152,6 +156,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, specOpts...)...),
 		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
+		containerd.WithAdditionalContainerLabels(imageVolumeLabels(imageVolumes)),
 		withStopSignal(stopSignal(c, imgConfig)),
 		containerd.WithRuntime(runcRuntime, nil),
 	)

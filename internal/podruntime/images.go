@@ -17,10 +17,14 @@ func NormalizeRef(ref string) (string, error) { return images.NormalizeRef(ref) 
 
 // PullImage makes c's image present as its imagePullPolicy says (it
 // implements reconcile.ImagePuller): a changed container's image is pulled
-// before its running predecessor is stopped.
+// before its running predecessor is stopped. So are the images of the image
+// volumes c mounts that the pod has not mounted yet (the volume names
+// another image than its view).
 func (r *Runtime) PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) error {
-	_, err := r.images.Ensure(ctx, p, c) // its errors name the image
-	return err
+	if _, err := r.images.Ensure(ctx, p, c); err != nil { // its errors name the image
+		return err
+	}
+	return r.pullImageVolumes(r.ctx(ctx), p, c)
 }
 
 // PullMessage is the waiting message of a container whose image is being

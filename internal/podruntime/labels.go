@@ -3,6 +3,7 @@ package podruntime
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ const (
 	LabelAttempt      = labelPrefix + "container.attempt"
 	LabelRestartCount = labelPrefix + "container.restart-count"
 	LabelImageID      = labelPrefix + "image.id"
+	// LabelImageVolumePrefix + a volume's name holds the image ID
+	// ("name@digest") of the image volume the container mounts.
+	LabelImageVolumePrefix = labelPrefix + "image-volume-id."
 	// LabelCgroupParent is the pod cgroup the container was created in
 	// (pod.Sandbox.CgroupParent), so that a container left in the cgroup of
 	// the pod's earlier QoS class is seen and recreated.
@@ -62,6 +66,16 @@ func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, image
 	}
 }
 
+// imageVolumeLabels returns the labels of a container's image volumes,
+// from their image IDs by volume name.
+func imageVolumeLabels(ids map[string]string) map[string]string {
+	out := make(map[string]string, len(ids))
+	for name, id := range ids {
+		out[LabelImageVolumePrefix+name] = id
+	}
+	return out
+}
+
 // fromLabels fills the identity and label-held state fields of rc from
 // labels. It reports false when the labels are not tug's.
 func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
@@ -84,6 +98,14 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	rc.CgroupParent = labels[LabelCgroupParent]
 	rc.StartedAt = parseTime(labels[LabelStartedAt])
 	rc.OOMKilled = labels[LabelOOMKilled] == "true"
+	var vols []string
+	for k, v := range labels {
+		if name, ok := strings.CutPrefix(k, LabelImageVolumePrefix); ok {
+			vols = append(vols, name+"="+v)
+		}
+	}
+	slices.Sort(vols)
+	rc.ImageVolumes = strings.Join(vols, ",")
 	return true
 }
 

@@ -137,6 +137,9 @@ func TestLabelsRoundTrip(t *testing.T) {
 	}
 	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	labels[LabelStartedAt] = started.Format(time.RFC3339Nano)
+	for k, v := range imageVolumeLabels(map[string]string{"assets": "tug.test/assets:v1@sha256:def"}) {
+		labels[k] = v
+	}
 	var rc pod.RuntimeContainer
 	if !fromLabels(labels, &rc) {
 		t.Fatal("fromLabels rejected tug's labels")
@@ -145,7 +148,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 		PodUID: p.Metadata.UID, PodName: "web-node1", Namespace: "default", Name: "app",
 		PodSource: "file:/etc/tug/manifests", PodGrace: 7 * time.Second,
 		Init: true, SpecHash: pod.ContainerHash(p, c), Attempt: 3, ImageID: "sha256:abc", StartedAt: started,
-		CgroupParent: "/tugpods/podu",
+		CgroupParent: "/tugpods/podu", ImageVolumes: "assets=tug.test/assets:v1@sha256:def",
 	}
 	if rc != want {
 		t.Errorf("fromLabels =\n%+v, want\n%+v", rc, want)
@@ -207,6 +210,24 @@ func TestRuntimeContainerState(t *testing.T) {
 			}
 			if rc.Image != rec.Image || rc.ImageID != "sha256:abc" || !rc.CreatedAt.Equal(rec.CreatedAt) {
 				t.Errorf("image %q id %q created %v", rc.Image, rc.ImageID, rc.CreatedAt)
+			}
+		})
+	}
+}
+
+func TestImageVolumeID(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"tag", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact:v2", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact:v2@sha256:aa"},
+		{"pinned", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact@sha256:aa", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact@sha256:aa"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := imageID(tt.labels); got != tt.want {
+				t.Errorf("imageID = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -14,8 +14,9 @@ import (
 )
 
 // PodDirUIDs returns the UIDs that have a pod directory under
-// <root-dir>/pods or a log directory (<namespace>_<pod>_<uid>) under
-// --pod-logs-dir, sorted: what a pod leaves on disk. Housekeeping removes
+// <root-dir>/pods, a log directory (<namespace>_<pod>_<uid>) under
+// --pod-logs-dir or an image volume view, sorted: what a pod leaves on
+// disk. Housekeeping removes
 // those of pods that are gone even when nothing else of them is left (no
 // container, namespace or cgroup). A directory that is missing lists
 // nothing.
@@ -39,6 +40,13 @@ func (r *Runtime) PodDirUIDs() ([]string, error) {
 		if uid, ok := logDirUID(e.Name()); ok && e.IsDir() {
 			set[uid] = true
 		}
+	}
+	views, err := r.imageViewUIDs()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, uid := range views {
+		set[uid] = true
 	}
 	return slices.Sorted(maps.Keys(set)), errors.Join(errs...)
 }
@@ -69,6 +77,9 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 		return fmt.Errorf("remove PID namespace holder of pod %s: %w", uid, err)
 	}
 	if err := r.volumes.Remove(uid); err != nil {
+		return err
+	}
+	if err := r.removeImageViews(r.ctx(ctx), uid); err != nil {
 		return err
 	}
 	if r.cfg.Devices != nil {

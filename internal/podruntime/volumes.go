@@ -29,8 +29,9 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 }
 
 // CleanupPod removes the pod's PID namespace holder, unmounts its tmpfs
-// volumes, removes RootDir/pods/<uid> and the pod's log directory, and
-// frees its devices and its block of user namespace IDs. The
+// and image volumes, removes the views of its image volumes,
+// RootDir/pods/<uid> and the pod's log directory, and frees its devices
+// and its block of user namespace IDs. The
 // pod's containers must already be removed. A pod with nothing left is not
 // an error.
 func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
@@ -42,6 +43,9 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 		return fmt.Errorf("clean up pod %s: remove PID namespace holder: %w", p.FullName(), err)
 	}
 	if err := r.volumes.Remove(uid); err != nil {
+		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
+	}
+	if err := r.removeImageViews(r.ctx(ctx), uid); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 	}
 	if err := os.RemoveAll(r.podLogDir(p)); err != nil {

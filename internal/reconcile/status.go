@@ -277,6 +277,13 @@ func containerStatus(c *pod.Container, recs []pod.RuntimeContainer, w pod.StateW
 		cs.RestartCount = int32(last.Attempt)
 		cs.ImageID = last.ImageID
 		cs.ContainerID = "containerd://" + last.ID
+		for _, vm := range c.VolumeMounts {
+			if ref, ok := last.ImageVolume(vm.Name); ok {
+				cs.VolumeMounts = append(cs.VolumeMounts, pod.VolumeMountStatus{
+					Name: vm.Name, MountPath: vm.MountPath, ReadOnly: true, Image: &pod.ImageVolumeStatus{ImageRef: ref},
+				})
+			}
+		}
 	}
 	switch {
 	case last == nil:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -467,14 +468,15 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	return id, nil
 }
 
-// pullBeforeReplace makes c's image present before a running container of
-// another image is stopped to make way for it, so that an update to an
+// pullBeforeReplace makes c's image (and its image volumes' images)
+// present before a running container of another image (or image volume)
+// is stopped to make way for it, so that an update to an
 // image that cannot be pulled leaves the old container serving (and the
 // rollout controller rolls the update back). A failure is noted as the
 // container's waiting reason, as start notes it.
 func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Container, stale []pod.RuntimeContainer) error {
 	if s.images == nil || !slices.ContainsFunc(stale, func(r pod.RuntimeContainer) bool {
-		return r.State == pod.RunRunning && r.Image != c.Image
+		return r.State == pod.RunRunning && (r.Image != c.Image || imageVolumesChanged(p, c, &r))
 	}) {
 		return nil
 	}
@@ -495,6 +497,30 @@ func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Co
 		return fmt.Errorf("image for container %q: %w", c.Name, err)
 	}
 	return nil
+}
+
+// imageVolumesChanged reports whether c mounts an image volume that running
+// container r did not mount from the image the volume names. The reference
+// is compared as written with r's normalised image ID ("busybox:1.36" with
+// "docker.io/library/busybox:1.36@sha256:..."); a form it cannot match
+// (no tag) counts as changed, which costs a pull check before the
+// replacement, never a missed one.
+func imageVolumesChanged(p *pod.Pod, c *pod.Container, r *pod.RuntimeContainer) bool {
+	for _, vm := range c.VolumeMounts {
+		for _, v := range p.Spec.Volumes {
+			if v.Name != vm.Name || v.Image == nil {
+				continue
+			}
+			id, ok := r.ImageVolume(v.Name)
+			ref := v.Image.Reference
+			same := id == ref || strings.HasSuffix(id, "/"+ref) || // pinned by digest
+				strings.HasPrefix(id, ref+"@") || strings.Contains(id, "/"+ref+"@")
+			if !ok || !same {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // startErrorReason is the kubelet's reason for a container that could not

@@ -92,6 +92,10 @@ func (mgr *Manager) Prepare(p *pod.Pod, sb pod.Sandbox) error {
 			if err = mgr.prepareClaim(p, v); err == nil {
 				err = mgr.applyFSGroup(p, sb.UserNS, mgr.claimPath(p, v.PersistentVolumeClaim.ClaimName), v.PersistentVolumeClaim.ReadOnly, false)
 			}
+		case v.Image != nil:
+			// Mounted from its image when a container mounts it (the
+			// runtime's, which has the image store), read-only: no
+			// fsGroup.
 		default:
 			err = ErrVolumeNotFound
 		}
@@ -329,13 +333,24 @@ func (mgr *Manager) Mounts(p *pod.Pod, c *pod.Container, stageDir string) ([]spe
 			}
 			src = mgr.claimPath(p, v.PersistentVolumeClaim.ClaimName)
 			readOnly = readOnly || v.PersistentVolumeClaim.ReadOnly
+		case v.Image != nil:
+			if err := CheckName("volume name", v.Name); err != nil {
+				return nil, err
+			}
+			src = mgr.imageVolumePath(p.Metadata.UID, v.Name)
 		default:
 			return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, ErrVolumeNotFound)
 		}
 		if v.IsObjectVolume() || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly) {
 			readOnly = true
 		}
-		out = append(out, BindMount(src, vm.MountPath, readOnly))
+		if v.Image != nil {
+			// Read-only whatever readOnly says, and no file in it runs
+			// (noexec), as Kubernetes mounts an image volume.
+			out = append(out, imageBindMount(src, vm.MountPath))
+		} else {
+			out = append(out, BindMount(src, vm.MountPath, readOnly))
+		}
 		taken[filepath.Clean(vm.MountPath)] = true
 	}
 	uid := p.Metadata.UID
@@ -386,6 +401,11 @@ func (mgr *Manager) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (
 			return "", err
 		}
 		root, err = openRoot(mgr.claimPath(p, v.PersistentVolumeClaim.ClaimName))
+	case v.Image != nil:
+		if err := CheckName("volume name", v.Name); err != nil {
+			return "", err
+		}
+		root, err = openRoot(mgr.imageVolumePath(p.Metadata.UID, v.Name))
 	default:
 		return "", ErrVolumeNotFound
 	}
@@ -396,6 +416,10 @@ func (mgr *Manager) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (
 	fd := root
 	if sub != "" {
 		if fd, err = openBeneath(root, sub, false); err != nil {
+			if v.Image != nil && errors.Is(err, unix.EROFS) {
+				// openBeneath's mkdir of a missing component.
+				return "", fmt.Errorf("%w: %q", ErrImageSubPathMissing, sub)
+			}
 			return "", err
 		}
 		defer unix.Close(fd)
@@ -421,6 +445,14 @@ func (mgr *Manager) Remove(uid string) error {
 	}
 	mgr.fsGroups.forget(uid)
 	return mgr.removePodDir(uid)
+}
+
+// imageBindMount returns the bind mount of an image volume's directory at
+// dest: read-only, nosuid, nodev and noexec.
+func imageBindMount(source, dest string) specs.Mount {
+	m := BindMount(source, dest, true)
+	m.Options = append(m.Options, "nosuid", "nodev", "noexec")
+	return m
 }
 
 // BindMount returns a recursive, private bind mount of source at dest.
