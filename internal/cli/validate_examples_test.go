@@ -8,12 +8,14 @@ import (
 	"testing"
 )
 
-// TestValidateImageVolumeExamples checks that the image-volume pods of the
-// Kubernetes documentation (the task "Use an Image Volume With a Pod":
-// examples pods/image-volumes.yaml and pods/image-volumes-subpath.yaml,
-// written in YAML's flow style as published) pass "tug validate"
-// unchanged.
-func TestValidateImageVolumeExamples(t *testing.T) {
+// TestValidateKubernetesExamples checks that the pods of the Kubernetes
+// documentation's tasks for the Pod fields of recent releases pass "tug
+// validate" as they are published: "Use an Image Volume With a Pod"
+// (pods/image-volumes.yaml and pods/image-volumes-subpath.yaml, in YAML's
+// flow style), "Use a User Namespace With a Pod"
+// (pods/user-namespaces-stateless.yaml) and "Set Permissions on an
+// emptyDir Volume" (pods/emptydir-volume-mode.yaml).
+func TestValidateKubernetesExamples(t *testing.T) {
 	tests := []struct {
 		name     string
 		manifest string
@@ -78,6 +80,34 @@ func TestValidateImageVolumeExamples(t *testing.T) {
     }],
   },
 }
+`},
+		{"user-namespaces-stateless.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: userns
+spec:
+  hostUsers: false
+  containers:
+  - name: shell
+    command: ["sleep", "infinity"]
+    image: debian
+`},
+		{"emptydir-volume-mode.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: emptydir-mode-demo
+spec:
+  containers:
+  - image: registry.k8s.io/busybox
+    name: test-container
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - mountPath: /tmp
+      name: tmp-volume
+  volumes:
+  - name: tmp-volume
+    emptyDir:
+      mode: 01777
 `},
 	}
 	for _, tt := range tests {
