@@ -27,16 +27,20 @@ type RuntimeContainer struct {
 	// CgroupParent is the pod cgroup the container was created in ("" for
 	// containers made before tug labelled it).
 	CgroupParent string
-	Attempt      int // restart attempt, 0 for the first run
-	Image        string
-	ImageID      string
-	State        RunState
-	PID          uint32
-	ExitCode     int
-	OOMKilled    bool
-	CreatedAt    time.Time
-	StartedAt    time.Time
-	FinishedAt   time.Time
+	// Allocated are the container's resources as last applied to it (at
+	// creation or by an in-place resize); nil for containers made before
+	// tug labelled them, which are recreated to be resized.
+	Allocated  *Resources
+	Attempt    int // restart attempt, 0 for the first run
+	Image      string
+	ImageID    string
+	State      RunState
+	PID        uint32
+	ExitCode   int
+	OOMKilled  bool
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
 	// Message is what an exited container wrote to its
 	// terminationMessagePath (at most 4096 bytes), for its terminated
 	// state.

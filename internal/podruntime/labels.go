@@ -3,6 +3,7 @@ package podruntime
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ const (
 	// container's cgroup (a /tasks/oom event) during this attempt, as
 	// containerd's CRI records reason OOMKilled.
 	LabelOOMKilled = labelPrefix + "oom-killed"
+	// LabelResources is the JSON of the container's resources as last
+	// applied to it (at creation, or by an in-place resize): its
+	// allocated resources.
+	LabelResources = labelPrefix + "container.resources"
 )
 
 // maxIDLen is containerd's limit on identifiers.
@@ -59,7 +64,17 @@ func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, image
 		LabelAttempt:      strconv.Itoa(attempt),
 		LabelRestartCount: strconv.Itoa(attempt),
 		LabelImageID:      imageID,
+		LabelResources:    resourcesLabel(c.Resources),
 	}
+}
+
+// resourcesLabel is the value of LabelResources for r.
+func resourcesLabel(r pod.Resources) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "" // plain data: cannot fail
+	}
+	return string(b)
 }
 
 // fromLabels fills the identity and label-held state fields of rc from
@@ -84,6 +99,12 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	rc.CgroupParent = labels[LabelCgroupParent]
 	rc.StartedAt = parseTime(labels[LabelStartedAt])
 	rc.OOMKilled = labels[LabelOOMKilled] == "true"
+	if v := labels[LabelResources]; v != "" {
+		var r pod.Resources
+		if json.Unmarshal([]byte(v), &r) == nil {
+			rc.Allocated = &r
+		}
+	}
 	return true
 }
 

@@ -40,6 +40,11 @@ type podSyncer struct {
 	images ImagePuller
 	// devices says which of a pod's devices are gone (nil: none are).
 	devices Devices
+	// resizer resizes running containers in place, and resizeCg checks
+	// that a resize fits (nil resizer: every change of resources
+	// recreates the container; nil resizeCg: every resize fits).
+	resizer  Resizer
+	resizeCg ResizeCgroups
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -78,7 +83,25 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if down, err := s.syncEvicted(ctx, p, &res); down || err != nil {
 		return res, err
 	}
-	sb, err := s.sandbox(ctx, p)
+	var plan *resizePlan
+	if s.resizer != nil {
+		recs, err := s.rt.PodContainers(ctx, uid)
+		if err != nil {
+			return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+		}
+		plan = s.planResize(p, groupByName(recs), &res)
+	}
+	sandboxPod := p
+	switch {
+	case plan != nil && len(plan.items) == 0:
+		p, sandboxPod = plan.alloc, plan.alloc // refused: keep what runs
+	case plan != nil:
+		sandboxPod = plan.grow
+	}
+	sb, err := s.sandbox(ctx, sandboxPod)
+	if err == nil && plan != nil && len(plan.items) > 0 {
+		p = s.applyResize(ctx, p, plan, &res)
+	}
 	var inUse *pod.HostPortInUseError
 	if errors.As(err, &inUse) {
 		// Not a failure to retry with back-off: the pod waits for the port,
