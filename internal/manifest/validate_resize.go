@@ -79,6 +79,9 @@ func (v *validator) podResources(s *pod.PodSpec) {
 	}{{p + ".limits", r.Limits}, {p + ".requests", r.Requests}} {
 		for _, name := range sortedResourceNames(list.rl) {
 			q := list.rl[name]
+			if list.path == p+".requests" && v.index != nil && !v.written(keyPath(list.path, string(name))) {
+				continue // a limit's default: reported on the limit
+			}
 			switch {
 			case strings.HasPrefix(string(name), "hugepages-"):
 				v.failKey(list.path, string(name), "not supported by tug: hugepages; pod-level resources may hold cpu and memory")

@@ -175,7 +175,7 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePla
 	for _, it := range plan.items {
 		c := containerAt(p, it)
 		want := s.cg.Container(p, c)
-		err := s.checkMemoryDecrease(it, want)
+		err := s.checkMemoryDecrease(it, c)
 		if err == nil {
 			err = s.resizer.ResizeContainer(ctx, it.rec.ID, want, c.Resources, pod.ContainerHash(p, c))
 		}
@@ -205,21 +205,23 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePla
 	return out
 }
 
-// checkMemoryDecrease refuses a memory limit lowered below the
-// container's current usage.
-func (s *podSyncer) checkMemoryDecrease(it resizeItem, want pod.LinuxResources) error {
-	if s.resizeCg == nil || want.MemoryLimit <= 0 {
+// checkMemoryDecrease refuses a memory limit of c lowered below the
+// usage of its running container.
+func (s *podSyncer) checkMemoryDecrease(it resizeItem, c *pod.Container) error {
+	q, ok := c.Resources.Limits[pod.ResourceMemory]
+	if s.resizeCg == nil || !ok || q.Value() <= 0 {
 		return nil
 	}
-	if old, ok := it.rec.Allocated.Limits[pod.ResourceMemory]; ok && old.Value() <= want.MemoryLimit {
+	limit := q.Value()
+	if old, ok := it.rec.Allocated.Limits[pod.ResourceMemory]; ok && old.Value() <= limit {
 		return nil
 	}
 	usage, err := s.resizeCg.ContainerMemoryUsage(it.rec.CgroupParent, it.rec.ID)
 	if err != nil {
 		return err
 	}
-	if usage > want.MemoryLimit {
-		return fmt.Errorf("%w: memory limit %d is below the usage of %d bytes", pod.ErrResizeBelowUsage, want.MemoryLimit, usage)
+	if usage > limit {
+		return fmt.Errorf("%w: memory limit %d is below the usage of %d bytes", pod.ErrResizeBelowUsage, limit, usage)
 	}
 	return nil
 }
