@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 )
 
 // The in-place resize (KEP-1287) and pod-level resources (KEP-2837) tests.
-// TestPodLevelResources runs in the cgroup v2 guest too (make test-v2), so
-// its assertions name the files of the mode they run in.
+// They run in the cgroup v2 guest too (make test-v2): their assertions are
+// written with the v1 files and values, and v2Files turns them into the
+// v2 ones there.
 
 // resizeTimeout bounds the wait for a resize to show in the cgroups.
 const resizeTimeout = 60 * time.Second
@@ -46,10 +48,47 @@ func cpuMem(reqCPU, reqMem, limCPU, limMem, policy string) string {
 // memory resize.
 const restartOnMemory = "        - {resourceName: cpu, restartPolicy: NotRequired}\n        - {resourceName: memory, restartPolicy: RestartContainer}\n"
 
+// v2File returns the cgroup file and value that hold, on this host's
+// cgroup version, what the v1 file holds with value: cpu.cfs_quota_us is
+// cpu.max, memory.limit_in_bytes memory.max, cpu.shares cpu.weight (runc
+// 1.1's conversion) on v2.
+func v2File(file, value string) (string, string) {
+	if !cgroupV2() {
+		return file, value
+	}
+	switch file {
+	case "cpu.cfs_quota_us":
+		if value == "-1" {
+			value = "max"
+		}
+		return "cpu.max", value + " 100000"
+	case "memory.limit_in_bytes":
+		if value == "-1" {
+			value = "max"
+		}
+		return "memory.max", value
+	case "cpu.shares":
+		shares, _ := strconv.ParseUint(value, 10, 64)
+		return "cpu.weight", strconv.FormatUint(1+(shares-2)*9999/262142, 10)
+	}
+	return file, value
+}
+
+// v2Files is v2File for every file of want.
+func v2Files(want map[string]string) map[string]string {
+	out := make(map[string]string, len(want))
+	for f, v := range want {
+		f, v = v2File(f, v)
+		out[f] = v
+	}
+	return out
+}
+
 // waitCgroup waits until the cgroup file of the container whose task is
 // pid reads want.
 func (tg *tug) waitCgroup(pid uint32, file, want string) {
 	tg.t.Helper()
+	file, want = v2File(file, want)
 	controller, _, _ := strings.Cut(file, ".")
 	tg.waitFor(resizeTimeout, fmt.Sprintf("%s of process %d to be %s", file, pid, want), func() (bool, error) {
 		dir, err := taskCgroup(pid, controller)
@@ -78,6 +117,7 @@ func podCgroupFile(root, class, uid, file string) (string, error) {
 // waitPodCgroup waits until file of pod uid's cgroup reads want.
 func (tg *tug) waitPodCgroup(root, class, uid, file, want string) {
 	tg.t.Helper()
+	file, want = v2File(file, want)
 	tg.waitFor(resizeTimeout, fmt.Sprintf("pod cgroup %s to be %s", file, want), func() (bool, error) {
 		got, err := podCgroupFile(root, class, uid, file)
 		if err != nil || got != want {
@@ -98,9 +138,6 @@ func containerStatusOf(v *pod.View, name string) (pod.ContainerStatus, bool) {
 }
 
 func TestResizeInPlace(t *testing.T) {
-	if cgroupV2() {
-		t.Skip("the resize assertions read cgroup v1 files; the v2 guest runs TestPodLevelResources")
-	}
 	tg := startTug(t, tugOpts{})
 	manifest := func(mainRes, otherRes string) string {
 		return podYAML{name: "resize", grace: 2, containers: []ctrYAML{
@@ -114,7 +151,7 @@ func TestResizeInPlace(t *testing.T) {
 	main := tg.waitRunning(startTimeout, "resize", "main", 0)
 	other := tg.waitRunning(startTimeout, "resize", "other", 0)
 	uid, root := tg.uid("resize"), tg.cgroupRoot()
-	cgroupWants(t, main.PID, map[string]string{"cpu.cfs_quota_us": "20000", "memory.limit_in_bytes": "67108864"})
+	cgroupWants(t, main.PID, v2Files(map[string]string{"cpu.cfs_quota_us": "20000", "memory.limit_in_bytes": "67108864"}))
 
 	t.Run("cpu and memory in place", func(t *testing.T) {
 		tg := tg.forTest(t)
@@ -123,7 +160,7 @@ func TestResizeInPlace(t *testing.T) {
 			cpuMem("100m", "32Mi", "200m", "64Mi", restartOnMemory)))
 		tg.waitCgroup(main.PID, "cpu.cfs_quota_us", "40000")
 		tg.waitCgroup(main.PID, "memory.limit_in_bytes", "100663296")
-		cgroupWants(t, main.PID, map[string]string{"cpu.shares": "307"})
+		cgroupWants(t, main.PID, v2Files(map[string]string{"cpu.shares": "307"}))
 		// The same container and process, and the pod cgroup grown to
 		// the sum of the limits.
 		if c := tg.waitRunning(startTimeout, "resize", "main", 0); c.ID != main.ID || c.PID != main.PID {
@@ -163,7 +200,7 @@ func TestResizeInPlace(t *testing.T) {
 			cpuMem("300m", "40Mi", "400m", "80Mi", ""),
 			cpuMem("100m", "32Mi", "200m", "72Mi", restartOnMemory)))
 		again := tg.waitRunning(startTimeout, "resize", "other", 1)
-		cgroupWants(t, again.PID, map[string]string{"memory.limit_in_bytes": "75497472"})
+		cgroupWants(t, again.PID, v2Files(map[string]string{"memory.limit_in_bytes": "75497472"}))
 		v := tg.waitPod(startTimeout, "resize", "other's restartCount 1", func(v *pod.View) error {
 			if cs, _ := containerStatusOf(v, "other"); cs.RestartCount != 1 {
 				return fmt.Errorf("other restartCount %d", cs.RestartCount)
@@ -183,9 +220,6 @@ func TestResizeInPlace(t *testing.T) {
 }
 
 func TestResizeQoSChangeRefused(t *testing.T) {
-	if cgroupV2() {
-		t.Skip("the resize assertions read cgroup v1 files")
-	}
 	tg := startTug(t, tugOpts{})
 	manifest := func(res string) string {
 		return podYAML{name: "resizeqos", grace: 2, containers: []ctrYAML{{name: "main", image: tg.image, script: idle, extra: res}}}.String()
@@ -207,7 +241,7 @@ func TestResizeQoSChangeRefused(t *testing.T) {
 	if c := tg.waitRunning(startTimeout, "resizeqos", "main", 0); c.PID != main.PID {
 		t.Errorf("main pid %d, want %d", c.PID, main.PID)
 	}
-	cgroupWants(t, main.PID, map[string]string{"cpu.shares": "102"})
+	cgroupWants(t, main.PID, v2Files(map[string]string{"cpu.shares": "102"}))
 	out, stderr, code := tg.runCLI("describe", "resizeqos")
 	if code != 0 || !strings.Contains(out, "Resize:") || !strings.Contains(out, "PodResizePending (Infeasible)") {
 		t.Errorf("tug describe: exit %d, %s\n%s", code, stderr, out)
