@@ -167,8 +167,9 @@ func (s *podSyncer) noteResizeRefused(p *pod.Pod, reason, msg string) {
 // container's usage is not applied (Kubernetes' best effort against an
 // OOM kill): the resize stays in progress, with reason Error, and is
 // retried. It returns the pod to sync: p, with a container whose resize
-// failed at its allocated resources.
-func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePlan, res *syncResult) *pod.Pod {
+// failed at its allocated resources; recs, the pod's records, get the new
+// spec hash and allocated resources of each resized container.
+func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePlan, recs []pod.RuntimeContainer, res *syncResult) *pod.Pod {
 	uid := p.Metadata.UID
 	out := copyPod(p)
 	var failed []string
@@ -176,13 +177,18 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePla
 		c := containerAt(p, it)
 		want := s.cg.Container(p, c)
 		err := s.checkMemoryDecrease(it, c)
+		hash := pod.ContainerHash(p, c)
 		if err == nil {
-			err = s.resizer.ResizeContainer(ctx, it.rec.ID, want, c.Resources, pod.ContainerHash(p, c))
+			err = s.resizer.ResizeContainer(ctx, it.rec.ID, want, c.Resources, hash)
 		}
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("container %s: %v", c.Name, err))
 			*containerAt(out, it) = *containerAt(plan.alloc, it)
 			continue
+		}
+		if i := slices.IndexFunc(recs, func(r pod.RuntimeContainer) bool { return r.ID == it.rec.ID }); i >= 0 {
+			allocated := c.Resources
+			recs[i].SpecHash, recs[i].Allocated = hash, &allocated
 		}
 		s.event(p, c.Name, eventNormal, reasonResized, "Resized container "+c.Name+" in place")
 		if s.log != nil {

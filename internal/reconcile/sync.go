@@ -83,13 +83,18 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if down, err := s.syncEvicted(ctx, p, &res); down || err != nil {
 		return res, err
 	}
+	// With in-place resize, the containers are listed before the
+	// sandbox (whose pod cgroup a resize orders its writes around), and
+	// that listing, with the resized containers' records brought up to
+	// date, serves the whole sync.
 	var plan *resizePlan
+	var listed []pod.RuntimeContainer
+	haveList := false
 	if s.resizer != nil {
-		recs, err := s.rt.PodContainers(ctx, uid)
-		if err != nil {
-			return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+		if recs, err := s.rt.PodContainers(ctx, uid); err == nil {
+			listed, haveList = recs, true
+			plan = s.planResize(p, groupByName(listed), &res)
 		}
-		plan = s.planResize(p, groupByName(recs), &res)
 	}
 	sandboxPod := p
 	switch {
@@ -100,7 +105,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	}
 	sb, err := s.sandbox(ctx, sandboxPod)
 	if err == nil && plan != nil && len(plan.items) > 0 {
-		p = s.applyResize(ctx, p, plan, &res)
+		p = s.applyResize(ctx, p, plan, listed, &res)
 	}
 	var inUse *pod.HostPortInUseError
 	if errors.As(err, &inUse) {
@@ -134,9 +139,11 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		s.notes.syncFailed(uid, err.Error())
 		return res, err
 	}
-	all, err := s.rt.PodContainers(ctx, uid)
-	if err != nil {
-		return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+	all := listed
+	if !haveList {
+		if all, err = s.rt.PodContainers(ctx, uid); err != nil {
+			return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+		}
 	}
 	s.notes.syncFailed(uid, "")
 	byName := groupByName(all)
