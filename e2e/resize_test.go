@@ -127,6 +127,24 @@ func (tg *tug) waitPodCgroup(root, class, uid, file, want string) {
 	})
 }
 
+// waitPID waits until the first attempt of the named container of the pod
+// runs with a process ID other than 0 (the v2 guest once listed a running
+// task with PID 0), and returns it.
+func (tg *tug) waitPID(podName, name string) ctr {
+	tg.t.Helper()
+	c := tg.waitRunning(startTimeout, podName, name, 0)
+	tg.waitFor(startTimeout, fmt.Sprintf("container %q of pod %s to have a PID", name, podName), func() (bool, error) {
+		var ok bool
+		var err error
+		c, ok, err = tg.container(tg.uid(podName), name)
+		if err != nil || !ok || c.PID == 0 {
+			return false, fmt.Errorf("latest is %v (%v)", c, err)
+		}
+		return true, nil
+	})
+	return c
+}
+
 // containerStatusOf returns the status of container name in v.
 func containerStatusOf(v *pod.View, name string) (pod.ContainerStatus, bool) {
 	for _, cs := range v.Status.ContainerStatuses {
@@ -261,8 +279,8 @@ func TestPodLevelResources(t *testing.T) {
 		extra:      "  resources:\n    limits: {cpu: 300m, memory: 96Mi}\n",
 		containers: []ctrYAML{{name: "main", image: tg.image, script: idle}},
 	}.String())
-	bounded := tg.waitRunning(startTimeout, "podlevel", "bounded", 0)
-	limited := tg.waitRunning(startTimeout, "podlevel", "limited", 0)
+	bounded := tg.waitPID("podlevel", "bounded")
+	limited := tg.waitPID("podlevel", "limited")
 	tg.waitRunning(startTimeout, "podlevelg", "main", 0)
 
 	tests := []struct {
