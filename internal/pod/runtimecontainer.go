@@ -28,8 +28,8 @@ type RuntimeContainer struct {
 	// containers made before tug labelled it).
 	CgroupParent string
 	// Allocated are the container's resources as last applied to it (at
-	// creation or by an in-place resize); nil for containers made before
-	// tug labelled them, which are recreated to be resized.
+	// creation or by an in-place resize); nil for a container without
+	// that label, which is recreated to be resized.
 	Allocated  *Resources
 	Attempt    int // restart attempt, 0 for the first run
 	Image      string
