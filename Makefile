@@ -77,12 +77,12 @@ V2_BIN := $(V2G_DIR)/bin
 V2_IMAGE := docker.io/library/busybox:1.35
 V2_ARCHIVE := $(V2G_DIR)/busybox.tar
 V2_TEST_TIMEOUT ?= 6m
-# The e2e tests that are about cgroups (QoS, /metrics reading them, memory-pressure eviction reading pod and container usage, the device rules of a container given devices), run in the guest (-test.run); the run
+# The e2e tests that are about cgroups (QoS, pod-level resources, in-place resize, /metrics reading them, memory-pressure eviction reading pod and container usage, the device rules of a container given devices), run in the guest (-test.run); the run
 # fails if it matches none.
 # benchday2: the eviction manager (the kubelet's default hard thresholds) and
 # image GC measured in the same run as the baseline without them.
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
-E2E_V2_RUN ?= ^TestQoS|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
+E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
 .PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 test-systemd bench demo demo-stop testenv-up testenv-down clean
 

@@ -273,6 +273,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Hooks:      prober.Hooks{Exec: rt.ExecSync},
 		PodDirs:    rt,
 		Images:     rt,
+		// Containers whose resources alone change are resized in place.
+		Resizer:       rt,
+		ResizeCgroups: cgroups,
 		// A pod whose device is gone waits for it instead of crash-looping.
 		Devices:       devs,
 		DeviceChanges: devs.Changes(),

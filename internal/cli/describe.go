@@ -174,6 +174,11 @@ func writeDescription(out io.Writer, d described, now time.Time) error {
 		for _, c := range st.Conditions {
 			w.line(1, "%s\t%s", c.Type, c.Status)
 		}
+		for _, c := range st.Conditions {
+			if c.Type == pod.ConditionPodResizePending || c.Type == pod.ConditionPodResizeInProgress {
+				w.line(0, "Resize:\t%s (%s): %s", c.Type, c.Reason, c.Message)
+			}
+		}
 	}
 	writeVolumes(w, v.Spec.Volumes)
 	w.line(0, "QoS Class:\t%s", orNone(st.QOSClass))

@@ -162,6 +162,7 @@ func (v *validator) spec(s *pod.PodSpec) {
 
 	v.dns(s)
 	v.podFields(s)
+	v.resize(s)
 	volumes := v.volumes(s.Volumes)
 	if sc := s.SecurityContext; sc != nil {
 		v.runAs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup)

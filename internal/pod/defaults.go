@@ -16,7 +16,8 @@ const DefaultTerminationGracePeriodSeconds = 30
 // volume's pullPolicy likewise), port
 // protocol TCP and, with hostNetwork, hostPort = containerPort on app
 // containers, dnsPolicy ClusterFirst, and a request for every resource
-// that has a limit but no request (set to the limit), and the probe
+// that has a limit but no request (set to the limit), in each container
+// and in the pod-level resources, and the probe
 // defaults (see defaultProbe). It also normalises capability names to the form without
 // "CAP_". SetDefaults is idempotent; manifest.Parse calls it.
 func SetDefaults(p *Pod) {
@@ -51,6 +52,22 @@ func SetDefaults(p *Pod) {
 	for i := range s.Containers {
 		defaultContainer(&s.Containers[i], s.HostNetwork)
 	}
+	if s.Resources != nil {
+		defaultRequests(s.Resources)
+	}
+}
+
+// defaultRequests sets a request for every resource of r that has a limit
+// but no request, to the limit.
+func defaultRequests(r *Resources) {
+	for name, limit := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = ResourceList{}
+			}
+			r.Requests[name] = limit
+		}
+	}
 }
 
 // defaultContainer sets a container's defaults; hostPorts says whether its
@@ -68,14 +85,7 @@ func defaultContainer(c *Container, hostPorts bool) {
 			port.HostPort = port.ContainerPort
 		}
 	}
-	for name, limit := range c.Resources.Limits {
-		if _, ok := c.Resources.Requests[name]; !ok {
-			if c.Resources.Requests == nil {
-				c.Resources.Requests = ResourceList{}
-			}
-			c.Resources.Requests[name] = limit
-		}
-	}
+	defaultRequests(&c.Resources)
 	for _, pr := range []*Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(pr)
 	}

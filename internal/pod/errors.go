@@ -84,3 +84,7 @@ func (e *FieldError) Error() string {
 	b.WriteString(e.Msg)
 	return b.String()
 }
+
+// ErrResizeBelowUsage is a memory limit decrease not applied in place
+// because the container uses more than the new limit.
+var ErrResizeBelowUsage = errors.New("pod: memory limit below usage")

@@ -29,6 +29,9 @@ type containerHashInput struct {
 	// SecurityContext is the pod's: its runAsUser, runAsGroup, runAsNonRoot
 	// and seccompProfile are defaults of every container's.
 	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
+	// PodResources are the pod-level resources: tug resizes no pod in
+	// place at pod level, so a change recreates its containers.
+	PodResources *Resources `json:"podResources,omitempty"`
 }
 
 // ContainerHash returns the spec hash of container c in pod p, 16 hex
@@ -36,7 +39,9 @@ type containerHashInput struct {
 // into its OCI spec (namespace and name, hostNetwork, hostUsers: false, the
 // volumes it mounts, the pod's securityContext), so a change in it means the container must be
 // recreated, and a change elsewhere in the pod (labels, another container, a
-// volume it does not mount, restartPolicy, the container's probes) does not.
+// volume it does not mount, restartPolicy, the container's probes and
+// resizePolicy) does not. A change of resources alone changes the hash too:
+// the sync loop tells such a resize apart (see WithResources).
 // The pod should be defaulted (SetDefaults; manifest.Parse calls it), so
 // that writing a default out does not change the hash. The hash is stable
 // across runs and tug versions as long as new Container fields are added
@@ -44,9 +49,12 @@ type containerHashInput struct {
 func ContainerHash(p *Pod, c *Container) string {
 	// The probes are not part of the container: the prober re-arms them
 	// when they change, without recreating the container.
-	if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+	// Nor is the resize policy: it says how a change of resources is
+	// applied, and changes nothing in the running container.
+	if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || c.ResizePolicy != nil {
 		cc := *c
 		cc.LivenessProbe, cc.ReadinessProbe, cc.StartupProbe = nil, nil, nil
+		cc.ResizePolicy = nil
 		c = &cc
 	}
 	in := containerHashInput{
@@ -57,6 +65,7 @@ func ContainerHash(p *Pod, c *Container) string {
 		Container:     c,
 
 		SecurityContext: p.Spec.SecurityContext,
+		PodResources:    p.Spec.Resources,
 	}
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(p.Spec.Volumes, func(v Volume) bool { return v.Name == m.Name })
@@ -76,4 +85,48 @@ func hashJSON(v any) string {
 	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// WithResources returns a copy of c whose cpu and memory requests and
+// limits under the resize policy NotRequired are those of allocated, the
+// others (and every other resource) c's own. When the ContainerHash of the
+// copy is that of a running container, c differs from it only in resources
+// that can be resized in place. The copy shares no map with c.
+func WithResources(c *Container, allocated Resources) Container {
+	cc := *c
+	cc.Resources = Resources{Limits: cloneList(c.Resources.Limits), Requests: cloneList(c.Resources.Requests)}
+	for _, name := range []ResourceName{ResourceCPU, ResourceMemory} {
+		if c.ResizePolicyFor(name) != ResizeNotRequired {
+			continue
+		}
+		setOrDelete(&cc.Resources.Limits, name, allocated.Limits)
+		setOrDelete(&cc.Resources.Requests, name, allocated.Requests)
+	}
+	return cc
+}
+
+func cloneList(l ResourceList) ResourceList {
+	if l == nil {
+		return nil
+	}
+	out := make(ResourceList, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+// setOrDelete makes (*l)[name] what from holds for name.
+func setOrDelete(l *ResourceList, name ResourceName, from ResourceList) {
+	if q, ok := from[name]; ok {
+		if *l == nil {
+			*l = ResourceList{}
+		}
+		(*l)[name] = q
+		return
+	}
+	delete(*l, name)
+	if len(*l) == 0 {
+		*l = nil
+	}
 }

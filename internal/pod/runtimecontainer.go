@@ -30,9 +30,13 @@ type RuntimeContainer struct {
 	// CgroupParent is the pod cgroup the container was created in ("" for
 	// containers made before tug labelled it).
 	CgroupParent string
-	Attempt      int // restart attempt, 0 for the first run
-	Image        string
-	ImageID      string
+	// Allocated are the container's resources as last applied to it (at
+	// creation or by an in-place resize); nil for a container without
+	// that label, which is recreated to be resized.
+	Allocated *Resources
+	Attempt   int // restart attempt, 0 for the first run
+	Image     string
+	ImageID   string
 	// ImageVolumes are the image IDs of the image volumes the container
 	// mounts: "volume=name@digest" pairs sorted by volume, joined by ","
 	// (a string, so that the struct stays comparable); see ImageVolume.

@@ -47,6 +47,13 @@ const (
 	// a USB stick pulled out say. The containers that use a gone device
 	// are not restarted until it is back.
 	ConditionDevicesReady = "tug.io/DevicesReady"
+	// ConditionPodResizePending is True while a resize of the pod's
+	// containers cannot be applied: reason Infeasible (never on this
+	// node, or not in place) or Deferred (once other pods free room).
+	// ConditionPodResizeInProgress is True while one is being applied,
+	// or failed to apply (reason Error) and is retried.
+	ConditionPodResizePending    = "PodResizePending"
+	ConditionPodResizeInProgress = "PodResizeInProgress"
 	// ReasonTerminating is the reason of the Ready condition of a pod
 	// being removed, while its containers are stopped.
 	ReasonTerminating = "PodTerminating"
@@ -140,6 +147,11 @@ type ContainerStatus struct {
 	// naming the image it mounts by digest (Kubernetes reports every
 	// mount here; tug reports those whose source it resolved).
 	VolumeMounts []VolumeMountStatus `json:"volumeMounts,omitempty"`
+	// AllocatedResources are the requests the node gave the container,
+	// and Resources its requests and limits as applied to it: they differ
+	// from the spec's while a resize waits (KEP-1287).
+	AllocatedResources ResourceList `json:"allocatedResources,omitempty"`
+	Resources          *Resources   `json:"resources,omitempty"`
 }
 
 // VolumeMountStatus is one volume mount of a running container.

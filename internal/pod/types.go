@@ -113,6 +113,10 @@ type PodSpec struct {
 	// or windows, which tug refuses. Kubernetes requires it for a
 	// container's lifecycle.stopSignal.
 	OS *PodOS `yaml:"os" json:"os,omitempty"`
+	// Resources are the pod-level requests and limits of cpu and memory
+	// (Kubernetes 1.34+): the pod cgroup's values and the pod's QoS class
+	// come from them; its containers share them.
+	Resources *Resources `yaml:"resources" json:"resources,omitempty"`
 }
 
 // OSName is linux or windows.
@@ -323,6 +327,10 @@ type Container struct {
 	VolumeMounts    []VolumeMount    `yaml:"volumeMounts" json:"volumeMounts,omitempty"`
 	SecurityContext *SecurityContext `yaml:"securityContext" json:"securityContext,omitempty"`
 	Resources       Resources        `yaml:"resources" json:"resources,omitzero"`
+	// ResizePolicy says, per resource (cpu, memory), whether a change of
+	// the container's resources is applied to the running container
+	// (NotRequired, the default) or restarts it (RestartContainer).
+	ResizePolicy []ContainerResizePolicy `yaml:"resizePolicy" json:"resizePolicy,omitempty"`
 	// LivenessProbe, ReadinessProbe and StartupProbe are run by tug's
 	// prober (internal/prober); Lifecycle holds the postStart and preStop
 	// hooks. Init containers have them only as sidecars.
@@ -428,6 +436,33 @@ type ResourceList map[ResourceName]Quantity
 type Resources struct {
 	Limits   ResourceList `yaml:"limits" json:"limits,omitempty"`
 	Requests ResourceList `yaml:"requests" json:"requests,omitempty"`
+}
+
+// ResizeRestartPolicy is NotRequired or RestartContainer.
+type ResizeRestartPolicy string
+
+const (
+	// ResizeNotRequired applies a resize to the running container.
+	ResizeNotRequired ResizeRestartPolicy = "NotRequired"
+	// ResizeRestartContainer restarts the container to apply a resize.
+	ResizeRestartContainer ResizeRestartPolicy = "RestartContainer"
+)
+
+// ContainerResizePolicy is how a change of one resource is applied.
+type ContainerResizePolicy struct {
+	ResourceName  ResourceName        `yaml:"resourceName" json:"resourceName"`
+	RestartPolicy ResizeRestartPolicy `yaml:"restartPolicy" json:"restartPolicy"`
+}
+
+// ResizePolicyFor returns c's resize restart policy for resource name:
+// NotRequired unless its resizePolicy says otherwise.
+func (c *Container) ResizePolicyFor(name ResourceName) ResizeRestartPolicy {
+	for _, r := range c.ResizePolicy {
+		if r.ResourceName == name && r.RestartPolicy != "" {
+			return r.RestartPolicy
+		}
+	}
+	return ResizeNotRequired
 }
 
 // EnvVar is an environment variable: a literal Value, or ValueFrom a

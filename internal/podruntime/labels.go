@@ -3,6 +3,7 @@ package podruntime
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,10 @@ const (
 	// container's cgroup (a /tasks/oom event) during this attempt, as
 	// containerd's CRI records reason OOMKilled.
 	LabelOOMKilled = labelPrefix + "oom-killed"
+	// LabelResources is the JSON of the container's resources as last
+	// applied to it (at creation, or by an in-place resize): its
+	// allocated resources.
+	LabelResources = labelPrefix + "container.resources"
 )
 
 // maxIDLen is containerd's limit on identifiers.
@@ -63,6 +68,7 @@ func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, image
 		LabelAttempt:      strconv.Itoa(attempt),
 		LabelRestartCount: strconv.Itoa(attempt),
 		LabelImageID:      imageID,
+		LabelResources:    resourcesLabel(c.Resources),
 	}
 }
 
@@ -74,6 +80,15 @@ func imageVolumeLabels(ids map[string]string) map[string]string {
 		out[LabelImageVolumePrefix+name] = id
 	}
 	return out
+}
+
+// resourcesLabel is the value of LabelResources for r.
+func resourcesLabel(r pod.Resources) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "" // plain data: cannot fail
+	}
+	return string(b)
 }
 
 // fromLabels fills the identity and label-held state fields of rc from
@@ -106,6 +121,12 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	}
 	slices.Sort(vols)
 	rc.ImageVolumes = strings.Join(vols, ",")
+	if v := labels[LabelResources]; v != "" {
+		var r pod.Resources
+		if json.Unmarshal([]byte(v), &r) == nil {
+			rc.Allocated = &r
+		}
+	}
 	return true
 }
 

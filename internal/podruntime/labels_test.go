@@ -3,6 +3,7 @@ package podruntime
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,10 @@ func TestLabelsRoundTrip(t *testing.T) {
 	grace := int64(7)
 	p.Spec.TerminationGracePeriodSeconds = &grace
 	c := &p.Spec.Containers[0]
+	c.Resources = pod.Resources{
+		Limits:   pod.ResourceList{pod.ResourceMemory: pod.MustParseQuantity("64Mi")},
+		Requests: pod.ResourceList{pod.ResourceMemory: pod.MustParseQuantity("64Mi"), pod.ResourceCPU: pod.MustParseQuantity("250m")},
+	}
 	labels := containerLabels(p, c, true, 3, "sha256:abc", "/tugpods/podu")
 	for k := range labels {
 		if !strings.HasPrefix(k, "io.tug.") {
@@ -150,6 +155,10 @@ func TestLabelsRoundTrip(t *testing.T) {
 		Init: true, SpecHash: pod.ContainerHash(p, c), Attempt: 3, ImageID: "sha256:abc", StartedAt: started,
 		CgroupParent: "/tugpods/podu", ImageVolumes: "assets=tug.test/assets:v1@sha256:def",
 	}
+	if !reflect.DeepEqual(rc.Allocated, &c.Resources) {
+		t.Errorf("allocated resources = %+v, want %+v", rc.Allocated, c.Resources)
+	}
+	rc.Allocated = nil
 	if rc != want {
 		t.Errorf("fromLabels =\n%+v, want\n%+v", rc, want)
 	}

@@ -34,7 +34,14 @@ var qosResources = [...]pod.ResourceName{pod.ResourceCPU, pod.ResourceMemory}
 // A limit without a request counts as a request of the same amount (the
 // Kubernetes defaulting that manifest.Parse also applies), so Class gives the
 // same answer for a pod that was not defaulted.
+//
+// Pod-level resources (spec.resources, KEP-2837) take precedence: when the
+// pod has them, its class is computed from them alone, the pod counting as
+// one container.
 func Class(p *pod.Pod) PodClass {
+	if r := p.Spec.Resources; r != nil {
+		return Class(&pod.Pod{Spec: pod.PodSpec{Containers: []pod.Container{{Resources: *r}}}})
+	}
 	requests := map[pod.ResourceName]int64{}
 	limits := map[pod.ResourceName]int64{}
 	guaranteed := true

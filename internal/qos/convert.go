@@ -152,7 +152,9 @@ func MemoryHigh(request, limit, allocatable, pageSize int64) int64 {
 
 // podResources are a pod's totals as the kubelet's ResourceConfigForPod
 // sees them (PodRequests and PodLimits): for each resource the larger of
-// the sum over the app containers and the largest init container.
+// the sum over the app containers and the largest init container; a
+// pod-level request or limit (spec.resources) replaces the total of its
+// resource, and a pod-level limit limits the pod cgroup.
 type podResources struct {
 	cpuRequest int64 // millicores
 	cpuLimit   int64 // millicores
@@ -194,5 +196,20 @@ func resourcesOf(p *pod.Pod) podResources {
 	r.cpuLimit = max(app[1], init[1])
 	r.memRequest = toBytes(max(app[2], init[2]))
 	r.memLimit = toBytes(max(app[3], init[3]))
+	if pr := p.Spec.Resources; pr != nil {
+		// Pod-level resources, where set, replace the containers' totals.
+		if q, ok := pr.Requests[pod.ResourceCPU]; ok {
+			r.cpuRequest = q.MilliValue()
+		}
+		if q, ok := pr.Limits[pod.ResourceCPU]; ok && q.MilliValue() > 0 {
+			r.cpuLimit, r.cpuLimited = q.MilliValue(), true
+		}
+		if q, ok := pr.Requests[pod.ResourceMemory]; ok {
+			r.memRequest = toBytes(q.MilliValue())
+		}
+		if q, ok := pr.Limits[pod.ResourceMemory]; ok && q.MilliValue() > 0 {
+			r.memLimit, r.memLimited = toBytes(q.MilliValue()), true
+		}
+	}
 	return r
 }

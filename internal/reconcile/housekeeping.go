@@ -262,7 +262,7 @@ func (l *Loop) Status(p *pod.Pod) pod.Status {
 		}
 	}
 	if l.cfg.Cgroups != nil {
-		st.QOSClass = l.cfg.Cgroups.QOSClass(p)
+		st.QOSClass = l.cfg.Cgroups.QOSClass(allocatedPod(p, recs))
 	}
 	return st
 }

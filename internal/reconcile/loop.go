@@ -80,6 +80,11 @@ type Config struct {
 	// running predecessor is stopped: an update to an image that
 	// cannot be pulled leaves the old container serving.
 	Images ImagePuller
+	// Resizer and ResizeCgroups, when Resizer is set, resize running
+	// containers in place when only their resources change (KEP-1287).
+	// Nil: a change of resources recreates the container.
+	Resizer       Resizer
+	ResizeCgroups ResizeCgroups
 	// PodDirs, when set, lets housekeeping remove the pod and log
 	// directories of pods that are gone and left nothing else.
 	PodDirs PodDirs
@@ -162,6 +167,7 @@ func New(cfg Config) *Loop {
 	s.probes = cfg.Prober
 	s.hooks = cfg.Hooks
 	s.images = cfg.Images
+	s.resizer, s.resizeCg = cfg.Resizer, cfg.ResizeCgroups
 	s.devices = cfg.Devices
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
@@ -358,7 +364,7 @@ func (l *Loop) Terminating() []pod.View {
 			}
 		}
 		if l.cfg.Cgroups != nil {
-			st.QOSClass = l.cfg.Cgroups.QOSClass(p)
+			st.QOSClass = l.cfg.Cgroups.QOSClass(allocatedPod(p, recs))
 		}
 		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: terminatingMeta(p, r.since), Spec: p.Spec, Status: st})
 	}

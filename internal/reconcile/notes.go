@@ -39,6 +39,33 @@ type podNotes struct {
 	askedAttempts map[string]int
 	probes        Prober // set by Status for computeStatus (nil: no probes)
 	devices       devicesNote
+	// resizeConds are the PodResizePending or PodResizeInProgress
+	// conditions of the pod's last resize (none when it was applied).
+	resizeConds []pod.Condition
+}
+
+// resize records the resize conditions of pod uid (nil: none), keeping
+// the transition time of one that stays, and reports whether they
+// changed.
+func (n *notes) resize(uid string, conds []pod.Condition) (changed bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.now.Now()
+	pn := n.pod(uid, now)
+	for i := range conds {
+		c := &conds[i]
+		c.LastTransitionTime = now
+		for _, old := range pn.resizeConds {
+			if old.Type == c.Type && old.Status == c.Status && old.Reason == c.Reason {
+				c.LastTransitionTime = old.LastTransitionTime
+				changed = changed || old.Message != c.Message
+				break
+			}
+		}
+	}
+	changed = changed || len(conds) != len(pn.resizeConds) || (len(conds) > 0 && conds[0].Reason != pn.resizeConds[0].Reason)
+	pn.resizeConds = conds
+	return changed
 }
 
 // killedFor records that a failed probe stopped container id of pod uid.

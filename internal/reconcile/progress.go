@@ -11,7 +11,9 @@ type Progress struct {
 	// Status is the pod's status, as Status computes it.
 	Status pod.Status
 	// Current reports whether every app container's newest record (and
-	// every sidecar's) was created from this spec.
+	// every sidecar's) was created from this spec, or runs with it but
+	// for a resize in place (applied or pending): a resize restarts
+	// nothing, so an update that is one is not watched for restarts.
 	Current bool
 	// Attempts is, by container name, the attempt of the newest record of
 	// each app container and sidecar created from this spec, less the
@@ -40,7 +42,7 @@ func (l *Loop) Progress(p *pod.Pod) Progress {
 	byName := groupByName(l.cfg.Cache.PodContainers(p.Metadata.UID))
 	check := func(c *pod.Container) {
 		last := latest(byName[c.Name])
-		if last == nil || last.SpecHash != pod.ContainerHash(p, c) {
+		if last == nil || (last.SpecHash != pod.ContainerHash(p, c) && !resizeOnly(p, c, last)) {
 			pr.Current = false
 			return
 		}

@@ -165,6 +165,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		}
 		st.Conditions = append(st.Conditions, c)
 	}
+	st.Conditions = append(st.Conditions, n.resizeConds...)
 	if blocked != nil {
 		c := condition(n.conditions, pod.ConditionUpdateReady, false, now, blocked.waiting.Reason)
 		c.Message = blocked.message()
@@ -284,6 +285,10 @@ func containerStatus(c *pod.Container, recs []pod.RuntimeContainer, w pod.StateW
 				})
 			}
 		}
+		if a := last.Allocated; a != nil && last.State == pod.RunRunning {
+			cs.AllocatedResources = computeResources(a.Requests)
+			cs.Resources = &pod.Resources{Requests: computeResources(a.Requests), Limits: computeResources(a.Limits)}
+		}
 	}
 	switch {
 	case last == nil:
@@ -387,4 +392,18 @@ func startTime(recs []pod.RuntimeContainer, firstSeen time.Time) *time.Time {
 // backoffMessage is the kubelet's CrashLoopBackOff message.
 func backoffMessage(d time.Duration, p *pod.Pod, name string) string {
 	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d.Round(time.Second), name, p.FullName())
+}
+
+// computeResources is the cpu and memory of l (nil if neither).
+func computeResources(l pod.ResourceList) pod.ResourceList {
+	var out pod.ResourceList
+	for _, name := range []pod.ResourceName{pod.ResourceCPU, pod.ResourceMemory} {
+		if q, ok := l[name]; ok {
+			if out == nil {
+				out = pod.ResourceList{}
+			}
+			out[name] = q
+		}
+	}
+	return out
 }

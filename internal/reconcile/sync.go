@@ -41,6 +41,11 @@ type podSyncer struct {
 	images ImagePuller
 	// devices says which of a pod's devices are gone (nil: none are).
 	devices Devices
+	// resizer resizes running containers in place, and resizeCg checks
+	// that a resize fits (nil resizer: every change of resources
+	// recreates the container; nil resizeCg: every resize fits).
+	resizer  Resizer
+	resizeCg ResizeCgroups
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -79,7 +84,30 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if down, err := s.syncEvicted(ctx, p, &res); down || err != nil {
 		return res, err
 	}
-	sb, err := s.sandbox(ctx, p)
+	// With in-place resize, the containers are listed before the
+	// sandbox (whose pod cgroup a resize orders its writes around), and
+	// that listing, with the resized containers' records brought up to
+	// date, serves the whole sync.
+	var plan *resizePlan
+	var listed []pod.RuntimeContainer
+	haveList := false
+	if s.resizer != nil {
+		if recs, err := s.rt.PodContainers(ctx, uid); err == nil {
+			listed, haveList = recs, true
+			plan = s.planResize(p, groupByName(listed), &res)
+		}
+	}
+	sandboxPod := p
+	switch {
+	case plan != nil && len(plan.items) == 0:
+		p, sandboxPod = plan.alloc, plan.alloc // refused: keep what runs
+	case plan != nil:
+		sandboxPod = plan.grow
+	}
+	sb, err := s.sandbox(ctx, sandboxPod)
+	if err == nil && plan != nil && len(plan.items) > 0 {
+		p = s.applyResize(ctx, p, plan, listed, &res)
+	}
 	var inUse *pod.HostPortInUseError
 	if errors.As(err, &inUse) {
 		// Not a failure to retry with back-off: the pod waits for the port,
@@ -112,9 +140,11 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		s.notes.syncFailed(uid, err.Error())
 		return res, err
 	}
-	all, err := s.rt.PodContainers(ctx, uid)
-	if err != nil {
-		return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+	all := listed
+	if !haveList {
+		if all, err = s.rt.PodContainers(ctx, uid); err != nil {
+			return res, fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+		}
 	}
 	s.notes.syncFailed(uid, "")
 	byName := groupByName(all)
