@@ -14,7 +14,8 @@ import (
 // (pods/image-volumes.yaml and pods/image-volumes-subpath.yaml, in YAML's
 // flow style), "Use a User Namespace With a Pod"
 // (pods/user-namespaces-stateless.yaml) and "Set Permissions on an
-// emptyDir Volume" (pods/emptydir-volume-mode.yaml).
+// emptyDir Volume" (pods/emptydir-volume-mode.yaml), and the pod-level
+// resources and resize tasks' (websiteResizeExamples); with no warning.
 func TestValidateKubernetesExamples(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -109,6 +110,12 @@ spec:
     emptyDir:
       mode: 01777
 `},
+	}
+	for name, manifest := range websiteResizeExamples {
+		tests = append(tests, struct {
+			name     string
+			manifest string
+		}{name, manifest})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

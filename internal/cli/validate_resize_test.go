@@ -1,14 +1,6 @@
 package cli
 
-import (
-	"bytes"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-)
-
-// websiteResizeExamples are the manifests of the Kubernetes website's pages
+// websiteResizeExamples, checked by TestValidateKubernetesExamples, are the manifests of the Kubernetes website's pages
 // on pod-level resources (tasks/configure-pod-container/assign-pod-level-resources)
 // and on resizing a container's resources
 // (tasks/configure-pod-container/resize-container-resources, and the
@@ -131,29 +123,4 @@ spec:
       cpu: 200m
       memory: 200Mi
 `,
-}
-
-// TestValidateWebsiteResizeExamples checks that "tug validate" accepts the
-// website's pod-level resources and resize examples unchanged, with no
-// warning.
-func TestValidateWebsiteResizeExamples(t *testing.T) {
-	dir := t.TempDir()
-	for name, text := range websiteResizeExamples {
-		t.Run(name, func(t *testing.T) {
-			file := filepath.Join(dir, name)
-			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var stdout, stderr bytes.Buffer
-			if code := testEnv.validate([]string{file}, &stdout, &stderr); code != 0 {
-				t.Fatalf("validate = %d, want 0; stderr:\n%s", code, stderr.String())
-			}
-			if stderr.Len() > 0 {
-				t.Errorf("stderr not empty:\n%s", stderr.String())
-			}
-			if !strings.Contains(stdout.String(), name+": ok") {
-				t.Errorf("stdout does not say %s is ok:\n%s", name, stdout.String())
-			}
-		})
-	}
 }
