@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -301,7 +302,7 @@ func TestE2EStartLogStopRemove(t *testing.T) {
 		rc.ImageID != img.Target().Digest.String() || rc.StartedAt.IsZero() || rc.CreatedAt.IsZero() {
 		t.Errorf("PodContainers = %+v", rc)
 	}
-	if all, err := e.r.ListContainers(e.ctx); err != nil || len(all) != 1 || all[0] != rc {
+	if all, err := e.r.ListContainers(e.ctx); err != nil || len(all) != 1 || !reflect.DeepEqual(all[0], rc) {
 		t.Errorf("ListContainers = %+v, %v; want [%+v]", all, err, rc)
 	}
 
