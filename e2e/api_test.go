@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/api"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
 
 // TestConfigRejectedBeforeHost: "tug run" with a bad setting exits 1 and

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/snapshots"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/snapshots"
 )
 
 // TestContainerGCKeepsThePreviousAttempt: a crash-looping container keeps

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 )
 
 // TestSideloadedDigestMustMatch: an image archive may call its image

@@ -19,6 +19,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"tug/internal/api"
 	"tug/internal/events"
@@ -41,7 +42,7 @@ func (tg *tug) scrape(port int) (map[string]*dto.MetricFamily, time.Duration) {
 	if err != nil || resp.StatusCode != 200 {
 		tg.t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	mf, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {
 		tg.t.Fatalf("parse /metrics: %v\n%s", err, body)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd"
 	apievents "github.com/containerd/containerd/api/events"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/typeurl/v2"
 
 	"tug/internal/pod"

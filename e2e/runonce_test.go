@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 	"golang.org/x/sys/unix"
 )
 

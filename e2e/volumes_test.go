@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 )
 
 func TestVolumes(t *testing.T) {

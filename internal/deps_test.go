@@ -62,13 +62,15 @@ var allowedImports = map[string]allowed{
 	"tug/internal/reconcile": {internal: []string{"tug/internal/pod", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The containerd adapter. Beyond containerd and runtime-spec (STYLE.md):
-	// containerd's API module, typeurl (its event payloads), image-spec and
+	// containerd's API module, errdefs (its error kinds, and their gRPC
+	// mapping), typeurl (its event payloads), image-spec and
 	// distribution/reference (image names and manifests) are the types
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
 	// objects gives the values of env as a container starts.
 	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/clock",
 		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume"}, modules: []string{
-		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
+		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api",
+		"github.com/containerd/errdefs", "github.com/containerd/errdefs/pkg",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "github.com/opencontainers/runtime-spec",
 		"golang.org/x/sys",
@@ -81,12 +83,14 @@ var allowedImports = map[string]allowed{
 	// runtime-spec types are the mounts it returns, x/sys opens paths
 	// beneath their root.
 	"tug/internal/volume": {internal: []string{"tug/internal/pod", "tug/internal/objects"}, modules: []string{
-		"github.com/containerd/containerd", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
+		"github.com/containerd/containerd/v2", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
 	// Images present in containerd's store: the containerd client and the
-	// types it speaks (image-spec, distribution/reference for names).
+	// types it speaks (image-spec, distribution/reference for names,
+	// errdefs for its error kinds, platforms for the host's platform).
 	"tug/internal/images": {internal: []string{"tug/internal/pod"}, modules: []string{
-		"github.com/containerd/containerd", "github.com/distribution/reference",
+		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
+		"github.com/containerd/platforms", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec",
 	}},
 	// The CRI log layout: writing, conversion, reading. x/sys for
@@ -96,7 +100,7 @@ var allowedImports = map[string]allowed{
 	// image types it speaks; x/sys opens seccomp profiles beneath their
 	// root.
 	"tug/internal/specopts": {internal: []string{"tug/internal/pod"}, modules: []string{
-		"github.com/containerd/containerd", "github.com/opencontainers/image-spec",
+		"github.com/containerd/containerd/v2", "github.com/opencontainers/image-spec",
 		"github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
 	// The node's devices: the CDI library (spec registry and injection) and
@@ -172,8 +176,8 @@ var allowedImports = map[string]allowed{
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
 	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{
-		"github.com/containerd/containerd", "github.com/containerd/containerd/api", "github.com/vishvananda/netlink",
-		"github.com/vishvananda/netns", "golang.org/x/sys",
+		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api", "github.com/containerd/errdefs",
+		"github.com/vishvananda/netlink", "github.com/vishvananda/netns", "golang.org/x/sys",
 	}},
 	// The only place that builds concrete types and connects them: every
 	// internal package but testutil; cli for the client subcommands it
@@ -199,18 +203,18 @@ var allowedImports = map[string]allowed{
 	// mountinfo and x/sys to unmount tug's namespace pins and read /proc;
 	// api and pod for tug's status as the programs read it.
 	"tug/bench/internal/kit": {internal: []string{"tug/internal/api", "tug/internal/pod"}, modules: []string{
-		"github.com/containerd/containerd", "github.com/containerd/containerd/api",
+		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api", "github.com/containerd/errdefs",
 		"github.com/containerd/typeurl/v2", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
 	}},
 	// Each program measures through the kit; pod for the manifests it writes.
 	"tug/bench/benchday2":     {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
-	"tug/bench/benchidle":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchidle":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchupstream": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"golang.org/x/sys"}},
-	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchprobe":    {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
-	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd"}},
+	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	// Network setup per pod through package network itself, against the same
 	// with ip commands: netlink and x/sys for the comparison's own netns.
 	"tug/bench/benchnet": {internal: []string{"tug/bench/internal/kit", "tug/internal/network", "tug/internal/pod"},
@@ -218,11 +222,11 @@ var allowedImports = map[string]allowed{
 	// PSS of tug and its pods against podman: containerd's client and
 	// runtime-spec for the shims and specs it inspects, x/sys for /proc.
 	"tug/bench/benchfootprint": {internal: []string{"tug/bench/internal/kit", "tug/internal/api", "tug/internal/pod"},
-		modules: []string{"github.com/containerd/containerd", "github.com/opencontainers/runtime-spec", "golang.org/x/sys"}},
+		modules: []string{"github.com/containerd/containerd/v2", "github.com/opencontainers/runtime-spec", "golang.org/x/sys"}},
 	// The floor: a Go containerd client making only the PLEG's calls, which
 	// gives back its start-up pages as tug does (exepages).
 	"tug/bench/benchfootprint/floor": {internal: []string{"tug/internal/exepages"},
-		modules: []string{"github.com/containerd/containerd", "github.com/containerd/containerd/api"}},
+		modules: []string{"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api"}},
 	// The test image's grpc.health.v1 server (scripts/mkimage.sh builds it).
 	"tug/e2e/testimage/grpchealth": {modules: []string{"google.golang.org/grpc"}},
 }

@@ -25,7 +25,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 
 	"tug/bench/internal/kit"
 )

@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"tug/internal/events"
 	"tug/internal/pod"
@@ -21,7 +22,7 @@ func (f fakeSources) Sources() []SourceStatus { return f }
 // parseMetrics parses a /metrics answer with Prometheus' own text parser.
 func parseMetrics(t *testing.T, body string) map[string]*dto.MetricFamily {
 	t.Helper()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	mf, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("parse /metrics: %v\n%s", err, body)

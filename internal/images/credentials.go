@@ -15,8 +15,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/containerd/containerd/remotes"
-	"github.com/containerd/containerd/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
 
 	"tug/internal/pod"
 )

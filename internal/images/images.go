@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/archive/compression"
-	"github.com/containerd/containerd/errdefs"
-	ctrimages "github.com/containerd/containerd/images"
+	containerd "github.com/containerd/containerd/v2/client"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/pkg/archive/compression"
+	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/containerd/containerd/content"
-	ctrimages "github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/remotes"
+	"github.com/containerd/containerd/v2/core/content"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/remotes"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 

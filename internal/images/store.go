@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/containerd/containerd/errdefs"
-	ctrimages "github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/platforms"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
 )
 
 // StoredImage is one image of tug's containerd namespace as the image GC
@@ -88,7 +88,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 // thresholds measure.
 func (m *Manager) FSPath(ctx context.Context) (string, error) {
 	ctx = m.ctx(ctx)
-	resp, err := m.client.IntrospectionService().Plugins(ctx, []string{fmt.Sprintf("type==io.containerd.snapshotter.v1,id==%s", m.cfg.Snapshotter)})
+	resp, err := m.client.IntrospectionService().Plugins(ctx, fmt.Sprintf("type==io.containerd.snapshotter.v1,id==%s", m.cfg.Snapshotter))
 	if err != nil {
 		return "", fmt.Errorf("introspect snapshotter %s: %w", m.cfg.Snapshotter, err)
 	}

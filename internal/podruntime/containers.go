@@ -11,11 +11,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/containerd"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/oci"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -559,7 +560,7 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 	_, err = r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
 	unlock()
 	if err != nil {
-		if err = errdefs.FromGRPC(err); !errdefs.IsNotFound(err) {
+		if err = errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
 			return fmt.Errorf("delete task: %w", err)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/identifiers"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"tug/internal/pod"

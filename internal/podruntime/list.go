@@ -9,8 +9,9 @@ import (
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 
 	"tug/internal/pod"
 )
@@ -68,7 +69,7 @@ func (r *Runtime) PodContainers(ctx context.Context, uid string) ([]pod.RuntimeC
 func (r *Runtime) getTask(ctx context.Context, id string) *tasktypes.Process {
 	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
 	if err != nil {
-		if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+		if !errdefs.IsNotFound(errgrpc.ToNative(err)) {
 			r.log.Debug("get task", "container", id, "err", err)
 			return &tasktypes.Process{ID: id, Status: tasktypes.Status_UNKNOWN}
 		}

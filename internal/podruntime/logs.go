@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/containerd/containerd/cio"
-	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
 
 	"tug/internal/pod"
 	"tug/internal/podlogs"

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/v2/core/containers"
 )
 
 // recordsMaxAge is how long ListContainers reuses the container records it

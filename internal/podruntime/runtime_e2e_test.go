@@ -20,13 +20,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/errdefs"
-	ctrimages "github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/snapshots"
+	containerd "github.com/containerd/containerd/v2/client"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
@@ -375,7 +376,7 @@ func TestE2EExitCode(t *testing.T) {
 		t.Fatalf("WaitContainer = %d, %v; want 3", code, err)
 	}
 	// The exited task was reaped: its shim is gone, the exit is in labels.
-	if _, err := e.r.client.TaskService().Get(e.ctx, &tasks.GetRequest{ContainerID: id}); !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+	if _, err := e.r.client.TaskService().Get(e.ctx, &tasks.GetRequest{ContainerID: id}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
 		t.Errorf("task still there after WaitContainer: %v", err)
 	}
 	rc := e.only(t, p)
@@ -399,7 +400,7 @@ func TestE2EListReapsExited(t *testing.T) {
 	for {
 		rc := e.only(t, p)
 		_, err := e.r.client.TaskService().Get(e.ctx, &tasks.GetRequest{ContainerID: id})
-		if rc.State == pod.RunExited && errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+		if rc.State == pod.RunExited && errdefs.IsNotFound(errgrpc.ToNative(err)) {
 			if rc.ExitCode != 5 || rc.FinishedAt.IsZero() {
 				t.Errorf("after reap: %+v, want exited 5", rc)
 			}

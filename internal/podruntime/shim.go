@@ -9,9 +9,10 @@ import (
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/containers"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/oci"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -72,7 +73,7 @@ func (r *Runtime) liveShimGroup(ctx context.Context, filter, id string) (string,
 		}
 		resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: rec.ID})
 		if err != nil {
-			if errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+			if errdefs.IsNotFound(errgrpc.ToNative(err)) {
 				continue
 			}
 			return "", fmt.Errorf("get task of %s for the shim group: %w", rec.ID, err)

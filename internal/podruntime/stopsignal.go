@@ -3,8 +3,8 @@ package podruntime
 import (
 	"context"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/containers"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"

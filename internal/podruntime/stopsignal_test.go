@@ -5,8 +5,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/containers"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/moby/sys/signal"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"
@@ -55,9 +56,9 @@ func TestLinuxStopSignalsParse(t *testing.T) {
 		if !pod.IsLinuxStopSignal(pod.Signal(n)) {
 			t.Errorf("%s: not a Linux stop signal for validation", n)
 		}
-		sig, err := containerd.ParseSignal(n)
+		sig, err := signal.ParseSignal(n)
 		if err != nil || sig <= 0 || sig > syscall.Signal(64) {
-			t.Errorf("%s: containerd parses it as %v, %v", n, sig, err)
+			t.Errorf("%s: containerd (moby/sys/signal) parses it as %v, %v", n, sig, err)
 		}
 	}
 	for _, n := range []string{"SIGRTMIN+16", "SIGRTMAX-15", "SIGRTMIN+01", "TERM", "SIGterm", "9", ""} {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containerd/containerd/oci"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"

@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
-	"github.com/containerd/containerd/content"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/leases"
-	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/snapshots"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 )
 
 // leakTimeout bounds the leak check of a test's containerd namespace: the
@@ -138,7 +138,7 @@ func Leftovers(ctx context.Context, client *containerd.Client) ([]string, error)
 
 // snapshotters returns the names of the snapshotters containerd loaded.
 func snapshotters(ctx context.Context, client *containerd.Client) ([]string, error) {
-	resp, err := client.IntrospectionService().Plugins(ctx, []string{`type=="` + snapshotterType + `"`})
+	resp, err := client.IntrospectionService().Plugins(ctx, `type=="`+snapshotterType+`"`)
 	if err != nil {
 		return nil, err
 	}

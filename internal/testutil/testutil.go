@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 )
 
 // The environment variables written by scripts/testenv.sh.

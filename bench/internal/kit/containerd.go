@@ -9,12 +9,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/containerd/containerd"
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/namespaces"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/defaults"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 )
 
 // Connect connects to the containerd at sock.
@@ -42,7 +43,7 @@ func ImportImage(ctx context.Context, client *containerd.Client, ns, archive, im
 		return fmt.Errorf("import %s into namespace %s: %w", archive, ns, err)
 	}
 	for _, img := range imgs {
-		if err := containerd.NewImage(client, img).Unpack(ctx, containerd.DefaultSnapshotter); err != nil {
+		if err := containerd.NewImage(client, img).Unpack(ctx, defaults.DefaultSnapshotter); err != nil {
 			return fmt.Errorf("unpack %s in namespace %s: %w", img.Name, ns, err)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/containerd/containerd"
 	apievents "github.com/containerd/containerd/api/events"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/typeurl/v2"
 )
 
