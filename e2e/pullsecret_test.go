@@ -5,13 +5,10 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"tug/internal/pod"
 	"tug/internal/testutil"
@@ -35,61 +32,9 @@ const (
 func authRegistry(t *testing.T) (ref, addr string) {
 	t.Helper()
 	open := testutil.RegistryImage(t)
-	testutil.RequireCommand(t, "docker-registry")
-	dir := os.Getenv("TUG_TESTENV_DIR")
-	if dir == "" {
-		testutil.Missing(t, "TUG_TESTENV_DIR must be set (eval \"$(scripts/testenv.sh env)\")")
-		return "", ""
-	}
-	base := t.TempDir()
-	addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	htpasswd := filepath.Join(base, "htpasswd")
-	cfg := filepath.Join(base, "registry.yml")
-	must(t, os.WriteFile(htpasswd, []byte(registryUser+":"+registryHash+"\n"), 0o600))
-	must(t, os.WriteFile(cfg, []byte(`version: 0.1
-log:
-  level: warn
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: `+filepath.Join(dir, "registry")+`
-  maintenance:
-    uploadpurging:
-      enabled: false
-    readonly:
-      enabled: true
-auth:
-  htpasswd:
-    realm: tug-e2e
-    path: `+htpasswd+`
-http:
-  addr: `+addr+`
-`), 0o600))
-	logf, err := os.Create(filepath.Join(base, "registry.log"))
-	must(t, err)
-	cmd := exec.Command("docker-registry", "serve", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("auth registry log:\n%s", b)
-		}
-	})
-	waitFor(t, 10*time.Second, "auth registry listening", func() (bool, error) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false, err
-		}
-		c.Close()
-		return true, nil
-	})
+	r := startRegistry(t, registryOpts{shared: true, auth: registryUser + ":" + registryHash + "\n"})
 	_, path, _ := strings.Cut(open, "/")
-	return addr + "/" + path, addr
+	return r.Ref(path), r.Addr
 }
 
 func must(t *testing.T, err error) {
