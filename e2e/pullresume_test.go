@@ -102,6 +102,40 @@ func TestPullResume(t *testing.T) {
 	}
 }
 
+// TestPullResumeAfterRestart: tug is killed while it pulls a 12 MiB layer
+// that comes slowly; the tug started after it takes over the lease its
+// predecessor left and asks for the rest of the layer only.
+func TestPullResumeAfterRestart(t *testing.T) {
+	const layerSize = 12 << 20
+	reg := startRegistry(t, registryOpts{})
+	ref, layer := pushRandomImage(t, reg, "tug/restart:v1", layerSize)
+	var proxy *cutProxy
+	tg := startTug(t, tugOpts{noImageArchive: true, beforeStart: func(tg *tug) {
+		// 64 KiB every 50 ms: about 10 s for the layer.
+		proxy = startCutProxy(t, tg.netns, reg.Addr, layer.Digest.String(), 0, 0, 64<<10, 50*time.Millisecond)
+	}})
+	tg.writeManifest("restart.yaml", pullPod("restart", ref, ""))
+	waitFor(t, startTimeout, "3 MiB of the layer sent", func() (bool, error) {
+		return proxy.stats().sent >= 3<<20, nil
+	})
+	tg.Kill()
+	killedAt := proxy.stats().sent
+	tg.Start()
+	tg.waitRunning(startTimeout, "restart", "main", 0)
+
+	st := proxy.stats()
+	t.Logf("layer %d bytes; killed after %d; proxy sent %d bytes of it, ranges %q", layer.Size, killedAt, st.sent, st.ranges)
+	if limit := layer.Size + layer.Size/10; st.sent > limit {
+		t.Errorf("the proxy sent %d bytes of the %d-byte layer (limit %d): the restarted tug fetched again what it had", st.sent, layer.Size, limit)
+	}
+	if len(st.ranges) < 2 {
+		t.Fatalf("GETs of the layer: %q, want a second one after the restart", st.ranges)
+	}
+	if from, ok := rangeStart(st.ranges[len(st.ranges)-1]); !ok || from == 0 {
+		t.Errorf("the last GET of the layer asked for Range %q, want bytes=N- with N > 0", st.ranges[len(st.ranges)-1])
+	}
+}
+
 // rangeStart returns N of a "bytes=N-" Range header.
 func rangeStart(r string) (int64, bool) {
 	from, ok := strings.CutPrefix(r, "bytes=")
