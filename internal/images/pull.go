@@ -357,7 +357,7 @@ func (m *Manager) pullLease(ctx context.Context, ref string) (context.Context, f
 			m.pullMu.Unlock()
 		}()
 		if failed {
-			m.log.Info("keeping what the failed pull fetched for the next one", "image", ref)
+			m.log.Debug("keeping what the failed pull fetched for the next one", "image", ref)
 			return
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseTimeout)
