@@ -182,6 +182,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ResolvConf:           cfg.ResolvConf,
 		PullProgressDeadline: cfg.ImagePullProgressDeadline,
 		PullTimeout:          cfg.ImagePullTimeout,
+		PullOffline:          cfg.ImagePullOffline,
 		Log:                  log.With("component", "podruntime"),
 		Recorder:             ring,
 
@@ -281,7 +282,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		DeviceChanges: devs.Changes(),
 	})
 	resync = loop.Resync
-	view := reconcile.View{Store: store, Loop: loop, Pulls: rt}
+	view := reconcile.View{Store: store, Loop: loop, Pulls: rt, ImagesFromCache: rt}
 	// The rollout controller's pins go into the store before any source
 	// reports: a spec that failed before a restart never starts again.
 	rollouts, err := rollout.New(rollout.Config{

@@ -338,6 +338,9 @@ func (tg *tug) cleanup() {
 	if err := testutil.RemoveImages(ctx, tg.client); err != nil {
 		t.Errorf("cleanup: containerd namespace %s: %v", tg.ns, err)
 	}
+	if err := testutil.RemovePullLeases(ctx, tg.client); err != nil {
+		t.Errorf("cleanup: containerd namespace %s: %v", tg.ns, err)
+	}
 	if err := unmountUnder(tg.base); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}

@@ -178,6 +178,9 @@ func writeDescription(out io.Writer, d described, now time.Time) error {
 			if c.Type == pod.ConditionPodResizePending || c.Type == pod.ConditionPodResizeInProgress {
 				w.line(0, "Resize:\t%s (%s): %s", c.Type, c.Reason, c.Message)
 			}
+			if c.Type == pod.ConditionImageFromCache {
+				w.line(0, "Image from cache:\t%s", c.Message)
+			}
 		}
 	}
 	writeVolumes(w, v.Spec.Volumes)

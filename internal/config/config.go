@@ -160,6 +160,13 @@ type Config struct {
 	// ImagePullTimeout, if not 0, cuts an image pull that runs this long,
 	// progress or not. Default 0: a pull is bounded by its progress only.
 	ImagePullTimeout time.Duration `yaml:"image-pull-timeout"`
+	// ImagePullOffline is what an imagePullPolicy Always pull does when no
+	// registry host can be reached (connection refused, timeout, DNS or
+	// TLS handshake failure): "use-cached" runs the image of the same
+	// reference that is present, with a PullOfflineUsingCache warning and
+	// the tug.io/ImageFromCache pod condition; "fail" fails it with
+	// ErrImagePull, as the kubelet does. Default use-cached.
+	ImagePullOffline string `yaml:"image-pull-offline"`
 
 	// BridgeName is the Linux bridge pods are connected to. Default tug0.
 	BridgeName string `yaml:"bridge-name"`
@@ -367,6 +374,7 @@ func Default() Config {
 		RunOnceTimeout:          5 * time.Minute,
 
 		ImagePullProgressDeadline: time.Minute,
+		ImagePullOffline:          "use-cached",
 
 		BridgeName:   "tug0",
 		PodCIDR:      DefaultPodCIDR,
@@ -443,6 +451,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RunOnceTimeout, "runonce-timeout", c.RunOnceTimeout, "how long --runonce waits")
 	fs.DurationVar(&c.ImagePullProgressDeadline, "image-pull-progress-deadline", c.ImagePullProgressDeadline, "cut an image pull that fetches no new byte for this long")
 	fs.DurationVar(&c.ImagePullTimeout, "image-pull-timeout", c.ImagePullTimeout, "cut an image pull that runs this long, progress or not (0: no bound)")
+	fs.StringVar(&c.ImagePullOffline, "image-pull-offline", c.ImagePullOffline, "what an imagePullPolicy Always pull does when no registry host can be reached: use-cached (run the image present, with a warning and the tug.io/ImageFromCache condition) or fail (ErrImagePull, as the kubelet)")
 	fs.StringVar(&c.BridgeName, "bridge-name", c.BridgeName, "Linux bridge the pods are connected to")
 	fs.StringVar(&c.PodCIDR, "pod-cidr", c.PodCIDR, "IPv4 range of pod addresses (the bridge holds the first)")
 	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "node address reported as hostIP (default: source address of the default route)")
@@ -568,6 +577,11 @@ func (c *Config) Validate() error {
 	}
 	if c.ImagePullTimeout < 0 {
 		errs = append(errs, fmt.Errorf("image-pull-timeout: must not be negative (0: no bound)"))
+	}
+	switch c.ImagePullOffline {
+	case "use-cached", "fail":
+	default:
+		errs = append(errs, fmt.Errorf("image-pull-offline: %q is not use-cached or fail", c.ImagePullOffline))
 	}
 	if c.RolloutMinReady < 0 {
 		errs = append(errs, fmt.Errorf("rollout-min-ready: must not be negative"))

@@ -9,5 +9,8 @@
 // of a container's image (Pulling, Pulled, Failed). A registry pull is
 // followed as it fetches (the bytes of its blobs, PullMessage) and cut by
 // a watchdog when it makes no progress for PullProgressDeadline or runs
-// for PullTimeout.
+// for PullTimeout; a failed pull keeps what it fetched under a lease of
+// its reference, and the next pull resumes from it (pull.go, "Partial
+// pulls"). An imagePullPolicy Always pull that reaches no registry host
+// runs the image present, as Config.PullOffline says (offline.go).
 package images

@@ -56,6 +56,10 @@ type Config struct {
 	// PullTimeout, if not 0, cuts a registry pull that runs this long,
 	// progress or not. Default 0: none.
 	PullTimeout time.Duration
+	// PullOffline is what an imagePullPolicy Always pull does when no
+	// registry host can be reached: PullOfflineUseCached (also "") or
+	// PullOfflineFail.
+	PullOffline string
 	// Recorder receives the Pulling, Pulled and Failed events of a
 	// container's image; nil: none.
 	Recorder eventRecorder
@@ -72,6 +76,13 @@ type Manager struct {
 
 	pullMu sync.Mutex
 	pulls  map[string]*pullCall // in-flight pulls by normalised ref
+
+	// leasesHeld are the IDs of the leases of pulls under way (pullMu;
+	// nil until the first pull).
+	leasesHeld map[string]bool
+	// cached are the images run from the store after an offline Always
+	// pull.
+	cached cachedUses
 
 	importMu sync.Mutex            // serialises archive imports
 	imported map[string]archiveKey // archives already imported, by file name

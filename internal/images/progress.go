@@ -27,6 +27,11 @@ const (
 	progressInterval = time.Second
 	// progressLogEvery is how often a long pull logs its progress (Debug).
 	progressLogEvery = 10 * time.Second
+	// pullEventAfter is when a caller waiting on a pull first records a
+	// Pulling event with its progress, pullEventEvery how often after
+	// that.
+	pullEventAfter = 5 * time.Second
+	pullEventEvery = 10 * time.Second
 )
 
 // sample is one reading of a pull's progress.

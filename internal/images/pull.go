@@ -2,8 +2,12 @@ package images
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +27,9 @@ const (
 	eventWarning  = "Warning"
 )
 
-// pullLeaseExpiry is the expiry of a pull's lease, should tug die before
-// it releases it (containerd's client uses the same).
+// pullLeaseExpiry is the expiry of a pull's lease: how long the content
+// of a failed pull is kept for the next attempt to resume from, and the
+// bound on a lease tug dies holding (containerd's client uses the same).
 const pullLeaseExpiry = 24 * time.Hour
 
 // Ensure makes c's image present and unpacked for the snapshotter,
@@ -32,15 +37,18 @@ const pullLeaseExpiry = 24 * time.Hour
 //
 //   - Never: the image must already be present (ErrImageNotPresent if not);
 //   - IfNotPresent: a present image is used, else it is pulled;
-//   - Always: the image is pulled; if the pull fails but an image of that
-//     name is present, it is used with a warning, so that a device that is
-//     offline keeps running what it has.
+//   - Always: the image is pulled. If no registry host can be reached
+//     (Unreachable) and Config.PullOffline is PullOfflineUseCached, the
+//     image of that reference that is present runs: a
+//     PullOfflineUsingCache warning says so, and the pod has the
+//     tug.io/ImageFromCache condition until a pull of the image succeeds.
+//     Any other failure (or PullOfflineFail) fails, as in the kubelet.
 //
 // It is the one place that records the events of a container's image, as
-// the kubelet words them: Pulling when a pull starts, then Pulled
-// ("Successfully pulled image ...") or a Failed warning; Pulled ("...
-// already present on machine") when no pull is needed, or when a failed
-// pull of an Always image falls back on the one present.
+// the kubelet words them: Pulling when a pull starts (and, while a pull
+// lasts, its progress every pullEventEvery), then Pulled ("Successfully
+// pulled image ...") or a Failed warning; Pulled ("... already present on
+// machine") when no pull is needed.
 func (m *Manager) Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error) {
 	return ensure(m.ctx(ctx), m, request{pod: p, container: c.Name, image: c.Image, policy: PullPolicy(c), unpack: true}, m.Local)
 }
@@ -85,24 +93,38 @@ func ensure[T any](ctx context.Context, m *Manager, r request, local func(contex
 			return zero, err
 		}
 		if err := m.pullFor(ctx, r, ref); err != nil {
+			m.failed(ctx, r, err)
 			return zero, err
 		}
+		m.pulledFor(r)
 		return local(ctx, ref)
 	default: // Always
 		err := m.pullFor(ctx, r, ref)
-		if err == nil || ctx.Err() != nil {
-			if err != nil {
-				return zero, err
-			}
+		if err == nil {
+			m.pulledFor(r)
 			return local(ctx, ref)
 		}
-		img, lerr := local(ctx, ref)
-		if lerr != nil {
-			return zero, err
+		if ctx.Err() == nil {
+			if img, ok := useCached(ctx, m, r, ref, err, local); ok {
+				return img, nil
+			}
 		}
-		m.log.Warn("pull failed, using the image that is present", "image", ref, "err", err)
-		m.present(r)
-		return img, nil
+		m.failed(ctx, r, err)
+		return zero, err
+	}
+}
+
+// pulledFor forgets that r's pod ran r's image from the store.
+func (m *Manager) pulledFor(r request) {
+	if r.pod != nil {
+		m.cached.clear(r.pod.Metadata.UID, r.image)
+	}
+}
+
+// failed records the Failed warning of r's pull, unless the caller gave up.
+func (m *Manager) failed(ctx context.Context, r request, err error) {
+	if ctx.Err() == nil {
+		m.event(r.pod, r.container, eventWarning, reasonFailed, fmt.Sprintf("Failed to pull image %q: %v", r.image, err))
 	}
 }
 
@@ -118,18 +140,19 @@ func (m *Manager) present(r request) {
 	m.event(r.pod, r.container, eventNormal, reasonPulled, fmt.Sprintf("Container image %q already present on machine", r.image))
 }
 
-// pullFor pulls ref for r and records its events. The
-// Pulled event's first duration is the registry pull's, as far as this
-// caller waited for it (a caller may join a pull under way); the second
-// is the whole wait.
+// pullFor pulls ref for r and records its Pulling and Pulled events (the
+// caller records a failure: see failed), and a Pulling event with the
+// pull's progress ("Pulling image \"IMAGE\": 43.1 MB of 120.6 MB") every
+// pullEventEvery while it lasts. The Pulled event's first duration is the
+// registry pull's, as far as this caller waited for it (a caller may join
+// a pull under way); the second is the whole wait.
 func (m *Manager) pullFor(ctx context.Context, r request, ref string) error {
 	m.event(r.pod, r.container, eventNormal, reasonPulling, fmt.Sprintf("Pulling image %q", r.image))
 	began := time.Now()
-	call, err := m.pull(ctx, ref, m.keyringFor(r.pod), r.unpack)
+	call, err := m.pull(ctx, ref, m.keyringFor(r.pod), r.unpack, func(s sample) {
+		m.event(r.pod, r.container, eventNormal, reasonPulling, fmt.Sprintf("Pulling image %q: %s", r.image, s))
+	})
 	if err != nil {
-		if ctx.Err() == nil {
-			m.event(r.pod, r.container, eventWarning, reasonFailed, fmt.Sprintf("Failed to pull image %q: %v", r.image, err))
-		}
 		return err
 	}
 	waited := time.Since(began)
@@ -167,11 +190,12 @@ func (c *pullCall) sample() *sample {
 
 // pull pulls ref, and unpacks it when unpack is set (an image volume's
 // artifact is not unpacked here: see EnsureVolume). Concurrent pulls of the
-// same ref share one
-// registry pull; the pull runs detached from any one caller's context,
-// bounded by its progress (PullProgressDeadline) and PullTimeout, so a
-// caller that gives up does not fail the others.
-func (m *Manager) pull(ctx context.Context, ref string, k keyring, unpack bool) (*pullCall, error) {
+// same ref share one registry pull; the pull runs detached from any one
+// caller's context, bounded by its progress (PullProgressDeadline) and
+// PullTimeout, so a caller that gives up does not fail the others. While
+// the caller waits, progress (if not nil) is shown the pull's progress
+// pullEventAfter after the caller began, then every pullEventEvery.
+func (m *Manager) pull(ctx context.Context, ref string, k keyring, unpack bool, progress func(sample)) (*pullCall, error) {
 	m.pullMu.Lock()
 	key := ref + "\x00" + k.fingerprint() // a pull shares only the same credentials
 	if !unpack {
@@ -192,14 +216,23 @@ func (m *Manager) pull(ctx context.Context, ref string, k keyring, unpack bool) 
 		}()
 	}
 	m.pullMu.Unlock()
-	select {
-	case <-call.done:
-		if call.err != nil {
-			return nil, call.err
+	tick := time.NewTimer(pullEventAfter)
+	defer tick.Stop()
+	for {
+		select {
+		case <-call.done:
+			if call.err != nil {
+				return nil, call.err
+			}
+			return call, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("pull image %q: %w", ref, ctx.Err())
+		case <-tick.C:
+			if s := call.sample(); s != nil && s.Total > 0 && progress != nil {
+				progress(*s)
+			}
+			tick.Reset(pullEventEvery)
 		}
-		return call, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pull image %q: %w", ref, ctx.Err())
 	}
 }
 
@@ -264,30 +297,129 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 	return img, size, nil
 }
 
-// pullLease returns ctx with a lease of its own that holds what a pull
-// fetches until its image is created, and the function that releases it,
-// on a context of its own (a pull cut by its context would otherwise leave
-// the lease, and the content it holds, for a day). After a failed pull the
-// release waits for containerd's garbage collection, so that the partial
-// content it leaves is gone when the failure is reported.
+// Partial pulls. A registry pull runs under a lease of its own, whose ID
+// is derived from the reference ("tug-pull-" and 24 hex digits of its
+// SHA-256, then a stamp that makes it unique), with a pullLeaseExpiry
+// expiry. The lease holds the blobs the pull fetches and the ingests it
+// writes (containerd's partial downloads, keyed by blob digest) until the
+// image is created. On success the lease is deleted: the image holds the
+// content. On failure (a broken connection, the stall watchdog, tug
+// stopped or killed) it is kept, and the next pull of the same reference
+// takes over what it holds: it adds the resources of every lease of that
+// reference that no pull of this Manager holds to its own lease, then
+// deletes them. containerd's fetch then opens each blob's ingest where it
+// stopped and asks the registry for the rest only (a Range request), so a
+// pull over a link that keeps breaking completes in pieces. Concurrent
+// pulls of one reference (other credentials, an image volume's) each have
+// a lease and never take over one another's. What a failed pull fetched
+// stays on disk for up to pullLeaseExpiry after its last attempt unless a
+// later pull of the reference succeeds; the image GC does not see it.
+
+// pullLeasePrefix starts the ID of every pull's lease.
+const pullLeasePrefix = "tug-pull-"
+
+// pullLeaseBase is the part of the ID of a pull lease of ref that every
+// pull of ref shares.
+func pullLeaseBase(ref string) string {
+	sum := sha256.Sum256([]byte(ref))
+	return pullLeasePrefix + hex.EncodeToString(sum[:12]) + "-"
+}
+
+// pullLease returns ctx with a lease for a pull of ref that holds what it
+// fetches, having taken over the leases of earlier pulls of ref that
+// failed, and the function that ends it, on a context of its own (a pull
+// cut by its context still ends its lease): failed keeps the lease for the
+// next pull; success deletes it and every other lease of ref no pull
+// holds.
 func (m *Manager) pullLease(ctx context.Context, ref string) (context.Context, func(failed bool), error) {
 	ls := m.client.LeasesService()
-	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(pullLeaseExpiry))
+	base := pullLeaseBase(ref)
+	id := base + strconv.FormatInt(time.Now().UnixNano(), 36)
+	l, err := ls.Create(ctx, leases.WithID(id), leases.WithExpiration(pullLeaseExpiry))
 	if err != nil {
 		return nil, nil, fmt.Errorf("create lease: %w", err)
 	}
+	m.pullMu.Lock()
+	if m.leasesHeld == nil {
+		m.leasesHeld = map[string]bool{}
+	}
+	m.leasesHeld[id] = true
+	m.pullMu.Unlock()
+	if n, err := m.takeOverLeases(ctx, l, base); err != nil {
+		m.log.Warn("take over the content of earlier pulls", "image", ref, "err", err)
+	} else if n > 0 {
+		m.log.Info("resuming an earlier pull", "image", ref, "resources", n)
+	}
 	release := func(failed bool) {
+		defer func() {
+			m.pullMu.Lock()
+			delete(m.leasesHeld, id)
+			m.pullMu.Unlock()
+		}()
+		if failed {
+			m.log.Debug("keeping what the failed pull fetched for the next one", "image", ref)
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseTimeout)
 		defer cancel()
-		var opts []leases.DeleteOpt
-		if failed {
-			opts = append(opts, leases.SynchronousDelete)
-		}
-		if err := ls.Delete(rctx, l, opts...); err != nil {
+		if err := ls.Delete(rctx, l); err != nil {
 			m.log.Warn("release image pull lease", "image", ref, "err", err)
+		}
+		if _, err := m.orphanLeases(rctx, base, func(old leases.Lease) error { return ls.Delete(rctx, old) }); err != nil {
+			m.log.Warn("release the leases of earlier pulls", "image", ref, "err", err)
 		}
 	}
 	return leases.WithLease(ctx, l.ID), release, nil
+}
+
+// takeOverLeases adds the resources of every lease of base that no pull
+// holds to l, and deletes those leases. It returns how many resources it
+// added.
+func (m *Manager) takeOverLeases(ctx context.Context, l leases.Lease, base string) (int, error) {
+	ls := m.client.LeasesService()
+	return m.orphanLeases(ctx, base, func(old leases.Lease) error {
+		res, err := ls.ListResources(ctx, old)
+		if err != nil {
+			return fmt.Errorf("list resources of lease %s: %w", old.ID, err)
+		}
+		for _, r := range res {
+			if err := ls.AddResource(ctx, l, r); err != nil {
+				return fmt.Errorf("add %s %s to lease %s: %w", r.Type, r.ID, l.ID, err)
+			}
+		}
+		if err := ls.Delete(ctx, old); err != nil {
+			return fmt.Errorf("delete lease %s: %w", old.ID, err)
+		}
+		return nil
+	})
+}
+
+// orphanLeases calls fn with every lease whose ID starts with base that no
+// pull of this Manager holds, and returns how many it was called with.
+func (m *Manager) orphanLeases(ctx context.Context, base string, fn func(leases.Lease) error) (int, error) {
+	all, err := m.client.LeasesService().List(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list leases: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, l := range all {
+		if !strings.HasPrefix(l.ID, base) {
+			continue
+		}
+		m.pullMu.Lock()
+		held := m.leasesHeld[l.ID]
+		m.pullMu.Unlock()
+		if held {
+			continue
+		}
+		if err := fn(l); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
 
 // PullMessage returns the waiting message of a container whose image is

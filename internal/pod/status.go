@@ -96,6 +96,21 @@ const (
 	ReasonOrphaned = "Orphaned"
 )
 
+// The condition of a pod that runs a cached image because no registry
+// could be reached.
+const (
+	// ConditionImageFromCache is True while a container of the pod (or an
+	// image volume) runs the image of its reference that is in the store
+	// because its imagePullPolicy Always pull could reach no registry host
+	// (--image-pull-offline=use-cached), reason PullOfflineUsingCache, the
+	// message naming each image and the pull's error. The pod has no such
+	// condition once a pull of the image succeeds. The kubelet fails such a
+	// pull (ErrImagePull); a device that is offline keeps running what it
+	// has.
+	ConditionImageFromCache     = "tug.io/ImageFromCache"
+	ReasonPullOfflineUsingCache = "PullOfflineUsingCache"
+)
+
 // Terminated reasons.
 const (
 	ReasonCompleted = "Completed"

@@ -107,6 +107,9 @@ type Config struct {
 	// PullTimeout, if not 0, bounds one registry pull as a whole
 	// (--image-pull-timeout); default 0: only its progress bounds it.
 	PullTimeout time.Duration
+	// PullOffline is what an imagePullPolicy Always pull does when no
+	// registry host can be reached (images.Config.PullOffline).
+	PullOffline string
 	// ShimGrouping is --shim-grouping: which containers share one
 	// containerd-shim-runc-v2 process, ShimGroupingPod (the default: every
 	// container of a pod) or ShimGroupingNode (every container of tug's
@@ -257,6 +260,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		Client: client, Namespace: cfg.Namespace, Snapshotter: cfg.Snapshotter,
 		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: cfg.Log,
 		PullProgressDeadline: cfg.PullProgressDeadline, PullTimeout: cfg.PullTimeout, Recorder: cfg.Recorder,
+		PullOffline: cfg.PullOffline,
 	})
 	if cfg.LogDriver != LogDriverBinary {
 		pc := podlogs.PumpsConfig{

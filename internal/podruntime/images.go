@@ -34,6 +34,13 @@ func (r *Runtime) PullMessage(image string) (msg string, ok bool) {
 	return r.images.PullMessage(image)
 }
 
+// ImageFromCacheCondition is the tug.io/ImageFromCache condition of a pod
+// that runs a cached image because its Always pull reached no registry
+// (images.Manager.ImageFromCacheCondition); nil when it has none.
+func (r *Runtime) ImageFromCacheCondition(p *pod.Pod) *pod.Condition {
+	return r.images.ImageFromCacheCondition(p)
+}
+
 // ImportArchives imports the image archives of ImageDir not imported yet.
 func (r *Runtime) ImportArchives(ctx context.Context) error { return r.images.ImportArchives(ctx) }
 

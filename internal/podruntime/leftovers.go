@@ -69,6 +69,9 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 	if err := volume.CheckName("pod uid", uid); err != nil {
 		return err
 	}
+	if r.images != nil {
+		r.images.ForgetPod(uid)
+	}
 	// A shareProcessNamespace pod's PID holder is not a pod container:
 	// nothing else would find it once the pod is gone.
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)

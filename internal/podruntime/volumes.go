@@ -31,7 +31,8 @@ func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) er
 // CleanupPod removes the pod's PID namespace holder, unmounts its tmpfs
 // and image volumes, removes the views of its image volumes,
 // RootDir/pods/<uid> and the pod's log directory, and frees its devices
-// and its block of user namespace IDs. The
+// and its block of user namespace IDs, and forgets its
+// tug.io/ImageFromCache condition. The
 // pod's containers must already be removed. A pod with nothing left is not
 // an error.
 func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
@@ -39,6 +40,9 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 		return err
 	}
 	uid := p.Metadata.UID
+	if r.images != nil {
+		r.images.ForgetPod(uid)
+	}
 	if err := r.removeHolder(r.ctx(ctx), uid); err != nil {
 		return fmt.Errorf("clean up pod %s: remove PID namespace holder: %w", p.FullName(), err)
 	}

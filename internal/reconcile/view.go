@@ -41,6 +41,16 @@ type View struct {
 	// Pulls, when set, gives a container waiting in ContainerCreating
 	// with no message of its own the progress of its image's pull.
 	Pulls PullMessages
+	// ImagesFromCache, when set, adds the tug.io/ImageFromCache condition
+	// of pods that run a cached image because their Always pull reached
+	// no registry. It leaves the pod's reason as it is: the pod runs.
+	ImagesFromCache ImageFromCacheConditions
+}
+
+// ImageFromCacheConditions gives the tug.io/ImageFromCache condition of a
+// pod (implemented by podruntime.Runtime); nil when it has none.
+type ImageFromCacheConditions interface {
+	ImageFromCacheCondition(p *pod.Pod) *pod.Condition
 }
 
 // PullMessages tells what an image pull under way has done (implemented
@@ -153,6 +163,11 @@ func (v View) Pods() []pod.View {
 		}
 		if v.PIDLimits != nil {
 			st = withCondition(st, v.PIDLimits.Condition(p))
+		}
+		if v.ImagesFromCache != nil {
+			if c := v.ImagesFromCache.ImageFromCacheCondition(p); c != nil {
+				st.Conditions = append(st.Conditions, *c)
+			}
 		}
 		if v.Pulls != nil {
 			st = withPullMessages(st, v.Pulls)

@@ -197,6 +197,28 @@ func RemoveImages(ctx context.Context, client *containerd.Client) error {
 	return errors.Join(errs...)
 }
 
+// RemovePullLeases removes the leases tug keeps for a failed pull to resume
+// from (IDs "tug-pull-..."), waiting for containerd's garbage collection of
+// what they held: tug leaves them on purpose, a test's clean-up removes
+// them.
+func RemovePullLeases(ctx context.Context, client *containerd.Client) error {
+	ls := client.LeasesService()
+	all, err := ls.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list leases: %w", err)
+	}
+	var errs []error
+	for _, l := range all {
+		if !strings.HasPrefix(l.ID, "tug-pull-") {
+			continue
+		}
+		if err := ignoreNotFound(ls.Delete(ctx, l, leases.SynchronousDelete)); err != nil {
+			errs = append(errs, fmt.Errorf("delete lease %s: %w", l.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // removeAll removes everything Leftovers lists: tasks and containers,
 // images, leases, snapshots (children before parents), ingests and blobs.
 func removeAll(ctx context.Context, client *containerd.Client) error {
