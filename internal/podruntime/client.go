@@ -17,6 +17,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/images"
 	"tug/internal/podlogs"
+	"tug/internal/registry"
 	"tug/internal/volume"
 )
 
@@ -107,6 +108,9 @@ type Config struct {
 	// PullTimeout, if not 0, bounds one registry pull as a whole
 	// (--image-pull-timeout); default 0: only its progress bounds it.
 	PullTimeout time.Duration
+	// Registry gives the resolvers of registry pulls (--registry-config-dir,
+	// --image-pull-bandwidth); nil: containerd's default hosts, no cap.
+	Registry *registry.Registry
 	// ShimGrouping is --shim-grouping: which containers share one
 	// containerd-shim-runc-v2 process, ShimGroupingPod (the default: every
 	// container of a pod) or ShimGroupingNode (every container of tug's
@@ -257,6 +261,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		Client: client, Namespace: cfg.Namespace, Snapshotter: cfg.Snapshotter,
 		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: cfg.Log,
 		PullProgressDeadline: cfg.PullProgressDeadline, PullTimeout: cfg.PullTimeout, Recorder: cfg.Recorder,
+		Registry: cfg.Registry,
 	})
 	if cfg.LogDriver != LogDriverBinary {
 		pc := podlogs.PumpsConfig{
