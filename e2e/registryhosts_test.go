@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -107,32 +108,51 @@ func TestRegistryMirror(t *testing.T) {
 	}
 }
 
-// TestImagePullBandwidth: with --image-pull-bandwidth 1Mi, an image with
-// an 8 MiB layer of random bytes (no namespace of the shared containerd
-// has it) is downloaded at 1 MiB/s within 10%, as a counting proxy in
-// front of the registry measures it: the rate of the middle half of the
-// bytes, once the sockets' buffers are full. The proxy is tug's relay to
-// the registry, in tug's network namespace, with a small send buffer, so
-// that what it has passed on is what tug has nearly read.
+// TestImagePullBandwidth: with --image-pull-bandwidth 1Mi, two pods pull
+// at once two images with a 4 MiB layer of random bytes each (no namespace
+// of the shared containerd has them). Together they are downloaded at
+// 1 MiB/s within 10%, as a counting proxy in front of the registry
+// measures it: the rate of the middle half of the bytes, once the
+// sockets' buffers are full. The proxy is tug's relay to the registry, in
+// tug's network namespace, with a small send buffer, so that what it has
+// passed on is what tug has nearly read. Each pull takes about the 8 s of
+// both layers, not the 4 s of its own: the pulls share the node's cap.
 func TestImagePullBandwidth(t *testing.T) {
 	const (
 		capFlag = "1Mi"
 		rate    = 1 << 20
-		size    = 8 << 20
+		size    = 4 << 20 // each layer's
 	)
 	reg := startRegistry(t, registryOpts{})
-	ref := reg.Ref(pushRandomImage(t, reg, "tug/random", "1", size))
+	refs := []string{
+		reg.Ref(pushRandomImage(t, reg, "tug/random-a", "1", size)),
+		reg.Ref(pushRandomImage(t, reg, "tug/random-b", "1", size)),
+	}
 	var proxy *countingProxy
 	tg := startTug(t, tugOpts{noImageArchive: true, args: []string{"--image-pull-bandwidth", capFlag},
 		beforeStart: func(tg *tug) { proxy = startCountingProxy(t, tg.netns, reg.Addr) }})
-	tg.writeManifest("capped.yaml", pullPod("capped", ref, ""))
-	tg.waitRunning(startTimeout, "capped", "main", 0)
-	t.Logf("Pulled: %s", tg.waitPulled("capped").Message)
+	tg.writeManifest("capped.yaml", pullPod("capped-a", refs[0], "")+"---\n"+pullPod("capped-b", refs[1], ""))
+	tookRE := regexp.MustCompile(`^Successfully pulled image "[^"]+" in ([^ ]+) \(`)
+	for _, name := range []string{"capped-a", "capped-b"} {
+		tg.waitRunning(startTimeout, name, "main", 0)
+		msg := tg.waitPulled(name).Message
+		t.Logf("%s: %s", name, msg)
+		m := tookRE.FindStringSubmatch(msg)
+		if m == nil {
+			t.Fatalf("Pulled event %q: no duration", msg)
+		}
+		took, err := time.ParseDuration(m[1])
+		must(t, err)
+		// Alone at the cap, a pull takes 4 s; sharing it, about 8 s.
+		if took < 6*time.Second {
+			t.Errorf("the pull of %s took %s: the two pulls did not share the cap", name, took)
+		}
+	}
 
 	total, got := proxy.rate(0.25, 0.75)
 	t.Logf("registry sent %d bytes; %.0f bytes/s over the middle half (cap %d)", total, got, rate)
-	if total < size {
-		t.Fatalf("the registry sent %d bytes, fewer than the %d of the layer: the layer was not pulled through the proxy", total, size)
+	if total < 2*size {
+		t.Fatalf("the registry sent %d bytes, fewer than the %d of the layers: they were not pulled through the proxy", total, 2*size)
 	}
 	if got < rate*0.9 || got > rate*1.1 {
 		t.Errorf("download rate %.0f bytes/s, want %d ±10%%", got, rate)
