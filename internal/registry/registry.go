@@ -99,18 +99,11 @@ func (r *Registry) Resolver(ctx context.Context, creds Credentials, observe Obse
 // ConfigureHosts reads them from r's HostsDir, with r's cap on each
 // host's responses and observe told of each answer; see Resolver.
 func (r *Registry) Hosts(ctx context.Context, creds Credentials, observe Observer) docker.RegistryHosts {
-	opts := config.HostOptions{HostDir: r.hostDir}
-	if creds != nil {
-		opts.Credentials = creds
-	}
-	configure := config.ConfigureHosts(ctx, opts)
+	configure := config.ConfigureHosts(ctx, config.HostOptions{HostDir: r.hostDir, Credentials: creds})
 	return func(host string) ([]docker.RegistryHost, error) {
-		if !ValidHost(host) {
-			return nil, fmt.Errorf("%w: %q", ErrInvalidHost, host)
-		}
-		hosts, err := configure(host)
+		hosts, err := configure(host) // hostDir refuses a host that is no host name
 		if err != nil {
-			return nil, fmt.Errorf("registry hosts of %s: %w", host, err)
+			return nil, fmt.Errorf("registry hosts of %q: %w", host, err)
 		}
 		if len(hosts) == 0 {
 			return hosts, nil
