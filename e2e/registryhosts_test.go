@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -64,13 +65,19 @@ func (tg *tug) waitPulled(name string) events.Event {
 }
 
 // TestRegistryMirror: a hosts.toml for the upstream registry names a
-// mirror (both docker-registry processes serve the test image). With the
-// upstream down, the image is pulled from the mirror, and the Pulled event
-// and tug's log line say so; with the mirror down, the pull falls back to
-// the upstream, and the event is the kubelet's.
+// mirror; both docker-registry processes serve the same image, the test
+// image with a layer of random bytes (no namespace of the shared
+// containerd has it, so a pull fetches it). With the upstream down, the
+// image is pulled from the mirror, and the Pulled event and tug's log line
+// say so. The pod, the image and its content are removed; with the mirror
+// down, the pull falls back to the upstream, which serves every blob
+// again, and the event is the kubelet's.
 func TestRegistryMirror(t *testing.T) {
-	up := startRegistry(t, registryOpts{shared: true})
-	mirror := startRegistry(t, registryOpts{shared: true})
+	up := startRegistry(t, registryOpts{})
+	mirror := startRegistry(t, registryOpts{})
+	data := randomBytes(t, 1<<20)
+	path, layer := pushImage(t, up, "tug/mirrored", "1", data)
+	pushImage(t, mirror, "tug/mirrored", "1", data)
 	certs := filepath.Join(t.TempDir(), "certs.d")
 	writeHostsToml(t, certs, up.Addr, fmt.Sprintf(`server = "http://%s"
 
@@ -79,7 +86,7 @@ func TestRegistryMirror(t *testing.T) {
 `, up.Addr, mirror.Addr))
 	tg := startTug(t, tugOpts{noImageArchive: true, args: []string{"--registry-config-dir", certs},
 		beforeStart: func(tg *tug) { tg.relay(up.Addr); tg.relay(mirror.Addr) }})
-	ref := up.Ref("tug/busybox:1.35")
+	ref := up.Ref(path)
 
 	// Each pod pulls (imagePullPolicy Always) as it starts.
 	up.Stop()
@@ -94,17 +101,33 @@ func TestRegistryMirror(t *testing.T) {
 		t.Logf("tug: %s", line)
 	}
 
+	// The next pull fetches the layer again: the pod goes (its container
+	// holds the layer's snapshot, which spares an unpack the fetch), then
+	// the image, and with it (containerd's garbage collection) its content.
+	tg.removeManifest("viamirror.yaml")
+	tg.waitGone(startTimeout, tg.uid("viamirror"), "pod viamirror removed")
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	must(t, tg.client.ImageService().Delete(ctx, ref, images.SynchronousDelete()))
+	if _, err := tg.client.ContentStore().Info(ctx, layer); !isNotFound(err) {
+		t.Fatalf("the layer %s is still in containerd's content store (%v): the next pull would not fetch it", layer, err)
+	}
 	mirror.Stop()
 	up.Start()
 	tg.writeManifest("viaupstream.yaml", pullPod("viaupstream", ref, ""))
 	tg.waitRunning(startTimeout, "viaupstream", "main", 0)
-	if ev := tg.waitPulled("viaupstream"); !strings.HasSuffix(ev.Message, " bytes.") || strings.Contains(ev.Message, "mirror") {
+	if ev := tg.waitPulled("viaupstream"); !strings.HasSuffix(ev.Message, " bytes.") || strings.Contains(ev.Message, "Pulled from") {
 		t.Errorf("Pulled event with the mirror down: %q, want the kubelet's, naming no mirror", ev.Message)
 	}
 	if line := findLine(tg.output(), "pulled image", ref, "registry="+up.Addr); line == "" {
 		t.Errorf("no log line \"pulled image\" of %s naming the upstream %s", ref, up.Addr)
 	} else {
 		t.Logf("tug: %s", line)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	if _, err := tg.client.ContentStore().Info(ctx, layer); err != nil {
+		t.Errorf("the layer %s is not in containerd's content store after the pull from the upstream: %v", layer, err)
 	}
 }
 
@@ -124,10 +147,9 @@ func TestImagePullBandwidth(t *testing.T) {
 		size    = 4 << 20 // each layer's
 	)
 	reg := startRegistry(t, registryOpts{})
-	refs := []string{
-		reg.Ref(pushRandomImage(t, reg, "tug/random-a", "1", size)),
-		reg.Ref(pushRandomImage(t, reg, "tug/random-b", "1", size)),
-	}
+	pathA, _ := pushImage(t, reg, "tug/random-a", "1", randomBytes(t, size))
+	pathB, _ := pushImage(t, reg, "tug/random-b", "1", randomBytes(t, size))
+	refs := []string{reg.Ref(pathA), reg.Ref(pathB)}
 	var proxy *countingProxy
 	tg := startTug(t, tugOpts{noImageArchive: true, args: []string{"--image-pull-bandwidth", capFlag},
 		beforeStart: func(tg *tug) { proxy = startCountingProxy(t, tg.netns, reg.Addr) }})
@@ -159,10 +181,20 @@ func TestImagePullBandwidth(t *testing.T) {
 	}
 }
 
-// pushRandomImage pushes to reg, as repo:tag, the test image with one
-// more layer: a file of size random bytes (an uncompressed tar, so that
-// nothing compresses it on the way). It returns "repo:tag".
-func pushRandomImage(t *testing.T, reg *testRegistry, repo, tag string, size int) string {
+// randomBytes returns n random bytes.
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	must(t, err)
+	return b
+}
+
+// pushImage pushes to reg, as repo:tag, the test image with one more
+// layer: the file random.bin holding data (an uncompressed tar, so that
+// nothing compresses it on the way; the same data gives the same image).
+// It returns "repo:tag" and the layer's digest.
+func pushImage(t *testing.T, reg *testRegistry, repo, tag string, data []byte) (string, digest.Digest) {
 	t.Helper()
 	src := testutil.RegistryImage(t) // 127.0.0.1:PORT/REPO:TAG
 	srcHost, rest, _ := strings.Cut(src, "/")
@@ -186,13 +218,10 @@ func pushRandomImage(t *testing.T, reg *testRegistry, repo, tag string, size int
 	var config ocispec.Image
 	must(t, json.Unmarshal(get("/blobs/"+m.Config.Digest.String(), "*/*"), &config))
 
-	random := make([]byte, size)
-	_, err := rand.Read(random)
-	must(t, err)
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
-	must(t, tw.WriteHeader(&tar.Header{Name: "random.bin", Mode: 0o644, Size: int64(size), Typeflag: tar.TypeReg}))
-	_, err = tw.Write(random)
+	must(t, tw.WriteHeader(&tar.Header{Name: "random.bin", Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}))
+	_, err := tw.Write(data)
 	must(t, err)
 	must(t, tw.Close())
 
@@ -236,7 +265,7 @@ func pushRandomImage(t *testing.T, reg *testRegistry, repo, tag string, size int
 	manifest, err := json.Marshal(m)
 	must(t, err)
 	put(http.MethodPut, base+"/manifests/"+url.PathEscape(tag), ocispec.MediaTypeImageManifest, manifest, http.StatusCreated)
-	return repo + ":" + tag
+	return repo + ":" + tag, layerDigest
 }
 
 // countingProxy is a relay, as tug.relay, in front of a registry that
