@@ -167,6 +167,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	registries := newRegistries(cfg)
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:              cfg.ContainerdAddress,
 		Namespace:            cfg.ContainerdNamespace,
@@ -183,6 +184,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		PullProgressDeadline: cfg.ImagePullProgressDeadline,
 		PullTimeout:          cfg.ImagePullTimeout,
 		PullOffline:          cfg.ImagePullOffline,
+		Registry:             registries,
 		Log:                  log.With("component", "podruntime"),
 		Recorder:             ring,
 

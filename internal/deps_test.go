@@ -68,7 +68,8 @@ var allowedImports = map[string]allowed{
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
 	// objects gives the values of env as a container starts.
 	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/clock",
-		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume"}, modules: []string{
+		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume",
+		"tug/internal/registry"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api",
 		"github.com/containerd/errdefs", "github.com/containerd/errdefs/pkg",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
@@ -87,12 +88,17 @@ var allowedImports = map[string]allowed{
 	}},
 	// Images present in containerd's store: the containerd client and the
 	// types it speaks (image-spec, distribution/reference for names,
-	// errdefs for its error kinds, platforms for the host's platform).
-	"tug/internal/images": {internal: []string{"tug/internal/pod"}, modules: []string{
+	// errdefs for its error kinds, platforms for the host's platform);
+	// registry gives the resolvers of its pulls.
+	"tug/internal/images": {internal: []string{"tug/internal/pod", "tug/internal/registry"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/containerd/platforms", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec",
 	}},
+	// How registries are reached: containerd's remotes (its docker
+	// resolver, and its config package, which reads certs.d's hosts.toml as
+	// containerd does) and errdefs for the "no host directory" it expects.
+	"tug/internal/registry": {modules: []string{"github.com/containerd/containerd/v2", "github.com/containerd/errdefs"}},
 	// The CRI log layout: writing, conversion, reading. x/sys for
 	// fallocate, inotify and prlimit.
 	"tug/internal/podlogs": {internal: []string{"tug/internal/pod"}, modules: []string{"golang.org/x/sys"}},
@@ -191,6 +197,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
 		"tug/internal/remotewrite",
+		"tug/internal/registry",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), systemd's
 		// notify protocol, and pflag's ErrHelp of tug run.

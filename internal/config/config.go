@@ -92,6 +92,16 @@ type Config struct {
 	// ImageDir holds image archives to import (sideloading). Default
 	// /var/lib/tug/images.
 	ImageDir string `yaml:"image-dir"`
+	// RegistryConfigDir is the root of containerd's certs.d layout that
+	// image pulls read registry hosts from: DIR/HOST_PORT_/hosts.toml,
+	// DIR/HOST/hosts.toml or DIR/_default/hosts.toml (mirrors, CAs, client
+	// certificates), as containerd reads them. A missing directory means
+	// containerd's defaults. Default /etc/containerd/certs.d.
+	RegistryConfigDir string `yaml:"registry-config-dir"`
+	// ImagePullBandwidth caps the download rate of all registry pulls
+	// together, in bytes per second, a quantity ("2Mi", "500Ki"); "0" is no
+	// cap. Default "0".
+	ImagePullBandwidth string `yaml:"image-pull-bandwidth"`
 	// HostnameOverride replaces the host name in static pod names. Default:
 	// the kernel's host name.
 	HostnameOverride string `yaml:"hostname-override"`
@@ -352,6 +362,8 @@ func Default() Config {
 		RunDir:               "/run/tug",
 		PodLogsDir:           "/var/log/pods",
 		ImageDir:             "/var/lib/tug/images",
+		RegistryConfigDir:    "/etc/containerd/certs.d",
+		ImagePullBandwidth:   "0",
 		ContainerdAddress:    "/run/containerd/containerd.sock",
 		ContainerdNamespace:  "tug",
 		ContainerLogMaxSize:  10 << 20,
@@ -431,6 +443,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime directory (pinned namespaces)")
 	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "container log directory")
 	fs.StringVar(&c.ImageDir, "image-dir", c.ImageDir, "directory of image archives to import")
+	fs.StringVar(&c.RegistryConfigDir, "registry-config-dir", c.RegistryConfigDir, "containerd's certs.d directory of registry hosts (HOST/hosts.toml: mirrors, CAs, client certificates); missing: the defaults")
+	fs.StringVar(&c.ImagePullBandwidth, "image-pull-bandwidth", c.ImagePullBandwidth, "cap on the download rate of all image pulls together, bytes per second as a quantity, e.g. 2Mi (0: no cap)")
 	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "host name used in static pod names")
 	fs.StringVar(&c.ContainerdAddress, "containerd-address", c.ContainerdAddress, "containerd socket")
 	fs.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace")
@@ -502,6 +516,12 @@ func (c *Config) Validate() error {
 		if !filepath.IsAbs(p) {
 			errs = append(errs, fmt.Errorf("%s: %q must be an absolute path", name, p))
 		}
+	}
+	if c.RegistryConfigDir != "" && !filepath.IsAbs(c.RegistryConfigDir) {
+		errs = append(errs, fmt.Errorf("registry-config-dir: %q must be an absolute path", c.RegistryConfigDir))
+	}
+	if _, err := parseBandwidth(c.ImagePullBandwidth); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ManifestURL != "" {
 		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

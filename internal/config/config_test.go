@@ -134,6 +134,17 @@ func TestParsePrecedence(t *testing.T) {
 		}, ""},
 		{"no progress deadline", []string{"--image-pull-progress-deadline", "0"}, nil, "image-pull-progress-deadline"},
 		{"negative pull timeout", []string{"--image-pull-timeout", "-1s"}, nil, "image-pull-timeout"},
+		{"registry hosts and no cap by default", nil, func(c Config) bool {
+			return c.RegistryConfigDir == "/etc/containerd/certs.d" && c.ImagePullBandwidthBytes() == 0
+		}, ""},
+		{"registry flags", []string{"--registry-config-dir", "/etc/tug/certs.d", "--image-pull-bandwidth", "2Mi"}, func(c Config) bool {
+			return c.RegistryConfigDir == "/etc/tug/certs.d" && c.ImagePullBandwidthBytes() == 2<<20
+		}, ""},
+		{"decimal bandwidth", []string{"--image-pull-bandwidth", "1.5M"}, func(c Config) bool { return c.ImagePullBandwidthBytes() == 1500000 }, ""},
+		{"relative registry config dir", []string{"--registry-config-dir", "certs.d"}, nil, "registry-config-dir"},
+		{"bandwidth not a quantity", []string{"--image-pull-bandwidth", "fast"}, nil, "image-pull-bandwidth"},
+		{"bandwidth negative", []string{"--image-pull-bandwidth", "-1Mi"}, nil, "image-pull-bandwidth"},
+		{"bandwidth too low", []string{"--image-pull-bandwidth", "2"}, nil, "at least 1024 bytes per second"},
 		{"status report off by default", nil, func(c Config) bool { return c.StatusURL == "" && c.StatusFrequency == time.Minute }, ""},
 		{"status flags", []string{"--status-url", "https://fleet.example/status", "--status-url-ca", "/ca.pem",
 			"--status-url-client-cert", "/c.pem", "--status-url-client-key", "/k.pem", "--status-url-header-file", "/h",

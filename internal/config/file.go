@@ -22,8 +22,8 @@ import (
 //	/etc/tug/config.yaml:12: unknown key "eviction-hardd" (did you mean "eviction-hard"?)
 //	/etc/tug/config.yaml:7: max-pods: want an integer, got "ten"
 //
-// Only the values of boolean, integer and duration keys, reserved's
-// quantities and pod-cidr's range are quoted back: any other string may be
+// Only the values of boolean, integer and duration keys, the quantities of
+// reserved and image-pull-bandwidth and pod-cidr's range are quoted back: any other string may be
 // a secret (a URL's credentials, a header).
 func (c *Config) Load(path string) error {
 	data, err := os.ReadFile(path)
@@ -115,6 +115,8 @@ func (c *Config) checkSyntax(key string) error {
 	switch key {
 	case "reserved":
 		_, err = parseReserved(c.Reserved)
+	case "image-pull-bandwidth":
+		_, err = parseBandwidth(c.ImagePullBandwidth)
 	case "pod-cidr":
 		_, err = parsePodCIDR(c.PodCIDR)
 	}

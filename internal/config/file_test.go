@@ -39,6 +39,8 @@ func TestLoadErrors(t *testing.T) {
 		}},
 		{"bad quantity", "reserved: cpu=500m,memory=lots\n",
 			[]string{`F:1: reserved: memory: pod: invalid quantity "lots"`}},
+		{"bad bandwidth", "image-pull-bandwidth: 2 MB/s\n",
+			[]string{`F:1: image-pull-bandwidth: pod: invalid quantity "2 MB/s"`}},
 		{"bad CIDR", "pod-cidr: 10.0.0.0/8\n",
 			[]string{`F:1: pod-cidr: "10.0.0.0/8": the prefix length must be between /16 and /30`}},
 		{"tab in indentation", "manifest-url-header:\n\t- \"X-A: b\"\nmax-pods: 3\n",
@@ -107,6 +109,7 @@ manifest-url-header: ["X-A: 1", "X-B: 2"]
 hostname-override: 0123
 eviction-hard:
 pod-pids-limit: -1
+image-pull-bandwidth: 1048576
 `
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
@@ -121,7 +124,8 @@ pod-pids-limit: -1
 	case c.MaxPods != 16, !c.AllowPrivileged, c.RolloutTimeout != 0, c.SyncFrequency != 90*time.Minute,
 		!slices.Equal(c.ManifestVerifyKey, []string{"/k/a.pem"}),
 		!slices.Equal(c.ManifestURLHeader, []string{"X-A: 1", "X-B: 2"}),
-		c.HostnameOverride != "0123", c.EvictionHard != "", c.PodMaxPids != -1, c.PodPidsLimit != nil:
+		c.HostnameOverride != "0123", c.EvictionHard != "", c.PodMaxPids != -1, c.PodPidsLimit != nil,
+		c.ImagePullBandwidthBytes() != 1<<20:
 		t.Errorf("loaded %+v", c)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.yaml")

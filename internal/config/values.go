@@ -40,6 +40,35 @@ func (c *Config) ReservedResources() pod.ResourceList {
 	return l
 }
 
+// ImagePullBandwidthBytes returns ImagePullBandwidth in bytes per second,
+// 0 for no cap.
+func (c *Config) ImagePullBandwidthBytes() int64 {
+	n, _ := parseBandwidth(c.ImagePullBandwidth)
+	return n
+}
+
+// MinImagePullBandwidth is the lowest cap --image-pull-bandwidth takes:
+// below it, a cap is more likely a unit mistaken ("2" for 2 MiB/s) than
+// meant.
+const MinImagePullBandwidth = 1 << 10
+
+// parseBandwidth reads --image-pull-bandwidth, a quantity of bytes per
+// second ("2Mi"); "0" (or "") is no cap.
+func parseBandwidth(s string) (int64, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	q, err := pod.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("image-pull-bandwidth: %w", err)
+	}
+	n := q.Value()
+	if q.MilliValue() < 0 || (n != 0 && n < MinImagePullBandwidth) {
+		return 0, fmt.Errorf("image-pull-bandwidth: %q: at least %d bytes per second (1Ki), or 0 for no cap", s, MinImagePullBandwidth)
+	}
+	return n, nil
+}
+
 func parsePodCIDR(s string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	switch {

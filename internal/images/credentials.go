@@ -1,6 +1,7 @@
 package images
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -16,9 +17,9 @@ import (
 	"strings"
 
 	"github.com/containerd/containerd/v2/core/remotes"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 
 	"tug/internal/pod"
+	"tug/internal/registry"
 )
 
 // Registry credentials, as the kubelet finds them: first the pod's
@@ -154,14 +155,13 @@ func (m *Manager) keyringFor(p *pod.Pod) keyring {
 	return k
 }
 
-// resolverFor returns the shared anonymous resolver, or one that answers
-// the registries' basic or token auth with k.
-func (m *Manager) resolverFor(k keyring) remotes.Resolver {
-	if len(k) == 0 {
-		return m.resolver
+// resolverFor returns a resolver of the Manager's registry hosts that
+// answers the registries' basic or token auth with k (anonymously when k
+// is empty) and records in from which hosts answered.
+func (m *Manager) resolverFor(ctx context.Context, k keyring, from *servedBy) remotes.Resolver {
+	var creds registry.Credentials
+	if len(k) > 0 {
+		creds = k.creds
 	}
-	auth := docker.NewDockerAuthorizer(docker.WithAuthCreds(k.creds))
-	return docker.NewResolver(docker.ResolverOptions{
-		Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost), docker.WithAuthorizer(auth)),
-	})
+	return m.registry.Resolver(ctx, creds, from.observe)
 }

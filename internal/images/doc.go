@@ -2,7 +2,8 @@
 // containerd's store, unpacked for the snapshotter: registry pulls that
 // honour imagePullPolicy (one pull per reference shared by concurrent
 // callers, credentials from the pod's pull secrets and the node's
-// config.json), imports of sideloaded OCI and docker archives from the
+// config.json, through the resolvers of package registry: hosts.toml
+// mirrors and TLS, the node's download cap), imports of sideloaded OCI and docker archives from the
 // image directory, and the store operations the image GC needs (list by
 // digest, remove, where the image filesystem is). Ensure is the entry
 // point of a container start, and the one place that records the events

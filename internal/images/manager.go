@@ -8,11 +8,10 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/remotes"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"tug/internal/pod"
+	"tug/internal/registry"
 )
 
 var (
@@ -63,6 +62,10 @@ type Config struct {
 	// Recorder receives the Pulling, Pulled and Failed events of a
 	// container's image; nil: none.
 	Recorder eventRecorder
+	// Registry gives the resolvers of registry pulls: the registries'
+	// hosts (mirrors, TLS) and the node's download cap. nil: containerd's
+	// default hosts and no cap.
+	Registry *registry.Registry
 	Log      *slog.Logger
 }
 
@@ -72,7 +75,7 @@ type Manager struct {
 	cfg      Config
 	client   *containerd.Client
 	log      *slog.Logger
-	resolver remotes.Resolver
+	registry *registry.Registry
 
 	pullMu sync.Mutex
 	pulls  map[string]*pullCall // in-flight pulls by normalised ref
@@ -99,13 +102,14 @@ func New(cfg Config) *Manager {
 	if cfg.PullProgressDeadline <= 0 {
 		cfg.PullProgressDeadline = DefaultPullProgressDeadline
 	}
+	if cfg.Registry == nil {
+		cfg.Registry = registry.New(registry.Config{})
+	}
 	return &Manager{
-		cfg:    cfg,
-		client: cfg.Client,
-		log:    cfg.Log,
-		resolver: docker.NewResolver(docker.ResolverOptions{
-			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
-		}),
+		cfg:       cfg,
+		client:    cfg.Client,
+		log:       cfg.Log,
+		registry:  cfg.Registry,
 		pulls:     map[string]*pullCall{},
 		imported:  map[string]archiveKey{},
 		archiveOf: map[string]string{},

@@ -156,8 +156,8 @@ func (m *Manager) pullFor(ctx context.Context, r request, ref string) error {
 		return err
 	}
 	waited := time.Since(began)
-	m.event(r.pod, r.container, eventNormal, reasonPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
-		r.image, min(call.took, waited).Truncate(time.Millisecond), waited.Truncate(time.Millisecond), call.size))
+	m.event(r.pod, r.container, eventNormal, reasonPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.%s",
+		r.image, min(call.took, waited).Truncate(time.Millisecond), waited.Truncate(time.Millisecond), call.size, call.from.eventNote()))
 	return nil
 }
 
@@ -171,6 +171,7 @@ type pullCall struct {
 	size int64         // the image's content size, for the Pulled event
 	took time.Duration // how long the registry pull took
 	err  error
+	from servedBy // the registry hosts that answered (served.go)
 
 	mu   sync.Mutex
 	last *sample // the last progress read; nil before the first
@@ -206,7 +207,7 @@ func (m *Manager) pull(ctx context.Context, ref string, k keyring, unpack bool, 
 		call = &pullCall{ref: ref, began: time.Now(), done: make(chan struct{})}
 		m.pulls[key] = call
 		go func() {
-			img, size, err := m.doPull(context.WithoutCancel(ctx), call, m.resolverFor(k), unpack)
+			img, size, err := m.doPull(context.WithoutCancel(ctx), call, m.resolverFor(ctx, k, &call.from), unpack)
 			took := time.Since(call.began)
 			m.pullMu.Lock()
 			delete(m.pulls, key)
@@ -293,7 +294,7 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 		m.log.Warn("read the size of a pulled image", "image", ref, "err", err)
 	}
 	m.log.Info("pulled image", "image", ref, "digest", img.Target().Digest.String(), "size", size,
-		"duration", time.Since(call.began).Round(time.Millisecond))
+		"duration", time.Since(call.began).Round(time.Millisecond), "registry", call.from.String())
 	return img, size, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/images"
 	"tug/internal/podlogs"
+	"tug/internal/registry"
 	"tug/internal/volume"
 )
 
@@ -110,6 +111,9 @@ type Config struct {
 	// PullOffline is what an imagePullPolicy Always pull does when no
 	// registry host can be reached (images.Config.PullOffline).
 	PullOffline string
+	// Registry gives the resolvers of registry pulls (--registry-config-dir,
+	// --image-pull-bandwidth); nil: containerd's default hosts, no cap.
+	Registry *registry.Registry
 	// ShimGrouping is --shim-grouping: which containers share one
 	// containerd-shim-runc-v2 process, ShimGroupingPod (the default: every
 	// container of a pod) or ShimGroupingNode (every container of tug's
@@ -261,6 +265,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: cfg.Log,
 		PullProgressDeadline: cfg.PullProgressDeadline, PullTimeout: cfg.PullTimeout, Recorder: cfg.Recorder,
 		PullOffline: cfg.PullOffline,
+		Registry:    cfg.Registry,
 	})
 	if cfg.LogDriver != LogDriverBinary {
 		pc := podlogs.PumpsConfig{
