@@ -53,6 +53,10 @@ type OCIConfig struct {
 	Clock clock.Clock
 }
 
+// DefaultMaxBundle is the largest bundle layer the OCI source accepts by
+// default (as the URL source's body).
+const DefaultMaxBundle = defaultMaxBody
+
 const (
 	defaultOCIPeriod  = time.Minute
 	defaultOCITimeout = 30 * time.Second
