@@ -330,9 +330,9 @@ func (o *OCI) fetch(ctx context.Context) error {
 	var be *blobError
 	switch {
 	case errors.As(err, &be) || errors.Is(err, ErrNotBundle):
-		return o.refuse(dgst, fmt.Errorf("%s: %w", o.name, err))
+		return o.refuse(dgst, fmt.Errorf("%s: %s: %w", o.name, dgst, err))
 	case err != nil:
-		return &fetchError{unreachable, err}
+		return &fetchError{unreachable, fmt.Errorf("%s: %s: %w", o.name, dgst, err)}
 	}
 	o.mu.Lock()
 	o.st.FullResponses++

@@ -155,29 +155,34 @@ func FetchArtifact(ctx context.Context, r ArtifactResolver, ref string, maxBody 
 	if err != nil {
 		return Artifact{}, fmt.Errorf("resolve %s: %w", ref, err)
 	}
-	return fetchResolved(ctx, r, ref, desc, maxBody)
+	a, err := fetchResolved(ctx, r, ref, desc, maxBody)
+	if err != nil {
+		return Artifact{}, fmt.Errorf("%s: %s: %w", ref, desc.Digest, err)
+	}
+	return a, nil
 }
 
-// fetchResolved fetches the artifact whose manifest desc names.
+// fetchResolved fetches the artifact of ref whose manifest desc names.
+// Its errors name neither ref nor desc's digest.
 func fetchResolved(ctx context.Context, r ArtifactResolver, ref string, desc ocispec.Descriptor, maxBody int64) (Artifact, error) {
 	f, err := r.Fetcher(ctx, ref)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("fetch %s: %w", ref, err)
+		return Artifact{}, fmt.Errorf("fetcher: %w", err)
 	}
 	if desc.MediaType != "" && desc.MediaType != ocispec.MediaTypeImageManifest {
-		return Artifact{}, fmt.Errorf("%s: %w: media type %q, want an OCI image manifest", ref, ErrNotBundle, truncate(desc.MediaType, 100))
+		return Artifact{}, fmt.Errorf("%w: media type %q, want an OCI image manifest", ErrNotBundle, truncate(desc.MediaType, 100))
 	}
 	mjson, err := fetchBlob(ctx, f, desc, maxArtifactManifest)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("%s: manifest %s: %w", ref, desc.Digest, err)
+		return Artifact{}, fmt.Errorf("manifest: %w", err)
 	}
 	layer, err := ParseArtifact(mjson)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("%s: %w", ref, err)
+		return Artifact{}, err
 	}
 	body, err := fetchBlob(ctx, f, layer, maxBody)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("%s: bundle layer %s: %w", ref, layer.Digest, err)
+		return Artifact{}, fmt.Errorf("bundle layer %s: %w", layer.Digest, err)
 	}
 	return Artifact{Manifest: desc, ManifestJSON: mjson, Layer: layer, Body: body}, nil
 }
