@@ -222,6 +222,10 @@ var allowedImports = map[string]allowed{
 	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchprobe":    {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	// The OCI and URL sources themselves, polling as N devices would:
+	// containerd's docker resolver for the OCI sources and the push.
+	"tug/bench/benchoci": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source"},
+		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	// Network setup per pod through package network itself, against the same
