@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -41,6 +42,19 @@ func bundlePush(t *testing.T, args ...string) string {
 		t.Fatalf("tug bundle push printed no digest: %s", out)
 	}
 	return dgst
+}
+
+// exitCode is a command's exit code from its error (0 for nil, -1 when it
+// did not run).
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	}
+	return -1
 }
 
 // writeFile writes content to dir/name and returns its path.
@@ -167,6 +181,18 @@ func TestOCISource(t *testing.T) {
 	})
 	t.Logf("v2 applied %v after its push", time.Since(pushed).Round(time.Millisecond))
 	running := tg.waitRunningUID(startTimeout, uid, "main", 1)
+	for _, c := range []struct {
+		key, want string
+		code      int
+	}{
+		{pub, "would apply default/oci", 0},
+		{filepath.Join(dir, "other.pub.pem"), "bad signature", 1},
+	} {
+		out, err := exec.Command(tugBin, "bundle", "pull", "--verify-key", c.key, "--node", hostname, ref).CombinedOutput()
+		if code := exitCode(err); code != c.code || !strings.Contains(string(out), d2) || !strings.Contains(string(out), c.want) {
+			t.Errorf("tug bundle pull --verify-key %s = %d (%v):\n%s\nwant %d, the digest %s and %q", c.key, code, err, out, c.code, d2, c.want)
+		}
+	}
 	mf, _ := tg.scrape(port)
 	if s := series(mf, "tug_manifest_oci_applied_info", map[string]string{"source": name, "digest": d2}); len(s) != 1 {
 		t.Errorf("/metrics has no tug_manifest_oci_applied_info of %s: %v", d2, mf["tug_manifest_oci_applied_info"])
