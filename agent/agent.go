@@ -253,6 +253,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pl.AllowedDevices = map[string][]string{web.Name(): cfg.URLAllowedDevices}
 	}
 	pl.RequireUserNamespaces = requiredUserNamespaces(cfg, dir.Name(), web)
+	limitOCISources(pl, cfg, ociSources)
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/config"
+	"tug/internal/policy"
 	"tug/internal/source"
 )
 
@@ -98,4 +99,23 @@ func registerOCIMetrics(reg prometheus.Registerer, sources []*source.OCI) error 
 		return fmt.Errorf("OCI source metrics: %w", err)
 	}
 	return nil
+}
+
+// limitOCISources gives each OCI source the device and user-namespace
+// rules of the URL source (--url-allowed-devices, --url-user-namespaces):
+// both are the fleet's remote sources, and a source absent from
+// AllowedDevices could use every device.
+func limitOCISources(pl *policy.Policy, cfg config.Config, sources []*source.OCI) {
+	for _, o := range sources {
+		if pl.AllowedDevices == nil {
+			pl.AllowedDevices = map[string][]string{}
+		}
+		pl.AllowedDevices[o.Name()] = cfg.URLAllowedDevices
+		if cfg.URLUserNamespaces == "required" {
+			if pl.RequireUserNamespaces == nil {
+				pl.RequireUserNamespaces = map[string]string{}
+			}
+			pl.RequireUserNamespaces[o.Name()] = "url-user-namespaces"
+		}
+	}
 }

@@ -225,7 +225,8 @@ type Config struct {
 	// CDISpecDirs are the directories of CDI specs, watched for changes.
 	// Default /etc/cdi and /var/run/cdi.
 	CDISpecDirs []string `yaml:"cdi-spec-dirs"`
-	// URLAllowedDevices are the devices --manifest-url's pods may use:
+	// URLAllowedDevices are the devices --manifest-url's (and each
+	// --manifest-oci's) pods may use:
 	// extended resource names and CDI kinds (vendor.com/class). Default
 	// none; the manifest directory's pods may use every device.
 	URLAllowedDevices []string `yaml:"url-allowed-devices"`
@@ -238,9 +239,9 @@ type Config struct {
 	// OCIPolicy is the level of --manifest-oci's pods. Default baseline.
 	OCIPolicy string `yaml:"oci-policy"`
 	// FileUserNamespaces and URLUserNamespaces say whether the manifest
-	// directory's and --manifest-url's pods may run in the node's user
-	// namespace: "allowed" (default) or "required" (a pod without
-	// hostUsers: false is refused).
+	// directory's and --manifest-url's (and each --manifest-oci's) pods
+	// may run in the node's user namespace: "allowed" (default) or
+	// "required" (a pod without hostUsers: false is refused).
 	FileUserNamespaces string `yaml:"file-user-namespaces"`
 	URLUserNamespaces  string `yaml:"url-user-namespaces"`
 	// UserNamespaceRange is the node's host IDs for pods with hostUsers:
@@ -473,12 +474,12 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.RegisterWithTaints, "register-with-taints", c.RegisterWithTaints, "node taints key=value:Effect,... that pods must tolerate")
 	fs.StringArrayVar(&c.DeviceResource, "device-resource", c.DeviceResource, "declare a device resource NAME=GLOB[:ACCESS] (host device nodes, access rw by default) or NAME=cdi:VENDOR/CLASS (repeatable)")
 	fs.StringSliceVar(&c.CDISpecDirs, "cdi-spec-dirs", c.CDISpecDirs, "directories of CDI specs, watched for changes")
-	fs.StringSliceVar(&c.URLAllowedDevices, "url-allowed-devices", c.URLAllowedDevices, "extended resources and CDI kinds (vendor.com/class) --manifest-url's pods may use (default none)")
+	fs.StringSliceVar(&c.URLAllowedDevices, "url-allowed-devices", c.URLAllowedDevices, "extended resources and CDI kinds (vendor.com/class) --manifest-url's and --manifest-oci's pods may use (default none)")
 	fs.StringVar(&c.FilePolicy, "file-policy", c.FilePolicy, "Pod Security Standards level of the manifest directory's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.URLPolicy, "url-policy", c.URLPolicy, "Pod Security Standards level of --manifest-url's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.OCIPolicy, "oci-policy", c.OCIPolicy, "Pod Security Standards level of --manifest-oci's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.FileUserNamespaces, "file-user-namespaces", c.FileUserNamespaces, "whether the manifest directory's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
-	fs.StringVar(&c.URLUserNamespaces, "url-user-namespaces", c.URLUserNamespaces, "whether --manifest-url's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
+	fs.StringVar(&c.URLUserNamespaces, "url-user-namespaces", c.URLUserNamespaces, "whether --manifest-url's and --manifest-oci's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
 	fs.StringVar(&c.UserNamespaceRange, "user-namespace-range", c.UserNamespaceRange, "host IDs given to pods with hostUsers: false, FIRST/LENGTH (multiples of 65536), 65536 per pod")
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
 	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
