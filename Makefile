@@ -44,7 +44,8 @@
 #                     PSS of tug and what it runs per pod vs podman kube play, with the floor of
 #                     any Go agent on containerd's client beside it (bench/benchfootprint);
 #                     probe cost and latency (bench/benchprobe); a rollback vs a plain update of
-#                     the same pod (bench/benchrollout);
+#                     the same pod (bench/benchrollout); the wire cost of 100 devices polling
+#                     a bundle in a registry vs the same bundle at a URL (bench/benchoci);
 #                     the programs measure with one kit, bench/internal/kit (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
@@ -192,7 +193,8 @@ bench:
 		  $(GO) run ./bench/benchday2 $(BENCHDAY2_ARGS) && \
 		  $(GO) run ./bench/benchfootprint && \
 		  $(GO) run ./bench/benchprobe && \
-		  $(GO) run ./bench/benchrollout ) || rc=$$?; \
+		  $(GO) run ./bench/benchrollout && \
+		  $(GO) run ./bench/benchoci ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -142,6 +142,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sources = append(sources, web.Name())
 		levels[web.Name()] = cfg.URLPolicy
 	}
+	ociSources, err := newOCISources(cfg, hostname, store, log)
+	if err != nil {
+		return err
+	}
+	for _, o := range ociSources {
+		sources = append(sources, o.Name())
+		levels[o.Name()] = cfg.OCIPolicy
+	}
 	var status *statusLink
 	if cfg.StatusURL != "" {
 		if status, err = newStatusLink(cfg, hostname, log.With("component", "status")); err != nil {
@@ -248,6 +256,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pl.AllowedDevices = map[string][]string{web.Name(): cfg.URLAllowedDevices}
 	}
 	pl.RequireUserNamespaces = requiredUserNamespaces(cfg, dir.Name(), web)
+	limitOCISources(pl, cfg, ociSources)
 	loop := reconcile.New(reconcile.Config{
 		Runtime:      rt,
 		Sandbox:      sandbox,
@@ -338,6 +347,16 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if web != nil {
 		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
+	}
+	for _, o := range ociSources {
+		if view.Fetch == nil {
+			view.Fetch = map[string]func() pod.FetchStatus{}
+		}
+		view.Fetch[o.Name()] = o.Status
+		components["oci source "+o.Name()] = o.Run
+	}
+	if err := registerOCIMetrics(registry, ociSources); err != nil {
+		return err
 	}
 	srcStatus := sourceStatus{store: store, sources: sources, fetch: view.Fetch}
 	if readerErr != nil {

@@ -38,6 +38,7 @@ func TestHelp(t *testing.T) {
 		{"history", []string{"--socket", "-n, --namespace", "-o, --output", "--no-headers"}},
 		{"sign", []string{"--key", "--version", "--expires", "--not-after", "-o, --output", "--node"}},
 		{"verify", []string{"--key", "--node", "--min-version"}},
+		{"bundle", []string{"--key", "--version", "--expires", "--not-after", "--node", "--unsigned", "--verify-key", "--min-version"}},
 		{"completion", nil},
 		{"version", nil},
 	}

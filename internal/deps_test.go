@@ -52,8 +52,13 @@ var allowedImports = map[string]allowed{
 	// for the GNU-style flags of tug run.
 	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
-	// manifest reads what each source fetched.
-	"tug/internal/source":    {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile"}, modules: []string{"golang.org/x/sys"}},
+	// manifest reads what each source fetched. The OCI source speaks to
+	// registries through containerd's remotes (already linked for image
+	// pulls), with the OCI image-spec types, go-digest and errdefs.
+	"tug/internal/source": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile"}, modules: []string{
+		"golang.org/x/sys", "github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
+		"github.com/opencontainers/go-digest", "github.com/opencontainers/image-spec",
+	}},
 	"tug/internal/podconfig": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// client_golang: each package owns and registers its metrics.
 	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
@@ -176,9 +181,11 @@ var allowedImports = map[string]allowed{
 	// validate --policy" (the policy itself comes from agent/); yaml.v3
 	// prints "tug inspect -o yaml"; pflag parses the GNU-style flags; x/sys
 	// for the terminal of "tug exec -it" (raw mode, window size). Not
-	// config: agent/ passes its defaults.
+	// config: agent/ passes its defaults. containerd's remotes resolver
+	// for "tug bundle push" and "pull", as the agent's OCI source uses it.
 	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys"}},
+		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
+		"github.com/containerd/containerd/v2"}},
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
 	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{
@@ -200,8 +207,10 @@ var allowedImports = map[string]allowed{
 		"tug/internal/registry",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), systemd's
-		// notify protocol, and pflag's ErrHelp of tug run.
-		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22", "github.com/spf13/pflag"}},
+		// notify protocol, and pflag's ErrHelp of tug run; containerd's
+		// docker resolver that the OCI sources are given.
+		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22", "github.com/spf13/pflag",
+		"github.com/containerd/containerd/v2"}},
 
 	// The benchmark programs ("make bench") and their kit: test tooling, run
 	// by hand or by make against the test environment, never part of tug.
@@ -220,6 +229,10 @@ var allowedImports = map[string]allowed{
 	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchprobe":    {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	// The OCI and URL sources themselves, polling as N devices would:
+	// containerd's docker resolver for the OCI sources and the push.
+	"tug/bench/benchoci": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source"},
+		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	// Network setup per pod through package network itself, against the same

@@ -64,6 +64,7 @@ func Commands(env Env) []Command {
 		{"history", "POD        list a pod's last specs and what became of them", env.historyCmd},
 		{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", noContext(signCmd)},
 		{"verify", "--key PUB FILE.signed...  check a signed bundle as a device would, and show what it would apply", noContext(verifyCmd)},
+		{"bundle", "push|pull ...  push a signed bundle to an OCI registry (--manifest-oci), or show what a device would apply", bundleCmd},
 		{"completion", "bash|zsh|fish  print the shell completion script", noContext(completionCmd)},
 		{"version", "           print the version", noContext(env.versionCmd)},
 	}

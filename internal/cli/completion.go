@@ -161,6 +161,9 @@ func completeArgs(ctx context.Context, all []Command, c Command, socket string, 
 	if c.Name == "completion" && len(before) == 0 {
 		return []string{"bash", "zsh", "fish"}
 	}
+	if c.Name == "bundle" && len(before) == 0 {
+		return []string{"push", "pull"}
+	}
 	if slices.Contains(podArgCommands, c.Name) && q.pod == "" {
 		return agentNames(ctx, q, func(v pod.View) []string {
 			if q.namespace != "" && v.Metadata.Namespace != q.namespace {

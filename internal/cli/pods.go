@@ -19,6 +19,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/source"
 )
 
 // "tug pods" and "tug inspect" read the agent's API over its unix socket
@@ -339,10 +340,12 @@ func podCells(v *pod.View, file string, namespaceColumn, wide bool, now time.Tim
 		[]string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age}, podIP(&v.Status), orNone(file))
 }
 
-// fetchLine sums up a URL source's state in one line: when it was last
-// fetched and with what answer, the accepted content's ETag and how old
-// the checkpoint is, e.g. "URL https://h/pods.yaml: fetched 3s ago (304),
-// etag "v2", applied 462c4323c07e, checkpoint 5m old".
+// fetchLine sums up a URL or OCI source's state in one line: when it was
+// last fetched and with what answer, the accepted content's ETag (URL) or
+// artifact digest (OCI) and how old the checkpoint is, e.g. "URL
+// https://h/pods.yaml: fetched 3s ago (304), etag "v2", applied
+// 462c4323c07e, checkpoint 5m old", or "OCI r.example/tug/b:prod: checked
+// 20s ago, digest sha256:9f86d081884c, version 3, ...".
 func fetchLine(m pod.ManifestStatus, now time.Time) string {
 	f := m.Fetch
 	ago := func(t time.Time) string {
@@ -351,13 +354,26 @@ func fetchLine(m pod.ManifestStatus, now time.Time) string {
 		}
 		return api.HumanDuration(now.Sub(t)) + " ago"
 	}
-	answer := "no answer"
-	if f.HTTPStatus != 0 {
-		answer = strconv.Itoa(f.HTTPStatus)
-	}
-	parts := []string{fmt.Sprintf("fetched %s (%s)", ago(f.LastFetch), answer)}
-	if f.ETag != "" {
-		parts = append(parts, "etag "+f.ETag)
+	label, name := "URL ", m.Source
+	var parts []string
+	if ref, ok := strings.CutPrefix(m.Source, source.OCIPrefix); ok {
+		label, name = "OCI ", ref
+		parts = append(parts, "checked "+ago(f.LastFetch))
+		if f.Digest != "" {
+			parts = append(parts, "digest "+f.Digest[:min(len("sha256:")+12, len(f.Digest))])
+		}
+		if m.Version != 0 {
+			parts = append(parts, "version "+strconv.FormatUint(m.Version, 10))
+		}
+	} else {
+		answer := "no answer"
+		if f.HTTPStatus != 0 {
+			answer = strconv.Itoa(f.HTTPStatus)
+		}
+		parts = append(parts, fmt.Sprintf("fetched %s (%s)", ago(f.LastFetch), answer))
+		if f.ETag != "" {
+			parts = append(parts, "etag "+f.ETag)
+		}
 	}
 	if m.AppliedHash != "" {
 		parts = append(parts, "applied "+m.AppliedHash[:min(12, len(m.AppliedHash))])
@@ -371,7 +387,7 @@ func fetchLine(m pod.ManifestStatus, now time.Time) string {
 	if f.Error != "" {
 		parts = append(parts, "error: "+f.Error)
 	}
-	return "URL " + m.Source + ": " + strings.Join(parts, ", ")
+	return label + name + ": " + strings.Join(parts, ", ")
 }
 
 // escape is the one place where what tug pods prints from manifests and

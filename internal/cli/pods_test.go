@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -363,19 +364,27 @@ func TestFetchLine(t *testing.T) {
 	tests := []struct {
 		name    string
 		fetch   pod.FetchStatus
+		source  string // default http://h/p.yaml
 		applied string
+		version uint64
 		want    string
 	}{
-		{"ok", pod.FetchStatus{LastFetch: now.Add(-3 * time.Second), HTTPStatus: 304, ETag: `"v2"`, CheckpointTime: now.Add(-5 * time.Minute)}, "462c4323c07e3318fe79",
-			`URL http://h/p.yaml: fetched 3s ago (304), etag "v2", applied 462c4323c07e, checkpoint 5m old`},
-		{"down since boot", pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "connection refused", CheckpointTime: now.Add(-2 * time.Hour), FromCheckpoint: true}, "",
-			`URL http://h/p.yaml: fetched 1s ago (no answer), checkpoint 120m old, pods from the checkpoint, error: connection refused`},
-		{"never fetched", pod.FetchStatus{}, "", `URL http://h/p.yaml: fetched never (no answer)`},
+		{name: "ok", fetch: pod.FetchStatus{LastFetch: now.Add(-3 * time.Second), HTTPStatus: 304, ETag: `"v2"`, CheckpointTime: now.Add(-5 * time.Minute)}, applied: "462c4323c07e3318fe79",
+			want: `URL http://h/p.yaml: fetched 3s ago (304), etag "v2", applied 462c4323c07e, checkpoint 5m old`},
+		{name: "down since boot", fetch: pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "connection refused", CheckpointTime: now.Add(-2 * time.Hour), FromCheckpoint: true},
+			want: `URL http://h/p.yaml: fetched 1s ago (no answer), checkpoint 120m old, pods from the checkpoint, error: connection refused`},
+		{name: "never fetched", want: `URL http://h/p.yaml: fetched never (no answer)`},
+		{name: "OCI", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-20 * time.Second), Digest: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			CheckpointTime: now.Add(-time.Hour)}, applied: "462c4323c07e3318fe79", version: 3,
+			want: `OCI r.example/tug/b:prod: checked 20s ago, digest sha256:9f86d081884c, version 3, applied 462c4323c07e, checkpoint 60m old`},
+		{name: "OCI refused", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "source: bad signature"},
+			want: `OCI r.example/tug/b:prod: checked 1s ago, error: source: bad signature`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.fetch
-			got := fetchLine(pod.ManifestStatus{Source: "http://h/p.yaml", AppliedHash: tt.applied, Fetch: &f}, now)
+			src := cmp.Or(tt.source, "http://h/p.yaml")
+			got := fetchLine(pod.ManifestStatus{Source: src, AppliedHash: tt.applied, Version: tt.version, Fetch: &f}, now)
 			if got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
@@ -32,20 +36,83 @@ none means every node.
 
 `
 
+// signFlags are the flags of a bundle's envelope, shared by "tug sign"
+// and "tug bundle push".
+type signFlags struct {
+	key      *string
+	version  *uint64
+	expires  *time.Duration
+	notAfter *string
+	nodes    *[]string
+}
+
+func addSignFlags(fs *pflag.FlagSet) signFlags {
+	return signFlags{
+		key:      fs.String("key", "", "ed25519 private key file (PEM PKCS #8)"),
+		version:  fs.Uint64("version", 0, "bundle version, never lower than the last one published (default: the current Unix time)"),
+		expires:  fs.Duration("expires", 30*24*time.Hour, "the bundle is refused when fetched after this long"),
+		notAfter: fs.String("not-after", "", "the bundle is refused when fetched after this RFC 3339 time (instead of --expires)"),
+		nodes:    fs.StringArray("node", nil, "node `name` or pattern the bundle is for (repeatable; default: every node)"),
+	}
+}
+
+// header returns the envelope header the flags give at now; its error is
+// a usage error.
+func (f signFlags) header(now time.Time) (source.EnvelopeHeader, error) {
+	hdr := source.EnvelopeHeader{Version: *f.version, NotAfter: now.Add(*f.expires).Truncate(time.Second), Nodes: *f.nodes}
+	if hdr.Version == 0 {
+		hdr.Version = uint64(now.Unix())
+	}
+	if *f.notAfter != "" {
+		t, err := time.Parse(time.RFC3339, *f.notAfter)
+		if err != nil {
+			return hdr, fmt.Errorf("--not-after: %w", err)
+		}
+		hdr.NotAfter = t
+	}
+	if !hdr.NotAfter.After(now) {
+		return hdr, errors.New("the bundle would already have expired")
+	}
+	return hdr, nil
+}
+
+// privateKey reads --key.
+func (f signFlags) privateKey() (ed25519.PrivateKey, error) {
+	data, err := os.ReadFile(*f.key)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := source.ParsePrivateKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", *f.key, err)
+	}
+	return priv, nil
+}
+
+// validManifest reports whether body parses as the agent parses a
+// bundle; if not, it prints validate's messages. A device refuses a
+// bundle that does not parse and keeps its last good one: such a bundle
+// is refused before it is published.
+func validManifest(body []byte, file string, stderr io.Writer) bool {
+	if _, err := manifest.ParseFile(body, manifest.ParseOptions{Origin: pod.Origin{Source: "url", File: file}}); err != nil {
+		for _, e := range flatten(err) {
+			fmt.Fprintln(stderr, e)
+		}
+		return false
+	}
+	return true
+}
+
 // signCmd implements "tug sign".
 func signCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sign")
-	key := fs.String("key", "", "ed25519 private key file (PEM PKCS #8)")
-	version := fs.Uint64("version", 0, "bundle version, never lower than the last one published (default: the current Unix time)")
-	expires := fs.Duration("expires", 30*24*time.Hour, "the bundle is refused when fetched after this long")
-	notAfter := fs.String("not-after", "", "the bundle is refused when fetched after this RFC 3339 time (instead of --expires)")
+	sf := addSignFlags(fs)
 	out := fs.StringP("output", "o", "", "output `file` (one FILE only; default FILE.signed)")
-	nodes := fs.StringArray("node", nil, "node `name` or pattern the bundle is for (repeatable; default: every node)")
 	files, code, ok := parseFlags(fs, args, signUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if *key == "" {
+	if *sf.key == "" {
 		return usageError(stderr, signUsage, "sign: --key is required")
 	}
 	if len(files) == 0 {
@@ -54,29 +121,13 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 	if *out != "" && len(files) > 1 {
 		return usageError(stderr, signUsage, "sign: -o takes one FILE")
 	}
-	now := time.Now()
-	hdr := source.EnvelopeHeader{Version: *version, NotAfter: now.Add(*expires).Truncate(time.Second), Nodes: *nodes}
-	if hdr.Version == 0 {
-		hdr.Version = uint64(now.Unix())
+	hdr, err := sf.header(time.Now())
+	if err != nil {
+		return usageError(stderr, signUsage, "sign: "+err.Error())
 	}
-	if *notAfter != "" {
-		t, err := time.Parse(time.RFC3339, *notAfter)
-		if err != nil {
-			return usageError(stderr, signUsage, "sign: --not-after: "+err.Error())
-		}
-		hdr.NotAfter = t
-	}
-	if !hdr.NotAfter.After(now) {
-		return usageError(stderr, signUsage, "sign: the bundle would already have expired")
-	}
-	data, err := os.ReadFile(*key)
+	priv, err := sf.privateKey()
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: sign: %v\n", err)
-		return 1
-	}
-	priv, err := source.ParsePrivateKey(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "tug: sign: %s: %v\n", *key, err)
 		return 1
 	}
 	rc := 0
@@ -87,12 +138,7 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 			rc = 1
 			continue
 		}
-		// A device refuses a bundle that does not parse and keeps its last
-		// good one: such a bundle is refused here, with validate's messages.
-		if _, err := manifest.ParseFile(body, manifest.ParseOptions{Origin: pod.Origin{Source: "url", File: file}}); err != nil {
-			for _, e := range flatten(err) {
-				fmt.Fprintln(stderr, e)
-			}
+		if !validManifest(body, file, stderr) {
 			fmt.Fprintf(stderr, "tug: sign: %s: not signed: it is not a valid manifest\n", file)
 			rc = 1
 			continue

@@ -55,6 +55,15 @@ type Config struct {
 	// signed bundle that one of them verifies (repeatable flag; a single
 	// string in the config file works too).
 	ManifestVerifyKey StringList `yaml:"manifest-verify-key"`
+	// ManifestOCI lists references of bundle artifacts in OCI registries
+	// (host/repository:tag or host/repository@sha256:...), each a source
+	// whose bundle is checked as ManifestURL's is (repeatable flag; a
+	// single string in the config file works too). Default none.
+	ManifestOCI StringList `yaml:"manifest-oci"`
+	// OCICheckFrequency is how often each ManifestOCI reference is
+	// resolved (one HEAD request, with ±10% jitter, longer while the
+	// registry fails). Default 1m.
+	OCICheckFrequency time.Duration `yaml:"oci-check-frequency"`
 	// StatusURL is the HTTPS URL the node's status document is POSTed to
 	// (docs/status.md); "" = none. http:// only for a loopback host. Its
 	// user information and query values are never logged.
@@ -233,7 +242,8 @@ type Config struct {
 	// CDISpecDirs are the directories of CDI specs, watched for changes.
 	// Default /etc/cdi and /var/run/cdi.
 	CDISpecDirs []string `yaml:"cdi-spec-dirs"`
-	// URLAllowedDevices are the devices --manifest-url's pods may use:
+	// URLAllowedDevices are the devices --manifest-url's (and each
+	// --manifest-oci's) pods may use:
 	// extended resource names and CDI kinds (vendor.com/class). Default
 	// none; the manifest directory's pods may use every device.
 	URLAllowedDevices []string `yaml:"url-allowed-devices"`
@@ -243,10 +253,12 @@ type Config struct {
 	FilePolicy string `yaml:"file-policy"`
 	// URLPolicy is the level of --manifest-url's pods. Default baseline.
 	URLPolicy string `yaml:"url-policy"`
+	// OCIPolicy is the level of --manifest-oci's pods. Default baseline.
+	OCIPolicy string `yaml:"oci-policy"`
 	// FileUserNamespaces and URLUserNamespaces say whether the manifest
-	// directory's and --manifest-url's pods may run in the node's user
-	// namespace: "allowed" (default) or "required" (a pod without
-	// hostUsers: false is refused).
+	// directory's and --manifest-url's (and each --manifest-oci's) pods
+	// may run in the node's user namespace: "allowed" (default) or
+	// "required" (a pod without hostUsers: false is refused).
 	FileUserNamespaces string `yaml:"file-user-namespaces"`
 	URLUserNamespaces  string `yaml:"url-user-namespaces"`
 	// UserNamespaceRange is the node's host IDs for pods with hostUsers:
@@ -357,6 +369,7 @@ func Default() Config {
 		PodManifestPath:      "/etc/tug/manifests",
 		FileCheckFrequency:   20 * time.Second,
 		HTTPCheckFrequency:   20 * time.Second,
+		OCICheckFrequency:    time.Minute,
 		SyncFrequency:        time.Minute,
 		RootDir:              "/var/lib/tug",
 		RunDir:               "/run/tug",
@@ -397,6 +410,7 @@ func Default() Config {
 
 		FilePolicy:         "privileged",
 		URLPolicy:          "baseline",
+		OCIPolicy:          "baseline",
 		FileUserNamespaces: "allowed",
 		URLUserNamespaces:  "allowed",
 		UserNamespaceRange: "65536/4294836224",
@@ -429,7 +443,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ManifestURLCAMode, "manifest-url-ca-mode", c.ManifestURLCAMode, "append: --manifest-url-ca adds to the system roots; replace: only it is trusted")
 	fs.StringVar(&c.ManifestURLClientCert, "manifest-url-client-cert", c.ManifestURLClientCert, "PEM client certificate presented to --manifest-url (mTLS)")
 	fs.StringVar(&c.ManifestURLClientKey, "manifest-url-client-key", c.ManifestURLClientKey, "PEM key of --manifest-url-client-cert")
-	fs.Var(&headerList{list: (*[]string)(&c.ManifestVerifyKey)}, "manifest-verify-key", "ed25519 public key (PEM file, or a directory of *.pem) whose signed bundle --manifest-url must serve (repeatable: any one verifies)")
+	fs.Var(&headerList{list: (*[]string)(&c.ManifestVerifyKey)}, "manifest-verify-key", "ed25519 public key (PEM file, or a directory of *.pem) whose signed bundle --manifest-url and --manifest-oci must serve (repeatable: any one verifies)")
+	fs.Var(&headerList{list: (*[]string)(&c.ManifestOCI)}, "manifest-oci", "reference (host/repository:tag or @digest) of a bundle artifact in an OCI registry, polled for pod manifests (repeatable)")
+	fs.DurationVar(&c.OCICheckFrequency, "oci-check-frequency", c.OCICheckFrequency, "polling period of each --manifest-oci")
 	fs.StringVar(&c.StatusURL, "status-url", c.StatusURL, "HTTPS URL the node's status document is POSTed to (docs/status.md)")
 	fs.StringVar(&c.StatusURLCA, "status-url-ca", c.StatusURLCA, "PEM file of CA certificates for --status-url, besides the system roots")
 	fs.StringVar(&c.StatusURLClientCert, "status-url-client-cert", c.StatusURLClientCert, "PEM client certificate presented to --status-url (mTLS)")
@@ -481,11 +497,12 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.RegisterWithTaints, "register-with-taints", c.RegisterWithTaints, "node taints key=value:Effect,... that pods must tolerate")
 	fs.StringArrayVar(&c.DeviceResource, "device-resource", c.DeviceResource, "declare a device resource NAME=GLOB[:ACCESS] (host device nodes, access rw by default) or NAME=cdi:VENDOR/CLASS (repeatable)")
 	fs.StringSliceVar(&c.CDISpecDirs, "cdi-spec-dirs", c.CDISpecDirs, "directories of CDI specs, watched for changes")
-	fs.StringSliceVar(&c.URLAllowedDevices, "url-allowed-devices", c.URLAllowedDevices, "extended resources and CDI kinds (vendor.com/class) --manifest-url's pods may use (default none)")
+	fs.StringSliceVar(&c.URLAllowedDevices, "url-allowed-devices", c.URLAllowedDevices, "extended resources and CDI kinds (vendor.com/class) --manifest-url's and --manifest-oci's pods may use (default none)")
 	fs.StringVar(&c.FilePolicy, "file-policy", c.FilePolicy, "Pod Security Standards level of the manifest directory's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.URLPolicy, "url-policy", c.URLPolicy, "Pod Security Standards level of --manifest-url's pods: privileged, baseline or restricted")
+	fs.StringVar(&c.OCIPolicy, "oci-policy", c.OCIPolicy, "Pod Security Standards level of --manifest-oci's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.FileUserNamespaces, "file-user-namespaces", c.FileUserNamespaces, "whether the manifest directory's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
-	fs.StringVar(&c.URLUserNamespaces, "url-user-namespaces", c.URLUserNamespaces, "whether --manifest-url's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
+	fs.StringVar(&c.URLUserNamespaces, "url-user-namespaces", c.URLUserNamespaces, "whether --manifest-url's and --manifest-oci's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
 	fs.StringVar(&c.UserNamespaceRange, "user-namespace-range", c.UserNamespaceRange, "host IDs given to pods with hostUsers: false, FIRST/LENGTH (multiples of 65536), 65536 per pod")
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
 	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
@@ -559,6 +576,18 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTPCheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("http-check-frequency: must be positive"))
+	}
+	if c.OCICheckFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("oci-check-frequency: must be positive"))
+	}
+	seenOCI := map[string]bool{}
+	for _, ref := range c.ManifestOCI {
+		if err := checkOCIRef(ref); err != nil {
+			errs = append(errs, err)
+		} else if seenOCI[ref] {
+			errs = append(errs, fmt.Errorf("manifest-oci: %q given twice", ref))
+		}
+		seenOCI[ref] = true
 	}
 	if c.FileCheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("file-check-frequency: must be positive"))
@@ -642,7 +671,7 @@ func (c *Config) Validate() error {
 	if c.PodMaxPids < -1 || c.PodMaxPids == 0 {
 		errs = append(errs, fmt.Errorf("pod-max-pids: %d must be positive, or -1 for no limit", c.PodMaxPids))
 	}
-	for name, level := range map[string]string{"file-policy": c.FilePolicy, "url-policy": c.URLPolicy} {
+	for name, level := range map[string]string{"file-policy": c.FilePolicy, "url-policy": c.URLPolicy, "oci-policy": c.OCIPolicy} {
 		switch level {
 		case "privileged", "baseline", "restricted":
 		default:
@@ -791,4 +820,17 @@ func PrintFlags(w io.Writer) {
 	c := Default()
 	c.BindFlags(fs)
 	fmt.Fprint(w, "Flags:\n"+fs.FlagUsages())
+}
+
+// checkOCIRef checks the shape of a --manifest-oci reference: a registry
+// host, a repository and a tag or digest, no scheme (the source parses it
+// fully).
+func checkOCIRef(ref string) error {
+	host, rest, ok := strings.Cut(ref, "/")
+	last := rest[strings.LastIndex(rest, "/")+1:]
+	if !ok || host == "" || rest == "" || strings.Contains(ref, "://") || strings.ContainsAny(ref, " \t\n") ||
+		(!strings.Contains(last, ":") && !strings.Contains(rest, "@")) {
+		return fmt.Errorf("manifest-oci: %q is not host/repository:tag or host/repository@digest", ref)
+	}
+	return nil
 }

@@ -97,6 +97,16 @@ func TestParsePrecedence(t *testing.T) {
 			return c.FilePolicy == "baseline" && c.URLPolicy == "restricted" && c.DefaultSeccomp == "unconfined" && c.AllowHostStateMounts && c.SeccompProfileRoot == "/etc/tug/seccomp"
 		}, ""},
 		{"bad policy", []string{"--url-policy", "Baseline"}, nil, "url-policy"},
+		{"OCI sources", []string{"--manifest-oci", "r.example/fleet/kiosk:prod", "--manifest-oci", "127.0.0.1:5000/b@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			"--oci-check-frequency", "30s", "--oci-policy", "restricted"}, func(c Config) bool {
+			return len(c.ManifestOCI) == 2 && c.OCICheckFrequency == 30*time.Second && c.OCIPolicy == "restricted"
+		}, ""},
+		{"OCI defaults", nil, func(c Config) bool { return c.OCICheckFrequency == time.Minute && c.OCIPolicy == "baseline" }, ""},
+		{"OCI reference without a tag", []string{"--manifest-oci", "r.example:5000/fleet/kiosk"}, nil, "manifest-oci"},
+		{"OCI reference with a scheme", []string{"--manifest-oci", "oci://r.example/fleet/kiosk:prod"}, nil, "manifest-oci"},
+		{"OCI reference twice", []string{"--manifest-oci", "r.example/k:1", "--manifest-oci", "r.example/k:1"}, nil, "given twice"},
+		{"bad OCI policy", []string{"--oci-policy", "open"}, nil, "oci-policy"},
+		{"zero OCI period", []string{"--oci-check-frequency", "0s"}, nil, "oci-check-frequency"},
 		{"bad default seccomp", []string{"--default-seccomp", "none"}, nil, "default-seccomp"},
 		{"relative seccomp root", []string{"--seccomp-profile-root", "seccomp"}, nil, "seccomp-profile-root"},
 		{"reserved", []string{"--reserved", "cpu=500m, memory=256Mi"}, func(c Config) bool {

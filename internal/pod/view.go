@@ -57,7 +57,10 @@ type ManifestRollout struct {
 	HeldBack bool `json:"heldBack,omitempty"`
 }
 
-// FetchStatus is what an HTTP manifest source last saw of its URL.
+// FetchStatus is what an HTTP manifest source last saw of its URL, or an
+// OCI source of its reference. For an OCI source, FullResponses counts the
+// artifacts pulled and NotModified the polls whose digest was the one
+// applied (or refused); HTTPStatus, ETag and LastModified stay empty.
 type FetchStatus struct {
 	LastFetch      time.Time `json:"lastFetch"`                // when the last request ended
 	LastSuccess    time.Time `json:"lastSuccess,omitempty"`    // last 200 or 304
@@ -69,4 +72,7 @@ type FetchStatus struct {
 	NotModified    int64     `json:"notModified"`              // 304s received since start
 	CheckpointTime time.Time `json:"checkpointTime,omitempty"` // when the accepted content was fetched (as checkpointed)
 	FromCheckpoint bool      `json:"fromCheckpoint,omitempty"` // the pods come from the checkpoint, nothing fetched yet
+	// Digest is the OCI source's applied artifact (manifest) digest; ""
+	// for a URL.
+	Digest string `json:"digest,omitempty"`
 }

@@ -24,9 +24,10 @@ const checkpointVersion = 1
 // rest, with room to spare.
 const maxCheckpointSize = 64 << 20
 
-// checkpoint is the last content accepted from a URL, as written to disk
-// (0600). Body is base64 in the JSON (encoding/json's []byte encoding). URL
-// is the redacted URL: the checkpoint holds no secret of the request.
+// checkpoint is the last content accepted from a URL or an OCI reference,
+// as written to disk (0600). Body is base64 in the JSON (encoding/json's
+// []byte encoding). URL is the source's name: the redacted URL (the
+// checkpoint holds no secret of the request), or the OCI source's name.
 type checkpoint struct {
 	Version      int       `json:"version"`
 	URL          string    `json:"url"`
@@ -40,6 +41,9 @@ type checkpoint struct {
 	// BundleVersion is the version of the signed bundle in Body (0 for a
 	// bare body): no older bundle is accepted after a restart.
 	BundleVersion uint64 `json:"bundleVersion,omitempty"`
+	// Digest is the OCI source's applied artifact manifest digest ("" for
+	// a URL).
+	Digest string `json:"digest,omitempty"`
 }
 
 func sha256Hex(b []byte) string {

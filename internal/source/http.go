@@ -138,6 +138,7 @@ type accepted struct {
 	etag         string
 	lastModified string
 	fetchedAt    time.Time
+	digest       string // the OCI source's artifact manifest digest
 }
 
 // NewHTTP checks the URL, loads the CA and client certificate files and
@@ -327,42 +328,10 @@ func (h *HTTP) loadCheckpoint() (accepted, error) {
 	}, nil
 }
 
-// open checks a body and returns the manifests in it. With verify keys it
-// must be a signed bundle: verified, for this node, fresh at now (unless
-// now is zero), and not older than what was accepted. Without keys, a bare
-// body is the manifests; a bundle is unwrapped and its nodes and expiry
-// checked, but its version is neither enforced nor kept (returned as 0):
-// an unauthenticated header must not set a floor that freezes the device.
+// open checks a body through OpenBundle with the source's keys, node and
+// version floor; now zero skips the expiry check (a checkpoint).
 func (h *HTTP) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
-	keys := len(h.cfg.VerifyKeys) > 0
-	if !keys && !IsEnvelope(body) {
-		return body, EnvelopeHeader{}, nil
-	}
-	env, err := ParseEnvelope(body)
-	if err != nil {
-		return nil, EnvelopeHeader{}, err
-	}
-	if keys {
-		if err := env.Verify(h.cfg.VerifyKeys); err != nil {
-			return nil, EnvelopeHeader{}, err
-		}
-	}
-	if err := env.ForNode(h.cfg.Hostname); err != nil {
-		return nil, EnvelopeHeader{}, err
-	}
-	if !now.IsZero() {
-		if err := env.Fresh(now); err != nil {
-			return nil, EnvelopeHeader{}, err
-		}
-	}
-	hdr := env.Header
-	if !keys {
-		hdr.Version = 0
-	}
-	if hdr.Version < h.minVersion {
-		return nil, EnvelopeHeader{}, fmt.Errorf("%w: version %d, applied %d", ErrRollback, hdr.Version, h.minVersion)
-	}
-	return env.Body, hdr, nil
+	return OpenBundle(body, BundleCheck{Keys: h.cfg.VerifyKeys, Node: h.cfg.Hostname, MinVersion: h.minVersion, Now: now})
 }
 
 // capValidator drops an ETag or Last-Modified longer than maxValidator.

@@ -1,0 +1,390 @@
+package source
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/pkg/reference"
+
+	"tug/internal/clock"
+	"tug/internal/manifest"
+	"tug/internal/pod"
+)
+
+// OCIPrefix starts the name of an OCI source: "oci://" and its reference.
+const OCIPrefix = "oci://"
+
+// OCIConfig configures an OCI source. The zero value of each field but Ref
+// and Resolver means its default.
+type OCIConfig struct {
+	// Ref is the bundle artifact's reference (--manifest-oci), with its
+	// registry host: host/repository:tag or host/repository@sha256:....
+	Ref string
+	// Resolver resolves and fetches Ref (required); the agent builds it
+	// with the node's registry hosts and credentials.
+	Resolver ArtifactResolver
+	// Period is the wait between polls (--oci-check-frequency), with ±10%
+	// jitter, doubled after each failure to reach the registry, up to 8
+	// times (and at most 5 minutes, or Period when longer). Default 1m.
+	Period time.Duration
+	// Timeout bounds each poll, blobs included. Default 30s.
+	Timeout time.Duration
+	// MaxBody is the largest bundle layer accepted. Default 10 MiB.
+	MaxBody int64
+	// VerifyKeys, when set, make the layer a signed bundle (see Envelope)
+	// mandatory; any one key verifies it.
+	VerifyKeys []ed25519.PublicKey
+	// Checkpoint is the path of this reference's checkpoint file; "" for
+	// none.
+	Checkpoint string
+	// Hostname is appended to each pod name, and matched against a signed
+	// bundle's node selector.
+	Hostname string
+	// Log receives the source's logs. Default: discard.
+	Log *slog.Logger
+	// Clock tells the time of pulls, of the checkpoint and of a bundle's
+	// expiry; nil: the system clock.
+	Clock clock.Clock
+}
+
+// DefaultMaxBundle is the largest bundle layer the OCI source accepts by
+// default (as the URL source's body).
+const DefaultMaxBundle = defaultMaxBody
+
+const (
+	defaultOCIPeriod  = time.Minute
+	defaultOCITimeout = 30 * time.Second
+	// maxBackoff caps the wait after failures to reach the registry (when
+	// Period is shorter).
+	maxBackoff = 5 * time.Minute
+	// maxBackoffSteps is how many times the wait doubles.
+	maxBackoffSteps = 3
+)
+
+// OCI is the manifest source of one bundle artifact in an OCI registry
+// (the artifact's format: ociartifact.go). Each report is one pod.Manifest
+// whose Origin.Source and Origin.File are its name, OCIPrefix+Ref.
+//
+// Each poll resolves the reference (one HEAD request); only a digest other
+// than the applied one is pulled (manifest, then the bundle layer, each
+// checked against its digest), checked by OpenBundle as the URL source
+// checks a body, parsed, checkpointed and reported. A digest refused for
+// its content (a blob that does not match its digest, not a bundle, a bad
+// signature, an old, expired or foreign bundle, a parse error) is not
+// pulled again; its error stays until the reference moves. As with the URL
+// source, a failure keeps the accepted content (reported with the error),
+// and until something was accepted a failure reports nothing, so the
+// source stays not ready and removes no pods.
+type OCI struct {
+	cfg    OCIConfig
+	name   string
+	sink   Sink
+	log    *slog.Logger
+	origin pod.Origin
+
+	// State owned by Run.
+	acc         accepted
+	hasAcc      bool
+	minVersion  uint64
+	refused     string // the manifest digest last refused for its content
+	refusedErr  error  // and why
+	failures    int    // polls in a row that could not reach the registry
+	reportedErr string
+	failing     string
+	ckptErr     string
+
+	mu sync.Mutex
+	st pod.FetchStatus
+}
+
+// NewOCI checks the reference and returns a source that reports to sink.
+// Nothing happens until Run.
+func NewOCI(cfg OCIConfig, sink Sink) (*OCI, error) {
+	spec, err := reference.Parse(cfg.Ref)
+	if err != nil || spec.Object == "" {
+		return nil, fmt.Errorf("source: OCI reference %q: want host/repository:tag or host/repository@digest", truncate(cfg.Ref, 200))
+	}
+	if cfg.Resolver == nil {
+		return nil, errors.New("source: OCI source without a resolver")
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = defaultOCIPeriod
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = defaultOCITimeout
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = defaultMaxBody
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	for _, k := range cfg.VerifyKeys {
+		if len(k) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("source: verify key: %d bytes, want %d", len(k), ed25519.PublicKeySize)
+		}
+	}
+	o := &OCI{cfg: cfg, name: OCIPrefix + cfg.Ref, sink: sink}
+	o.origin = pod.Origin{Source: o.name, File: o.name}
+	o.log = cfg.Log.With("source", o.name)
+	return o, nil
+}
+
+// Name returns OCIPrefix and the reference. It is also the Origin.Source
+// and Origin.File of the manifests it reports, so it is what pod UIDs and
+// container labels derive from.
+func (o *OCI) Name() string { return o.name }
+
+// Status returns what the source last saw of its reference. Safe for
+// concurrent use.
+func (o *OCI) Status() pod.FetchStatus {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.st
+}
+
+// Run loads the checkpoint and reports it, then polls the reference at
+// once and every Period (±10%, longer while the registry fails) until ctx
+// is done; it then returns nil. Run must not be called again before it
+// returned. It starts no goroutine.
+func (o *OCI) Run(ctx context.Context) error {
+	o.start(ctx)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		o.poll(ctx)
+		t.Reset(jitter(backoff(o.cfg.Period, o.failures)))
+	}
+}
+
+// backoff is the wait after failures polls in a row that could not reach
+// the registry: period doubled per failure, up to maxBackoffSteps times,
+// capped at maxBackoff (or period, when longer).
+func backoff(period time.Duration, failures int) time.Duration {
+	d := period << min(failures, maxBackoffSteps)
+	return min(d, max(period, maxBackoff))
+}
+
+// start resets the state and reports the checkpoint if it is usable.
+func (o *OCI) start(ctx context.Context) {
+	o.acc, o.hasAcc, o.minVersion = accepted{}, false, 0
+	o.refused, o.refusedErr, o.failures = "", nil, 0
+	o.reportedErr, o.failing, o.ckptErr = "", "", ""
+	o.mu.Lock()
+	o.st = pod.FetchStatus{}
+	o.mu.Unlock()
+	if o.cfg.Checkpoint == "" {
+		return
+	}
+	acc, err := o.loadCheckpoint()
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		o.log.Warn("ignoring OCI source checkpoint; its pods stay until the registry answers well", "path", o.cfg.Checkpoint, "err", err)
+		return
+	}
+	o.acc, o.hasAcc = acc, true
+	o.minVersion = max(o.minVersion, acc.version)
+	o.mu.Lock()
+	o.st.Digest, o.st.CheckpointTime, o.st.FromCheckpoint = acc.digest, acc.fetchedAt, true
+	o.mu.Unlock()
+	o.log.Info("starting OCI source pods from checkpoint", "path", o.cfg.Checkpoint, "digest", acc.digest, "fetched", acc.fetchedAt, "pods", len(acc.pods))
+	o.report(ctx, nil)
+}
+
+// loadCheckpoint reads the checkpoint: its bundle is checked by
+// OpenBundle (signature and node, not expiry) and its version is the
+// floor, as for the URL source.
+func (o *OCI) loadCheckpoint() (accepted, error) {
+	cp, err := readCheckpoint(o.cfg.Checkpoint)
+	if err != nil {
+		return accepted{}, err
+	}
+	if cp.URL != o.name {
+		return accepted{}, fmt.Errorf("checkpoint %s is for %q, not this reference", o.cfg.Checkpoint, cp.URL)
+	}
+	o.minVersion = cp.BundleVersion
+	content, b, err := o.open(cp.Body, time.Time{})
+	if err != nil {
+		return accepted{}, fmt.Errorf("checkpoint %s: %w", o.cfg.Checkpoint, err)
+	}
+	parsed, err := o.parse(content)
+	if err != nil {
+		return accepted{}, fmt.Errorf("checkpoint %s: %w", o.cfg.Checkpoint, err)
+	}
+	return accepted{hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
+		fetchedAt: cp.FetchedAt, digest: cp.Digest}, nil
+}
+
+func (o *OCI) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
+	return OpenBundle(body, BundleCheck{Keys: o.cfg.VerifyKeys, Node: o.cfg.Hostname, MinVersion: o.minVersion, Now: now})
+}
+
+func (o *OCI) parse(body []byte) (manifest.Parsed, error) {
+	return manifest.ParseFile(body, manifest.ParseOptions{Origin: o.origin, Hostname: o.cfg.Hostname,
+		Warn: func(w *pod.FieldError) {
+			o.log.Warn("manifest: accepted, ignored on a node", "source", o.origin.Source, "err", w)
+		}})
+}
+
+// poll checks the reference once and reports what changed.
+func (o *OCI) poll(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
+	err := o.fetch(pctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return // shutting down: the cancellation is not the registry's fault
+	}
+	var fe *fetchError
+	if errors.As(err, &fe) && fe.class == unreachable {
+		o.failures++
+	} else {
+		o.failures = 0
+	}
+	now := o.cfg.Clock.Now()
+	o.mu.Lock()
+	o.st.LastFetch = now
+	if err == nil {
+		o.st.LastSuccess, o.st.Error, o.st.FromCheckpoint = now, "", false
+	} else {
+		o.st.Error = err.Error()
+	}
+	o.mu.Unlock()
+
+	o.logState(err)
+	switch {
+	case err == nil:
+		if o.reportedErr != "" {
+			o.report(ctx, nil)
+		}
+	case !o.hasAcc:
+		// Nothing accepted: stay not ready rather than report no pods.
+	case err.Error() != o.reportedErr:
+		o.report(ctx, err)
+	}
+}
+
+// report sends the accepted content, with err when the reference is
+// failing.
+func (o *OCI) report(ctx context.Context, err error) {
+	m := pod.Manifest{Origin: o.origin, Hash: o.acc.hash, Version: o.acc.version, Err: err}
+	if err == nil {
+		m.Pods, m.Objects = o.acc.pods, o.acc.objects
+		o.reportedErr = ""
+	} else {
+		o.reportedErr = err.Error()
+	}
+	o.sink.Set(ctx, o.name, []pod.Manifest{m})
+}
+
+func (o *OCI) logState(err error) {
+	text := errText(err)
+	switch {
+	case text == o.failing:
+	case text != "":
+		o.log.Warn("OCI source failing, keeping the last accepted pods", "err", err)
+	default:
+		o.log.Info("OCI source ok again")
+	}
+	o.failing = text
+}
+
+// fetch resolves the reference and takes in a new digest. It returns a
+// *fetchError.
+func (o *OCI) fetch(ctx context.Context) error {
+	_, desc, err := o.cfg.Resolver.Resolve(ctx, o.cfg.Ref)
+	if err != nil {
+		return &fetchError{unreachable, fmt.Errorf("resolve %s: %w", o.cfg.Ref, err)}
+	}
+	dgst := desc.Digest.String()
+	now := o.cfg.Clock.Now()
+	if o.hasAcc && dgst == o.acc.digest {
+		o.mu.Lock()
+		o.st.NotModified++
+		o.mu.Unlock()
+		if !o.acc.notAfter.IsZero() && now.After(o.acc.notAfter) {
+			return &fetchError{badContent, fmt.Errorf("%s: %w: bundle version %d expired at %s and the reference names no newer one",
+				o.name, ErrExpired, o.acc.version, o.acc.notAfter.Format(time.RFC3339))}
+		}
+		return nil
+	}
+	if dgst == o.refused {
+		o.mu.Lock()
+		o.st.NotModified++
+		o.mu.Unlock()
+		return o.refusedErr
+	}
+	a, err := fetchResolved(ctx, o.cfg.Resolver, o.cfg.Ref, desc, o.cfg.MaxBody)
+	var be *blobError
+	switch {
+	case errors.As(err, &be) || errors.Is(err, ErrNotBundle):
+		return o.refuse(dgst, fmt.Errorf("%s: %s: %w", o.name, dgst, err))
+	case err != nil:
+		return &fetchError{unreachable, fmt.Errorf("%s: %s: %w", o.name, dgst, err)}
+	}
+	o.mu.Lock()
+	o.st.FullResponses++
+	o.mu.Unlock()
+	content, b, err := o.open(a.Body, now)
+	if err != nil {
+		return o.refuse(dgst, fmt.Errorf("%s: %s: %w", o.name, dgst, err))
+	}
+	parsed, err := o.parse(content)
+	if err != nil {
+		var fe *pod.FieldError
+		if !errors.As(err, &fe) {
+			err = fmt.Errorf("%s: %w", o.name, err)
+		}
+		return o.refuse(dgst, err)
+	}
+	o.accept(ctx, a, b, parsed, now)
+	return nil
+}
+
+// refuse remembers that the artifact dgst was refused for err.
+func (o *OCI) refuse(dgst string, err error) error {
+	fe := &fetchError{badContent, err}
+	o.refused, o.refusedErr = dgst, fe
+	return fe
+}
+
+// accept takes in a verified, parsed artifact: checkpoint, status, report.
+func (o *OCI) accept(ctx context.Context, a Artifact, b EnvelopeHeader, parsed manifest.Parsed, now time.Time) {
+	dgst := a.Manifest.Digest.String()
+	o.acc = accepted{hash: sha256Hex(a.Body), version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
+		fetchedAt: now, digest: dgst}
+	o.hasAcc = true
+	o.refused, o.refusedErr = "", nil
+	o.minVersion = max(o.minVersion, b.Version)
+	if o.cfg.Checkpoint != "" {
+		err := writeCheckpoint(o.cfg.Checkpoint, checkpoint{URL: o.name, FetchedAt: now, Body: a.Body, BundleVersion: b.Version, Digest: dgst})
+		if text := errText(err); text != o.ckptErr {
+			if err != nil {
+				o.log.Error("cannot write OCI source checkpoint", "path", o.cfg.Checkpoint, "err", err)
+			}
+			o.ckptErr = text
+		}
+	}
+	o.mu.Lock()
+	o.st.Digest, o.st.CheckpointTime, o.st.FromCheckpoint = dgst, now, false
+	o.mu.Unlock()
+	for _, obj := range parsed.Objects {
+		for _, w := range obj.Warnings {
+			o.log.Warn(w)
+		}
+	}
+	o.log.Info("OCI bundle accepted", "digest", dgst, "version", b.Version, "pods", len(parsed.Pods), "objects", len(parsed.Objects))
+	o.report(ctx, nil)
+}
