@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	clog "github.com/containerd/log"
+
 	"tug/internal/api"
 	"tug/internal/cgstats"
 	"tug/internal/config"
@@ -77,6 +79,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	containerdLogLevel(cfg.LogLevel)
 	if os.Getenv("GOGC") == "" {
 		// Half Go's default heap headroom: an idle agent allocates little
 		// (so the extra collections cost no measurable CPU) and keeps about
@@ -142,7 +145,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sources = append(sources, web.Name())
 		levels[web.Name()] = cfg.URLPolicy
 	}
-	ociSources, err := newOCISources(cfg, hostname, store, log)
+	registries := newRegistries(cfg)
+	ociSources, err := newOCISources(ctx, cfg, registries, hostname, store, log)
 	if err != nil {
 		return err
 	}
@@ -175,7 +179,6 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	registries := newRegistries(cfg)
 	rt, err := podruntime.Connect(ctx, podruntime.Config{
 		Address:              cfg.ContainerdAddress,
 		Namespace:            cfg.ContainerdNamespace,
@@ -515,6 +518,19 @@ func runAll(ctx context.Context, log *slog.Logger, components map[string]func(co
 		log.Info("tug stopped; pods keep running")
 	}
 	return first
+}
+
+// containerdLogLevel sets the level of containerd's client library, which
+// logs to stderr through a logger of its own: its warnings and errors (a
+// hosts.toml that does not parse, say) always, its informational lines
+// (one per registry host a pull configures, ...) only when tug logs at
+// debug.
+func containerdLogLevel(level string) {
+	l := "warn"
+	if level == "debug" {
+		l = "info"
+	}
+	_ = clog.SetLevel(l) // a fixed, valid level
 }
 
 // newLogger returns tug's logger, writing text lines to w; when w is the

@@ -1,31 +1,49 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"sync"
 
 	"github.com/containerd/containerd/v2/core/remotes"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/config"
 	"tug/internal/policy"
+	"tug/internal/registry"
 	"tug/internal/source"
 )
 
-// registryResolver is the resolver of the OCI sources: the default
-// registry hosts over HTTPS, plain HTTP for a loopback registry, no
-// credentials.
-func registryResolver() remotes.Resolver {
-	return docker.NewResolver(docker.ResolverOptions{
-		Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
-	})
+// ociResolver is the resolver of the OCI sources: the registry hosts of
+// --registry-config-dir (mirrors, CAs) and the --image-pull-bandwidth cap
+// that image pulls share, and the node's registry credentials,
+// <root-dir>/config.json. A mirror that answers is logged when it is
+// another host than the last one that did (a poll is one HEAD: logging
+// each would repeat the same line every minute).
+func ociResolver(ctx context.Context, cfg config.Config, registries *registry.Registry, log *slog.Logger) remotes.Resolver {
+	var (
+		mu   sync.Mutex
+		last registry.Served
+	)
+	observe := func(s registry.Served) {
+		mu.Lock()
+		changed := s != last
+		last = s
+		mu.Unlock()
+		if changed && s.Mirror {
+			log.Info("bundle registry answers from a mirror", "host", s.Host)
+		}
+	}
+	creds := registry.FileCredentials(filepath.Join(cfg.RootDir, "config.json"), log)
+	return registries.Resolver(ctx, creds, observe)
 }
 
 // newOCISources builds one source per --manifest-oci. Each checkpoint
 // lives under <root-dir>/checkpoints, named by a hash of the source's name
 // (as the URL source's).
-func newOCISources(cfg config.Config, hostname string, sink source.Sink, log *slog.Logger) ([]*source.OCI, error) {
+func newOCISources(ctx context.Context, cfg config.Config, registries *registry.Registry, hostname string, sink source.Sink, log *slog.Logger) ([]*source.OCI, error) {
 	if len(cfg.ManifestOCI) == 0 {
 		return nil, nil
 	}
@@ -33,7 +51,7 @@ func newOCISources(cfg config.Config, hostname string, sink source.Sink, log *sl
 	if err != nil {
 		return nil, err
 	}
-	resolver := registryResolver()
+	resolver := ociResolver(ctx, cfg, registries, log)
 	var out []*source.OCI
 	for _, ref := range cfg.ManifestOCI {
 		o, err := source.NewOCI(source.OCIConfig{

@@ -6,6 +6,7 @@ import (
 
 	"tug/internal/config"
 	"tug/internal/policy"
+	"tug/internal/registry"
 	"tug/internal/source"
 )
 
@@ -24,7 +25,7 @@ func TestLimitOCISources(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.URLAllowedDevices, cfg.URLUserNamespaces = tt.devices, tt.userns
-			o, err := source.NewOCI(source.OCIConfig{Ref: "r.example/k:1", Resolver: registryResolver()}, nil)
+			o, err := source.NewOCI(source.OCIConfig{Ref: "r.example/k:1", Resolver: registry.New(registry.Config{}).Resolver(t.Context(), nil, nil)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

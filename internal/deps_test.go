@@ -184,7 +184,7 @@ var allowedImports = map[string]allowed{
 	// config: agent/ passes its defaults. containerd's remotes resolver
 	// for "tug bundle push" and "pull", as the agent's OCI source uses it.
 	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/policy"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
+		"tug/internal/source", "tug/internal/policy", "tug/internal/registry"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
 		"github.com/containerd/containerd/v2"}},
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
@@ -208,9 +208,10 @@ var allowedImports = map[string]allowed{
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), systemd's
 		// notify protocol, and pflag's ErrHelp of tug run; containerd's
-		// docker resolver that the OCI sources are given.
+		// resolver type that the OCI sources are given, and the level of
+		// containerd's own logger.
 		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22", "github.com/spf13/pflag",
-		"github.com/containerd/containerd/v2"}},
+		"github.com/containerd/containerd/v2", "github.com/containerd/log"}},
 
 	// The benchmark programs ("make bench") and their kit: test tooling, run
 	// by hand or by make against the test environment, never part of tug.

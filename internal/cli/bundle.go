@@ -5,17 +5,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/remotes"
-	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/spf13/pflag"
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/registry"
 	"tug/internal/source"
 )
 
@@ -39,7 +40,10 @@ and version (not older than --min-version), and its manifests with
 validate's messages. Nothing is applied. Exits 1 when a device would refuse
 the bundle.
 
-A loopback registry is spoken to over plain HTTP, any other over HTTPS.
+Registries are reached as tug run reaches them: the hosts.toml of
+--registry-config-dir (mirrors, CAs, client certificates; without one, a
+loopback registry is tried over HTTPS, then plain HTTP), with the
+credentials of --registry-credentials (a docker config.json).
 
 `
 
@@ -57,7 +61,7 @@ func bundleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case "pull":
 		return bundlePull(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		push, _, _ := bundlePushFlags()
+		push, _, _, _ := bundlePushFlags()
 		pull, _ := bundlePullFlags()
 		fmt.Fprint(stdout, bundleUsage)
 		fmt.Fprint(stdout, "Flags of push:\n"+push.FlagUsages()+"\nFlags of pull:\n"+pull.FlagUsages())
@@ -66,19 +70,35 @@ func bundleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return usageError(stderr, bundleUsage, fmt.Sprintf("bundle: unknown command %q (push or pull)", args[0]))
 }
 
-// registryResolver speaks to registries as the agent's OCI source does:
-// HTTPS, plain HTTP for a loopback host.
-func registryResolver() remotes.Resolver {
-	return docker.NewResolver(docker.ResolverOptions{
-		Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
-	})
+// registryFlags say how "tug bundle" reaches a registry: as the agent
+// does, through the hosts of a certs.d directory, with the credentials of
+// a docker config.json.
+type registryFlags struct {
+	hostsDir    *string
+	credentials *string
 }
 
-func bundlePushFlags() (*pflag.FlagSet, signFlags, *bool) {
+func addRegistryFlags(fs *pflag.FlagSet) registryFlags {
+	return registryFlags{
+		hostsDir:    fs.String("registry-config-dir", "/etc/containerd/certs.d", "`directory` of containerd's hosts.toml files (mirrors, CAs, client certificates), as tug run's"),
+		credentials: fs.String("registry-credentials", "", "docker config.json `file` with the registry's credentials (default: none, anonymous)"),
+	}
+}
+
+// resolver speaks to registries as the agent's OCI source does.
+func (f registryFlags) resolver(ctx context.Context, stderr io.Writer) remotes.Resolver {
+	var creds registry.Credentials
+	if *f.credentials != "" {
+		creds = registry.FileCredentials(*f.credentials, slog.New(slog.NewTextHandler(stderr, nil)))
+	}
+	return registry.New(registry.Config{HostsDir: *f.hostsDir}).Resolver(ctx, creds, nil)
+}
+
+func bundlePushFlags() (*pflag.FlagSet, signFlags, *bool, registryFlags) {
 	fs := newFlagSet("bundle push")
 	sf := addSignFlags(fs)
 	unsigned := fs.Bool("unsigned", false, "push the bare manifests, unsigned (no --key)")
-	return fs, sf, unsigned
+	return fs, sf, unsigned, addRegistryFlags(fs)
 }
 
 // bundlePullFlags are the flags of "tug bundle pull".
@@ -86,6 +106,7 @@ type pullFlags struct {
 	keys       *[]string
 	node       *string
 	minVersion *uint64
+	registry   registryFlags
 }
 
 func bundlePullFlags() (*pflag.FlagSet, pullFlags) {
@@ -95,11 +116,12 @@ func bundlePullFlags() (*pflag.FlagSet, pullFlags) {
 		keys:       fs.StringArray("verify-key", nil, "ed25519 public key `file` (PEM), or a directory of *.pem, as --manifest-verify-key (repeatable: any one verifies)"),
 		node:       fs.String("node", host, "the `name` of the node the bundle must be for"),
 		minVersion: fs.Uint64("min-version", 0, "refuse a bundle older than this `version` (what the device runs)"),
+		registry:   addRegistryFlags(fs),
 	}
 }
 
 func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs, sf, unsigned := bundlePushFlags()
+	fs, sf, unsigned, rf := bundlePushFlags()
 	pos, code, ok := parseFlags(fs, args, bundleUsage, stdout, stderr)
 	if !ok {
 		return code
@@ -170,7 +192,7 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	ctx, cancel := context.WithTimeout(ctx, bundleTimeout)
 	defer cancel()
-	if err := source.PushArtifact(ctx, registryResolver(), ref, a); err != nil {
+	if err := source.PushArtifact(ctx, rf.resolver(ctx, stderr), ref, a); err != nil {
 		fmt.Fprintf(stderr, "tug: bundle push: %v\n", err)
 		return 1
 	}
@@ -200,7 +222,7 @@ func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	ctx, cancel := context.WithTimeout(ctx, bundleTimeout)
 	defer cancel()
-	a, err := source.FetchArtifact(ctx, registryResolver(), ref, source.DefaultMaxBundle)
+	a, err := source.FetchArtifact(ctx, pf.registry.resolver(ctx, stderr), ref, source.DefaultMaxBundle)
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: bundle pull: %v\n", err)
 		return 1

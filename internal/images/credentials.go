@@ -3,18 +3,11 @@ package images
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/containerd/containerd/v2/core/remotes"
 
@@ -28,71 +21,15 @@ import (
 // <root-dir>/config.json (docker's format), read at each pull so that a
 // change applies without a restart. Credentials are never logged.
 
-// credential is one registry's user name and password.
-type credential struct{ user, pass string }
-
 // keyring is an ordered list of docker configs; the first that has the
 // registry wins.
-type keyring []map[string]credential
-
-// dockerConfig is the part of docker's config.json tug reads.
-type dockerConfig struct {
-	Auths map[string]struct {
-		Auth     string `json:"auth"`
-		Username string `json:"username"`
-		Password string `json:"password"`
-	} `json:"auths"`
-}
-
-// parseDockerConfig reads a config.json (or a .dockerconfigjson) into
-// credentials by registry host. Its errors never quote the content.
-func parseDockerConfig(data []byte) (map[string]credential, error) {
-	var dc dockerConfig
-	if err := json.Unmarshal(data, &dc); err != nil {
-		return nil, errors.New("not a docker config.json: invalid JSON")
-	}
-	out := map[string]credential{}
-	for key, a := range dc.Auths {
-		c := credential{user: a.Username, pass: a.Password}
-		if a.Auth != "" {
-			dec, err := base64.StdEncoding.DecodeString(a.Auth)
-			if err != nil {
-				return nil, fmt.Errorf("auths[%q].auth: invalid base64", key)
-			}
-			u, p, ok := strings.Cut(string(dec), ":")
-			if !ok {
-				return nil, fmt.Errorf("auths[%q].auth: not user:password", key)
-			}
-			c = credential{user: u, pass: p}
-		}
-		out[registryHost(key)] = c
-	}
-	return out, nil
-}
-
-// registryHost turns a config.json key ("https://index.docker.io/v1/",
-// "registry.example:5000", "http://127.0.0.1:5000/") into the host the
-// resolver asks about.
-func registryHost(key string) string {
-	if strings.Contains(key, "://") {
-		if u, err := url.Parse(key); err == nil {
-			key = u.Host
-		}
-	}
-	key, _, _ = strings.Cut(key, "/")
-	switch key {
-	case "index.docker.io", "docker.io", "registry-1.docker.io":
-		return "registry-1.docker.io"
-	}
-	return key
-}
+type keyring []registry.Auths
 
 // creds is the resolver's credentials callback.
 func (k keyring) creds(host string) (string, string, error) {
-	host = registryHost(host)
 	for _, m := range k {
-		if c, ok := m[host]; ok {
-			return c.user, c.pass, nil
+		if c, ok := m.Lookup(host); ok {
+			return c.User, c.Secret, nil
 		}
 	}
 	return "", "", nil
@@ -107,7 +44,7 @@ func (k keyring) fingerprint() string {
 	h := sha256.New()
 	for _, m := range k {
 		for _, host := range slices.Sorted(maps.Keys(m)) {
-			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", host, m[host].user, m[host].pass)
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", host, m[host].User, m[host].Secret)
 		}
 		h.Write([]byte{1})
 	}
@@ -130,7 +67,7 @@ func (m *Manager) keyringFor(p *pod.Pod) keyring {
 				m.log.Warn("image pull secret is not of type "+pod.SecretDockerConfigJSON+"; skipped", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name)
 				continue
 			}
-			creds, err := parseDockerConfig(o.Data[".dockerconfigjson"])
+			creds, err := registry.ParseDockerConfig(o.Data[".dockerconfigjson"])
 			if err != nil {
 				m.log.Warn("image pull secret unreadable; skipped", "pod", p.FullName(), "uid", p.Metadata.UID, "file", ref.Name, "err", err)
 				continue
@@ -139,17 +76,10 @@ func (m *Manager) keyringFor(p *pod.Pod) keyring {
 		}
 	}
 	path := filepath.Join(m.cfg.RootDir, "config.json")
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	switch creds, err := registry.ReadDockerConfig(path); {
 	case err != nil:
-		m.log.Warn("read node registry credentials", "file", path, "err", err)
-	default:
-		creds, err := parseDockerConfig(data)
-		if err != nil {
-			m.log.Warn("node registry credentials unreadable; pulling without them", "file", path, "err", err)
-			break
-		}
+		m.log.Warn("node registry credentials unreadable; pulling without them", "file", path, "err", err)
+	case creds != nil:
 		k = append(k, creds)
 	}
 	return k
