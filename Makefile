@@ -20,12 +20,13 @@
 #                     on failure, brings it down (E2E_TIMEOUT, default 30m)
 #   make e2e-containerd2
 #                     a named subset of the e2e suite (E2E_CONTAINERD2_TESTS:
-#                     containers, tasks, exec, shims, pulls, imports, events, logs,
-#                     OOM, resize, user namespaces, adoption, a containerd restart)
+#                     containers, init containers, tasks, exec, shims, pulls,
+#                     imports, events, logs, snapshot usage, OOM, resize, user
+#                     namespaces, adoption, a containerd restart)
 #                     against containerd 2.x built from the module source at the
 #                     version go.mod requires (scripts/containerd2.sh: built once
-#                     into /var/tmp/tug-containerd2/<version>/bin, about a minute
-#                     with a warm Go cache), run by scripts/testenv.sh as a second
+#                     into /var/tmp/tug-containerd2/<version>/bin: 1-2.5 min, by
+#                     how warm the Go cache is), run by scripts/testenv.sh as a second
 #                     environment in /var/tmp/tug-testenv-containerd2 with its own
 #                     registry on :5100; brought down afterwards; a name that
 #                     matches no test fails the run (E2E_CONTAINERD2_TIMEOUT, 15m)
@@ -83,7 +84,9 @@ E2E_TIMEOUT ?= 30m
 CONTAINERD2 := scripts/containerd2.sh
 E2E_CONTAINERD2_TIMEOUT ?= 15m
 E2E_CONTAINERD2_TESTS ?= TestStartFromManifest TestEditRecreatesOnlyChangedContainer \
-	TestRemoveCleansEverything TestStopSignal TestExecCommand TestTop \
+	TestRemoveCleansEverything TestStopSignal TestStopOverExitedContainer \
+	TestInitContainersBeforeApps TestSidecarInitContainer TestPodNetwork \
+	TestExecCommand TestProbeExecTimeoutNoLeak TestTop TestEphemeralStorageLimitEviction \
 	TestKill9Twenty TestContainerdRestart TestAdoptionRemovesOrphans TestShimGrouping \
 	TestPullFromRegistry TestPullEvents TestImportFromImageDir TestImageVolume \
 	TestLogsCommand TestMetricsAndEvents TestQoSOOMKilled TestResizeInPlace \
