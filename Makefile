@@ -13,11 +13,23 @@
 #   make test         everything CI runs: lint, test-unit, fuzz, both builds, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
-#                     then test-v2 and test-systemd
+#                     then e2e-containerd2, test-v2 and test-systemd
 #   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
 #                     time, the six long waiting tests that call t.Parallel together at
 #                     the end): brings the test environment up, prints the daemons' logs
 #                     on failure, brings it down (E2E_TIMEOUT, default 30m)
+#   make e2e-containerd2
+#                     a named subset of the e2e suite (E2E_CONTAINERD2_TESTS:
+#                     containers, init containers, tasks, exec, shims, pulls,
+#                     imports, events, logs, snapshot usage, OOM, resize, user
+#                     namespaces, adoption, a containerd restart)
+#                     against containerd 2.x built from the module source at the
+#                     version go.mod requires (scripts/containerd2.sh: built once
+#                     into /var/tmp/tug-containerd2/<version>/bin: 1-2.5 min, by
+#                     how warm the Go cache is), run by scripts/testenv.sh as a second
+#                     environment in /var/tmp/tug-testenv-containerd2 with its own
+#                     registry on :5100; brought down afterwards; a name that
+#                     matches no test fails the run (E2E_CONTAINERD2_TIMEOUT, 15m)
 #   make test-v2      the cgroup tests again on a pure cgroup v2 kernel (this host
 #                     is hybrid v1): tug and the test binaries built here, run in a
 #                     QEMU guest (scripts/v2guest.sh; software emulation, a few
@@ -67,6 +79,21 @@ TESTENV := scripts/testenv.sh
 E2E_PKGS := ./e2e/... ./internal/...
 E2E_TIMEOUT ?= 30m
 
+# e2e-containerd2: the e2e tests run against containerd 2.x too (the 1.6
+# daemon of the main environment runs them all). Each name is checked with
+# go test -list first, so a renamed test cannot silently drop out.
+CONTAINERD2 := scripts/containerd2.sh
+E2E_CONTAINERD2_TIMEOUT ?= 15m
+E2E_CONTAINERD2_TESTS ?= TestStartFromManifest TestEditRecreatesOnlyChangedContainer \
+	TestRemoveCleansEverything TestStopSignal TestStopOverExitedContainer \
+	TestInitContainersBeforeApps TestSidecarInitContainer TestPodNetwork \
+	TestExecCommand TestProbeExecTimeoutNoLeak TestTop TestEphemeralStorageLimitEviction \
+	TestKill9Twenty TestContainerdRestart TestAdoptionRemovesOrphans TestShimGrouping \
+	TestPullFromRegistry TestPullEvents TestImportFromImageDir TestImageVolume \
+	TestLogsCommand TestMetricsAndEvents TestQoSOOMKilled TestResizeInPlace \
+	TestUserNamespacePods
+E2E_CONTAINERD2_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_CONTAINERD2_TESTS))))$$
+
 # test-v2: where the guest finds what the host built (not under /run: the
 # guest has its own tmpfs there), and its bounds: under TCG the boot takes
 # ~10 s and a container start 1-2 s; V2_TEST_TIMEOUT is per test binary (two
@@ -85,7 +112,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help build build-arm64 lint test-unit fuzz test e2e test-v2 test-systemd bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help build build-arm64 lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -107,7 +134,7 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit fuzz build build-arm64 e2e test-v2 test-systemd
+test: lint test-unit fuzz build build-arm64 e2e e2e-containerd2 test-v2 test-systemd
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes
@@ -139,6 +166,26 @@ e2e:
 		if [ $$rc -ne 0 ]; then echo "e2e: FAILED (exit $$rc)"; $(TESTENV) logs || true; fi; \
 	fi; \
 	$(TESTENV) down || true; \
+	exit $$rc
+
+# e2e-containerd2: as e2e, with the environment of scripts/containerd2.sh
+# (which builds the daemon first) and only E2E_CONTAINERD2_TESTS, each of
+# which must exist (go test -list).
+e2e-containerd2:
+	@rc=0; \
+	listed=$$($(GO) test -tags e2e -race -list '$(E2E_CONTAINERD2_RUN)' ./e2e/ | grep '^Test') || rc=$$?; \
+	for t in $(E2E_CONTAINERD2_TESTS); do \
+		grep -qx "$$t" <<<"$$listed" || { echo "e2e-containerd2: no test $$t in ./e2e/"; rc=1; }; \
+	done; \
+	[ $$rc -eq 0 ] && { $(CONTAINERD2) up || rc=$$?; }; \
+	if [ $$rc -eq 0 ]; then \
+		( eval "$$($(CONTAINERD2) env)"; \
+		  set -x; \
+		  CI="$${CI:-}" $(GO) test -tags e2e -race -count=1 -timeout $(E2E_CONTAINERD2_TIMEOUT) \
+		    -run '$(E2E_CONTAINERD2_RUN)' ./e2e/ ) || rc=$$?; \
+		if [ $$rc -ne 0 ]; then echo "e2e-containerd2: FAILED (exit $$rc)"; $(CONTAINERD2) logs || true; fi; \
+	fi; \
+	$(CONTAINERD2) down || true; \
 	exit $$rc
 
 # test-v2: build on the host (no -race: TCG is slow enough), boot the guest

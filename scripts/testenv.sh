@@ -14,6 +14,8 @@
 #                 imported into the private containerd (namespace tug-testenv) and
 #                 pushed to the registry as 127.0.0.1:PORT/tug/busybox:1.35
 #   env           shell exports for the tests (see `env` below)
+#   containerd.bin  the directory of the containerd binaries `up` used, when
+#                 TUG_TESTENV_CONTAINERD_BIN named one (see below)
 #
 #   up      install missing packages, start what is not running, build, import
 #           and push the test image, write $DIR/env. Idempotent: a second `up`
@@ -32,6 +34,13 @@
 #
 # The helpers shared with scripts/demo.sh (packages, waiting, containerd,
 # the image, removing a namespace's containers) are in scripts/lib.sh.
+#
+# TUG_TESTENV_CONTAINERD_BIN=DIR (for `up`; the other commands read it back
+# from $DIR/containerd.bin): run the containerd, containerd-shim-runc-v2 and
+# ctr of DIR instead of Debian's (scripts/containerd2.sh: containerd 2.x built
+# from source, in a TUG_TESTENV_DIR of its own). DIR comes first in the PATH of
+# this script and so of the daemon, which finds its shim there; runc stays
+# Debian's. A containerd 2.x gets a version 3 configuration, 1.x version 2.
 #
 # Notes: containerd 1.6's shims and ctr still put their sockets, fifos and runc
 # state under /run/containerd/{s,fifo,runc} (hashed or per-namespace names: no
@@ -56,6 +65,17 @@ LIB_NAME=testenv
 . "$HERE/lib.sh"
 IMAGE=$LIB_IMAGE
 LIB_ON_DIE= # show_logs once `up` runs
+
+# The containerd binaries: TUG_TESTENV_CONTAINERD_BIN, else those `up`
+# recorded, else Debian's (PATH).
+CONTAINERD_BIN=${TUG_TESTENV_CONTAINERD_BIN:-}
+if [ -z "$CONTAINERD_BIN" ] && [ -s "$DIR/containerd.bin" ]; then
+    CONTAINERD_BIN=$(cat "$DIR/containerd.bin")
+fi
+if [ -n "$CONTAINERD_BIN" ]; then
+    [ -x "$CONTAINERD_BIN/containerd" ] || die "no containerd in $CONTAINERD_BIN (TUG_TESTENV_CONTAINERD_BIN or $DIR/containerd.bin)"
+    PATH=$CONTAINERD_BIN:$PATH
+fi
 
 # On any failure, show what the daemons said.
 on_error() {
@@ -97,12 +117,20 @@ start_containerd() {
         wait_for 10 "containerd to exit" bash -c "[ ! -d /proc/$(cat "$DIR/containerd.pid") ]" || true
     fi
     mkdir -p "$DIR/root" "$DIR/state" "$DIR/opt"
+    # containerd 2.x reads version 3 (and migrates it), where the CRI is
+    # three plugins; 1.6 knows versions 1 and 2. The rest is the same.
+    local major config_version=2 disabled='"io.containerd.grpc.v1.cri"'
+    major=$(containerd --version | awk '{v=$3; sub(/^v/, "", v); split(v, a, "."); print a[1]}')
+    if [ "${major:-0}" -ge 2 ] 2>/dev/null; then
+        config_version=3
+        disabled='"io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images"'
+    fi
     cat > "$DIR/containerd.toml" <<EOF
 # Written by scripts/testenv.sh: tug's private test containerd.
-version = 2
+version = $config_version
 root = "$DIR/root"
 state = "$DIR/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
+disabled_plugins = [$disabled]
 
 [grpc]
   address = "$SOCK"
@@ -248,6 +276,11 @@ up() {
     trap 'on_error $LINENO' ERR
     LIB_ON_DIE=show_logs
     mkdir -p "$DIR"
+    if [ -n "$CONTAINERD_BIN" ]; then
+        echo "$CONTAINERD_BIN" > "$DIR/containerd.bin"
+    else
+        rm -f "$DIR/containerd.bin"
+    fi
     ensure_packages docker-registry prometheus zsh fish # prometheus: the e2e tests of a real scraper (TestPrometheusScrapesTug) and remote-write receiver (TestRemoteWrite); zsh, fish: TestShellCompletion
     start_containerd
     start_registry
