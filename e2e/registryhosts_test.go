@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,6 +28,8 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/events"
+	"tug/internal/pod"
+	"tug/internal/source"
 	"tug/internal/testutil"
 )
 
@@ -129,6 +132,53 @@ func TestRegistryMirror(t *testing.T) {
 	if _, err := tg.client.ContentStore().Info(ctx, layer); err != nil {
 		t.Errorf("the layer %s is not in containerd's content store after the pull from the upstream: %v", layer, err)
 	}
+}
+
+// TestOCISourceMirror: the bundle of an OCI source comes through the
+// registry hosts of --registry-config-dir as images do. The upstream's
+// storage is copied to the mirror named in its hosts.toml; with the
+// upstream down at boot, the bundle is pulled from the mirror (and tug
+// says so); with the mirror down and the upstream back, a new digest is
+// pulled from the upstream.
+func TestOCISourceMirror(t *testing.T) {
+	image, _ := testutil.TestImage(t)
+	up := startRegistry(t, registryOpts{})
+	mirror := startRegistry(t, registryOpts{})
+	dir := t.TempDir()
+	ref := up.Ref("tug/bundle:site")
+	name := source.OCIPrefix + ref
+	uid := pod.UID(name, "default", staticName("mirrored"))
+	bundlePush(t, "--unsigned", writeFile(t, dir, "v1.yaml", shPod("mirrored", image, "echo v1; "+idle)), ref)
+	if out, err := exec.Command("cp", "-a", up.Dir+"/.", mirror.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the upstream's storage to the mirror: %v\n%s", err, out)
+	}
+	certs := filepath.Join(dir, "certs.d")
+	writeHostsToml(t, certs, up.Addr, fmt.Sprintf(`server = "http://%s"
+
+[host."http://%s"]
+  capabilities = ["pull", "resolve"]
+`, up.Addr, mirror.Addr))
+
+	up.Stop()
+	tg := startTug(t, tugOpts{
+		args:        []string{"--manifest-oci", ref, "--oci-check-frequency", ociCheck.String(), "--registry-config-dir", certs},
+		beforeStart: func(tg *tug) { tg.relay(up.Addr); tg.relay(mirror.Addr) },
+	})
+	tg.waitRunningUID(startTimeout, uid, "main", 0)
+	if line := tg.waitForOutput(startTimeout, "bundle registry answers from a mirror", "host="+mirror.Addr); line != "" {
+		t.Logf("tug: %s", findLine(tg.output(), "bundle registry answers from a mirror"))
+	}
+
+	mirror.Stop()
+	up.Start()
+	d2 := bundlePush(t, "--unsigned", writeFile(t, dir, "v2.yaml", shPod("mirrored", image, "echo v2; "+idle)), ref)
+	tg.waitURLManifest(ociApplyTimeout+startTimeout, name, "v2 pulled from the upstream, the mirror down", func(m *pod.ManifestStatus) error {
+		if m.Fetch == nil || m.Fetch.Digest != d2 || manifestError(m) != "" {
+			return fmt.Errorf("not %s", d2)
+		}
+		return nil
+	})
+	tg.waitRunningUID(startTimeout, uid, "main", 1)
 }
 
 // TestImagePullBandwidth: with --image-pull-bandwidth 1Mi, two pods pull
