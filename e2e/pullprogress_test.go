@@ -216,23 +216,7 @@ func (p *registryProxy) resume() { close(p.resumed) }
 // per tick. After resume, blobs are served whole.
 func slowRegistry(t *testing.T, after int64, chunk int, tick time.Duration) *registryProxy {
 	t.Helper()
-	ref := testutil.RegistryImage(t) // 127.0.0.1:PORT/REPO:TAG
-	host, rest, _ := strings.Cut(ref, "/")
-	repo, tag, _ := strings.Cut(rest, ":")
-	get := func(path, accept string) []byte {
-		req, err := http.NewRequest(http.MethodGet, "http://"+host+"/v2/"+repo+path, nil)
-		must(t, err)
-		req.Header.Set("Accept", accept)
-		resp, err := http.DefaultClient.Do(req)
-		must(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		must(t, err)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s from the test registry: %s", path, resp.Status)
-		}
-		return b
-	}
+	get, repo, tag := testImageGetter(t)
 	var m ocispec.Manifest
 	must(t, json.Unmarshal(get("/manifests/"+tag, ocispec.MediaTypeImageManifest), &m))
 	if len(m.Layers) != 1 {

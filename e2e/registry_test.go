@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,3 +134,28 @@ func (r *testRegistry) Stop() {
 // Ref is a reference to repository path (and tag or digest) on this
 // registry, e.g. r.Ref("tug/busybox:1.35").
 func (r *testRegistry) Ref(path string) string { return r.Addr + "/" + strings.TrimPrefix(path, "/") }
+
+// testImageGetter returns a GET of the test registry's test image
+// repository: get("/manifests/TAG" or "/blobs/DIGEST", accept) returns
+// the body of a 200 answer and fails the test on any other; repo and tag
+// are the test image's in that registry.
+func testImageGetter(t *testing.T) (get func(path, accept string) []byte, repo, tag string) {
+	t.Helper()
+	ref := testutil.RegistryImage(t) // 127.0.0.1:PORT/REPO:TAG
+	host, rest, _ := strings.Cut(ref, "/")
+	repo, tag, _ = strings.Cut(rest, ":")
+	return func(path, accept string) []byte {
+		req, err := http.NewRequest(http.MethodGet, "http://"+host+"/v2/"+repo+path, nil)
+		must(t, err)
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		must(t, err)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s from the test registry: %s", path, resp.Status)
+		}
+		return b
+	}, repo, tag
+}

@@ -246,23 +246,7 @@ func randomBytes(t *testing.T, n int) []byte {
 // It returns "repo:tag" and the layer's digest.
 func pushImage(t *testing.T, reg *testRegistry, repo, tag string, data []byte) (string, digest.Digest) {
 	t.Helper()
-	src := testutil.RegistryImage(t) // 127.0.0.1:PORT/REPO:TAG
-	srcHost, rest, _ := strings.Cut(src, "/")
-	srcRepo, srcTag, _ := strings.Cut(rest, ":")
-	get := func(path, accept string) []byte {
-		req, err := http.NewRequest(http.MethodGet, "http://"+srcHost+"/v2/"+srcRepo+path, nil)
-		must(t, err)
-		req.Header.Set("Accept", accept)
-		resp, err := http.DefaultClient.Do(req)
-		must(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		must(t, err)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s from the test registry: %s", path, resp.Status)
-		}
-		return b
-	}
+	get, _, srcTag := testImageGetter(t)
 	var m ocispec.Manifest
 	must(t, json.Unmarshal(get("/manifests/"+srcTag, ocispec.MediaTypeImageManifest), &m))
 	var config ocispec.Image

@@ -7,19 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"tug/internal/clock"
-	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/redact"
 )
@@ -96,49 +92,15 @@ func (e *fetchError) Error() string { return e.err.Error() }
 func (e *fetchError) Unwrap() error { return e.err }
 
 // HTTP is the manifest URL source. Each report is one pod.Manifest whose
-// Origin.Source and Origin.File are the URL.
-//
-// It reports the accepted content: the checkpoint at start (before any
-// request), then each new, verified, parsed body. A failure keeps the
-// accepted content: the source reports its Hash with the error (the store
-// keeps the last good pods), once per distinct error text. Until something
-// was accepted (no usable checkpoint, nothing fetched), a failure of any
-// kind reports nothing, so the source stays not ready and removes no pods.
+// Origin.Source and Origin.File are the URL. What it does with what it
+// fetched, and with failures, is remote's.
 type HTTP struct {
+	remote
 	cfg    HTTPConfig
 	rawURL string   // requested; holds the secrets
 	u      *url.URL // parsed rawURL
 	url    string   // redacted: the name, in logs, errors and the checkpoint
 	client *http.Client
-	sink   Sink
-	log    *slog.Logger
-	origin pod.Origin
-
-	// State owned by Run.
-	acc         accepted
-	hasAcc      bool
-	minVersion  uint64 // the highest bundle version accepted (or checkpointed)
-	reportedErr string // the error of the last Set; "" when it was the accepted content
-	failing     string // the error last logged; "" when ok
-	ckptErr     string // the checkpoint write error last logged
-
-	parses atomic.Int64 // for tests: bodies parsed
-
-	mu sync.Mutex
-	st pod.FetchStatus
-}
-
-// accepted is the content the source last took in.
-type accepted struct {
-	hash         string
-	version      uint64    // of the signed bundle; 0 for a bare body
-	notAfter     time.Time // of the signed bundle
-	pods         []*pod.Pod
-	objects      []*pod.Object
-	etag         string
-	lastModified string
-	fetchedAt    time.Time
-	digest       string // the OCI source's artifact manifest digest
 }
 
 // NewHTTP checks the URL, loads the CA and client certificate files and
@@ -182,11 +144,10 @@ func NewHTTP(cfg HTTPConfig, sink Sink) (*HTTP, error) {
 		rawURL: cfg.URL,
 		u:      u,
 		url:    redact.Parsed(u),
-		sink:   sink,
 	}
+	h.remote = newRemote(h.url, remoteWords{source: "manifest URL", peer: "the URL", target: "URL"},
+		cfg.VerifyKeys, cfg.Hostname, cfg.Checkpoint, cfg.Clock, sink, cfg.Log)
 	h.client = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: h.checkRedirect}
-	h.origin = pod.Origin{Source: h.url, File: h.url}
-	h.log = cfg.Log.With("source", h.url)
 	return h, nil
 }
 
@@ -243,14 +204,6 @@ func port(u *url.URL) string {
 // pod UIDs and container labels derive from.
 func (h *HTTP) Name() string { return h.url }
 
-// Status returns what the source last saw of its URL. Safe for concurrent
-// use.
-func (h *HTTP) Status() pod.FetchStatus {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.st
-}
-
 // Run loads the checkpoint and reports it, then polls the URL at once and
 // every Period (±10%) until ctx is done; it then returns nil. Run must not
 // be called again before it returned. It starts no goroutine.
@@ -273,65 +226,11 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
 }
 
-// start resets the state and reports the checkpoint if it is usable.
+// start loads the checkpoint and reports it (remote.start).
 func (h *HTTP) start(ctx context.Context) {
-	h.acc, h.hasAcc, h.reportedErr, h.failing, h.ckptErr = accepted{}, false, "", "", ""
-	h.minVersion = 0
-	h.mu.Lock()
-	h.st = pod.FetchStatus{}
-	h.mu.Unlock()
-	if h.cfg.Checkpoint == "" {
-		return
-	}
-	acc, err := h.loadCheckpoint()
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		h.log.Warn("ignoring manifest URL checkpoint; its pods stay until the URL answers well", "path", h.cfg.Checkpoint, "err", err)
-		return
-	}
-	h.acc, h.hasAcc = acc, true
-	h.minVersion = max(h.minVersion, acc.version)
-	h.mu.Lock()
-	h.st.ETag, h.st.LastModified = acc.etag, acc.lastModified
-	h.st.CheckpointTime, h.st.FromCheckpoint = acc.fetchedAt, true
-	h.mu.Unlock()
-	h.log.Info("starting manifest URL pods from checkpoint", "path", h.cfg.Checkpoint, "fetched", acc.fetchedAt, "pods", len(acc.pods))
-	h.report(ctx, nil)
-}
-
-// loadCheckpoint reads the checkpoint. Its bundle version is the floor
-// below which no bundle is accepted even when the checkpoint itself can no
-// longer be used (say its key was retired). Its expiry is not checked: the
-// device keeps running what it accepted while the server is away.
-func (h *HTTP) loadCheckpoint() (accepted, error) {
-	cp, err := readCheckpoint(h.cfg.Checkpoint)
-	if err != nil {
-		return accepted{}, err
-	}
-	if cp.URL != h.url {
-		return accepted{}, fmt.Errorf("checkpoint %s is for %q, not this URL", h.cfg.Checkpoint, cp.URL)
-	}
-	h.minVersion = cp.BundleVersion
-	content, b, err := h.open(cp.Body, time.Time{})
-	if err != nil {
-		return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
-	}
-	parsed, err := h.parse(content)
-	if err != nil {
-		return accepted{}, fmt.Errorf("checkpoint %s: %w", h.cfg.Checkpoint, err)
-	}
-	return accepted{
-		hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
-		etag: capValidator(cp.ETag), lastModified: capValidator(cp.LastModified), fetchedAt: cp.FetchedAt,
-	}, nil
-}
-
-// open checks a body through OpenBundle with the source's keys, node and
-// version floor; now zero skips the expiry check (a checkpoint).
-func (h *HTTP) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
-	return OpenBundle(body, BundleCheck{Keys: h.cfg.VerifyKeys, Node: h.cfg.Hostname, MinVersion: h.minVersion, Now: now})
+	h.remote.start(ctx, func(st *pod.FetchStatus, acc accepted) {
+		st.ETag, st.LastModified = acc.etag, acc.lastModified
+	})
 }
 
 // capValidator drops an ETag or Last-Modified longer than maxValidator.
@@ -342,69 +241,13 @@ func capValidator(v string) string {
 	return v
 }
 
-func (h *HTTP) parse(body []byte) (manifest.Parsed, error) {
-	h.parses.Add(1)
-	return manifest.ParseFile(body, manifest.ParseOptions{Origin: h.origin, Hostname: h.cfg.Hostname,
-		Warn: func(w *pod.FieldError) {
-			h.log.Warn("manifest: accepted, ignored on a node", "source", h.origin.Source, "err", w)
-		}})
-}
-
 // poll fetches the URL once and reports what changed.
 func (h *HTTP) poll(ctx context.Context) {
 	code, err := h.fetch(ctx)
 	if err != nil && ctx.Err() != nil {
 		return // shutting down: the cancellation is not the URL's fault
 	}
-	now := h.cfg.Clock.Now()
-	h.mu.Lock()
-	h.st.LastFetch, h.st.HTTPStatus = now, code
-	if err == nil {
-		h.st.LastSuccess, h.st.Error, h.st.FromCheckpoint = now, "", false
-	} else {
-		h.st.Error = err.Error()
-	}
-	h.mu.Unlock()
-
-	h.logState(err)
-	switch {
-	case err == nil:
-		if h.reportedErr != "" {
-			h.report(ctx, nil) // ok again with the accepted content: clear the error
-		}
-	case !h.hasAcc:
-		// Nothing accepted: stay not ready rather than report no pods,
-		// whatever the failure. The error shows in Status.
-	case err.Error() != h.reportedErr:
-		h.report(ctx, err)
-	}
-}
-
-// report sends the accepted content, with err when the URL is failing.
-func (h *HTTP) report(ctx context.Context, err error) {
-	m := pod.Manifest{Origin: h.origin, Hash: h.acc.hash, Version: h.acc.version, Err: err}
-	if err == nil {
-		m.Pods, m.Objects = h.acc.pods, h.acc.objects
-		h.reportedErr = ""
-	} else {
-		h.reportedErr = err.Error()
-	}
-	h.sink.Set(ctx, h.url, []pod.Manifest{m})
-}
-
-func (h *HTTP) logState(err error) {
-	text := ""
-	if err != nil {
-		text = err.Error()
-	}
-	switch {
-	case text == h.failing:
-	case text != "":
-		h.log.Warn("manifest URL failing, keeping the last accepted pods", "err", err)
-	default:
-		h.log.Info("manifest URL ok again")
-	}
-	h.failing = text
+	h.polled(ctx, err, func(st *pod.FetchStatus) { st.HTTPStatus = code })
 }
 
 // fetch does one conditional GET and takes in a new body. It returns the
@@ -522,37 +365,9 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 		}
 		return &fetchError{badContent, err}
 	}
-	h.acc = accepted{hash: hash, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects, etag: etag, lastModified: lastMod, fetchedAt: now}
-	h.hasAcc = true
-	h.minVersion = max(h.minVersion, b.Version)
-	if h.cfg.Checkpoint != "" {
-		err := writeCheckpoint(h.cfg.Checkpoint, checkpoint{
-			URL: h.url, FetchedAt: now, ETag: etag, LastModified: lastMod, Body: body, BundleVersion: b.Version,
-		})
-		if text := errText(err); text != h.ckptErr {
-			if err != nil {
-				h.log.Error("cannot write manifest URL checkpoint", "path", h.cfg.Checkpoint, "err", err)
-			}
-			h.ckptErr = text
-		}
-	}
-	h.mu.Lock()
-	h.st.ETag, h.st.LastModified = etag, lastMod
-	h.st.CheckpointTime, h.st.FromCheckpoint = now, false
-	h.mu.Unlock()
-	for _, o := range parsed.Objects {
-		for _, w := range o.Warnings {
-			h.log.Warn(w)
-		}
-	}
-	h.log.Info("manifest URL content accepted", "sha256", hash, "version", b.Version, "pods", len(parsed.Pods), "objects", len(parsed.Objects))
-	h.report(ctx, nil)
+	acc := accepted{hash: hash, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects, etag: etag, lastModified: lastMod, fetchedAt: now}
+	h.take(ctx, acc, body, checkpoint{ETag: etag, LastModified: lastMod}, func(st *pod.FetchStatus) {
+		st.ETag, st.LastModified = etag, lastMod
+	}, "manifest URL content accepted", "sha256", hash)
 	return nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

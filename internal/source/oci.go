@@ -5,9 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/pkg/reference"
@@ -82,25 +80,13 @@ const (
 // and until something was accepted a failure reports nothing, so the
 // source stays not ready and removes no pods.
 type OCI struct {
-	cfg    OCIConfig
-	name   string
-	sink   Sink
-	log    *slog.Logger
-	origin pod.Origin
+	remote
+	cfg OCIConfig
 
 	// State owned by Run.
-	acc         accepted
-	hasAcc      bool
-	minVersion  uint64
-	refused     string // the manifest digest last refused for its content
-	refusedErr  error  // and why
-	failures    int    // polls in a row that could not reach the registry
-	reportedErr string
-	failing     string
-	ckptErr     string
-
-	mu sync.Mutex
-	st pod.FetchStatus
+	refused    string // the manifest digest last refused for its content
+	refusedErr error  // and why
+	failures   int    // polls in a row that could not reach the registry
 }
 
 // NewOCI checks the reference and returns a source that reports to sink.
@@ -130,9 +116,9 @@ func NewOCI(cfg OCIConfig, sink Sink) (*OCI, error) {
 			return nil, fmt.Errorf("source: verify key: %d bytes, want %d", len(k), ed25519.PublicKeySize)
 		}
 	}
-	o := &OCI{cfg: cfg, name: OCIPrefix + cfg.Ref, sink: sink}
-	o.origin = pod.Origin{Source: o.name, File: o.name}
-	o.log = cfg.Log.With("source", o.name)
+	o := &OCI{cfg: cfg}
+	o.remote = newRemote(OCIPrefix+cfg.Ref, remoteWords{source: "OCI source", peer: "the registry", target: "reference"},
+		cfg.VerifyKeys, cfg.Hostname, cfg.Checkpoint, cfg.Clock, sink, cfg.Log)
 	return o, nil
 }
 
@@ -140,14 +126,6 @@ func NewOCI(cfg OCIConfig, sink Sink) (*OCI, error) {
 // and Origin.File of the manifests it reports, so it is what pod UIDs and
 // container labels derive from.
 func (o *OCI) Name() string { return o.name }
-
-// Status returns what the source last saw of its reference. Safe for
-// concurrent use.
-func (o *OCI) Status() pod.FetchStatus {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.st
-}
 
 // Run loads the checkpoint and reports it, then polls the reference at
 // once and every Period (±10%, longer while the registry fails) until ctx
@@ -176,67 +154,10 @@ func backoff(period time.Duration, failures int) time.Duration {
 	return min(d, max(period, maxBackoff))
 }
 
-// start resets the state and reports the checkpoint if it is usable.
+// start loads the checkpoint and reports it (remote.start).
 func (o *OCI) start(ctx context.Context) {
-	o.acc, o.hasAcc, o.minVersion = accepted{}, false, 0
 	o.refused, o.refusedErr, o.failures = "", nil, 0
-	o.reportedErr, o.failing, o.ckptErr = "", "", ""
-	o.mu.Lock()
-	o.st = pod.FetchStatus{}
-	o.mu.Unlock()
-	if o.cfg.Checkpoint == "" {
-		return
-	}
-	acc, err := o.loadCheckpoint()
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		o.log.Warn("ignoring OCI source checkpoint; its pods stay until the registry answers well", "path", o.cfg.Checkpoint, "err", err)
-		return
-	}
-	o.acc, o.hasAcc = acc, true
-	o.minVersion = max(o.minVersion, acc.version)
-	o.mu.Lock()
-	o.st.Digest, o.st.CheckpointTime, o.st.FromCheckpoint = acc.digest, acc.fetchedAt, true
-	o.mu.Unlock()
-	o.log.Info("starting OCI source pods from checkpoint", "path", o.cfg.Checkpoint, "digest", acc.digest, "fetched", acc.fetchedAt, "pods", len(acc.pods))
-	o.report(ctx, nil)
-}
-
-// loadCheckpoint reads the checkpoint: its bundle is checked by
-// OpenBundle (signature and node, not expiry) and its version is the
-// floor, as for the URL source.
-func (o *OCI) loadCheckpoint() (accepted, error) {
-	cp, err := readCheckpoint(o.cfg.Checkpoint)
-	if err != nil {
-		return accepted{}, err
-	}
-	if cp.URL != o.name {
-		return accepted{}, fmt.Errorf("checkpoint %s is for %q, not this reference", o.cfg.Checkpoint, cp.URL)
-	}
-	o.minVersion = cp.BundleVersion
-	content, b, err := o.open(cp.Body, time.Time{})
-	if err != nil {
-		return accepted{}, fmt.Errorf("checkpoint %s: %w", o.cfg.Checkpoint, err)
-	}
-	parsed, err := o.parse(content)
-	if err != nil {
-		return accepted{}, fmt.Errorf("checkpoint %s: %w", o.cfg.Checkpoint, err)
-	}
-	return accepted{hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
-		fetchedAt: cp.FetchedAt, digest: cp.Digest}, nil
-}
-
-func (o *OCI) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
-	return OpenBundle(body, BundleCheck{Keys: o.cfg.VerifyKeys, Node: o.cfg.Hostname, MinVersion: o.minVersion, Now: now})
-}
-
-func (o *OCI) parse(body []byte) (manifest.Parsed, error) {
-	return manifest.ParseFile(body, manifest.ParseOptions{Origin: o.origin, Hostname: o.cfg.Hostname,
-		Warn: func(w *pod.FieldError) {
-			o.log.Warn("manifest: accepted, ignored on a node", "source", o.origin.Source, "err", w)
-		}})
+	o.remote.start(ctx, func(st *pod.FetchStatus, acc accepted) { st.Digest = acc.digest })
 }
 
 // poll checks the reference once and reports what changed.
@@ -253,52 +174,7 @@ func (o *OCI) poll(ctx context.Context) {
 	} else {
 		o.failures = 0
 	}
-	now := o.cfg.Clock.Now()
-	o.mu.Lock()
-	o.st.LastFetch = now
-	if err == nil {
-		o.st.LastSuccess, o.st.Error, o.st.FromCheckpoint = now, "", false
-	} else {
-		o.st.Error = err.Error()
-	}
-	o.mu.Unlock()
-
-	o.logState(err)
-	switch {
-	case err == nil:
-		if o.reportedErr != "" {
-			o.report(ctx, nil)
-		}
-	case !o.hasAcc:
-		// Nothing accepted: stay not ready rather than report no pods.
-	case err.Error() != o.reportedErr:
-		o.report(ctx, err)
-	}
-}
-
-// report sends the accepted content, with err when the reference is
-// failing.
-func (o *OCI) report(ctx context.Context, err error) {
-	m := pod.Manifest{Origin: o.origin, Hash: o.acc.hash, Version: o.acc.version, Err: err}
-	if err == nil {
-		m.Pods, m.Objects = o.acc.pods, o.acc.objects
-		o.reportedErr = ""
-	} else {
-		o.reportedErr = err.Error()
-	}
-	o.sink.Set(ctx, o.name, []pod.Manifest{m})
-}
-
-func (o *OCI) logState(err error) {
-	text := errText(err)
-	switch {
-	case text == o.failing:
-	case text != "":
-		o.log.Warn("OCI source failing, keeping the last accepted pods", "err", err)
-	default:
-		o.log.Info("OCI source ok again")
-	}
-	o.failing = text
+	o.polled(ctx, err, nil)
 }
 
 // fetch resolves the reference and takes in a new digest. It returns a
@@ -363,28 +239,8 @@ func (o *OCI) refuse(dgst string, err error) error {
 // accept takes in a verified, parsed artifact: checkpoint, status, report.
 func (o *OCI) accept(ctx context.Context, a Artifact, b EnvelopeHeader, parsed manifest.Parsed, now time.Time) {
 	dgst := a.Manifest.Digest.String()
-	o.acc = accepted{hash: sha256Hex(a.Body), version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
-		fetchedAt: now, digest: dgst}
-	o.hasAcc = true
 	o.refused, o.refusedErr = "", nil
-	o.minVersion = max(o.minVersion, b.Version)
-	if o.cfg.Checkpoint != "" {
-		err := writeCheckpoint(o.cfg.Checkpoint, checkpoint{URL: o.name, FetchedAt: now, Body: a.Body, BundleVersion: b.Version, Digest: dgst})
-		if text := errText(err); text != o.ckptErr {
-			if err != nil {
-				o.log.Error("cannot write OCI source checkpoint", "path", o.cfg.Checkpoint, "err", err)
-			}
-			o.ckptErr = text
-		}
-	}
-	o.mu.Lock()
-	o.st.Digest, o.st.CheckpointTime, o.st.FromCheckpoint = dgst, now, false
-	o.mu.Unlock()
-	for _, obj := range parsed.Objects {
-		for _, w := range obj.Warnings {
-			o.log.Warn(w)
-		}
-	}
-	o.log.Info("OCI bundle accepted", "digest", dgst, "version", b.Version, "pods", len(parsed.Pods), "objects", len(parsed.Objects))
-	o.report(ctx, nil)
+	acc := accepted{hash: sha256Hex(a.Body), version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
+		fetchedAt: now, digest: dgst}
+	o.take(ctx, acc, a.Body, checkpoint{Digest: dgst}, func(st *pod.FetchStatus) { st.Digest = dgst }, "OCI bundle accepted", "digest", dgst)
 }
