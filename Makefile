@@ -17,7 +17,7 @@
 #   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
 #                     time, the six long waiting tests that call t.Parallel together at
 #                     the end): brings the test environment up, prints the daemons' logs
-#                     on failure, brings it down (E2E_TIMEOUT, default 30m)
+#                     on failure, brings it down (E2E_TIMEOUT, default 40m)
 #   make e2e-containerd2
 #                     a named subset of the e2e suite (E2E_CONTAINERD2_TESTS:
 #                     containers, init containers, tasks, exec, shims, pulls,
@@ -77,7 +77,7 @@ LDFLAGS := -X main.version=$(VERSION)
 TESTENV := scripts/testenv.sh
 # The e2e suite and the packages with e2e tests of their own.
 E2E_PKGS := ./e2e/... ./internal/...
-E2E_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 40m
 
 # e2e-containerd2: the e2e tests run against containerd 2.x too (the 1.6
 # daemon of the main environment runs them all). Each name is checked with

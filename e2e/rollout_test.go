@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/source"
 	"tug/internal/testutil"
 )
 
@@ -335,12 +336,45 @@ func TestRolloutSurvivesTugKill(t *testing.T) {
 	}
 }
 
-// TestRolloutAtomicURLBundle: a signed URL bundle whose pods are annotated
-// tug.io/rollout: atomic is one unit. Version 2 changes both pods, adds a
-// third and one of its pods cannot get its image: every pod returns to
-// version 1 (the added pod goes), /manifests reports version 2 failed and
-// version 1 good; version 3 then applies and becomes good.
+// TestRolloutAtomicURLBundle: rolloutAtomicBundle with the bundles signed
+// and served at a URL.
 func TestRolloutAtomicURLBundle(t *testing.T) {
+	var srv *manifestServer
+	rolloutAtomicBundle(t, func(key string, version int, body string) {
+		a := answer{body: tugSign(t, key, body, "--version", strconv.Itoa(version))}
+		if srv == nil {
+			srv = newManifestServer(t, a)
+		} else {
+			srv.set(a)
+		}
+	}, func(args ...string) (*tug, string) { return urlTug(t, srv.url, args...), srv.url })
+}
+
+// TestRolloutAtomicOCIBundle: rolloutAtomicBundle with the bundles pushed
+// by tug bundle push to a tag of a registry.
+func TestRolloutAtomicOCIBundle(t *testing.T) {
+	reg := startRegistry(t, registryOpts{})
+	ref := reg.Ref("tug/atomic:prod")
+	dir := t.TempDir()
+	rolloutAtomicBundle(t, func(key string, version int, body string) {
+		bundlePush(t, "--key", key, "--version", strconv.Itoa(version), writeFile(t, dir, fmt.Sprintf("v%d.yaml", version), body), ref)
+	}, func(args ...string) (*tug, string) {
+		return startTug(t, tugOpts{
+			args:        append([]string{"--manifest-oci", ref, "--oci-check-frequency", ociCheck.String()}, args...),
+			beforeStart: func(tg *tug) { tg.relay(reg.Addr) },
+		}), source.OCIPrefix + ref
+	})
+}
+
+// rolloutAtomicBundle: a signed bundle whose pods are annotated
+// tug.io/rollout: atomic is one unit, whichever remote source brings it
+// (publish makes a version of the bundle the source's, start starts tug on
+// the source with more flags and returns it and the source's name).
+// Version 2 changes both pods, adds a third and one of its pods cannot get
+// its image: every pod returns to version 1 (the added pod goes),
+// /manifests reports version 2 failed and version 1 good; version 3 then
+// applies and becomes good.
+func rolloutAtomicBundle(t *testing.T, publish func(key string, version int, body string), start func(args ...string) (*tug, string)) {
 	image, _ := testutil.TestImage(t)
 	keys := t.TempDir()
 	keyPair(t, keys, "k")
@@ -349,26 +383,26 @@ func TestRolloutAtomicURLBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	atomic := map[string]string{"tug.io/rollout": "atomic", "tug.io/rollout-timeout": "30s"}
-	bundle := func(version int, dbImage, dbExtra string, extraPod bool) answer {
+	bundle := func(version int, dbImage, dbExtra string, extraPod bool) {
 		body := rolloutPod("web", image, fmt.Sprintf(rolloutWeb, fmt.Sprintf("web-v%d", version)), atomic, "") + "---\n" +
 			rolloutPod("db", dbImage, fmt.Sprintf(rolloutWeb, fmt.Sprintf("db-v%d", version)), atomic, dbExtra)
 		if extraPod {
 			body += "---\n" + rolloutPod("extra", image, fmt.Sprintf(rolloutWeb, "extra"), atomic, "")
 		}
-		return answer{body: tugSign(t, key, body, "--version", strconv.Itoa(version))}
+		publish(key, version, body)
 	}
-	srv := newManifestServer(t, bundle(1, image, "", false))
-	tg := urlTug(t, srv.url, append([]string{"--manifest-verify-key", keys}, rolloutArgs...)...)
+	bundle(1, image, "", false)
+	tg, src := start(append([]string{"--manifest-verify-key", keys}, rolloutArgs...)...)
 	goodWeb, goodDB := tg.waitGood("web", ""), tg.waitGood("db", "")
-	tg.waitURLManifest(20*time.Second, srv.url, "version 1 good", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(20*time.Second, src, "version 1 good", func(m *pod.ManifestStatus) error {
 		if r := m.Rollout; r == nil || r.GoodVersion != 1 || !r.Atomic || m.Version != 1 {
 			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
 		}
 		return nil
 	})
 
-	srv.set(bundle(2, "docker.io/library/busybox:no-such-tag", "      imagePullPolicy: Never\n", true))
-	m := tg.waitURLManifest(40*time.Second, srv.url, "version 2 failed and held back", func(m *pod.ManifestStatus) error {
+	bundle(2, "docker.io/library/busybox:no-such-tag", "      imagePullPolicy: Never\n", true)
+	m := tg.waitURLManifest(40*time.Second, src, "version 2 failed and held back", func(m *pod.ManifestStatus) error {
 		if r := m.Rollout; r == nil || r.FailedVersion != 2 || !r.HeldBack || r.GoodVersion != 1 {
 			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
 		}
@@ -377,7 +411,7 @@ func TestRolloutAtomicURLBundle(t *testing.T) {
 	t.Logf("/manifests: %+v", *m.Rollout)
 	tg.waitRolledBack(10*time.Second, "web", goodWeb, "ErrImageNeverPull")
 	tg.waitRolledBack(10*time.Second, "db", goodDB, "ErrImageNeverPull")
-	tg.waitGone(30*time.Second, urlUID(srv.url, "extra"), "the pod version 2 added")
+	tg.waitGone(30*time.Second, urlUID(src, "extra"), "the pod version 2 added")
 	for _, name := range []string{"web", "db"} {
 		tg.waitPod(startTimeout, name, "version 1 running again", func(v *pod.View) error {
 			if cs := statusOf(v, "main"); cs.State.Running == nil || !strings.Contains(strings.Join(v.Spec.Containers[0].Command, " "), name+"-v1") {
@@ -387,10 +421,10 @@ func TestRolloutAtomicURLBundle(t *testing.T) {
 		})
 	}
 
-	srv.set(bundle(3, image, "", false))
+	bundle(3, image, "", false)
 	tg.waitGood("web", goodWeb)
 	tg.waitGood("db", goodDB)
-	tg.waitURLManifest(20*time.Second, srv.url, "version 3 good", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(20*time.Second, src, "version 3 good", func(m *pod.ManifestStatus) error {
 		if r := m.Rollout; r == nil || r.GoodVersion != 3 || r.FailedHash != "" || r.HeldBack {
 			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
 		}
