@@ -28,8 +28,8 @@ type OCIConfig struct {
 	// with the node's registry hosts and credentials.
 	Resolver ArtifactResolver
 	// Period is the wait between polls (--oci-check-frequency), with ±10%
-	// jitter, doubled after each failure to reach the registry, up to 8
-	// times (and at most 5 minutes, or Period when longer). Default 1m.
+	// jitter, doubled after each failure to reach the registry, to at most
+	// 8 × Period (and 5 minutes, or Period when longer). Default 1m.
 	Period time.Duration
 	// Timeout bounds each poll, blobs included. Default 30s.
 	Timeout time.Duration
