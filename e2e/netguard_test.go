@@ -46,9 +46,12 @@ func TestPodNetworkGuards(t *testing.T) {
 		}
 		return nil
 	}
-	if err := get(); err != nil {
-		t.Fatalf("the node cannot reach the victim: %v", err)
-	}
+	// Running is not listening: the victim's web server answers a moment
+	// after its container starts.
+	tg.waitFor(startTimeout, "the node reaching the victim's web server", func() (bool, error) {
+		err := get()
+		return err == nil, err
+	})
 	neigh := func() string {
 		return strings.TrimSpace(run(t, "ip", "-n", node, "neigh", "show", victimIP, "dev", bridge))
 	}
