@@ -90,6 +90,7 @@ E2E_CONTAINERD2_TESTS ?= TestStartFromManifest TestEditRecreatesOnlyChangedConta
 	TestExecCommand TestProbeExecTimeoutNoLeak TestTop TestEphemeralStorageLimitEviction \
 	TestKill9Twenty TestContainerdRestart TestAdoptionRemovesOrphans TestShimGrouping \
 	TestPullFromRegistry TestPullEvents TestImportFromImageDir TestImageVolume \
+	TestImageRepairAfterDamagedSnapshot \
 	TestPullResume TestPullResumeAfterRestart TestPullOffline TestRegistryMirror \
 	TestLogsCommand TestMetricsAndEvents TestQoSOOMKilled TestResizeInPlace \
 	TestUserNamespacePods

@@ -288,6 +288,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Hooks:      prober.Hooks{Exec: rt.ExecSync},
 		PodDirs:    rt,
 		Images:     rt,
+		// A container whose image a power cut damaged gets the image
+		// repaired (removed, pulled or imported again).
+		ImageRepairer: rt,
 		// Containers whose resources alone change are resized in place.
 		Resizer:       rt,
 		ResizeCgroups: cgroups,

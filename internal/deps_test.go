@@ -94,11 +94,12 @@ var allowedImports = map[string]allowed{
 	// Images present in containerd's store: the containerd client and the
 	// types it speaks (image-spec, distribution/reference for names,
 	// errdefs for its error kinds, platforms for the host's platform);
-	// registry gives the resolvers of its pulls.
+	// registry gives the resolvers of its pulls; x/sys for the syncfs(2)
+	// that makes an unpack durable on a containerd 1.x daemon.
 	"tug/internal/images": {internal: []string{"tug/internal/pod", "tug/internal/registry"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/containerd/platforms", "github.com/distribution/reference",
-		"github.com/opencontainers/image-spec",
+		"github.com/opencontainers/image-spec", "golang.org/x/sys",
 	}},
 	// How registries are reached: containerd's remotes (its docker
 	// resolver, and its config package, which reads certs.d's hosts.toml as

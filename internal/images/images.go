@@ -63,14 +63,18 @@ func (m *Manager) Local(ctx context.Context, ref string) (containerd.Image, erro
 	if err := checkPinnedDigest(ref, img.Target().Digest.String()); err != nil {
 		return nil, fmt.Errorf("image %q: %w (%w)", ref, ErrImageNotPresent, err)
 	}
+	// A failure to read or unpack an image whose content is damaged is
+	// ErrImageDamaged (a pull would find the damaged blobs present and
+	// fail the same way), any other ErrImageNotPresent.
 	ok, err := img.IsUnpacked(ctx, m.cfg.Snapshotter)
 	if err != nil {
-		return nil, fmt.Errorf("image %q: %w (check unpacked: %w)", ref, ErrImageNotPresent, err)
+		return nil, m.contentDamage(ctx, img.Target(), fmt.Errorf("image %q: %w (check unpacked: %w)", ref, ErrImageNotPresent, err))
 	}
 	if !ok {
-		if err := img.Unpack(ctx, m.cfg.Snapshotter); err != nil {
-			return nil, fmt.Errorf("image %q: %w (unpack: %w)", ref, ErrImageNotPresent, err)
+		if err := img.Unpack(ctx, m.cfg.Snapshotter, m.unpackOpts()...); err != nil {
+			return nil, m.contentDamage(ctx, img.Target(), fmt.Errorf("image %q: %w (unpack: %w)", ref, ErrImageNotPresent, err))
 		}
+		m.syncUnpacked(ctx, ref)
 	}
 	return img, nil
 }
@@ -246,6 +250,7 @@ func (m *Manager) importArchive(ctx context.Context, name string, key archiveKey
 		if err := m.unpackImported(ctx, img); err != nil {
 			return fmt.Errorf("import image archive %s: unpack %s: %w", path, img.Name, err)
 		}
+		m.syncUnpacked(ctx, img.Name)
 		m.archiveOf[img.Name] = name
 		m.log.Info("imported image", "image", img.Name, "digest", img.Target.Digest.String(), "file", path,
 			"duration", time.Since(start).Round(time.Millisecond))

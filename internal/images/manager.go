@@ -66,7 +66,12 @@ type Config struct {
 	// hosts (mirrors, TLS) and the node's download cap. nil: containerd's
 	// default hosts and no cap.
 	Registry *registry.Registry
-	Log      *slog.Logger
+	// SkipSyncFS leaves what an unpack writes in the page cache (no
+	// diff.WithSyncFs, no syncfs): for measuring what durable pulls cost.
+	// Default false: pulls and imports are synced before they are reported
+	// done (durable.go).
+	SkipSyncFS bool
+	Log        *slog.Logger
 }
 
 // Manager makes images present in containerd's store. All methods are
@@ -92,6 +97,14 @@ type Manager struct {
 	// archiveOf maps an image name to the archive it was imported from
 	// (the image GC keeps it while that file is in ImageDir).
 	archiveOf map[string]string
+
+	// syncOnce finds, once, what syncUnpacked syncs: syncRoot, the
+	// snapshotter's root on a 1.x daemon ("" when the daemon syncs).
+	syncOnce sync.Once
+	syncRoot string
+	syncErr  error
+	// repairs serialises Repair per image name.
+	repairMu sync.Mutex
 }
 
 // New returns a Manager; cfg.Client stays the caller's.

@@ -277,7 +277,7 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 		containerd.WithImageHandlerWrapper(progress.wrap),
 	}
 	if unpack {
-		opts = append(opts, containerd.WithPullUnpack)
+		opts = append(opts, containerd.WithPullUnpack, containerd.WithUnpackOpts(m.unpackOpts()))
 	}
 	img, err := m.client.Pull(ctx, ref, opts...)
 	stopWatch()
@@ -289,6 +289,9 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 		return nil, 0, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, err)
 	}
 	failed = false
+	if unpack {
+		m.syncUnpacked(ctx, ref) // before the pull is reported done
+	}
 	size, err := img.Size(ctx)
 	if err != nil {
 		m.log.Warn("read the size of a pulled image", "image", ref, "err", err)

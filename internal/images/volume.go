@@ -144,7 +144,7 @@ func (m *Manager) unpackImported(ctx context.Context, img ctrimages.Image) error
 	}
 	switch manifest.Config.MediaType {
 	case ocispec.MediaTypeImageConfig, ctrimages.MediaTypeDockerSchema2Config:
-		return containerd.NewImage(m.client, img).Unpack(ctx, m.cfg.Snapshotter)
+		return containerd.NewImage(m.client, img).Unpack(ctx, m.cfg.Snapshotter, m.unpackOpts()...)
 	}
 	_, err = m.unpackVolume(ctx, img)
 	return err

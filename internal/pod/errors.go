@@ -24,6 +24,12 @@ var (
 	// honoured, e.g. runAsNonRoot with an image that runs as root
 	// (CreateContainerConfigError).
 	ErrCreateContainerConfig = errors.New("pod: invalid container configuration")
+	// ErrImageDamaged: the container's image is present but its files or
+	// content are damaged (an entrypoint that is missing, empty or
+	// NUL-filled in the unpacked image, a blob that is gone or does not
+	// verify), as a power cut leaves them. The image must be removed and
+	// pulled or imported again.
+	ErrImageDamaged = errors.New("pod: image damaged")
 )
 
 // HostPortInUseError is returned (wrapped) by a pod network that cannot

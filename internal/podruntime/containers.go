@@ -72,9 +72,9 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 // that each call one package: check the request; make the image and the
 // image volumes' images present (images) and mount those; prepare the log directory (podlogs); remove a leftover of an
 // earlier try; stage the mounts (volume); join the shim group; build the
-// spec (objects, specopts); create the container; set up its output
-// (podlogs) and create its task; limit the shim; record the start time and
-// start the task. A failure after the container is created removes it (one
+// spec (objects, specopts); create the container; on a restart, look at
+// the image's entrypoint (images); set up its output (podlogs) and create
+// its task; limit the shim; record the start time and start the task. A failure after the container is created removes it (one
 // deferred clean-up); the staged mounts and the shim group are released
 // whatever happens.
 func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (_ string, retErr error) {
@@ -175,7 +175,18 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 
-	// 9. The output, and the task.
+	// 9. A restart first looks at the image's entrypoint: a binary a power
+	// cut left empty fails only once it is exec'd, after the start
+	// succeeded (runc reports "exec format error" in the container's
+	// output and an exit code), so the exit alone cannot tell damage from
+	// a crash (imagedamage.go).
+	if attempt > 0 {
+		if err := r.imageDamage(ctx, cont, img); err != nil {
+			return "", err
+		}
+	}
+
+	// 10. The output, and the task.
 	creator, err := r.logIO(id, logPath, p.Metadata.UID, c.Name, attempt)
 	if err != nil {
 		return "", err
@@ -183,15 +194,15 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	task, err := cont.NewTask(ctx, creator)
 	releaseGroup()
 	if err != nil {
-		return "", fmt.Errorf("create task: %w", err)
+		return "", r.withImageDamage(ctx, cont, img, fmt.Errorf("create task: %w", err))
 	}
 
-	// 10. The shim's limit on the raw output files.
+	// 11. The shim's limit on the raw output files.
 	if err := r.limitShim(task.Pid()); err != nil {
 		log.Warn("cannot limit the shim's raw output files: what the container writes while tug is down is not bounded", "err", err)
 	}
 
-	// 11. The start, recorded before it happens so that a relist woken by
+	// 12. The start, recorded before it happens so that a relist woken by
 	// the start event sees it and a quick exit never precedes it.
 	started := r.cfg.Clock.Now()
 	if _, err := cont.SetLabels(ctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
@@ -199,7 +210,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	r.records.changed()
 	if err := task.Start(ctx); err != nil {
-		return "", fmt.Errorf("start task: %w", err)
+		return "", r.withImageDamage(ctx, cont, img, fmt.Errorf("start task: %w", err))
 	}
 	log.Info("started container", "image", img.Name(), "attempt", attempt, "pid", task.Pid())
 	return id, nil
@@ -226,7 +237,11 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 	}
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {
-		return nil, ocispec.ImageConfig{}, fmt.Errorf("read image config of %s: %w", img.Name(), err)
+		err = fmt.Errorf("read image config of %s: %w", img.Name(), err)
+		if derr := r.images.CheckContent(ctx, img.Target()); errors.Is(derr, pod.ErrImageDamaged) {
+			err = fmt.Errorf("%w (%w)", derr, err)
+		}
+		return nil, ocispec.ImageConfig{}, err
 	}
 	return img, imgSpec.Config, nil
 }
@@ -366,6 +381,11 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	}
 	r.logTaskDeleted(cont.ID())
 	err = cont.Delete(ctx, containerd.WithSnapshotCleanup)
+	if errdefs.IsNotFound(err) {
+		// The snapshot is gone (an image repair removed it): the
+		// snapshot clean-up fails before the record is deleted.
+		err = cont.Delete(ctx)
+	}
 	r.records.changed()
 	if err != nil && !errdefs.IsNotFound(err) {
 		return err

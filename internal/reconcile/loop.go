@@ -80,6 +80,12 @@ type Config struct {
 	// running predecessor is stopped: an update to an image that
 	// cannot be pulled leaves the old container serving.
 	Images ImagePuller
+	// ImageRepairer, when set, repairs an image a container failed to
+	// start from because its files or content are damaged
+	// (pod.ErrImageDamaged): removed, then pulled or imported again, then
+	// the start is tried again; at most once per back-off period per image
+	// (imagerepair.go). Nil: such a start fails like any other.
+	ImageRepairer ImageRepairer
 	// Resizer and ResizeCgroups, when Resizer is set, resize running
 	// containers in place when only their resources change (KEP-1287).
 	// Nil: a change of resources recreates the container.
@@ -169,6 +175,7 @@ func New(cfg Config) *Loop {
 	s.images = cfg.Images
 	s.resizer, s.resizeCg = cfg.Resizer, cfg.ResizeCgroups
 	s.devices = cfg.Devices
+	s.repairer, s.repairs = cfg.ImageRepairer, &repairBackoff{}
 	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l

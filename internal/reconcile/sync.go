@@ -41,6 +41,10 @@ type podSyncer struct {
 	images ImagePuller
 	// devices says which of a pod's devices are gone (nil: none are).
 	devices Devices
+	// repairer repairs a damaged image, at most as often as repairs
+	// allows (nil: a damaged image is a start error like any other).
+	repairer ImageRepairer
+	repairs  *repairBackoff
 	// resizer resizes running containers in place, and resizeCg checks
 	// that a resize fits (nil resizer: every change of resources
 	// recreates the container; nil resizeCg: every resize fits).
@@ -480,6 +484,9 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	}
 	prev := s.notes.clear(p.Metadata.UID, c.Name) // the back-off it waited for is over
 	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, sb, s.cg.Container(p, c))
+	if err != nil && s.repairImage(ctx, p, c, err) {
+		id, err = s.rt.StartContainer(ctx, p, c, init, attempt, sb, s.cg.Container(p, c))
+	}
 	if err != nil {
 		reason := startErrorReason(err, prev)
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
