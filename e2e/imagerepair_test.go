@@ -139,11 +139,16 @@ func busyboxFiles(t *testing.T, tg *tug, ref string) []string {
 	must(t, err)
 	diffIDs, err := img.RootFS(ctx)
 	must(t, err)
+	// The view is held by a lease: containerd's garbage collection (which
+	// tug's removals trigger) collects a snapshot nothing references.
+	ctx, done, err := tg.client.WithLease(ctx)
+	must(t, err)
+	defer func() { must(t, done(context.Background())) }()
 	sn := tg.client.SnapshotService("overlayfs") // tug's default
 	key := fmt.Sprintf("e2e-damage-%d", time.Now().UnixNano())
 	mounts, err := sn.View(ctx, key, identity.ChainID(diffIDs).String())
 	must(t, err)
-	defer func() { must(t, sn.Remove(context.Background(), key)) }()
+	defer func() { must(t, ignoreNotFound(sn.Remove(ctx, key))) }()
 	var dirs []string
 	for _, m := range mounts {
 		switch m.Type {
