@@ -65,6 +65,21 @@
 #                  $V2G_DIR/busybox.tar built by scripts/mkimage.sh
 #   V2G_KPKG       kernel package, default: what linux-image-amd64 depends on
 #   V2G_KEEP_RUNS  run directories kept, default 5
+#   V2G_DISK       a raw image file attached as a PERSISTENT virtio-blk disk
+#                  (created sparse, V2G_DISK_SIZE MiB, default 6144, if missing;
+#                  cache=unsafe: what the guest wrote survives a kill of QEMU,
+#                  what is only in the guest's page cache does not). The guest
+#                  init runs e2fsck -p on it (mkfs.ext4 when it holds no file
+#                  system yet), mounts it on /persist and binds
+#                  /persist/containerd, /persist/tug and /persist/pods-logs onto
+#                  /var/lib/containerd, /var/lib/tug and /var/log/pods before
+#                  containerd starts; e2fsck's and mount's results are in
+#                  out/disk.txt. scripts/powercut.sh cuts such a guest.
+#   V2G_RUN        the run directory to use instead of $V2G_DIR/runs/<time>-<pid>
+#                  (not pruned)
+#   V2G_PIDFILE    where QEMU writes its pid, so that a caller can kill the
+#                  guest hard (kill -KILL: no shutdown, the power cut of
+#                  scripts/powercut.sh); CMD need not end
 #
 # Timing here (2 cores, no KVM, TCG): ~8 s to a running containerd, 1-2 s per
 # container start.
@@ -188,6 +203,7 @@ for a in $(cat /proc/cmdline); do
         v2g.moddir=*) MODDIR=${a#v2g.moddir=} ;;
         v2g.image=*) IMAGE_TAR=${a#v2g.image=} ;;
         v2g.systemd=1) SYSTEMD=1 ;;
+        v2g.disk=1) DISK=1 ;;
     esac
 done
 say "started (kernel $(uname -r))"
@@ -213,7 +229,6 @@ mkdir -p /dev/pts /dev/shm /dev/mqueue /var/lib/containerd /lib/modules /v2out
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
 mount -t mqueue mqueue /dev/mqueue 2>/dev/null
-mount -t tmpfs -o mode=711 tmpfs /var/lib/containerd
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 [ -n "${MODDIR:-}" ] && [ -d "$MODDIR" ] && mount --bind -o ro "$MODDIR" /lib/modules
 ln -sf /proc/self/fd /dev/fd
@@ -227,6 +242,28 @@ ip link set lo up
 
 # The run's out directory on the host (cmd.sh in, exit_status and logs out).
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 v2out /v2out || { say "cannot mount the out share"; halt_now; }
+
+# V2G_DISK: the persistent disk (/dev/vda). A file system that exists is
+# checked (e2fsck -p, as systemd-fsck does at boot) and mounted whatever
+# e2fsck said; only a disk with no ext4 on it is formatted.
+if [ "${DISK:-}" = 1 ]; then
+    modprobe virtio_blk; modprobe ext4
+    i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    mkdir -p /persist
+    if ! dumpe2fs -h /dev/vda >/dev/null 2>&1; then
+        mkfs.ext4 -q -F -L tugpersist /dev/vda && echo "mkfs=0" > /v2out/disk.txt
+    fi
+    e2fsck -p /dev/vda > /v2out/e2fsck.log 2>&1; echo "e2fsck=$?" >> /v2out/disk.txt
+    mount -t ext4 /dev/vda /persist; echo "mount=$?" >> /v2out/disk.txt
+    if mountpoint -q /persist; then
+        for d in containerd:/var/lib/containerd tug:/var/lib/tug pods-logs:/var/log/pods; do
+            mkdir -p "/persist/${d%%:*}" "${d#*:}" && mount --bind "/persist/${d%%:*}" "${d#*:}"
+        done
+        chmod 711 /var/lib/containerd
+    fi
+    say "persistent disk: $(tr '\n' ' ' < /v2out/disk.txt)"
+fi
+mountpoint -q /var/lib/containerd || mount -t tmpfs -o mode=711 tmpfs /var/lib/containerd
 
 cat > /run/v2guest/containerd.toml <<EOF
 version = 2
@@ -388,7 +425,7 @@ run_guest() {
     mkdir -p "$V2G_DIR/runs"
     find "$V2G_DIR/runs" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn |
         tail -n +"$KEEP_RUNS" | cut -d' ' -f2- | xargs -r rm -rf
-    RUN=$V2G_DIR/runs/$(date +%Y%m%d-%H%M%S)-$$
+    RUN=${V2G_RUN:-$V2G_DIR/runs/$(date +%Y%m%d-%H%M%S)-$$}
     mkdir -p "$RUN/out"
 
     # The command, quoted word by word, run in the current directory.
@@ -405,6 +442,15 @@ run_guest() {
     append+=" rdinit=/init v2g.init=$V2G_DIR/guest-init.sh v2g.moddir=$MODDIR"
     [ -n "$IMAGE_TAR" ] && append+=" v2g.image=$IMAGE_TAR"
     [ "${V2G_SYSTEMD:-}" = 1 ] && append+=" v2g.systemd=1"
+    local disk_opts=()
+    if [ -n "${V2G_DISK:-}" ]; then
+        hidden "$V2G_DISK" && die "V2G_DISK=$V2G_DISK is under /run"
+        [ -f "$V2G_DISK" ] || truncate -s "${V2G_DISK_SIZE:-6144}M" "$V2G_DISK"
+        disk_opts=(-drive "file=$V2G_DISK,if=none,id=pdisk,format=raw,cache=unsafe" -device virtio-blk-pci,drive=pdisk)
+        append+=" v2g.disk=1"
+    fi
+    local pid_opts=()
+    [ -n "${V2G_PIDFILE:-}" ] && pid_opts=(-pidfile "$V2G_PIDFILE")
 
     log "booting ($ACCEL, ${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT}s), run dir $RUN"
     local t0=$SECONDS rc=0 tpid
@@ -419,6 +465,7 @@ run_guest() {
         -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
         -fsdev local,id=v2out,path="$RUN/out",security_model=none,multidevs=remap \
         -device virtio-9p-pci,fsdev=v2out,mount_tag=v2out \
+        "${disk_opts[@]}" "${pid_opts[@]}" \
         < /dev/null > "$RUN/qemu.log" 2>&1 &
     QPID=$!   # timeout(1)'s pid; QEMU is its child and dies with it
     trap '[ -z "$QPID" ] || kill "$QPID" 2>/dev/null; exit 130' INT TERM HUP
