@@ -13,5 +13,10 @@
 // for PullTimeout; a failed pull keeps what it fetched under a lease of
 // its reference, and the next pull resumes from it (pull.go, "Partial
 // pulls"). An imagePullPolicy Always pull that reaches no registry host
-// runs the image present, as Config.PullOffline says (offline.go).
+// runs the image present, as Config.PullOffline says (offline.go). Every
+// unpack is synced to disk before its pull or import is reported done
+// (durable.go). An image a power cut damaged (an entrypoint missing, empty
+// or NUL-filled in its snapshot, a blob that does not verify) is found by
+// CheckEntrypoint and CheckContent (damage.go) and removed and fetched
+// again by Repair (repair.go).
 package images
