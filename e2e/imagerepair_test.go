@@ -26,13 +26,19 @@ import (
 // entrypoint, finds it empty, removes the image's snapshots and content and
 // fetches the image again — pulled from the local registry, or imported
 // again from the image directory — and the pod runs with an intact binary,
-// with an ImageRepaired event and a Warn line naming the image.
+// with an ImageRepaired event and a Warn line naming the image. In the
+// third case the binary is removed and a new pod of the image comes while
+// tug is down: its first start fails at task create, and the same repair
+// follows.
 func TestImageRepairAfterDamagedSnapshot(t *testing.T) {
 	tests := []struct {
 		name   string
 		policy string
 		ref    func(tg *tug) string
 		opts   func(t *testing.T) tugOpts
+		// remove removes busybox instead of truncating it, and a new pod
+		// replaces the first one while tug is down.
+		remove bool
 	}{
 		{
 			name:   "pulled",
@@ -50,6 +56,13 @@ func TestImageRepairAfterDamagedSnapshot(t *testing.T) {
 			ref:    func(tg *tug) string { return tg.image },
 			opts:   func(*testing.T) tugOpts { return tugOpts{} },
 		},
+		{
+			name:   "removed-new-pod",
+			policy: "Never",
+			ref:    func(tg *tug) string { return tg.image },
+			opts:   func(*testing.T) tugOpts { return tugOpts{} },
+			remove: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,16 +73,22 @@ func TestImageRepairAfterDamagedSnapshot(t *testing.T) {
 
 			tg.Kill()
 			killTask(t, tg, c0.ID)
-			before := damageBusybox(t, tg, ref)
+			before := damageBusybox(t, tg, ref, tt.remove)
+			name, attempt, damage := "repair", 1, "is empty"
+			if tt.remove {
+				must(t, os.Remove(tg.manifestPath("repair.yaml")))
+				name, attempt, damage = "fresh", 0, "not found in the image"
+				tg.writeManifest("fresh.yaml", shPod(name, ref, "echo busybox runs; "+idle, "      imagePullPolicy: "+tt.policy+"\n"))
+			}
 
 			tg.Start()
-			tg.waitRunning(startTimeout, "repair", "main", 1)
+			tg.waitRunning(startTimeout, name, "main", attempt)
 			line := tg.waitForOutput(logTimeout, "repaired damaged image", ref)
 			if !strings.Contains(line, "WARN") {
 				t.Errorf("the repair is logged as %q, want a Warn line", line)
 			}
-			tg.waitForOutput(logTimeout, "image damaged; removing its snapshots and content", "entrypoint", "is empty")
-			if reasons := tg.eventReasons(tg.uid("repair")); !slices.Contains(reasons, "ImageRepaired") {
+			tg.waitForOutput(logTimeout, "image damaged; removing its snapshots and content", "entrypoint", damage)
+			if reasons := tg.eventReasons(tg.uid(name)); !slices.Contains(reasons, "ImageRepaired") {
 				t.Errorf("events %v, want ImageRepaired", reasons)
 			}
 			after := busyboxFiles(t, tg, ref)
@@ -89,7 +108,7 @@ func TestImageRepairAfterDamagedSnapshot(t *testing.T) {
 					t.Errorf("the damaged snapshot file %s is still there", f)
 				}
 			}
-			tg.waitLog(logTimeout, "repair", "main", 1, "busybox runs")
+			tg.waitLog(logTimeout, name, "main", attempt, "busybox runs")
 		})
 	}
 }
@@ -115,15 +134,19 @@ func killTask(t *testing.T, tg *tug, id string) {
 }
 
 // damageBusybox truncates bin/busybox in the snapshots of ref's unpacked
-// chain to 0 bytes and returns the files it truncated.
-func damageBusybox(t *testing.T, tg *tug, ref string) []string {
+// chain to 0 bytes, or removes it, and returns the files it damaged.
+func damageBusybox(t *testing.T, tg *tug, ref string, remove bool) []string {
 	t.Helper()
 	files := busyboxFiles(t, tg, ref)
 	if len(files) == 0 {
 		t.Fatalf("no bin/busybox in the snapshots of %s", ref)
 	}
 	for _, f := range files {
-		must(t, os.Truncate(f, 0))
+		if remove {
+			must(t, os.Remove(f))
+		} else {
+			must(t, os.Truncate(f, 0))
+		}
 	}
 	return files
 }
