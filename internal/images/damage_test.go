@@ -1,13 +1,19 @@
 package images
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/plugins/content/local"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"
 )
@@ -126,5 +132,48 @@ func TestRemovalOrder(t *testing.T) {
 	}
 	if got := removalOrder(infos, []string{"gone"}); len(got) != 0 {
 		t.Errorf("removalOrder of a chain that is not there = %v, want none", got)
+	}
+}
+
+func TestVerifyBlob(t *testing.T) {
+	data := []byte("a layer's bytes")
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digestOf(data), Size: int64(len(data))}
+	blobPath := func(root string) string { return filepath.Join(root, "blobs", "sha256", desc.Digest.Encoded()) }
+	tests := []struct {
+		name    string
+		damage  func(t *testing.T, root string)
+		damaged bool
+	}{
+		{name: "intact"},
+		{name: "missing", damaged: true, damage: func(t *testing.T, root string) { must(t, os.Remove(blobPath(root))) }},
+		{name: "empty", damaged: true, damage: func(t *testing.T, root string) { must(t, os.Truncate(blobPath(root), 0)) }},
+		{name: "NUL-filled", damaged: true, damage: func(t *testing.T, root string) {
+			must(t, os.WriteFile(blobPath(root), make([]byte, len(data)), 0o444))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			root := t.TempDir()
+			cs, err := local.NewStore(root)
+			must(t, err)
+			must(t, content.WriteBlob(ctx, cs, "blob", bytes.NewReader(data), desc))
+			if tt.damage != nil {
+				tt.damage(t, root)
+			}
+			err = verifyBlob(ctx, cs, desc)
+			if got := errors.Is(err, pod.ErrImageDamaged); got != tt.damaged {
+				t.Errorf("verifyBlob = %v, damaged %v, want %v", err, got, tt.damaged)
+			}
+		})
+	}
+}
+
+func digestOf(b []byte) digest.Digest { return digest.FromBytes(b) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
