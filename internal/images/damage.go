@@ -213,6 +213,13 @@ func (m *Manager) CheckContent(ctx context.Context, target ocispec.Descriptor) e
 }
 
 func (m *Manager) checkContent(ctx context.Context, target ocispec.Descriptor) error {
+	return m.checkBlobs(ctx, target, true)
+}
+
+// checkBlobs is CheckContent; with layers false the layers' sizes are
+// checked but their bytes are not read (the manifest and config are
+// small and always verified).
+func (m *Manager) checkBlobs(ctx context.Context, target ocispec.Descriptor, layers bool) error {
 	cs := m.client.ContentStore()
 	if err := verifyBlob(ctx, cs, target); err != nil {
 		return err
@@ -221,10 +228,53 @@ func (m *Manager) checkContent(ctx context.Context, target ocispec.Descriptor) e
 	if err != nil {
 		return fmt.Errorf("%w: manifest of %s: %w", pod.ErrImageDamaged, target.Digest, err)
 	}
-	for _, d := range append([]ocispec.Descriptor{manifest.Config}, manifest.Layers...) {
-		if err := verifyBlob(ctx, cs, d); err != nil {
+	if err := verifyBlob(ctx, cs, manifest.Config); err != nil {
+		return err
+	}
+	for _, d := range manifest.Layers {
+		check := verifyBlob
+		if !layers {
+			check = checkSize
+		}
+		if err := check(ctx, cs, d); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// presentDamage returns the damage of the image present under ref after
+// a pull of it failed, or nil: blobs missing or of the wrong size, a
+// manifest or config that does not verify (the layers' bytes are not read:
+// a failed pull may be retried often, and containerd fsyncs a blob when it
+// commits it, so a layer a power cut damaged is short, not rewritten).
+// Only a container image's request (r.unpack) is looked at: a damaged
+// image volume is not repaired.
+func (m *Manager) presentDamage(ctx context.Context, r request, ref string) error {
+	if !r.unpack {
+		return nil
+	}
+	img, err := m.client.ImageService().Get(ctx, ref)
+	if err != nil {
+		return nil
+	}
+	if err := m.checkBlobs(ctx, img.Target, false); errors.Is(err, pod.ErrImageDamaged) {
+		return err
+	}
+	return nil
+}
+
+// checkSize checks that the blob of d is present with d's size.
+func checkSize(ctx context.Context, cs content.Store, d ocispec.Descriptor) error {
+	info, err := cs.Info(ctx, d.Digest)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return fmt.Errorf("%w: blob %s is missing", pod.ErrImageDamaged, d.Digest)
+		}
+		return fmt.Errorf("blob %s: %w", d.Digest, err)
+	}
+	if d.Size > 0 && info.Size != d.Size {
+		return fmt.Errorf("%w: blob %s has %d bytes, want %d", pod.ErrImageDamaged, d.Digest, info.Size, d.Size)
 	}
 	return nil
 }
@@ -243,15 +293,8 @@ func (m *Manager) contentDamage(ctx context.Context, target ocispec.Descriptor, 
 // verifyBlob checks that the blob of d is present with d's size and
 // digest.
 func verifyBlob(ctx context.Context, cs content.Store, d ocispec.Descriptor) error {
-	info, err := cs.Info(ctx, d.Digest)
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return fmt.Errorf("%w: blob %s is missing", pod.ErrImageDamaged, d.Digest)
-		}
-		return fmt.Errorf("blob %s: %w", d.Digest, err)
-	}
-	if d.Size > 0 && info.Size != d.Size {
-		return fmt.Errorf("%w: blob %s has %d bytes, want %d", pod.ErrImageDamaged, d.Digest, info.Size, d.Size)
+	if err := checkSize(ctx, cs, d); err != nil {
+		return err
 	}
 	ra, err := cs.ReaderAt(ctx, d)
 	if err != nil {

@@ -110,6 +110,12 @@ func ensure[T any](ctx context.Context, m *Manager, r request, local func(contex
 			}
 		}
 		m.failed(ctx, r, err)
+		if derr := m.presentDamage(ctx, r, ref); derr != nil {
+			// containerd takes a blob it has for fetched, so a pull over
+			// damaged content fails on it every time: a repair, not a
+			// retry.
+			return zero, fmt.Errorf("%w (pull: %v)", derr, err)
+		}
 		return zero, err
 	}
 }
