@@ -36,11 +36,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"tug/bench/internal/kit"
 )
@@ -263,11 +260,11 @@ func freePorts() (int, int, error) {
 // receiver (HTTPS with cert) on listeners made inside the network
 // namespace netns, and returns what stops them.
 func serve(netns string, mport, sport int, cert tls.Certificate, metrics, status *receiver) (func(), error) {
-	ml, err := listenIn(netns, mport)
+	ml, err := kit.ListenIn(netns, mport)
 	if err != nil {
 		return nil, err
 	}
-	sl, err := listenIn(netns, sport)
+	sl, err := kit.ListenIn(netns, sport)
 	if err != nil {
 		ml.Close()
 		return nil, err
@@ -305,32 +302,4 @@ func selfSigned(caFile string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
-// listenIn listens on 127.0.0.1:port inside the network namespace netns:
-// a socket keeps the namespace it was made in, so one thread enters the
-// namespace for the socket call and returns.
-func listenIn(netns string, port int) (net.Listener, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return nil, err
-	}
-	defer self.Close()
-	target, err := os.Open(filepath.Join("/run/netns", netns))
-	if err != nil {
-		return nil, err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("enter %s: %w", netns, err)
-	}
-	l, lerr := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread stays locked and in the wrong namespace: let it die
-		// with this goroutine rather than serve others.
-		panic(fmt.Sprintf("benchupstream: return to the host's network namespace: %v", err))
-	}
-	return l, lerr
 }
