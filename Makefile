@@ -68,6 +68,9 @@
 #                     probe cost and latency (bench/benchprobe); a rollback vs a plain update of
 #                     the same pod (bench/benchrollout); the wire cost of 100 devices polling
 #                     a bundle in a registry vs the same bundle at a URL (bench/benchoci);
+#                     the bytes, files and fsyncs tug writes to storage a day at rest, with
+#                     and without status and remote write, vs a baseline built from
+#                     an earlier commit in the same run (bench/benchwear; strace);
 #                     the programs measure with one kit, bench/internal/kit (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
@@ -265,7 +268,8 @@ bench:
 		  $(GO) run ./bench/benchfootprint && \
 		  $(GO) run ./bench/benchprobe && \
 		  $(GO) run ./bench/benchrollout && \
-		  $(GO) run ./bench/benchoci ) || rc=$$?; \
+		  $(GO) run ./bench/benchoci && \
+		  $(GO) run ./bench/benchwear ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

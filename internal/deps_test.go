@@ -227,7 +227,8 @@ var allowedImports = map[string]allowed{
 	// Each program measures through the kit; pod for the manifests it writes.
 	"tug/bench/benchday2":     {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
 	"tug/bench/benchidle":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
-	"tug/bench/benchupstream": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"golang.org/x/sys"}},
+	"tug/bench/benchupstream": {internal: []string{"tug/bench/internal/kit"}},
+	"tug/bench/benchwear":     {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchprobe":    {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},

@@ -5,13 +5,16 @@
 //	              memory (VmRSS, VmHWM of /proc/PID/status; Pss of
 //	              /proc/PID/smaps_rollup), and the machine's idle share
 //	cpu.go        the CPU of process sets over a window, as % of one core
+//	io.go         the bytes a process set caused to be written to storage
+//	              (write_bytes of /proc/PID/io) over a window
 //	stats.go      medians, min–max, percentiles and same-run ratios
 //	table.go      the report tables, as aligned text or markdown
 //	containerd.go the benchmark's containerd namespaces: image import,
 //	              container purge, task checks, namespace removal
 //	events.go     containerd's container and task events, stamped on arrival
 //	tug.go        a tug instance under test, built from ./agent, on its own
-//	              directories and in its own network namespace (netns.go)
+//	              directories and in its own network namespace (netns.go,
+//	              where a benchmark also listens for the tug's reports)
 //	env.go        the defaults the test environment (scripts/testenv.sh)
 //	              exports, and the work directory's clean-up
 //	lifecycle.go  waiting for tug's pods, and the end of a run (Teardown)
