@@ -54,7 +54,7 @@ func newStatusLink(cfg config.Config, hostname string, log *slog.Logger) (*statu
 		if err != nil {
 			return nil, fmt.Errorf("status signing key %s: %w", cfg.StatusSigningKey, err)
 		}
-		if l.signer, err = statusreport.NewSigner(key, hostname, filepath.Join(cfg.RootDir, "status", "sequence"), time.Now()); err != nil {
+		if l.signer, err = statusreport.NewSigner(key, hostname, filepath.Join(cfg.RootDir, "status", "sequence"), time.Now(), log); err != nil {
 			return nil, err
 		}
 		log.Info("status documents are signed", "fingerprint", l.signer.Fingerprint())

@@ -163,8 +163,8 @@ var allowedImports = map[string]allowed{
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The status upstream: builds the document from pod's types, seals it
 	// in source's envelope, counts its sends with client_golang; only
-	// agent/ imports it.
-	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/source"},
+	// agent/ imports it. atomicfile writes its sequence file durably.
+	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/source", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// Metrics pushed by remote write: client_golang's registry is what is
 	// gathered, client_model its types; Prometheus' own prompb types

@@ -294,7 +294,7 @@ func TestSenderTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := NewSigner(priv, "kiosk-1", filepath.Join(dir, "sequence"), time.Now())
+	signer, err := NewSigner(priv, "kiosk-1", filepath.Join(dir, "sequence"), time.Now(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

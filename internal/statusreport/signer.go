@@ -7,13 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"tug/internal/atomicfile"
 	"tug/internal/source"
 )
 
@@ -44,14 +46,20 @@ type Signer struct {
 	reserved uint64 // the versions below it are reserved on disk
 }
 
+// maxSequence is the highest number the sequence file may hold: a
+// reservation adds sequenceBlock to what it read, and must not wrap.
+const maxSequence = math.MaxUint64 - 2*sequenceBlock
+
 // NewSigner returns the signer of node with key. seqFile holds the
 // highest sequence number reserved so far; the first Seal creates it (with
 // its directory) if missing, so that a disk that cannot be written makes
 // sends fail, not tug's start. The first version is the larger of that
 // number and now in Unix milliseconds, so that a device that lost the file
-// but keeps a right clock still counts up. A file that holds no number is
-// an error: it is only ever replaced whole.
-func NewSigner(key ed25519.PrivateKey, node, seqFile string, now time.Time) (*Signer, error) {
+// but keeps a right clock still counts up. A file that holds no number (a
+// power cut left it empty, NUL-filled or cut short) or one too large to
+// count up from is logged (Warn, with its path) and counts as lost: the
+// clock alone gives the first version, and the file is rewritten at once.
+func NewSigner(key ed25519.PrivateKey, node, seqFile string, now time.Time, log *slog.Logger) (*Signer, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("statusreport: signing key: %d bytes, want %d", len(key), ed25519.PrivateKeySize)
 	}
@@ -61,16 +69,35 @@ func NewSigner(key ed25519.PrivateKey, node, seqFile string, now time.Time) (*Si
 	}
 	s := &Signer{key: key, node: node, fingerprint: fp, path: seqFile}
 	data, err := os.ReadFile(seqFile)
+	damaged := false
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("statusreport: sequence: %w", err)
 	default:
-		if s.next, err = strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64); err != nil {
-			return nil, fmt.Errorf("statusreport: sequence %s: not a number", seqFile)
+		// The file is always written as digits and a newline: one
+		// without its newline was cut short.
+		digits, whole := strings.CutSuffix(string(data), "\n")
+		n, perr := strconv.ParseUint(digits, 10, 64)
+		switch {
+		case perr != nil || !whole:
+			damaged = true
+			log.Warn("status sequence file damaged: it holds no number; the clock gives the next version", "file", seqFile, "bytes", len(data))
+		case n > maxSequence:
+			damaged = true
+			log.Warn("status sequence file damaged: its number leaves no room to count up; the clock gives the next version", "file", seqFile, "sequence", n)
+		default:
+			s.next = n
 		}
 	}
 	s.next = max(s.next, uint64(max(now.UnixMilli(), 0)), 1)
+	if damaged {
+		// Rewritten now, so that the damage is not met again; a disk
+		// that cannot be written makes the sends fail, not the start.
+		if err := s.reserve(); err != nil {
+			log.Warn("status sequence file not rewritten", "file", seqFile, "err", err)
+		}
+	}
 	return s, nil
 }
 
@@ -103,27 +130,21 @@ func (s *Signer) Seal(body []byte, now time.Time) ([]byte, error) {
 	return source.SealEnvelope(s.key, source.EnvelopeHeader{Version: v, NotAfter: now.Add(SignatureValidity).Truncate(time.Second), Nodes: []string{s.node}}, body)
 }
 
-// reserve writes next+sequenceBlock to the sequence file, atomically
-// (temporary file, fsync, rename).
+// reserve writes next+sequenceBlock to the sequence file durably
+// (atomicfile.Write: temporary file, fsync, rename, fsync of the
+// directory).
 func (s *Signer) reserve() error {
+	if s.next > maxSequence {
+		return fmt.Errorf("statusreport: sequence %d: %w", s.next, ErrSequenceExhausted)
+	}
 	r := s.next + sequenceBlock
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return fmt.Errorf("statusreport: sequence: %w", err)
-	}
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("statusreport: sequence: %w", err)
-	}
-	_, err = fmt.Fprintf(f, "%d\n", r)
-	err = errors.Join(err, f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(s.path, fmt.Appendf(nil, "%d\n", r), 0o600); err != nil {
 		return fmt.Errorf("statusreport: sequence: %w", err)
 	}
 	s.reserved = r
 	return nil
 }
+
+// ErrSequenceExhausted is returned by Seal when the sequence reached the
+// highest number it may hold.
+var ErrSequenceExhausted = errors.New("no sequence number left")
