@@ -191,7 +191,8 @@ func batchFiles(t *testing.T, dir string) (n int, size int64) {
 // tug's buffer holds the whole outage: once Prometheus is back, every
 // sample of those two minutes is there, in order (Prometheus refuses
 // out-of-order samples, counted as rejected), and the kill lost at most one
-// push interval. The second tug's buffer is capped below what the outage
+// push interval. While Prometheus answers, the batches never reach the
+// disk. The second tug's buffer is capped below what the outage
 // needs: it never outgrows its cap, and counts the oldest samples it drops.
 func TestRemoteWrite(t *testing.T) {
 	const interval = 2 * time.Second
@@ -220,6 +221,23 @@ func TestRemoteWrite(t *testing.T) {
 			got, err := prom.value(q)
 			return got == want, err
 		})
+	}
+
+	// With the receiver answering, batches go from memory: nothing is
+	// created in, renamed into or removed from the buffer directory (its
+	// mtime stays) over several pushes, and Prometheus gets them.
+	rwDir := filepath.Join(tg.rootDir, "remote-write")
+	before, err := os.Stat(rwDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restFrom := time.Now()
+	time.Sleep(4 * interval)
+	if after, err := os.Stat(rwDir); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the buffer directory changed while the receiver answered (mtime %v, then %v, %v): batches went to disk", before.ModTime(), after.ModTime(), err)
+	}
+	if got := prom.samples(pods, restFrom, time.Now()); len(got) < 2 {
+		t.Errorf("%d samples pushed over %s of rest, want at least 2", len(got), 4*interval)
 	}
 
 	// Two minutes without Prometheus.

@@ -1,10 +1,13 @@
 // Package remotewrite owns pushing the agent's metrics with the Prometheus
 // remote-write protocol (v1), for devices that nothing can scrape (behind
 // NAT): every interval it gathers the registry /metrics serves, converts
-// it to samples as a scrape would store them, writes the batch to an
-// on-disk buffer, then delivers the buffer oldest first, deleting each
-// batch once the endpoint has accepted it. A link that is down only makes
-// the buffer grow, up to a cap beyond which the oldest batches go.
+// it to samples as a scrape would store them, queues the batch, then
+// delivers the queue oldest first, forgetting each batch once the endpoint
+// has accepted it. A batch sent at once never touches the disk; one that
+// cannot go at once (the endpoint fails, a batch before it still waits)
+// is written to a buffer directory, as is the queue when tug stops. A link
+// that is down only makes the buffer grow, up to a cap beyond which the
+// oldest batches go.
 //
 // It imports atomicfile and client libraries only, never agent/ or config.
 package remotewrite
@@ -44,7 +47,9 @@ const (
 	// ReasonRejected: the endpoint answered 4xx (other than 429), which
 	// a retry cannot change.
 	ReasonRejected = "rejected"
-	// ReasonWriteError: the batch could not be written to the buffer.
+	// ReasonWriteError: the batch could not be kept: its write to the
+	// buffer directory failed when tug stopped, or a crash cut the write
+	// short (counted at the next start from the temporary file left).
 	ReasonWriteError = "write_error"
 )
 
@@ -60,7 +65,8 @@ type Config struct {
 	Header http.Header
 	// Interval is the time between two gatherings: one batch each.
 	Interval time.Duration
-	// BufferSize caps the total size of the batches on disk, in bytes.
+	// BufferSize caps the total size of the batches queued (in memory
+	// and on disk), in bytes.
 	BufferSize int64
 	// Dir is the buffer's directory.
 	Dir string
@@ -94,7 +100,8 @@ type Writer struct {
 }
 
 // New opens the buffer in cfg.Dir (the batches a previous run left are
-// delivered first) and registers the writer's metrics.
+// delivered first; the samples of a write a crash cut short are counted
+// as dropped, write_error) and registers the writer's metrics.
 func New(cfg Config) (*Writer, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -102,7 +109,7 @@ func New(cfg Config) (*Writer, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	buf, err := openBuffer(cfg.Dir, cfg.BufferSize)
+	buf, lost, err := openBuffer(cfg.Dir, cfg.BufferSize)
 	if err != nil {
 		return nil, err
 	}
@@ -116,15 +123,15 @@ func New(cfg Config) (*Writer, error) {
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tug_metrics_remote_write_dropped_samples_total",
-			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (the buffer could not be written).",
+			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (a batch that could not be written to disk when tug stopped, or whose write a crash cut short). A crash also loses the last interval's batch if it was not delivered yet, uncounted.",
 		}, []string{"reason"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tug_metrics_remote_write_batches_pending",
-			Help: "Batches in the on-disk buffer, not yet accepted by the endpoint.",
+			Help: "Batches queued (in memory or on disk), not yet accepted by the endpoint.",
 		}),
 		bytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tug_metrics_remote_write_buffer_bytes",
-			Help: "Size of the batches in the on-disk buffer.",
+			Help: "Size of the batches queued, in memory and on disk.",
 		}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tug_metrics_remote_write_last_success_timestamp_seconds",
@@ -141,14 +148,18 @@ func New(cfg Config) (*Writer, error) {
 			return nil, fmt.Errorf("remotewrite: metrics: %w", err)
 		}
 	}
+	if lost > 0 {
+		w.dropped.WithLabelValues(ReasonWriteError).Add(float64(lost))
+		cfg.Log.Warn("a crash cut a remote-write batch's write short; its samples are lost", "file", cfg.Dir, "samples", lost)
+	}
 	w.updateGauges()
 	return w, nil
 }
 
 // Run gathers a batch at once and then every interval, and delivers the
-// buffer in a goroutine of its own, so that a slow or unreachable endpoint
-// never delays a gathering. It returns nil when ctx ends; the batches not
-// delivered stay on disk for the next run.
+// queue in a goroutine of its own, so that a slow or unreachable endpoint
+// never delays a gathering. It returns nil when ctx ends, once the batches
+// not delivered are on disk for the next run.
 func (w *Writer) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
@@ -162,6 +173,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			<-done
+			w.persist()
 			return nil
 		case <-t.C:
 		}
@@ -191,8 +203,7 @@ func (w *Writer) collect(now time.Time) {
 		w.dropped.WithLabelValues(ReasonBufferFull).Add(float64(dropped))
 	}
 	if err != nil {
-		w.dropped.WithLabelValues(ReasonWriteError).Add(float64(len(series)))
-		w.cfg.Log.Warn("cannot buffer the metrics batch", "err", err)
+		w.cfg.Log.Warn("cannot write the remote-write batches to disk; kept in memory", "file", w.cfg.Dir, "err", err)
 	}
 	w.updateGauges()
 	select {
@@ -203,7 +214,8 @@ func (w *Writer) collect(now time.Time) {
 
 // deliver sends the buffer, oldest first, whenever collect wakes it, and
 // retries with a back-off while the endpoint fails. It logs the link going
-// down and coming back, once each.
+// down and coming back, once each. While the endpoint fails, every batch
+// queued goes to disk (spill); the first success ends that.
 func (w *Writer) deliver(ctx context.Context) {
 	down := false
 	backoff := minBackoff
@@ -239,6 +251,10 @@ func (w *Writer) deliver(ctx context.Context) {
 					down = true
 					w.cfg.Log.Warn("remote-write endpoint unreachable; buffering on disk", "url", redact.URL(w.cfg.URL), "err", err)
 				}
+				if err := w.buf.setSpill(true); err != nil {
+					w.cfg.Log.Warn("cannot write the remote-write batches to disk; kept in memory", "file", w.cfg.Dir, "err", err)
+				}
+				w.updateGauges()
 				select {
 				case <-ctx.Done():
 					return
@@ -249,7 +265,8 @@ func (w *Writer) deliver(ctx context.Context) {
 			}
 			if down {
 				down = false
-				pending, _ := w.buf.stats()
+				_ = w.buf.setSpill(false)
+				pending, _, _ := w.buf.stats()
 				w.cfg.Log.Info("remote-write endpoint reachable again", "url", redact.URL(w.cfg.URL), "pending", pending)
 			}
 			backoff = minBackoff
@@ -297,8 +314,23 @@ func (w *Writer) send(ctx context.Context, body []byte) error {
 	return fmt.Errorf("remote write: %s: %s", resp.Status, bytes.TrimSpace(msg))
 }
 
+// persist writes the batches still in memory to disk when tug stops: the
+// next start delivers them first. What cannot be written is lost, and
+// counted.
+func (w *Writer) persist() {
+	n, err := w.buf.persist()
+	if err != nil {
+		w.cfg.Log.Warn("cannot keep the remote-write batches for the next start", "file", w.cfg.Dir, "err", err)
+		w.dropped.WithLabelValues(ReasonWriteError).Add(float64(w.buf.samplesInMemory()))
+		return
+	}
+	if n > 0 {
+		w.cfg.Log.Info("remote-write batches kept on disk for the next start", "batches", n)
+	}
+}
+
 func (w *Writer) updateGauges() {
-	n, size := w.buf.stats()
+	n, size, _ := w.buf.stats()
 	w.pending.Set(float64(n))
 	w.bytes.Set(float64(size))
 }

@@ -106,7 +106,7 @@ func deliverAll(t *testing.T, w *Writer) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if n, _ := w.buf.stats(); n == 0 {
+		if n, _, _ := w.buf.stats(); n == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -166,7 +166,7 @@ func TestWriterBuffersInOrderUnderCap(t *testing.T) {
 	dir := t.TempDir()
 	w, _ := newTestWriter(t, dir, srv.URL, 1<<20)
 	w.collect(time.UnixMilli(0))
-	_, one := w.buf.stats()
+	_, one, _ := w.buf.stats()
 	// Room for three batches: of ten gathered while the endpoint fails,
 	// the last three stay, in order.
 	w.buf.max = 3*one + one/2
@@ -180,7 +180,7 @@ func TestWriterBuffersInOrderUnderCap(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if n, size := w.buf.stats(); n != 3 || size > w.buf.max || files(t, dir) != 3 {
+	if n, size, onDisk := w.buf.stats(); n != 3 || onDisk != 3 || size > w.buf.max || files(t, dir) != 3 {
 		t.Errorf("buffer holds %d batches (%d files), %d bytes, want 3 under %d", n, files(t, dir), size, w.buf.max)
 	}
 	if got := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonBufferFull)); got != 7 {
@@ -205,8 +205,10 @@ func TestWriterRestartDeliversOldBatchesFirst(t *testing.T) {
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	dir := t.TempDir()
-	// A first run buffers two batches, then dies without sending (kill -9:
-	// nothing but the files is left), with a torn temporary file.
+	// A first run queues two batches (the second, behind the first still
+	// waiting, takes both to disk), then dies without sending (kill -9:
+	// nothing but the files is left), with a torn temporary file of one
+	// sample.
 	first, _ := newTestWriter(t, dir, srv.URL, 1<<20)
 	first.collect(time.UnixMilli(1000))
 	first.collect(time.UnixMilli(2000))
@@ -215,8 +217,12 @@ func TestWriterRestartDeliversOldBatchesFirst(t *testing.T) {
 	}
 
 	second, _ := newTestWriter(t, dir, srv.URL, 1<<20)
-	if n, _ := second.buf.stats(); n != 2 {
+	if n, _, _ := second.buf.stats(); n != 2 {
 		t.Fatalf("restart found %d batches, want 2", n)
+	}
+	// The torn write's sample is lost, and counted.
+	if got := testutil.ToFloat64(second.dropped.WithLabelValues(ReasonWriteError)); got != 1 {
+		t.Errorf("dropped (write_error) at restart = %v, want 1 (the torn write's)", got)
 	}
 	second.collect(time.UnixMilli(3000))
 	deliverAll(t, second)
@@ -252,7 +258,7 @@ func TestWriterDropsRejectedBatches(t *testing.T) {
 			if got := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonRejected)); got != tt.dropped {
 				t.Errorf("dropped (rejected) = %v, want %v", got, tt.dropped)
 			}
-			if n, _ := w.buf.stats(); n != tt.pending {
+			if n, _, _ := w.buf.stats(); n != tt.pending {
 				t.Errorf("pending = %d, want %d", n, tt.pending)
 			}
 		})
@@ -269,4 +275,114 @@ func equal(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// countWrites makes w's buffer count the batch files it writes.
+func countWrites(w *Writer) *int {
+	n := new(int)
+	write := w.buf.write
+	w.buf.write = func(path string, data []byte, perm os.FileMode) error {
+		*n++
+		return write(path, data, perm)
+	}
+	return n
+}
+
+// TestBatchesReachDiskOnlyWhenNeeded: a batch the endpoint takes at once
+// is never written; one that cannot go at once is, and so is the queue
+// when the writer stops.
+func TestBatchesReachDiskOnlyWhenNeeded(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int // the endpoint's answer, 0: 200
+		// steps: "c" collects a batch, "d" runs the sender for one
+		// attempt, "p" stops (persist)
+		steps  string
+		writes int // batch files written
+		files  int // batch files left
+		queued int
+	}{
+		{"sent at once", 0, "cdcdcd", 0, 0, 0},
+		{"refused (400): dropped, not written", http.StatusBadRequest, "cd", 0, 0, 0},
+		{"endpoint fails (503): written", http.StatusServiceUnavailable, "cd", 1, 1, 1},
+		{"while it fails every batch is written at once", http.StatusServiceUnavailable, "cdc", 2, 2, 2},
+		{"a batch before it still waits: both written", 0, "cc", 2, 2, 2},
+		{"one batch queued at stop: written", 0, "cp", 1, 1, 1},
+		{"stop with nothing queued: nothing written", 0, "cdp", 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rcv := &receiver{t: t, status: tt.status}
+			srv := httptest.NewServer(rcv)
+			defer srv.Close()
+			dir := t.TempDir()
+			w, _ := newTestWriter(t, dir, srv.URL, 1<<20)
+			writes := countWrites(w)
+			for i, step := range tt.steps {
+				switch step {
+				case 'c':
+					w.collect(time.UnixMilli(int64(i) * 1000))
+				case 'd':
+					ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+					w.deliver(ctx) // collect woke it: one attempt, then the back-off outlasts ctx
+					cancel()
+				case 'p':
+					w.persist()
+				}
+			}
+			n, _, onDisk := w.buf.stats()
+			if *writes != tt.writes || files(t, dir) != tt.files || onDisk != tt.files || n != tt.queued {
+				t.Errorf("%d writes, %d files (%d batches on disk), %d queued; want %d writes, %d files, %d queued",
+					*writes, files(t, dir), onDisk, n, tt.writes, tt.files, tt.queued)
+			}
+		})
+	}
+}
+
+// TestWriterRunKeepsQueueAtStop: a batch whose send is cut short by the
+// stop is on disk when Run returns, and a second writer delivers it.
+func TestWriterRunKeepsQueueAtStop(t *testing.T) {
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every request hangs until the stop cancels it (the server sees
+		// the client go once the body is read).
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	srv := httptest.NewServer(hang)
+	defer srv.Close()
+	dir := t.TempDir()
+	w, _ := newTestWriter(t, dir, srv.URL, 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for n, _, _ := w.buf.stats(); n == 0; n, _, _ = w.buf.stats() {
+		if time.Now().After(deadline) {
+			t.Fatal("no batch gathered within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if files(t, dir) != 0 {
+		t.Fatalf("%d files while the first send is in flight, want 0", files(t, dir))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if files(t, dir) != 1 {
+		t.Fatalf("%d files after the stop, want 1", files(t, dir))
+	}
+
+	rcv := &receiver{t: t}
+	ok := httptest.NewServer(rcv)
+	defer ok.Close()
+	second, _ := newTestWriter(t, dir, ok.URL, 1<<20)
+	deliverAll(t, second)
+	if len(rcv.got) != 1 || files(t, dir) != 0 {
+		t.Errorf("the next start delivered %d batches, %d files left; want 1, 0", len(rcv.got), files(t, dir))
+	}
 }
