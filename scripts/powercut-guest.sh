@@ -85,7 +85,7 @@ spec:
         - -c
         - |
           f=/claim/data; touch \$f
-          set -- \$(awk 'BEGIN{n=0;b=0} \$0 ~ /^rec [0-9]+ x+\$/ && \$2 == n+1 && length(\$0) == 63 {n++; b+=64; next} {exit} END{print n, b}' \$f)
+          set -- \$(awk 'BEGIN{n=0;b=0} \$0 ~ /^rec [0-9]+ x+\$/ && \$2 == sprintf("%010d", n + 1) && length(\$0) == 63 {n++; b+=64; next} {exit} END{print n, b}' \$f)
           n=\$1; b=\$2
           if [ \$b -gt \$(stat -c %s \$f) ]; then n=\$((n-1)); b=\$((b-64)); fi
           truncate -s \$b \$f; sync \$f
@@ -168,7 +168,7 @@ mkdir -p /v2out/acks
 for w in $WRITERS; do
     f=$PC/claims/$w/data
     if [ -f $f ]; then
-        set -- $(awk 'BEGIN{n=0;b=0} $0 ~ /^rec [0-9]+ x+$/ && $2 == n+1 && length($0) == 63 {n++; b+=64; next} {exit} END{print n, b}' $f)
+        set -- $(awk 'BEGIN{n=0;b=0} $0 ~ /^rec [0-9]+ x+$/ && $2 == sprintf("%010d", n + 1) && length($0) == 63 {n++; b+=64; next} {exit} END{print n, b}' $f)
         size=$(stat -c %s $f)
         [ "$2" -gt "$size" ] && set -- $(($1 - 1)) $(($2 - 64))
         tail=$((size - $2))
@@ -238,6 +238,26 @@ t_start=$(up)
 systemctl start --no-block tug
 say "TUGSTART at $t_start"
 
+# ------------------------------------------------------------ until the cut
+# swaps: seeded moments (SEED, BOOT): the first 1-8 s after every pod runs,
+# then every 3-20 s a swap, a bad version one time in three; a bad version
+# stays served 80 s more (tug rolls it back after the rollout timeout, 75 s)
+# and is followed by a good one. Runs in the background from SETTLED on,
+# beside the checks, until the cut.
+swaps() {
+    awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), "good"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good")}' |
+    while read -r delay kind; do
+        read -r sv skind slast < $PC/served
+        [ "$skind" = bad ] && { delay=$((delay + 80)); kind=good; }
+        i=0
+        while [ $i -lt "$delay" ]; do
+            sleep 1; i=$((i + 1))
+            [ $((i % 5)) = 0 ] && [ -f $seqf ] && echo "SEQNOW $(tr -cd '0-9' < $seqf | head -c 20)"
+        done
+        if [ "$kind" = good ]; then serve $((sv + 1)) good $((sv + 1)); else serve $((sv + 1)) bad "$slast"; fi
+    done
+}
+
 # ------------------------------------------------------------ settle
 pods_json() { tug pods -o json --socket $SOCK 2>/dev/null; }
 # state: one line per pod: NAME PHASE READY BUNDLE
@@ -272,6 +292,7 @@ if [ -n "$settled" ]; then
     else
         fail tug "the URL bundle's pods run v$v; served v$sv ($skind), last good v$slast"
     fi
+    swaps &
     # The logs go on after the boot: new CRI lines from each logger.
     sleep 3
     for l in $LOGGERS; do
@@ -279,6 +300,14 @@ if [ -n "$settled" ]; then
         if [ "${n:-0}" -gt 0 ]; then pass "$l's log continues after the boot ($n CRI lines)"; else fail tug "$l's log has no line written after the boot"; fi
     done
     tug logs --socket $SOCK --tail 1 writer-1 >/dev/null 2>&1 && pass "tug logs reads writer-1" || fail tug "tug logs writer-1: $(tug logs --socket $SOCK --tail 1 writer-1 2>&1 | tail -n 1)"
+    # tug started once: a file the cut damaged must not make it exit
+    # (systemd would restart it, Restart=always).
+    n=$(systemctl show -p NRestarts --value tug)
+    if [ "$n" = 0 ]; then
+        pass "tug started once (no exit since the boot)"
+    else
+        fail tug "tug exited $n times after the boot: $(grep -m1 'level=ERROR' $OUT/tug.log | cut -c1-300)"
+    fi
 else
     cls=tug
     if ! systemctl is-active -q containerd || ! ctr version >/dev/null 2>&1; then
@@ -294,19 +323,9 @@ else
     say "UNSETTLED"
 fi
 
-# ------------------------------------------------------------ until the cut
-# Seeded moments: every 3-20 s a swap, a bad version one time in three;
-# a bad version stays served 80 s more (tug rolls it back after the
-# rollout timeout, 75 s) and is followed by a good one.
-awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good")}' |
-while read -r delay kind; do
-    read -r sv skind slast < $PC/served
-    [ "$skind" = bad ] && { delay=$((delay + 80)); kind=good; }
-    i=0
-    while [ $i -lt "$delay" ]; do
-        sleep 1; i=$((i + 1))
-        [ $((i % 5)) = 0 ] && [ -f $seqf ] && echo "SEQNOW $(tr -cd '0-9' < $seqf | head -c 20)"
-    done
-    if [ "$kind" = good ]; then serve $((sv + 1)) good $((sv + 1)); else serve $((sv + 1)) bad "$slast"; fi
-done
+# What tug said about the remote-write buffer the cut left.
+say "RWLOG counted_loss=$(grep -c 'its samples are lost' $OUT/tug.log) unreadable_dropped=$(grep -c 'dropping an unreadable remote-write batch' $OUT/tug.log)"
+say "CHECKED at $(up)"
+[ -n "$settled" ] || swaps
+wait
 sleep 100000
