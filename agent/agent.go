@@ -175,7 +175,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	usernsIDs, err := newUserNamespaces(cfg)
+	usernsIDs, err := newUserNamespaces(cfg, log.With("component", "userns"))
 	if err != nil {
 		return err
 	}
@@ -212,6 +212,19 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer rt.Close()
+	// What the containers hold is theirs, whatever the allocation files
+	// say (a power cut may have damaged them): recorded before any pod is
+	// admitted or given a block.
+	held, err := readHoldings(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := usernsIDs.Restore(held.idmaps); err != nil {
+		log.Warn("restoring user namespace allocations", "file", filepath.Join(cfg.RootDir, usernsStateFile), "err", err)
+	}
+	if err := devs.Restore(held.devices); err != nil {
+		log.Warn("restoring device allocations", "file", filepath.Join(cfg.RootDir, devicesStateFile), "err", err)
+	}
 	registerLogMetrics(registry, rt)
 	// Archives already in the image directory are imported before any pod
 	// starts, so an offline device never tries to pull what it was given.

@@ -11,6 +11,10 @@ import (
 	"tug/internal/policy"
 )
 
+// devicesStateFile is where the devices held by pods are recorded, below
+// --root-dir.
+const devicesStateFile = "devices/allocations.json"
+
 // newDevices builds the node's device manager: the resources of
 // --device-resource, the CDI registry of --cdi-spec-dirs, and the
 // allocations kept in <root-dir>/devices/allocations.json.
@@ -22,7 +26,7 @@ func newDevices(cfg config.Config, log *slog.Logger) (*devices.Manager, error) {
 	return devices.New(devices.Config{
 		Resources:   res,
 		CDISpecDirs: cfg.CDISpecDirs,
-		StateFile:   filepath.Join(cfg.RootDir, "devices", "allocations.json"),
+		StateFile:   filepath.Join(cfg.RootDir, devicesStateFile),
 		Log:         log,
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"tug/internal/config"
@@ -15,12 +16,12 @@ const usernsStateFile = "userns.json"
 
 // newUserNamespaces opens the allocator of user namespace IDs of
 // --user-namespace-range, with the blocks recorded by an earlier run.
-func newUserNamespaces(cfg config.Config) (*userns.Allocator, error) {
+func newUserNamespaces(cfg config.Config, log *slog.Logger) (*userns.Allocator, error) {
 	rng, err := userns.ParseRange(cfg.UserNamespaceRange)
 	if err != nil {
 		return nil, fmt.Errorf("--user-namespace-range: %w", err)
 	}
-	return userns.Open(filepath.Join(cfg.RootDir, usernsStateFile), rng)
+	return userns.Open(filepath.Join(cfg.RootDir, usernsStateFile), rng, log)
 }
 
 // requiredUserNamespaces maps the sources whose pods must run in a user

@@ -117,10 +117,10 @@ var allowedImports = map[string]allowed{
 	}},
 	// The node's devices: the CDI library (spec registry and injection) and
 	// the OCI spec types it edits; specopts for the device node type it
-	// hands to podruntime.
+	// hands to podruntime; atomicfile writes its allocations durably.
 	// fsnotify watches the device directories (hot-plug): the CDI library
 	// watches its spec directories with it, so it is linked already.
-	"tug/internal/devices": {internal: []string{"tug/internal/pod", "tug/internal/specopts"}, modules: []string{
+	"tug/internal/devices": {internal: []string{"tug/internal/pod", "tug/internal/specopts", "tug/internal/atomicfile"}, modules: []string{
 		"tags.cncf.io/container-device-interface", "github.com/opencontainers/runtime-spec",
 		"github.com/fsnotify/fsnotify",
 	}},

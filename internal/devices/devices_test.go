@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 func TestParseResource(t *testing.T) {
@@ -159,6 +160,77 @@ func TestAllocation(t *testing.T) {
 	}
 	if err := again.Admit(podAsking("c", 2, 1)); err != nil {
 		t.Fatalf("after restart c is refused what it holds: %v", err)
+	}
+}
+
+// TestDamagedStateFile: an allocation file a power cut damaged never
+// stops tug and never gives a running pod's device to another pod: New
+// warns (naming the file) and Restore gives the running pods their units
+// back from their containers' devices before another pod is admitted.
+func TestDamagedStateFile(t *testing.T) {
+	for _, d := range testutil.Damages {
+		t.Run(string(d), func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "devices", "allocations.json")
+			m := newTestManager(t, state, 2)
+			if err := m.Admit(podAsking("a", 0, 1)); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Admit(podAsking("b", 0, 1)); err != nil {
+				t.Fatal(err)
+			}
+			b := m.Held("b")["example.com/dongle"]
+			testutil.DamageFile(t, state, d)
+			log := testutil.NewWarnLog(t)
+			again, err := New(Config{Resources: m.cfg.Resources, StateFile: state, Log: log.Logger})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if got := log.Files(); (d != testutil.DamageMissing) != slices.Contains(got, state) {
+				t.Errorf("warnings name %q (damage %s)", got, d)
+			}
+			// b runs (with its device and /dev/null); a was removed while
+			// tug was down.
+			if err := again.Restore(map[string][]string{"b": {"/dev/null", b[0]}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := again.Held("b")["example.com/dongle"]; !slices.Equal(got, b) {
+				t.Errorf("b holds %v after Restore, want %v", got, b)
+			}
+			if err := again.Admit(podAsking("c", 0, 1)); err != nil {
+				t.Fatal(err)
+			}
+			if got := again.Held("c")["example.com/dongle"]; slices.Equal(got, b) {
+				t.Errorf("c was given running b's %v", got)
+			}
+			log2 := testutil.NewWarnLog(t)
+			third, err := New(Config{Resources: m.cfg.Resources, StateFile: state, Log: log2.Logger})
+			if err != nil || len(log2.Files()) != 0 {
+				t.Fatalf("the rewritten file: %v, warnings %q", err, log2.Files())
+			}
+			if got := third.Held("b")["example.com/dongle"]; !slices.Equal(got, b) {
+				t.Errorf("rewritten file: b holds %v", got)
+			}
+		})
+	}
+}
+
+// TestRestoreRunningWinsOverTheFile: a unit the file gives one pod and a
+// container of another pod uses is the running pod's.
+func TestRestoreRunningWinsOverTheFile(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "allocations.json")
+	m := newTestManager(t, state, 1)
+	if err := m.Admit(podAsking("stale", 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	u := m.Held("stale")["example.com/dongle"]
+	if err := m.Restore(map[string][]string{"running": u}); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Held("stale")["example.com/dongle"]; len(got) != 0 {
+		t.Errorf("stale keeps %v", got)
+	}
+	if got := m.Held("running")["example.com/dongle"]; !slices.Equal(got, u) {
+		t.Errorf("running holds %v, want %v", got, u)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 	"tags.cncf.io/container-device-interface/pkg/parser"
 
+	"tug/internal/atomicfile"
 	"tug/internal/pod"
 	"tug/internal/specopts"
 )
@@ -61,6 +62,8 @@ type Manager struct {
 
 	mu   sync.Mutex
 	held map[string]map[string][]string // pod UID → resource name → units
+	// damaged is set when StateFile could not be read: Restore rewrites it.
+	damaged bool
 
 	changes  chan struct{} // see Changes
 	watching chan struct{} // closed by Run once it watches (tests set it)
@@ -72,8 +75,14 @@ type state struct {
 }
 
 // New loads the allocations of StateFile (none when it is missing) and
-// opens the CDI registry of CDISpecDirs.
+// opens the CDI registry of CDISpecDirs. A StateFile a power cut damaged
+// (empty, NUL-filled, cut short, not the format) is logged (Warn, with
+// its path) and read as no allocation: Restore then gives the running
+// pods their devices back before any pod is admitted, and rewrites it.
 func New(cfg Config) (*Manager, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	m := &Manager{cfg: cfg, held: map[string]map[string][]string{}, changes: make(chan struct{}, 1)}
 	data, err := os.ReadFile(cfg.StateFile)
 	switch {
@@ -83,9 +92,9 @@ func New(cfg Config) (*Manager, error) {
 	default:
 		var st state
 		if err := json.Unmarshal(data, &st); err != nil {
-			return nil, fmt.Errorf("read device allocations %s: %w", cfg.StateFile, err)
-		}
-		if st.Pods != nil {
+			cfg.Log.Warn("device allocations damaged: rebuilt from the running pods", "file", cfg.StateFile, "err", err)
+			m.damaged = true
+		} else if st.Pods != nil {
 			m.held = st.Pods
 		}
 	}
@@ -276,34 +285,80 @@ func (m *Manager) Release(uid string) error {
 	return nil
 }
 
-// save writes the allocations to StateFile atomically (m.mu held).
+// save writes the allocations to StateFile durably (m.mu held):
+// atomicfile.Write (temporary file, fsync, rename, fsync of the
+// directory).
 func (m *Manager) save() error {
 	data, err := json.Marshal(state{Pods: m.held})
-	if err != nil {
-		return fmt.Errorf("save device allocations: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(m.cfg.StateFile), 0o700); err != nil {
-		return fmt.Errorf("save device allocations: %w", err)
-	}
-	tmp := m.cfg.StateFile + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("save device allocations: %w", err)
-	}
-	_, err = f.Write(data)
 	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, m.cfg.StateFile)
+		err = atomicfile.Write(m.cfg.StateFile, data, 0o600)
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("save device allocations %s: %w", m.cfg.StateFile, err)
 	}
+	return nil
+}
+
+// Restore records the devices the pods of tug's containers are given
+// (pod UID → the device node paths and CDI device names its containers
+// were created with, in the order of their creation), before any pod is
+// admitted: a unit a container uses is its pod's, whatever StateFile
+// said, so that a lost or damaged file never gives a running pod's device
+// to another pod. A path or name counts for the first declared resource
+// whose glob matches it or whose CDI kind names it; others (a
+// cdi.k8s.io/ annotation's devices, /dev/fuse of a privileged pod) hold
+// nothing. Each holding StateFile did not record is logged (Warn, with
+// its path); the file is rewritten when anything changed or it was
+// damaged.
+func (m *Manager) Restore(running map[string][]string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := m.damaged
+	uids := make([]string, 0, len(running))
+	for uid := range running {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	for _, uid := range uids {
+		found := map[string][]string{}
+		for _, dev := range running[uid] {
+			for _, r := range m.cfg.Resources {
+				if !r.holds(dev) {
+					continue
+				}
+				if !slices.Contains(found[r.Name], dev) {
+					found[r.Name] = append(found[r.Name], dev)
+				}
+				break
+			}
+		}
+		for name, units := range found {
+			have := m.held[uid][name]
+			if len(have) >= len(units) && !slices.ContainsFunc(units, func(u string) bool { return !slices.Contains(have, u) }) {
+				continue
+			}
+			for other, res := range m.held {
+				if other != uid {
+					res[name] = slices.DeleteFunc(res[name], func(u string) bool { return slices.Contains(units, u) })
+				}
+			}
+			if m.held[uid] == nil {
+				m.held[uid] = map[string][]string{}
+			}
+			m.held[uid][name] = units
+			changed = true
+			if !m.damaged {
+				m.cfg.Log.Warn("devices of a running pod were not recorded: recorded", "file", m.cfg.StateFile, "pod", uid, "resource", name, "units", units)
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := m.save(); err != nil {
+		return err
+	}
+	m.damaged = false
 	return nil
 }
 

@@ -152,3 +152,13 @@ func validAccess(a string) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// holds reports whether dev, a device node path or a CDI device's name, is
+// a unit of r.
+func (r Resource) holds(dev string) bool {
+	if r.CDIKind != "" {
+		return strings.HasPrefix(dev, r.CDIKind+"=")
+	}
+	ok, _ := path.Match(r.Glob, dev)
+	return ok
+}

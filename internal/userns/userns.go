@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -93,6 +94,9 @@ type state struct {
 type Allocator struct {
 	path string
 	rng  Range
+	log  *slog.Logger
+	// damaged is set when the file could not be read: Restore rewrites it.
+	damaged bool
 
 	mu   sync.Mutex
 	pods map[string]uint32 // pod UID -> first host ID
@@ -102,32 +106,102 @@ type Allocator struct {
 // Open reads the allocations of path (none when it does not exist) for
 // range rng. A recorded block outside rng (the range was changed) stays
 // with its pod, which keeps running with it, and is never handed to
-// another pod while recorded.
-func Open(path string, rng Range) (*Allocator, error) {
-	a := &Allocator{path: path, rng: rng, pods: map[string]uint32{}, used: map[uint32]string{}}
+// another pod while recorded. A file a power cut damaged (empty,
+// NUL-filled, cut short, not the format) is logged (Warn, with its path)
+// and read as no allocation: Restore then gives the running pods their
+// blocks back before any block is handed out, and rewrites the file. Only
+// an error reading the file stops Open.
+func Open(path string, rng Range, log *slog.Logger) (*Allocator, error) {
+	a := &Allocator{path: path, rng: rng, log: log, pods: map[string]uint32{}, used: map[uint32]string{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return a, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("userns: read allocations: %w", err)
 	}
-	var st state
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("userns: read allocations %s: %w", path, err)
+	pods, err := decode(data)
+	if err != nil {
+		log.Warn("user namespace allocations damaged: rebuilt from the running pods", "file", path, "err", err)
+		a.damaged = true
+		return a, nil
 	}
-	if st.Version != stateVersion {
-		return nil, fmt.Errorf("userns: read allocations %s: unknown version %d", path, st.Version)
-	}
-	for uid, base := range st.Pods {
-		if base%BlockSize != 0 {
-			return nil, fmt.Errorf("userns: read allocations %s: pod %s: host ID %d is not a multiple of %d", path, uid, base, BlockSize)
-		}
-		if other, dup := a.used[base]; dup {
-			return nil, fmt.Errorf("userns: read allocations %s: pods %s and %s hold the same block %d", path, uid, other, base)
-		}
+	for uid, base := range pods {
 		a.pods[uid], a.used[base] = base, uid
 	}
 	return a, nil
+}
+
+// decode reads the allocation file's content.
+func decode(data []byte) (map[string]uint32, error) {
+	var st state
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("unknown version %d", st.Version)
+	}
+	used := map[uint32]string{}
+	for uid, base := range st.Pods {
+		if base%BlockSize != 0 {
+			return nil, fmt.Errorf("pod %s: host ID %d is not a multiple of %d", uid, base, BlockSize)
+		}
+		if other, dup := used[base]; dup {
+			return nil, fmt.Errorf("pods %s and %s hold the same block %d", uid, other, base)
+		}
+		used[base] = uid
+	}
+	return st.Pods, nil
+}
+
+// Restore records the blocks the pods of tug's containers are given
+// (pod UID → its mapping, read back from the containers), before any pod
+// is given a block: a block a container uses is its pod's, whatever the
+// file said, so that a lost or damaged file never hands a running pod's
+// IDs to another pod. Each block the file did not record is logged (Warn,
+// with the file's path); the file is rewritten when anything changed or
+// it was damaged.
+func (a *Allocator) Restore(running map[string]pod.IDMapping) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	changed := a.damaged
+	for _, uid := range sortedKeys(running) {
+		base := running[uid].HostID
+		if a.pods[uid] == base && a.used[base] == uid {
+			continue
+		}
+		if base%BlockSize != 0 {
+			a.log.Warn("a container's user namespace is not a block of the range: not recorded", "file", a.path, "pod", uid, "host_id", base)
+			continue
+		}
+		if other, ok := a.used[base]; ok && other != uid {
+			delete(a.pods, other) // the file's word loses to a running container
+		}
+		if old, ok := a.pods[uid]; ok {
+			delete(a.used, old)
+		}
+		a.pods[uid], a.used[base] = base, uid
+		changed = true
+		if !a.damaged {
+			a.log.Warn("user namespace block of a running pod was not recorded: recorded", "file", a.path, "pod", uid, "host_id", base)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := a.save(); err != nil {
+		return err
+	}
+	a.damaged = false
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Mapping returns the block of pod uid, giving it the lowest free block

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 func TestParseRange(t *testing.T) {
@@ -44,7 +46,7 @@ func TestParseRange(t *testing.T) {
 func TestAllocator(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "userns.json")
 	rng := Range{First: 65536, Length: 3 * BlockSize}
-	a, err := Open(path, rng)
+	a, err := Open(path, rng, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestAllocator(t *testing.T) {
 	}
 
 	// A restart: the same blocks for the same pods.
-	b, err := Open(path, rng)
+	b, err := Open(path, rng, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestAllocator(t *testing.T) {
 	if err := b.Release("pod-1"); err != nil {
 		t.Errorf("second release: %v", err)
 	}
-	c, err := Open(path, rng)
+	c, err := Open(path, rng, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +98,10 @@ func TestAllocator(t *testing.T) {
 
 func TestOpenKeepsBlocksOutsideTheRange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "userns.json")
-	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize})
+	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, testutil.Logger(t))
 	m, _ := a.Mapping("pod-1")
 	// The range shrinks past pod-1's block... to a range without it.
-	b, err := Open(path, Range{First: 131072, Length: BlockSize})
+	b, err := Open(path, Range{First: 131072, Length: BlockSize}, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,19 +113,84 @@ func TestOpenKeepsBlocksOutsideTheRange(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesBadFiles(t *testing.T) {
+// TestOpenDamagedFile: an allocation file a power cut damaged never
+// stops tug, and never hands a running pod's block to another pod: Open
+// warns (naming the file) and Restore gives the running pods their blocks
+// back from their containers before a new pod is given one.
+func TestOpenDamagedFile(t *testing.T) {
+	rng := Range{First: 65536, Length: 4 * BlockSize}
+	type tc struct {
+		name   string
+		damage func(t *testing.T, path string)
+		warn   bool
+	}
+	var cases []tc
+	for _, d := range testutil.Damages {
+		cases = append(cases, tc{name: string(d), damage: func(t *testing.T, path string) { testutil.DamageFile(t, path, d) }, warn: d != testutil.DamageMissing})
+	}
 	for name, body := range map[string]string{
-		"not json":     "{",
 		"version":      `{"version":2,"pods":{}}`,
 		"unaligned":    `{"version":1,"pods":{"a":65537}}`,
 		"shared block": `{"version":1,"pods":{"a":65536,"b":65536}}`,
 	} {
-		path := filepath.Join(t.TempDir(), "userns.json")
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Open(path, Range{First: 65536, Length: BlockSize}); err == nil {
-			t.Errorf("%s: Open accepted %s", name, body)
-		}
+		cases = append(cases, tc{name: name, damage: func(t *testing.T, path string) { os.WriteFile(path, []byte(body), 0o600) }, warn: true})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "userns.json")
+			a, err := Open(path, rng, testutil.Logger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m1, _ := a.Mapping("pod-1")
+			m2, _ := a.Mapping("pod-2") // the second block: a lost file would hand it out first after pod-1's
+			c.damage(t, path)
+			log := testutil.NewWarnLog(t)
+			b, err := Open(path, rng, log.Logger)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if got := log.Files(); c.warn != slices.Contains(got, path) {
+				t.Errorf("warnings name %q, want %s named: %v", got, path, c.warn)
+			}
+			// pod-2 runs; pod-1 was removed while tug was down.
+			if err := b.Restore(map[string]pod.IDMapping{"pod-2": m2}); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := b.Mapping("pod-2"); got != m2 {
+				t.Errorf("pod-2 got %v after Restore, holds %v", got, m2)
+			}
+			if got, _ := b.Mapping("pod-3"); got.HostID == m2.HostID {
+				t.Errorf("pod-3 was given running pod-2's block %v", got)
+			}
+			_ = m1
+			log2 := testutil.NewWarnLog(t)
+			c2, err := Open(path, rng, log2.Logger)
+			if err != nil || len(log2.Files()) != 0 {
+				t.Fatalf("the rewritten file: %v, warnings %q", err, log2.Files())
+			}
+			if got := c2.Held(); !slices.Contains(got, "pod-2") || !slices.Contains(got, "pod-3") {
+				t.Errorf("rewritten file holds %v", got)
+			}
+		})
+	}
+}
+
+// TestRestoreRunningWinsOverTheFile: a block the file gives one pod and a
+// container of another pod uses is the running pod's.
+func TestRestoreRunningWinsOverTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "userns.json")
+	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, testutil.Logger(t))
+	m, _ := a.Mapping("stale")
+	log := testutil.NewWarnLog(t)
+	b, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, log.Logger)
+	if err := b.Restore(map[string]pod.IDMapping{"running": m}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Held(); !slices.Equal(got, []string{"running"}) {
+		t.Errorf("Held = %v", got)
+	}
+	if len(log.Files()) != 1 {
+		t.Errorf("warnings %q, want one", log.Files())
 	}
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+
+	"tug/internal/config"
+	"tug/internal/pod"
+	"tug/internal/podruntime"
+)
+
+// holdings is what the pods of tug's containers were given, read back
+// from the containers' OCI specs: the host ID block of each pod in a user
+// namespace of its own, and the device nodes of each pod. It feeds
+// userns.Allocator.Restore and devices.Manager.Restore, so that a lost or
+// damaged allocation file never gives what a running pod holds to
+// another pod.
+type holdings struct {
+	idmaps  map[string]pod.IDMapping
+	devices map[string][]string
+}
+
+// specHoldings is the part of an OCI spec that holdings reads.
+type specHoldings struct {
+	Linux *struct {
+		UIDMappings []struct {
+			HostID uint32 `json:"hostID"`
+			Size   uint32 `json:"size"`
+		} `json:"uidMappings"`
+		Devices []struct {
+			Path string `json:"path"`
+		} `json:"devices"`
+	} `json:"linux"`
+}
+
+// readHoldings lists tug's containers (any state: a pod holds its block
+// and devices until it is removed) in the order of their creation.
+func readHoldings(ctx context.Context, cfg config.Config) (holdings, error) {
+	h := holdings{idmaps: map[string]pod.IDMapping{}, devices: map[string][]string{}}
+	client, err := containerd.New(cfg.ContainerdAddress,
+		containerd.WithDefaultNamespace(cfg.ContainerdNamespace),
+		containerd.WithTimeout(podruntime.DefaultConnectTimeout))
+	if err != nil {
+		return h, fmt.Errorf("containers' holdings: %w", err)
+	}
+	defer client.Close()
+	recs, err := client.ContainerService().List(ctx, `labels."`+podruntime.LabelPodUID+`"`)
+	if err != nil {
+		return h, fmt.Errorf("containers' holdings: %w", err)
+	}
+	slices.SortStableFunc(recs, func(a, b containers.Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, rec := range recs {
+		uid := rec.Labels[podruntime.LabelPodUID]
+		if uid == "" || rec.Spec == nil {
+			continue
+		}
+		var s specHoldings
+		if err := json.Unmarshal(rec.Spec.GetValue(), &s); err != nil || s.Linux == nil {
+			continue
+		}
+		if m := s.Linux.UIDMappings; len(m) == 1 && m[0].HostID != 0 {
+			h.idmaps[uid] = pod.IDMapping{HostID: m[0].HostID, Size: m[0].Size}
+		}
+		for _, d := range s.Linux.Devices {
+			if strings.HasPrefix(d.Path, "/dev/") && !slices.Contains(h.devices[uid], d.Path) {
+				h.devices[uid] = append(h.devices[uid], d.Path)
+			}
+		}
+	}
+	return h, nil
+}
