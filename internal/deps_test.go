@@ -106,8 +106,8 @@ var allowedImports = map[string]allowed{
 	// containerd does) and errdefs for the "no host directory" it expects.
 	"tug/internal/registry": {modules: []string{"github.com/containerd/containerd/v2", "github.com/containerd/errdefs"}},
 	// The CRI log layout: writing, conversion, reading. x/sys for
-	// fallocate, inotify and prlimit.
-	"tug/internal/podlogs": {internal: []string{"tug/internal/pod"}, modules: []string{"golang.org/x/sys"}},
+	// fallocate, inotify and prlimit; atomicfile writes the pumps' state files durably.
+	"tug/internal/podlogs": {internal: []string{"tug/internal/pod", "tug/internal/atomicfile"}, modules: []string{"golang.org/x/sys"}},
 	// Pure OCI spec options: containerd's oci package and the spec and
 	// image types it speaks; x/sys opens seccomp profiles beneath their
 	// root.

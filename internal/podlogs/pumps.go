@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"tug/internal/atomicfile"
 	"tug/internal/pod"
 )
 
@@ -280,14 +281,17 @@ func openPump(statePath string, cfg logConfig, sc *scratch) (*pump, error) {
 	return p, nil
 }
 
-// writeState writes a new state file at path (through a temporary file
-// and a rename: a reader sees the old file or the new one).
+// writeState writes a new state file at path durably (atomicfile.Write:
+// temporary file, fsync, rename, fsync of the directory), once per
+// attempt: a power cut leaves the old file or the new one. The commits of
+// each step that follow are one pwrite of stateSize bytes in place,
+// without an fsync (an fsync per step would cost the log path a disk
+// flush per burst of output): a cut leaves an older commit, from which
+// recover converts the same raw bytes again, or a torn one, which the
+// CRC refuses (the attempt's output then stops being converted, with a
+// Warn naming the file).
 func writeState(path string, st pumpState, cri, id string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(st.encode(), cri+"\n"+id...), 0o640); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, append(st.encode(), cri+"\n"+id...), 0o640)
 }
 
 // createPump creates the raw files (empty) at base and the state of a new
