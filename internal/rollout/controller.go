@@ -132,7 +132,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	recs, errs := c.files.load()
 	for _, err := range errs {
-		cfg.Log.Warn("rollout state skipped", "err", err)
+		cfg.Log.Warn("rollout state skipped: the pod has no last good spec", "file", errFile(err), "err", err)
 	}
 	now := cfg.Clock.Now()
 	for _, r := range recs {
@@ -149,10 +149,18 @@ func New(cfg Config) (*Controller, error) {
 	c.records = recs
 	fileRecs, errs := c.files.loadFiles()
 	for _, err := range errs {
-		cfg.Log.Warn("rollout state skipped", "err", err)
+		cfg.Log.Warn("rollout state skipped: the pod has no last good spec", "file", errFile(err), "err", err)
 	}
 	c.fileRecs, c.atomic, c.manualFile = fileRecs, map[pod.Origin]bool{}, map[pod.Origin]bool{}
 	return c, nil
+}
+
+// errFile is the path of the rollout state file err is about.
+func errFile(err error) string {
+	if fe, ok := errors.AsType[*FileError](err); ok {
+		return fe.Path
+	}
+	return ""
 }
 
 // Pins returns the pins of the failed specs held back now: by pod, and

@@ -199,16 +199,33 @@ func readJSONDir(dir string, decode func(name string, data []byte) error) []erro
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err == nil {
-			err = decode(name, data)
-		}
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("rollout state %s: %w", filepath.Join(filepath.Base(dir), name), err))
+			errs = append(errs, &FileError{Path: path, Err: err})
+			continue
+		}
+		if err := decode(name, data); err != nil {
+			// Damaged (a power cut, a bad disk): what it said is lost
+			// either way, and removing it keeps the next start quiet.
+			if rerr := os.Remove(path); rerr == nil {
+				err = fmt.Errorf("%w (removed)", err)
+				_ = atomicfile.SyncDir(dir)
+			}
+			errs = append(errs, &FileError{Path: path, Err: err})
 		}
 	}
 	return errs
 }
+
+// FileError is a rollout state file that could not be read.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return "rollout state " + e.Path + ": " + e.Err.Error() }
+func (e *FileError) Unwrap() error { return e.Err }
 
 // store writes r atomically, readable by root only: a spec may carry
 // Secret data.

@@ -108,7 +108,7 @@ func (r *remote) start(ctx context.Context, status func(st *pod.FetchStatus, acc
 	}
 	if err != nil {
 		r.log.Warn(fmt.Sprintf("ignoring %s checkpoint; its pods stay until %s answers well", r.words.source, r.words.peer),
-			"path", r.checkpoint, "err", err)
+			"file", r.checkpoint, "err", err)
 		return
 	}
 	r.acc, r.hasAcc = acc, true
