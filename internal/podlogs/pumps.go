@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -707,6 +708,8 @@ type Pumps struct {
 	stopTask func(ctx context.Context, id string) error
 	// notify records a Warning event about container id (nil: none).
 	notify func(ctx context.Context, id, reason, message string)
+	// identify names the container of an attempt (PumpsConfig.Identify).
+	identify func(uid, container string, attempt int) (id, cri string, ok bool)
 
 	notices      chan notice  // to the notifier
 	droppedBytes atomic.Int64 // raw bytes dropped, all pumps
@@ -738,6 +741,11 @@ type PumpsConfig struct {
 	StopTask func(ctx context.Context, id string) error
 	// Notify records a Warning event about container id.
 	Notify func(ctx context.Context, id, reason, message string)
+	// Identify returns the container ID and CRI log path of attempt
+	// attempt of container container of pod uid, if tug has that
+	// container: a state file a power cut damaged is rebuilt from them.
+	// Nil: such an attempt's output is not converted.
+	Identify func(uid, container string, attempt int) (id, cri string, ok bool)
 	// Journal, if not nil, receives every converted line as a journal
 	// entry (journal.go); NoFile then leaves the CRI files unwritten (the
 	// "journald" driver alone).
@@ -765,7 +773,7 @@ func NewPumps(cfg PumpsConfig) *Pumps {
 		lc.rawLimit = rawFileMax
 	}
 	l := newLogPumps(cfg.RootDir, lc, cfg.Log, cfg.TaskGone)
-	l.stopTask, l.notify = cfg.StopTask, cfg.Notify
+	l.stopTask, l.notify, l.identify = cfg.StopTask, cfg.Notify, cfg.Identify
 	return l
 }
 
@@ -865,15 +873,26 @@ func (l *Pumps) poke() {
 	}
 }
 
-// adopt opens the pumps of every attempt that has a state file (left by an
-// earlier tug): each recovers to its last commit.
+// adopt opens the pumps of every attempt that has a state file or raw
+// files (left by an earlier tug): each recovers to its last commit. One
+// whose state file is missing or damaged (a power cut) is rebuilt
+// (rebuildState) when Identify knows its container; otherwise it is
+// left alone. Either way a Warn names the file.
 func (l *Pumps) adopt() {
 	states, _ := filepath.Glob(filepath.Join(l.rootDir, "pods", "*", "logs", "*", "*.state"))
+	raws, _ := filepath.Glob(filepath.Join(l.rootDir, "pods", "*", "logs", "*", "*.stdout"))
+	for _, r := range raws {
+		if s := strings.TrimSuffix(r, ".stdout") + ".state"; !slices.Contains(states, s) {
+			states = append(states, s)
+		}
+	}
 	for _, s := range states {
 		p, err := openPump(s, l.cfg, l.sc)
 		if err != nil {
-			l.log.Warn("adopt container log", "file", s, "err", err)
-			continue
+			if p, err = l.rebuildState(s, err); err != nil {
+				l.log.Warn("adopt container log", "file", s, "err", err)
+				continue
+			}
 		}
 		l.mu.Lock()
 		if l.pumps[p.id] == nil {
@@ -883,6 +902,62 @@ func (l *Pumps) adopt() {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// rebuildState writes a new state file at statePath, whose own could not
+// be read (cause), for the attempt Identify names, and opens its pump. The
+// conversion goes on from the first raw byte not given back (punched):
+// nothing the container wrote is lost, and up to punchEvery bytes of
+// output already converted may reach the CRI log a second time.
+func (l *Pumps) rebuildState(statePath string, cause error) (*pump, error) {
+	if l.identify == nil {
+		return nil, cause
+	}
+	rel, err := filepath.Rel(filepath.Join(l.rootDir, "pods"), strings.TrimSuffix(statePath, ".state"))
+	parts := strings.Split(rel, string(filepath.Separator))
+	if err != nil || len(parts) != 4 || parts[1] != "logs" {
+		return nil, cause
+	}
+	attempt, err := strconv.Atoi(parts[3])
+	if err != nil {
+		return nil, cause
+	}
+	id, cri, ok := l.identify(parts[0], parts[2], attempt)
+	if !ok {
+		return nil, fmt.Errorf("%w; no container of this attempt", cause)
+	}
+	var st pumpState
+	out, errp, _ := rawPaths(strings.TrimSuffix(statePath, ".state"))
+	for i, path := range []string{out, errp} {
+		st.off[i] = firstData(path)
+	}
+	if fi, err := os.Stat(cri); err == nil {
+		st.criSize = fi.Size()
+	}
+	if err := writeState(statePath, st, cri, id); err != nil {
+		return nil, fmt.Errorf("%w; rebuild: %w", cause, err)
+	}
+	l.log.Warn("container log state damaged: rebuilt; output converted before may repeat in the log", "file", statePath, "container", id, "err", cause)
+	return openPump(statePath, l.cfg, l.sc)
+}
+
+// firstData returns the offset of the first byte of path that is not a
+// hole (what the pump punched is converted); 0 when it cannot tell.
+func firstData(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	off, err := f.Seek(0, unix.SEEK_DATA)
+	if err != nil {
+		// ENXIO: no data at all, all of it given back.
+		if fi, serr := f.Stat(); serr == nil && errors.Is(err, syscall.ENXIO) {
+			return fi.Size()
+		}
+		return 0
+	}
+	return off
 }
 
 // Run adopts the logs of running containers, then converts their output

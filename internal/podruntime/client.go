@@ -272,6 +272,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,
 			Log:      cfg.Log.With("component", "logs"),
 			TaskGone: r.taskGone, StopTask: r.killTask, Notify: r.containerEvent,
+			Identify: r.identifyAttempt,
 		}
 		if cfg.LogDriver == LogDriverJournald || cfg.LogDriver == LogDriverFileJournald {
 			pc.Journal, pc.NoFile = cfg.Journal, cfg.LogDriver == LogDriverJournald
