@@ -36,9 +36,9 @@
 # Failures are classed tug, containerd or kernel (kernel and file system).
 #
 # Knobs: CUTS (2: ~4.5 min here), SEED (default: the time; printed, SEED=... replays the
-# cut moments and the guest's swaps), PC_BOUND (240 s, boot to all
+# cut moments and the guest's swaps), PC_BOUND (300 s, tug's start to all
 # Running), PC_HOLD (20 s), PC_DIR (the run's files, default
-# $V2G_DIR/powercut/<time>-<pid>: disk.raw, boot-N/{v2guest.log,console.log,
+# $V2G_DIR/powercut/<time>-<pid>, the newest V2G_KEEP_RUNS (5) kept: disk.raw, boot-N/{v2guest.log,console.log,
 # out/{output.log,tug.log,containerd.log,acks/}}, summary.txt).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,10 +46,16 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TUG=$(realpath "$1") UNIT=$(realpath "$2") ARCHIVE=$(realpath "$3") IMAGE=$4
 CUTS=${CUTS:-2}
 SEED=${SEED:-$(date +%s)}
-BOUND=${PC_BOUND:-240}
+BOUND=${PC_BOUND:-300}
 HOLD=${PC_HOLD:-20}
 export V2G_DIR=${V2G_DIR:-/var/tmp/tug-v2guest}
-PC_DIR=${PC_DIR:-$V2G_DIR/powercut/$(date +%Y%m%d-%H%M%S)-$$}
+if [ -z "${PC_DIR:-}" ]; then
+    # the newest runs stay (each has its disk image, ~120 MiB)
+    mkdir -p "$V2G_DIR/powercut"
+    find "$V2G_DIR/powercut" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn |
+        tail -n +"${V2G_KEEP_RUNS:-5}" | cut -d' ' -f2- | xargs -r rm -rf
+    PC_DIR=$V2G_DIR/powercut/$(date +%Y%m%d-%H%M%S)-$$
+fi
 DISK=$PC_DIR/disk.raw
 mkdir -p "$PC_DIR"
 SUM=$PC_DIR/summary.txt
