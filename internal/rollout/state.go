@@ -196,6 +196,10 @@ func readJSONDir(dir string, decode func(name string, data []byte) error) []erro
 	var errs []error
 	for _, e := range ents {
 		name := e.Name()
+		if e.Type().IsRegular() && strings.HasPrefix(name, ".") && strings.Contains(name, ".json.tmp-") {
+			os.Remove(filepath.Join(dir, name)) // atomicfile's, of a write cut short
+			continue
+		}
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
 			continue
 		}
