@@ -71,7 +71,8 @@ func TestDamagedStateFilesAllAtOnce(t *testing.T) {
 	tg, recv, _ := statusTug(t,
 		"--manifest-url", web.url, "--http-check-frequency", httpCheck.String(),
 		"--device-resource", "example.com/dongle="+filepath.Join(devDir, "ttyFake*"),
-		"--metrics-remote-write-url", rw.URL+"/api/v1/write", "--metrics-push-interval", "2s")
+		"--metrics-remote-write-url", rw.URL+"/api/v1/write", "--metrics-push-interval", "2s",
+		"--rollout-min-ready", "1s")
 	for _, u := range []string{web.url, rw.URL} {
 		p, _ := url.Parse(u)
 		tg.relay(p.Host)
@@ -84,6 +85,11 @@ func TestDamagedStateFilesAllAtOnce(t *testing.T) {
 	tg.waitAllRunning(logTimeout, all)
 	anyDoc := func(statusreport.Document) error { return nil }
 	recv.waitDoc(tg, startTimeout, 0, "a signed status document", anyDoc)
+	// Each pod's spec becomes its last good one (rollout/<uid>.json).
+	tg.waitFor(logTimeout, "a rollout record per pod", func() (bool, error) {
+		recs, _ := filepath.Glob(filepath.Join(tg.rootDir, "rollout", "*.json"))
+		return len(recs) == len(all), fmt.Errorf("%d records", len(recs))
+	})
 	want := tg.snapshotTasks(files)
 	for id, c := range tg.tasksOf(urlUID(web.url, "urlp")) {
 		want[id] = c
@@ -99,7 +105,7 @@ func TestDamagedStateFilesAllAtOnce(t *testing.T) {
 		testutil.DamageFile(t, f, d)
 		t.Logf("%s: %s", d, f)
 	}
-	for _, must := range []string{"status/sequence", "userns.json", "devices/allocations.json"} {
+	for _, must := range []string{"status/sequence", "userns.json", "devices/allocations.json", "network/leases/10.87.0.2"} {
 		if !slices.Contains(damaged, filepath.Join(tg.rootDir, must)) {
 			t.Errorf("%s was not there to damage", must)
 		}
@@ -207,7 +213,7 @@ func readAtStart(root, f string) bool {
 	switch {
 	case rel == "status/sequence", rel == "userns.json", rel == "devices/allocations.json":
 		return true
-	case strings.HasPrefix(rel, "rollout/"), strings.HasPrefix(rel, "checkpoints/"):
+	case strings.HasPrefix(rel, "rollout/"), strings.HasPrefix(rel, "checkpoints/"), strings.HasPrefix(rel, "network/leases/"):
 		return true
 	case strings.HasPrefix(rel, "pods/") && strings.HasSuffix(rel, ".state"):
 		return true
