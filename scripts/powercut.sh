@@ -34,6 +34,7 @@
 #   - the remote-write buffer: tug starts over what the cut left of it
 #     (its size is printed; the receiver is absent, so it only grows).
 # Failures are classed tug, containerd or kernel (kernel and file system).
+# `powercut.sh --summary PC_DIR` prints a run's figures so far.
 #
 # Knobs: CUTS (2: ~4.5 min here), SEED (default: the time; printed, SEED=... replays the
 # cut moments and the guest's swaps), PC_BOUND (300 s, tug's start to all
@@ -42,7 +43,20 @@
 # out/{output.log,tug.log,containerd.log,acks/}}, summary.txt).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ $# -eq 4 ] || { echo "usage: $0 TUG UNIT ARCHIVE IMAGE" >&2; exit 2; }
+# powercut.sh --summary PC_DIR: the figures of a run so far (a soak that
+# still runs included), from its summary.txt and failures.txt.
+if [ "${1:-}" = --summary ] && [ -d "${2:-}" ]; then
+    sum=$2/summary.txt f=$2/failures.txt
+    times=$(awk '$1 == "boot" && $7 ~ /^[0-9.]+$/ {print $7}' "$sum" | sort -n)
+    echo "boots $(grep -cE '^boot [0-9]+: (cut-|final|ended)' "$sum"), cuts $(grep -cE '^boot [0-9]+: cut-' "$sum")" \
+        "($(grep -cE '^boot [0-9]+: cut-starting' "$sum") during start-up), boots with every pod Running and Ready $(grep -c . <<<"$times")"
+    [ -n "$times" ] && awk '{a[NR] = $1} END{printf "boot to all Running and Ready: median %.0f s, max %.0f s\n", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[NR]}' <<<"$times"
+    fl=$(cat "$f" 2>/dev/null)
+    echo "failures: $(grep -c . <<<"$fl") (tug $(grep -c 'FAIL\[tug\]' <<<"$fl"), containerd $(grep -c 'FAIL\[containerd\]' <<<"$fl"), kernel/fs $(grep -c 'FAIL\[kernel\]' <<<"$fl"))"
+    [ -z "$fl" ] || echo "$fl"
+    exit 0
+fi
+[ $# -eq 4 ] || { echo "usage: $0 TUG UNIT ARCHIVE IMAGE | --summary PC_DIR" >&2; exit 2; }
 TUG=$(realpath "$1") UNIT=$(realpath "$2") ARCHIVE=$(realpath "$3") IMAGE=$4
 CUTS=${CUTS:-2}
 SEED=${SEED:-$(date +%s)}
