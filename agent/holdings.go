@@ -36,7 +36,30 @@ type specHoldings struct {
 		Devices []struct {
 			Path string `json:"path"`
 		} `json:"devices"`
+		Resources *struct {
+			Devices []struct {
+				Allow bool   `json:"allow"`
+				Type  string `json:"type"`
+				Major *int64 `json:"major"`
+				Minor *int64 `json:"minor"`
+			} `json:"devices"`
+		} `json:"resources"`
 	} `json:"linux"`
+}
+
+// allDevices reports whether the spec's device cgroup allows every device:
+// a privileged container's, which gets every host device node and holds
+// none of them as a pod's unit.
+func (s specHoldings) allDevices() bool {
+	if s.Linux.Resources == nil {
+		return false
+	}
+	for _, d := range s.Linux.Resources.Devices {
+		if d.Allow && (d.Type == "" || d.Type == "a") && d.Major == nil && d.Minor == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // readHoldings lists tug's containers (any state: a pod holds its block
@@ -66,6 +89,9 @@ func readHoldings(ctx context.Context, cfg config.Config) (holdings, error) {
 		}
 		if m := s.Linux.UIDMappings; len(m) == 1 && m[0].HostID != 0 {
 			h.idmaps[uid] = pod.IDMapping{HostID: m[0].HostID, Size: m[0].Size}
+		}
+		if s.allDevices() {
+			continue
 		}
 		for _, d := range s.Linux.Devices {
 			if strings.HasPrefix(d.Path, "/dev/") && !slices.Contains(h.devices[uid], d.Path) {

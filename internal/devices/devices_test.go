@@ -214,23 +214,26 @@ func TestDamagedStateFile(t *testing.T) {
 	}
 }
 
-// TestRestoreRunningWinsOverTheFile: a unit the file gives one pod and a
-// container of another pod uses is the running pod's.
-func TestRestoreRunningWinsOverTheFile(t *testing.T) {
+// TestRestoreKeepsAnotherPodsUnit: a unit the file gives one pod stays
+// that pod's when a container of another pod names it too; a unit no
+// record names is added to the running pod's.
+func TestRestoreKeepsAnotherPodsUnit(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "allocations.json")
-	m := newTestManager(t, state, 1)
-	if err := m.Admit(podAsking("stale", 0, 1)); err != nil {
+	m := newTestManager(t, state, 2)
+	if err := m.Admit(podAsking("recorded", 0, 1)); err != nil {
 		t.Fatal(err)
 	}
-	u := m.Held("stale")["example.com/dongle"]
-	if err := m.Restore(map[string][]string{"running": u}); err != nil {
+	u := m.Held("recorded")["example.com/dongle"]
+	units := m.Units(m.cfg.Resources[0])
+	free := slices.DeleteFunc(slices.Clone(units), func(x string) bool { return x == u[0] })
+	if err := m.Restore(map[string][]string{"other": {u[0], free[0]}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Held("stale")["example.com/dongle"]; len(got) != 0 {
-		t.Errorf("stale keeps %v", got)
+	if got := m.Held("recorded")["example.com/dongle"]; !slices.Equal(got, u) {
+		t.Errorf("recorded holds %v, want %v", got, u)
 	}
-	if got := m.Held("running")["example.com/dongle"]; !slices.Equal(got, u) {
-		t.Errorf("running holds %v, want %v", got, u)
+	if got := m.Held("other")["example.com/dongle"]; !slices.Equal(got, free[:1]) {
+		t.Errorf("other holds %v, want %v", got, free[:1])
 	}
 }
 

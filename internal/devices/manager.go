@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -302,9 +303,10 @@ func (m *Manager) save() error {
 // Restore records the devices the pods of tug's containers are given
 // (pod UID → the device node paths and CDI device names its containers
 // were created with, in the order of their creation), before any pod is
-// admitted: a unit a container uses is its pod's, whatever StateFile
-// said, so that a lost or damaged file never gives a running pod's device
-// to another pod. A path or name counts for the first declared resource
+// admitted: a unit a container uses is its pod's unless StateFile gives
+// it to another pod, so that a lost or damaged file never gives a running
+// pod's device to another pod (a privileged container's spec lists every
+// host device: the agent leaves those out). A path or name counts for the first declared resource
 // whose glob matches it or whose CDI kind names it; others (a
 // cdi.k8s.io/ annotation's devices, /dev/fuse of a privileged pod) hold
 // nothing. Each holding StateFile did not record is logged (Warn, with
@@ -332,23 +334,31 @@ func (m *Manager) Restore(running map[string][]string) error {
 				break
 			}
 		}
-		for name, units := range found {
+		for _, name := range slices.Sorted(maps.Keys(found)) {
 			have := m.held[uid][name]
-			if len(have) >= len(units) && !slices.ContainsFunc(units, func(u string) bool { return !slices.Contains(have, u) }) {
-				continue
-			}
-			for other, res := range m.held {
-				if other != uid {
-					res[name] = slices.DeleteFunc(res[name], func(u string) bool { return slices.Contains(units, u) })
+			taken := m.takenByOthers(uid, name)
+			next := slices.Clone(have)
+			for _, u := range found[name] {
+				switch {
+				case slices.Contains(next, u):
+				case taken[u]:
+					// Two pods' containers name one unit, or the file
+					// gives it to another pod: the file's word stands.
+					m.cfg.Log.Warn("a running pod's device is recorded as another pod's: the record stands", "file", m.cfg.StateFile, "pod", uid, "resource", name, "unit", u)
+				default:
+					next = append(next, u)
 				}
+			}
+			if len(next) == len(have) {
+				continue
 			}
 			if m.held[uid] == nil {
 				m.held[uid] = map[string][]string{}
 			}
-			m.held[uid][name] = units
+			m.held[uid][name] = next
 			changed = true
 			if !m.damaged {
-				m.cfg.Log.Warn("devices of a running pod were not recorded: recorded", "file", m.cfg.StateFile, "pod", uid, "resource", name, "units", units)
+				m.cfg.Log.Warn("devices of a running pod were not recorded: recorded", "file", m.cfg.StateFile, "pod", uid, "resource", name, "units", next)
 			}
 		}
 	}
