@@ -135,13 +135,21 @@ func (l *leases) note(a netip.Addr, uid string) {
 	}
 }
 
+// errLeaseCutShort is a lease file without its final newline.
+var errLeaseCutShort = errors.New("lease cut short")
+
 // read returns the UID in a's lease file.
 func (l *leases) read(a netip.Addr) (string, error) {
 	b, err := os.ReadFile(filepath.Join(l.dir, a.String()))
 	if err != nil {
 		return "", err
 	}
-	uid := strings.TrimSpace(string(b))
+	// A lease is always written as the UID and a newline: one without its
+	// newline was cut short, and its UID may be another pod's prefix.
+	uid, whole := strings.CutSuffix(string(b), "\n")
+	if !whole {
+		return "", errLeaseCutShort
+	}
 	if err := checkUID(uid); err != nil {
 		return "", err
 	}
