@@ -110,8 +110,11 @@ type Allocator struct {
 // NUL-filled, cut short, not the format) is logged (Warn, with its path)
 // and read as no allocation: Restore then gives the running pods their
 // blocks back before any block is handed out, and rewrites the file. Only
-// an error reading the file stops Open.
+// an error reading the file stops Open. A nil log discards.
 func Open(path string, rng Range, log *slog.Logger) (*Allocator, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	a := &Allocator{path: path, rng: rng, log: log, pods: map[string]uint32{}, used: map[uint32]string{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
