@@ -31,7 +31,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -157,7 +156,9 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		cfg := kit.TugConfig{Bin: bin, Hostname: fmt.Sprintf("wear%d", i), Healthz: true, Netns: fmt.Sprintf("wear%d", i)}
 		if s.reporting {
-			if s.port, err = freePort(); err != nil {
+			// The reporting tug's network namespace is new: a port free on
+			// the host's loopback is free there too.
+			if s.port, err = kit.FreePort(); err != nil {
 				return err
 			}
 			key := filepath.Join(s.session.Dir, "status.key")
@@ -301,17 +302,6 @@ func writeSigningKey(path string) error {
 		return err
 	}
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
-}
-
-// freePort picks a port free on the host's loopback; the reporting tug's
-// network namespace is new, so it is free there too.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tracer is strace attached to every thread of one tug.

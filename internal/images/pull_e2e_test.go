@@ -30,15 +30,7 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench PullSyncFS -benchtime 20x ./internal/images/
 func BenchmarkPullSyncFS(b *testing.B) {
-	testutil.RequireRoot(b)
-	addr := testutil.RequireContainerd(b)
-	ref := testutil.RegistryImage(b)
-	ns := testutil.Namespace(b)
-	client, err := containerd.New(addr, containerd.WithDefaultNamespace(ns), containerd.WithTimeout(10*time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client, ns, ref := benchClient(b)
 	ctx := context.Background()
 	synced := New(Config{Client: client, Namespace: ns, Snapshotter: "overlayfs"})
 	unsynced := New(Config{Client: client, Namespace: ns, Snapshotter: "overlayfs", SkipSyncFS: true})
@@ -75,6 +67,22 @@ func BenchmarkPullSyncFS(b *testing.B) {
 	b.ReportMetric(float64(ms)/float64(mn), "sync/nosync")
 }
 
+// benchClient is a containerd client in a namespace of the benchmark's own,
+// closed when it ends, and the test registry's image.
+func benchClient(b *testing.B) (client *containerd.Client, ns, ref string) {
+	b.Helper()
+	testutil.RequireRoot(b)
+	addr := testutil.RequireContainerd(b)
+	ref = testutil.RegistryImage(b)
+	ns = testutil.Namespace(b)
+	client, err := containerd.New(addr, containerd.WithDefaultNamespace(ns), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Close() })
+	return client, ns, ref
+}
+
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
@@ -87,15 +95,7 @@ func median(d []time.Duration) time.Duration {
 //
 //	go test -tags e2e -run '^$' -bench CheckEntrypoint ./internal/images/
 func BenchmarkCheckEntrypoint(b *testing.B) {
-	testutil.RequireRoot(b)
-	addr := testutil.RequireContainerd(b)
-	ref := testutil.RegistryImage(b)
-	ns := testutil.Namespace(b)
-	client, err := containerd.New(addr, containerd.WithDefaultNamespace(ns), containerd.WithTimeout(10*time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client, ns, ref := benchClient(b)
 	ctx := context.Background()
 	m := New(Config{Client: client, Namespace: ns, Snapshotter: "overlayfs"})
 	call, err := m.pull(m.ctx(ctx), ref, m.keyringFor(nil), true, nil)

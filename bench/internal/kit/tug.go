@@ -124,7 +124,7 @@ func (t *Tug) Start() error {
 		args = append(args, "--log-level", t.cfg.LogLevel)
 	}
 	if t.cfg.Healthz {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}
@@ -254,7 +254,8 @@ func (t *Tug) LogSize() int64 {
 	return fi.Size()
 }
 
-func freePort() (int, error) {
+// FreePort picks a TCP port free on the host's loopback.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
