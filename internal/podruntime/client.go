@@ -225,7 +225,7 @@ type Runtime struct {
 	volumes *volume.Manager
 
 	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
-	shimLocks keyedMutex     // serialises the start of a shim group's first task (see shimGroupFor)
+	shimLocks keyedMutex     // serialises choosing a shim group and creating the task in it (see shimGroupFor)
 	deletes   keyedMutex     // one delete of a container's task at a time (see reap)
 	records   recordCache    // ListContainers' container records; every change to one calls records.changed
 	// imageVolumes serialises the mount of one image volume of a pod

@@ -34,8 +34,11 @@ const LabelShimGroup = labelPrefix + "shim-group"
 // with ShimGroupingNode) whose task is alive (created, running or paused),
 // or, when there is none, a new group named after the pod (the node) and
 // id. release must be called once the container's task is created (or its
-// start failed): until then no other container of the pod (the node) finds
-// that there is no live task and starts a second new group.
+// start failed): until then no other container of the pod (the node) looks
+// for a group. This holds for a group joined as well as a new one: the
+// group's shim may exit before the task joins it (its last task deleted),
+// so that the task starts a new shim under the group's name; a container
+// looking meanwhile would see no live task and start a second group.
 //
 // A shim ends when the last task it serves is deleted, yet it answers on
 // its socket for a moment after that. A fixed group name would let a
@@ -51,11 +54,14 @@ func (r *Runtime) shimGroupFor(ctx context.Context, uid, id string) (group strin
 	}
 	unlock := r.shimLocks.lock(key)
 	group, err = r.liveShimGroup(ctx, filter, id)
-	if err != nil || group != "" {
+	if err != nil {
 		unlock()
-		return group, func() {}, err
+		return "", func() {}, err
 	}
-	return fresh, sync.OnceFunc(unlock), nil
+	if group == "" {
+		group = fresh
+	}
+	return group, sync.OnceFunc(unlock), nil
 }
 
 // liveShimGroup returns the shim group label of the newest container that
