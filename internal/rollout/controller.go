@@ -131,28 +131,88 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Registerer.MustRegister(c.total)
 	}
 	recs, errs := c.files.load()
-	for _, err := range errs {
+	fileRecs, ferrs := c.files.loadFiles()
+	for _, err := range append(errs, ferrs...) {
 		cfg.Log.Warn("rollout state skipped: the pod has no last good spec", "file", errFile(err), "err", err)
 	}
-	now := cfg.Clock.Now()
-	for _, r := range recs {
-		// A rollout cut by a reboot before its spec was good: the device
-		// boots into the last good spec.
-		if r.Watch != "" && r.WatchBoot != cfg.BootID && r.Good != nil {
-			c.fail(r, r.Watch, "the node rebooted before the update was ready", now, true)
-			cfg.Log.Warn("rolled back at boot", "pod", r.Name, "uid", r.UID, "reason", r.Reason)
-			if err := c.files.store(r); err != nil {
-				cfg.Log.Warn("rollout state not saved", "pod", r.Name, "err", err)
+	c.records, c.fileRecs, c.atomic, c.manualFile = recs, fileRecs, map[pod.Origin]bool{}, map[pod.Origin]bool{}
+	c.afterReboot(cfg.Clock.Now())
+	return c, nil
+}
+
+// rebootTries is the number of boots an update may take: a watch still
+// open at its second reboot rolls back.
+const rebootTries = 2
+
+const reasonRebooted = "the node rebooted twice before the update was ready"
+
+// afterReboot settles the watches a reboot cut (those of another boot),
+// before the sources report. A reboot during an update is a try, not a
+// verdict: a power cut says nothing of the spec, so the watch starts over
+// on this boot, its timeout and restarts counted afresh. The second reboot
+// during the same update rolls it back and holds it back until its content
+// changes: it may be what reboots the device. The pods of an atomic file
+// go together: the file returns to its good content, or, when it has none
+// (or no pod of it has reached its second reboot), every pod of it goes on.
+func (c *Controller) afterReboot(now time.Time) {
+	type cut struct {
+		recs     []*record
+		content  string
+		version  uint64
+		rollBack bool
+	}
+	atomic := map[pod.Origin]*cut{}
+	for _, r := range c.records {
+		if r.Watch == "" || r.WatchBoot == c.cfg.BootID {
+			continue
+		}
+		r.WatchBoots++
+		rollBack := r.WatchBoots >= rebootTries
+		if r.FileContent != "" {
+			o := pod.Origin{Source: r.Source, File: r.File}
+			fc := atomic[o]
+			if fc == nil {
+				fc = &cut{content: r.FileContent, version: r.FileVersion}
+				atomic[o] = fc
 			}
+			fc.recs, fc.rollBack = append(fc.recs, r), fc.rollBack || rollBack
+			continue
+		}
+		if rollBack && r.Good != nil {
+			c.fail(r, r.Watch, reasonRebooted, now, true)
+			c.cfg.Log.Warn("rolled back at boot", "pod", r.Name, "uid", r.UID, "reason", r.Reason)
+		} else {
+			r.restartWatch(c.cfg.BootID, now)
+			c.cfg.Log.Info("update goes on after a reboot", "pod", r.Name, "uid", r.UID, "hash", short(r.Watch), "reboots", r.WatchBoots)
+		}
+		c.store(r)
+	}
+	for o, fc := range atomic {
+		fr := c.fileRecs[o]
+		whole := fc.rollBack && fr != nil && fr.GoodContent != "" && fr.GoodContent != fc.content
+		if whole {
+			fr.Failed, fr.FailedVersion, fr.FailedAt, fr.Held, fr.Reason = fc.content, fc.version, now, true, reasonRebooted
+			c.storeFile(fr)
+			c.cfg.Log.Warn("manifest file rolled back at boot", "source", o.Source, "file", o.File,
+				"failed", short(fr.Failed), "failedVersion", fr.FailedVersion, "good", short(fr.GoodContent), "goodVersion", fr.GoodVersion, "reason", fr.Reason)
+		}
+		for _, r := range fc.recs {
+			if whole {
+				c.fail(r, r.Watch, "its file went back to its good content: "+reasonRebooted, now, r.Good != nil)
+			} else {
+				r.restartWatch(c.cfg.BootID, now)
+				c.cfg.Log.Info("update goes on after a reboot", "pod", r.Name, "uid", r.UID, "hash", short(r.Watch), "reboots", r.WatchBoots)
+			}
+			c.store(r)
 		}
 	}
-	c.records = recs
-	fileRecs, errs := c.files.loadFiles()
-	for _, err := range errs {
-		cfg.Log.Warn("rollout state skipped: the pod has no last good spec", "file", errFile(err), "err", err)
+}
+
+// store saves r, warning when it cannot.
+func (c *Controller) store(r *record) {
+	if err := c.files.store(r); err != nil {
+		c.cfg.Log.Warn("rollout state not saved", "pod", r.Name, "uid", r.UID, "err", err)
 	}
-	c.fileRecs, c.atomic, c.manualFile = fileRecs, map[pod.Origin]bool{}, map[pod.Origin]bool{}
-	return c, nil
 }
 
 // errFile is the path of the rollout state file err is about.
@@ -500,8 +560,12 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 		if r.Watch != "" {
 			r.endHistory(r.Watch, OutcomeSuperseded, "", now)
 		}
-		r.Watch, r.WatchSince, r.WatchBoot, r.Base, r.CurrentSince, r.ReadyAt = d.Hash, now, c.cfg.BootID, nil, time.Time{}, time.Time{}
+		r.Watch, r.WatchBoots = d.Hash, 0
+		r.restartWatch(c.cfg.BootID, now)
 		r.addHistory(Entry{Hash: d.Hash, Applied: now, Outcome: OutcomeProgressing})
+		dirty = true
+	}
+	if c.noteFile(r, f) {
 		dirty = true
 	}
 	if manual {
@@ -509,7 +573,7 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 			c.cfg.Log.Warn("rollback asked, but the pod has no last good spec", "pod", r.Name, "uid", uid)
 			return unpinned
 		}
-		c.failed(p, r, d.Hash, "rolled back by hand (tug rollback)", now)
+		c.failed(p, r, d.Hash, "rolled back by hand (tug rollback)", now, true)
 		dirty = true
 		return true
 	}
@@ -554,14 +618,35 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 	case timeout == 0, reason == "":
 		return unpinned
 	}
-	if c.atomicFile(f) {
+	atomic, whole := c.atomicFile(f)
+	if whole {
 		publish()
 		c.failFile(f, "pod "+p.FullName()+": "+reason, ds, now)
 		return true
 	}
-	c.failed(p, r, d.Hash, reason, now)
+	// An atomic file with no good content keeps its pods on one content:
+	// the pod fails where it is.
+	c.failed(p, r, d.Hash, reason, now, !atomic && r.Good != nil)
 	dirty = true
 	return unpinned || r.RolledBack
+}
+
+// noteFile records in r, whose watch is open, the file its spec comes
+// from and, when that file is atomic, the file's applied content; it
+// reports whether r changed.
+func (c *Controller) noteFile(r *record, f podconfig.FileState) bool {
+	c.mu.Lock()
+	atomic := c.atomic[f.Origin]
+	c.mu.Unlock()
+	content, version := "", uint64(0)
+	if atomic {
+		content, version = f.AppliedHash, f.Version
+	}
+	if r.File == f.Origin.File && r.FileContent == content && r.FileVersion == version {
+		return false
+	}
+	r.File, r.FileContent, r.FileVersion = f.Origin.File, content, version
+	return true
 }
 
 // observed is what the controller saw of a pod whose update it watches.
@@ -606,21 +691,21 @@ func (o observed) failure(now time.Time) string {
 
 // publish saves r and makes it the pod's record.
 func (c *Controller) publish(r *record) {
-	if err := c.files.store(r); err != nil {
-		c.cfg.Log.Warn("rollout state not saved", "pod", r.Name, "uid", r.UID, "err", err)
-	}
+	c.store(r)
 	c.mu.Lock()
 	c.records[r.UID] = r
 	c.mu.Unlock()
 }
 
-// atomicFile reports whether file f is atomic and has a good content,
-// other than its applied one, to return to.
-func (c *Controller) atomicFile(f podconfig.FileState) bool {
+// atomicFile reports whether file f is atomic and, if so, whether it
+// returns whole: it has a good content, other than its applied one, to
+// return to.
+func (c *Controller) atomicFile(f podconfig.FileState) (atomic, whole bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fr := c.fileRecs[f.Origin]
-	return c.atomic[f.Origin] && fr != nil && fr.GoodContent != "" && fr.GoodContent != f.AppliedHash && f.Err == nil
+	atomic = c.atomic[f.Origin]
+	return atomic, atomic && fr != nil && fr.GoodContent != "" && fr.GoodContent != f.AppliedHash && f.Err == nil
 }
 
 // limits returns the pod's rollout timeout and restart limit.
@@ -658,10 +743,10 @@ func (c *Controller) succeeded(p *pod.Pod, r *record, hash string, now time.Time
 	c.event(p, "Normal", reasonRolloutSucceeded, fmt.Sprintf("Spec %s is the last good spec: ready for %v with no restart", short(hash), c.cfg.MinReady))
 }
 
-// failed records the failure of hash and, when there is a good spec,
-// holds hash back (the caller then sets the pins).
-func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time.Time) {
-	c.fail(r, hash, reason, now, r.Good != nil)
+// failed records the failure of hash and, with rollBack, holds hash back
+// (the caller then sets the pins).
+func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time.Time, rollBack bool) {
+	c.fail(r, hash, reason, now, rollBack)
 	if r.RolledBack {
 		c.total.WithLabelValues("rolled_back").Inc()
 		msg := fmt.Sprintf("Rolled back from spec %s to the last good spec %s: %s", short(hash), short(r.GoodHash), reason)
@@ -670,7 +755,7 @@ func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time
 		return
 	}
 	c.total.WithLabelValues("failed").Inc()
-	c.cfg.Log.Warn("update failed, and the pod has no last good spec to return to", "pod", r.Name, "uid", r.UID, "failed", short(hash), "reason", reason)
+	c.cfg.Log.Warn("update failed, and the pod has no last good spec to return to (or its atomic file no good content)", "pod", r.Name, "uid", r.UID, "failed", short(hash), "reason", reason)
 	c.event(p, "Warning", reasonRolloutFailed, fmt.Sprintf("Spec %s failed and there is no good spec to return to: %s", short(hash), reason))
 }
 
@@ -752,7 +837,7 @@ func (c *Controller) Condition(uid string) *pod.Condition {
 		cond.Reason = ReasonRolledBack
 		cond.Message = fmt.Sprintf("spec %s failed (%s); running the last good spec %s", short(r.Failed), r.Reason, short(r.GoodHash))
 	} else {
-		cond.Message = fmt.Sprintf("spec %s failed (%s); no good spec to return to", short(r.Failed), r.Reason)
+		cond.Message = fmt.Sprintf("spec %s failed (%s); no good spec (or good content of its atomic file) to return to", short(r.Failed), r.Reason)
 	}
 	return cond
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,10 +53,19 @@ func (f *fakeStore) want(p *pod.Pod, hash string) {
 	f.wanted = []podconfig.Desired{{Pod: p, Hash: hash, Origin: pod.Origin{Source: "file", File: "a.yaml"}}}
 }
 
-// fakePods answers Progress with what the test set.
-type fakePods struct{ progress reconcile.Progress }
+// fakePods answers Progress with what the test set: for a pod named in
+// byName its own, else progress.
+type fakePods struct {
+	progress reconcile.Progress
+	byName   map[string]reconcile.Progress
+}
 
-func (f *fakePods) Progress(*pod.Pod) reconcile.Progress { return f.progress }
+func (f *fakePods) Progress(p *pod.Pod) reconcile.Progress {
+	if pr, ok := f.byName[p.Metadata.Name]; ok {
+		return pr
+	}
+	return f.progress
+}
 
 func testPod(annotations map[string]string) *pod.Pod {
 	return &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "0123abcd-0000-0000-0000-000000000001", Annotations: annotations},
@@ -78,7 +88,12 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, dir, boot string) *harness {
-	h := &harness{t: t, dir: dir, now: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), store: &fakeStore{}, pods: &fakePods{}, reg: prometheus.NewRegistry()}
+	return newHarnessAt(t, dir, boot, time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC))
+}
+
+// newHarnessAt starts the controller at now.
+func newHarnessAt(t *testing.T, dir, boot string, now time.Time) *harness {
+	h := &harness{t: t, dir: dir, now: now, store: &fakeStore{}, pods: &fakePods{}, reg: prometheus.NewRegistry()}
 	c, err := New(Config{Dir: dir, MinReady: 30 * time.Second, Timeout: 5 * time.Minute, Store: h.store, Pods: h.pods,
 		Registerer: h.reg, Clock: clock.Clock(func() time.Time { return h.now }), BootID: boot})
 	if err != nil {
@@ -205,6 +220,9 @@ func TestRollbackKeptAcrossRestarts(t *testing.T) {
 	}
 }
 
+// TestRolloutCutByReboot: a restart of tug goes on with a watch; a reboot
+// starts it over (timeout and restarts counted afresh), and the second
+// reboot during the same update rolls it back.
 func TestRolloutCutByReboot(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, dir, "boot-1")
@@ -218,9 +236,43 @@ func TestRolloutCutByReboot(t *testing.T) {
 	if pins, _ := same.c.Pins(); len(pins) != 0 {
 		t.Fatal("a restart of tug rolled back")
 	}
-	rebooted := newHarness(t, dir, "boot-2") // the node rebooted: back to A
-	if pins, _ := rebooted.c.Pins(); pins[p.Metadata.UID].Failed != "B" {
-		t.Fatalf("after a reboot: pins %+v", pins)
+	once := newHarness(t, dir, "boot-2") // a power cut: B is tried again
+	if pins, _ := once.c.Pins(); len(pins) != 0 {
+		t.Fatalf("after one reboot: pins %+v, want B tried again", pins)
+	}
+	if hist, _ := once.c.History(p.Metadata.UID); hist.Entries[len(hist.Entries)-1].Outcome != OutcomeProgressing {
+		t.Fatalf("after one reboot: history %+v, want B progressing", hist.Entries)
+	}
+	twice := newHarness(t, dir, "boot-3") // again before B was good: back to A
+	if pins, _ := twice.c.Pins(); pins[p.Metadata.UID].Failed != "B" || pins[p.Metadata.UID].GoodHash != "A" {
+		t.Fatalf("after a second reboot: pins %+v, want B held back for A", pins)
+	}
+	if cond := twice.c.Condition(p.Metadata.UID); cond == nil || cond.Reason != ReasonRolledBack || !strings.Contains(cond.Message, "rebooted twice") {
+		t.Fatalf("after a second reboot: condition %+v", cond)
+	}
+}
+
+// TestRebootRestartsTheRestartCount: the containers a boot starts again
+// do not count against the update's restart budget, and the timeout
+// counts from the boot.
+func TestRebootRestartsTheRestartCount(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir, "boot-1")
+	p := testPod(nil)
+	h.good(p, "A")
+	h.store.want(p, "B")
+	h.pods.progress = reconcile.Progress{Current: true, Attempts: map[string]int{"main": 4}}
+	h.step(4 * time.Minute) // B runs (attempt 4), not Ready yet
+
+	b := newHarnessAt(t, dir, "boot-2", h.now.Add(2*time.Minute)) // past B's first timeout, counted from boot-1
+	b.store.want(p, "B")
+	b.pods.progress = reconcile.Progress{Current: true, Attempts: map[string]int{"main": 7}}
+	b.step(0) // the boot restarted main: attempt 7 is its base
+	b.pods.progress = ready(b.now, 7)
+	b.step(time.Second)
+	b.step(31 * time.Second)
+	if hist, _ := b.c.History(p.Metadata.UID); hist.GoodHash != "B" || hist.Failed != "" {
+		t.Fatalf("after a reboot: good %q failed %q (%s), want B good", hist.GoodHash, hist.Failed, hist.Reason)
 	}
 }
 
@@ -463,5 +515,95 @@ func TestBlockedUpdateInHistory(t *testing.T) {
 	}
 	if cond := h.c.Condition(p.Metadata.UID); cond != nil {
 		t.Errorf("condition %+v, want none: rollback is off", cond)
+	}
+}
+
+// TestAtomicBundleStaysWhole: an atomic file's pods stay on one content.
+// When the file has no good content yet (its first content never had
+// every pod good at once), a failing pod fails where it is rather than
+// returning to a spec of its own; a reboot during an update starts it over
+// for every pod of the file, and the second reboot returns the file as a
+// unit to its good content, or, with none, lets the update go on.
+func TestAtomicBundleStaysWhole(t *testing.T) {
+	origin := pod.Origin{Source: "http://bundle", File: "http://bundle"}
+	atomic := map[string]string{AnnotationRollout: RolloutAtomic}
+	a, b := testPod(atomic), testPod(atomic)
+	b.Metadata.Name, b.Metadata.UID = "db", "0123abcd-0000-0000-0000-000000000002"
+	content := func(h *harness, hash string, version uint64, hashes ...string) {
+		h.store.mu.Lock()
+		defer h.store.mu.Unlock()
+		h.store.files = []podconfig.FileState{{Origin: origin, AppliedHash: hash, Hash: hash, Version: version}}
+		h.store.wanted = []podconfig.Desired{{Pod: a, Hash: hashes[0], Origin: origin}, {Pod: b, Hash: hashes[1], Origin: origin}}
+	}
+	for _, tt := range []struct {
+		name string
+		// dbFirst: db is Ready in the file's first content, which so
+		// becomes its good content.
+		dbFirst bool
+		// afterTwo are the pins after the second reboot.
+		wantFilePin bool
+	}{
+		{name: "good content", dbFirst: true, wantFilePin: true},
+		{name: "no good content", dbFirst: false, wantFilePin: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newHarness(t, dir, "boot-1")
+			content(h, "C1", 1, "A1", "B1")
+			h.pods.progress = ready(h.now, 0)
+			if !tt.dbFirst {
+				h.pods.byName = map[string]reconcile.Progress{"db": {Current: true, Attempts: map[string]int{"main": 0}}}
+			}
+			h.step(0)
+			h.step(31 * time.Second)
+			h.step(6 * time.Minute)
+			h.step(0)
+			fr := h.c.File(origin)
+			if tt.dbFirst != (fr != nil && fr.GoodHash == "C1") {
+				t.Fatalf("file after its first content: %+v", fr)
+			}
+			if !tt.dbFirst {
+				if hist, _ := h.c.History(b.Metadata.UID); hist.Failed != "B1" || hist.GoodHash != "" {
+					t.Fatalf("db after its first content: %+v", hist)
+				}
+			}
+
+			// Version 2: web fails to pull. With a good content the
+			// file goes back whole; without, web fails where it is
+			// (its own good spec A1 would split the file).
+			content(h, "C2", 2, "A2", "B2")
+			h.pods.byName = map[string]reconcile.Progress{"web": {Failure: pod.ReasonErrImagePull, Message: "main: not found"}}
+			h.step(time.Second)
+			if got := len(h.store.filePins) == 1; got != tt.wantFilePin || len(h.store.pins) != len(h.store.filePins)*2 {
+				t.Fatalf("after web failed: pod pins %+v, file pins %+v", h.store.pins, h.store.filePins)
+			}
+			if cond := h.c.Condition(a.Metadata.UID); cond == nil || (cond.Reason == ReasonRolledBack) != tt.wantFilePin {
+				t.Fatalf("web after it failed: %+v", cond)
+			}
+
+			// Version 3 is watched when the power goes, twice.
+			content(h, "C3", 3, "A3", "B3")
+			h.pods.byName = nil
+			h.pods.progress = reconcile.Progress{}
+			h.step(time.Second)
+			once := newHarness(t, dir, "boot-2")
+			if pins, files := once.c.Pins(); len(pins) != 0 || len(files) != 0 {
+				t.Fatalf("after one reboot: pins %+v, file pins %+v; want version 3 tried again", pins, files)
+			}
+			twice := newHarness(t, dir, "boot-3")
+			pins, files := twice.c.Pins()
+			if !tt.wantFilePin {
+				if len(pins) != 0 || len(files) != 0 {
+					t.Fatalf("after two reboots, no good content: pins %+v, file pins %+v; want the file whole on version 3", pins, files)
+				}
+				return
+			}
+			if len(files) != 1 || files[0].Failed != "C3" || len(files[0].Pods) != 2 || files[0].Hashes[0] != "A1" || files[0].Hashes[1] != "B1" {
+				t.Fatalf("after two reboots: file pins %+v, want C3 held back for C1", files)
+			}
+			if fr := twice.c.File(origin); fr == nil || !fr.HeldBack || fr.FailedVersion != 3 {
+				t.Fatalf("file after two reboots: %+v", fr)
+			}
+		})
 	}
 }

@@ -45,9 +45,17 @@ type record struct {
 	// started during boot WatchBoot. Base holds each container's attempt
 	// when first seen created from this spec (restarts count from it), and
 	// CurrentSince when every container was first seen created from it.
-	Watch        string         `json:"watch,omitempty"`
-	WatchSince   time.Time      `json:"watchSince,omitzero"`
-	WatchBoot    string         `json:"watchBoot,omitempty"`
+	Watch      string    `json:"watch,omitempty"`
+	WatchSince time.Time `json:"watchSince,omitzero"`
+	WatchBoot  string    `json:"watchBoot,omitempty"`
+	// WatchBoots counts the reboots the watch has been open across.
+	WatchBoots int `json:"watchBoots,omitempty"`
+	// File is the manifest file (or URL) the watched spec comes from. When
+	// that file is atomic, FileContent and FileVersion are its applied
+	// content while the watch is open: what a reboot returns as a unit.
+	File         string         `json:"file,omitempty"`
+	FileContent  string         `json:"fileContent,omitempty"`
+	FileVersion  uint64         `json:"fileVersion,omitempty"`
 	Base         map[string]int `json:"base,omitempty"`
 	CurrentSince time.Time      `json:"currentSince,omitzero"`
 	// ReadyAt is when the pod was first seen Ready with every container
@@ -101,6 +109,12 @@ func (s *savedPod) restore() *pod.Pod {
 		cp.Bound = b
 	}
 	return &cp
+}
+
+// restartWatch starts the watch of r's spec over, as of now on boot: the
+// timeout counts again, and restarts count from the next attempts.
+func (r *record) restartWatch(boot string, now time.Time) {
+	r.WatchSince, r.WatchBoot, r.Base, r.CurrentSince, r.ReadyAt = now, boot, nil, time.Time{}, time.Time{}
 }
 
 // clone returns a copy of r that shares nothing it may change.
