@@ -13,8 +13,7 @@
 #   make test         everything CI runs: lint, test-unit, fuzz, both builds, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
-#                     then e2e-containerd2, test-v2 and test-systemd (test-powercut
-#                     is run on its own: see its entry)
+#                     then e2e-containerd2, test-v2, test-systemd and test-powercut
 #   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
 #                     time, the six long waiting tests that call t.Parallel together at
 #                     the end): brings the test environment up, prints the daemons' logs
@@ -47,16 +46,13 @@
 #   make test-powercut  power cuts of a device running tug: the QEMU guest of
 #                     test-systemd with a persistent ext4 disk (containerd, tug's
 #                     root dir, pod logs, claims), killed hard (SIGKILL of QEMU) at
-#                     a seeded random moment CUTS times (default 2, ~4.5 min) while
+#                     a seeded random moment CUTS times (default 2, ~3.5 min) while
 #                     10 pods write fsync'd records and logs and a URL bundle is
 #                     updated or rolled back; after each boot: tug starts, every
 #                     pod Running within PC_BOUND, no half-applied bundle, no
 #                     acknowledged record lost, CRI logs parse and go on, the status
 #                     sequence never goes back (scripts/powercut.sh; SEED replays;
-#                     the soak: CUTS=100, results in docs/benchmarks.md). Not in
-#                     make test: an atomic bundle whose first version was never
-#                     good as a unit is rolled back pod by pod at boot, which its
-#                     half-applied check fails (docs/benchmarks.md, Power cuts)
+#                     the soak: CUTS=100, results in docs/benchmarks.md)
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
 #                     pod start-up vs ctr run (bench/benchstart), tug at rest (bench/benchidle),
@@ -153,7 +149,7 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit fuzz build build-arm64 e2e e2e-containerd2 test-v2 test-systemd
+test: lint test-unit fuzz build build-arm64 e2e e2e-containerd2 test-v2 test-systemd test-powercut
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes

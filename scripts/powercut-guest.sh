@@ -128,7 +128,7 @@ metadata:
   labels: {bundle: "v$1"}
   annotations:
     tug.io/rollout: atomic
-    tug.io/rollout-timeout: 75s
+    tug.io/rollout-timeout: 30s
 spec:
   hostNetwork: true
   terminationGracePeriodSeconds: 1
@@ -221,6 +221,7 @@ status-frequency: 5s
 metrics-remote-write-url: http://127.0.0.1:9009/push
 metrics-push-interval: 5s
 url-policy: privileged
+rollout-min-ready: 5s
 CONF
 chmod 600 /etc/tug/config.yaml
 install -m 755 "$TUG" /usr/local/bin/tug
@@ -241,19 +242,27 @@ say "TUGSTART at $t_start"
 # ------------------------------------------------------------ until the cut
 # swaps: seeded moments (SEED, BOOT): the first 1-8 s after every pod runs,
 # then every 3-20 s a swap, a bad version one time in three; a bad version
-# stays served 80 s more (tug rolls it back after the rollout timeout, 75 s)
-# and is followed by a good one. Runs in the background from SETTLED on,
-# beside the checks, until the cut.
+# stays served 35 s more (tug rolls it back after the rollout timeout, 30 s)
+# and is followed by a good one. A version is good 5 s after its pods are
+# Ready (rollout-min-ready), so that cuts find the bundle being updated,
+# being rolled back and at rest. A bad version is served only once the
+# bundle has a good content (tug's /manifests): with none, tug keeps an
+# atomic bundle on the failing version, by design, and the bundle could not
+# settle. Runs in the background from SETTLED on, beside the checks, until
+# the cut.
+has_good() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
+    jq -e '[.items[] | select(.file | startswith("http")) | .rollout.goodHash // ""] | any(. != "")' >/dev/null 2>&1; }
 swaps() {
     awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), "good"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good")}' |
     while read -r delay kind; do
         read -r sv skind slast < $PC/served
-        [ "$skind" = bad ] && { delay=$((delay + 80)); kind=good; }
+        [ "$skind" = bad ] && { delay=$((delay + 35)); kind=good; }
         i=0
         while [ $i -lt "$delay" ]; do
             sleep 1; i=$((i + 1))
             [ $((i % 5)) = 0 ] && [ -f $seqf ] && echo "SEQNOW $(tr -cd '0-9' < $seqf | head -c 20)"
         done
+        [ "$kind" = bad ] && ! has_good && kind=good
         if [ "$kind" = good ]; then serve $((sv + 1)) good $((sv + 1)); else serve $((sv + 1)) bad "$slast"; fi
     done
 }

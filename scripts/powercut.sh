@@ -36,7 +36,7 @@
 # Failures are classed tug, containerd or kernel (kernel and file system).
 # `powercut.sh --summary PC_DIR` prints a run's figures so far.
 #
-# Knobs: CUTS (2: ~4.5 min here), SEED (default: the time; printed, SEED=... replays the
+# Knobs: CUTS (2: ~3.5 min here), SEED (default: the time; printed, SEED=... replays the
 # cut moments and the guest's swaps), PC_BOUND (300 s, tug's start to all
 # Running), PC_HOLD (20 s), PC_DIR (the run's files, default
 # $V2G_DIR/powercut/<time>-<pid>, the newest V2G_KEEP_RUNS (5) kept: disk.raw, boot-N/{v2guest.log,console.log,
