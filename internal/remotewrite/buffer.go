@@ -24,8 +24,10 @@ type batch struct {
 	samples int
 	size    int64
 	body    []byte // nil once the batch is on disk
-	onDisk  bool
 }
+
+// onDisk reports whether the batch is in its file rather than in memory.
+func (b batch) onDisk() bool { return b.body == nil }
 
 func (b batch) name() string { return fmt.Sprintf("%020d-%d%s", b.seq, b.samples, batchExt) }
 
@@ -96,7 +98,6 @@ func openBuffer(dir string, capBytes int64) (b *buffer, lost int, err error) {
 			continue // removed meanwhile
 		}
 		bt.size = fi.Size()
-		bt.onDisk = true
 		b.batches = append(b.batches, bt)
 		b.size += bt.size
 		b.next = max(b.next, bt.seq+1)
@@ -138,6 +139,9 @@ func (b *buffer) add(body []byte, samples int) (dropped int, err error) {
 		dropped += old.samples
 	}
 	waiting := len(b.batches) > 0
+	if body == nil {
+		body = []byte{} // in memory: a nil body means on disk
+	}
 	b.batches = append(b.batches, batch{seq: b.next, samples: samples, size: size, body: body})
 	b.next++
 	b.size += size
@@ -165,7 +169,7 @@ func (b *buffer) persist() (written int, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, bt := range b.batches {
-		if !bt.onDisk {
+		if !bt.onDisk() {
 			written++
 		}
 	}
@@ -178,13 +182,13 @@ func (b *buffer) persist() (written int, err error) {
 func (b *buffer) persistLocked() error {
 	for i := range b.batches {
 		bt := &b.batches[i]
-		if bt.onDisk {
+		if bt.onDisk() {
 			continue
 		}
 		if err := b.write(filepath.Join(b.dir, bt.name()), bt.body, 0o600); err != nil {
 			return fmt.Errorf("remotewrite: buffer: %w", err)
 		}
-		bt.onDisk, bt.body = true, nil
+		bt.body = nil
 	}
 	return nil
 }
@@ -198,7 +202,7 @@ func (b *buffer) oldest() (bt batch, body []byte, ok bool, err error) {
 		return batch{}, nil, false, nil
 	}
 	bt = b.batches[0]
-	if !bt.onDisk {
+	if !bt.onDisk() {
 		return bt, bt.body, true, nil
 	}
 	body, err = os.ReadFile(filepath.Join(b.dir, bt.name()))
@@ -228,7 +232,7 @@ func (b *buffer) removeLocked() error {
 	bt := b.batches[0]
 	b.batches = b.batches[1:]
 	b.size -= bt.size
-	if !bt.onDisk {
+	if !bt.onDisk() {
 		return nil
 	}
 	if err := os.Remove(filepath.Join(b.dir, bt.name())); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -243,7 +247,7 @@ func (b *buffer) stats() (batches int, bytes int64, onDisk int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, bt := range b.batches {
-		if bt.onDisk {
+		if bt.onDisk() {
 			onDisk++
 		}
 	}
@@ -255,7 +259,7 @@ func (b *buffer) samplesInMemory() (n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, bt := range b.batches {
-		if !bt.onDisk {
+		if !bt.onDisk() {
 			n += bt.samples
 		}
 	}
