@@ -59,15 +59,22 @@ sysctl -qw vm.dirty_ratio=80 vm.dirty_background_ratio=50 vm.dirty_expire_centis
 mount -o remount,commit=30 /persist
 
 # ------------------------------------------------------------ manifests
-writer_yaml() { # NAME
+# pod_head NAME [METADATA]: a pod's first lines, its metadata (METADATA:
+# more lines of it) and the spec's fields every pod here has.
+pod_head() {
     cat <<YAML
 apiVersion: v1
 kind: Pod
 metadata:
   name: $1
-spec:
+${2:-}spec:
   hostNetwork: true
   terminationGracePeriodSeconds: 1
+YAML
+}
+writer_yaml() { # NAME
+    pod_head $1
+    cat <<YAML
   volumes:
     - name: claim
       hostPath: {path: $PC/claims/$1, type: DirectoryOrCreate}
@@ -100,14 +107,8 @@ spec:
 YAML
 }
 logger_yaml() { # NAME
+    pod_head $1
     cat <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $1
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
   containers:
     - name: l
       image: $IMAGE
@@ -119,19 +120,13 @@ bundle() { # VERSION good|bad: three pods, one unit (atomic), probed Ready
     for p in $APPS; do
         ready="touch /tmp/ready"
         [ "$2" = bad ] && [ $p = app-b ] && ready="true"
-        cat <<YAML
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $p
-  labels: {bundle: "v$1"}
+        echo ---
+        pod_head $p '  labels: {bundle: "v'$1'"}
   annotations:
     tug.io/rollout: atomic
     tug.io/rollout-timeout: 30s
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
+'
+        cat <<YAML
   containers:
     - name: app
       image: $IMAGE
