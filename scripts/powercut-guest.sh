@@ -124,7 +124,7 @@ bundle() { # VERSION good|bad: three pods, one unit (atomic), probed Ready
         pod_head $p '  labels: {bundle: "v'$1'"}
   annotations:
     tug.io/rollout: atomic
-    tug.io/rollout-timeout: 30s
+    tug.io/rollout-timeout: 60s
 '
         cat <<YAML
   containers:
@@ -237,7 +237,8 @@ say "TUGSTART at $t_start"
 # ------------------------------------------------------------ until the cut
 # swaps: seeded moments (SEED, BOOT): the first 1-8 s after every pod runs,
 # then every 3-20 s a swap, a bad version one time in three; a bad version
-# stays served 35 s more (tug rolls it back after the rollout timeout, 30 s)
+# stays served 65 s more (tug rolls it back after the rollout timeout, 60 s:
+# longer than a boot takes to start every pod here, which it must cover)
 # and is followed by a good one. A version is good 5 s after its pods are
 # Ready (rollout-min-ready), so that cuts find the bundle being updated,
 # being rolled back and at rest. A bad version is served only once the
@@ -251,7 +252,7 @@ swaps() {
     awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), "good"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good")}' |
     while read -r delay kind; do
         read -r sv skind slast < $PC/served
-        [ "$skind" = bad ] && { delay=$((delay + 35)); kind=good; }
+        [ "$skind" = bad ] && { delay=$((delay + 65)); kind=good; }
         i=0
         while [ $i -lt "$delay" ]; do
             sleep 1; i=$((i + 1))

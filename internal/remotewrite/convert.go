@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/prometheus/prompb"
 )
 
 // Label is one external label.
@@ -23,25 +22,25 @@ type Label struct {
 // has the timestamp ts (ms). An external label is added to a series only
 // when the series has no label of that name. Labels are sorted by name, as
 // the remote-write protocol requires.
-func toTimeSeries(families []*dto.MetricFamily, ts int64, external []Label) []prompb.TimeSeries {
-	var out []prompb.TimeSeries
+func toTimeSeries(families []*dto.MetricFamily, ts int64, external []Label) []series {
+	var out []series
 	add := func(name string, m *dto.Metric, extraName, extraValue string, v float64) {
-		labels := make([]prompb.Label, 0, len(m.GetLabel())+len(external)+2)
-		labels = append(labels, prompb.Label{Name: "__name__", Value: name})
+		labels := make([]Label, 0, len(m.GetLabel())+len(external)+2)
+		labels = append(labels, Label{Name: "__name__", Value: name})
 		for _, l := range m.GetLabel() {
-			labels = append(labels, prompb.Label{Name: l.GetName(), Value: l.GetValue()})
+			labels = append(labels, Label{Name: l.GetName(), Value: l.GetValue()})
 		}
 		if extraName != "" {
-			labels = append(labels, prompb.Label{Name: extraName, Value: extraValue})
+			labels = append(labels, Label{Name: extraName, Value: extraValue})
 		}
 		own := len(labels)
 		for _, e := range external {
-			if !slices.ContainsFunc(labels[:own], func(l prompb.Label) bool { return l.Name == e.Name }) {
-				labels = append(labels, prompb.Label{Name: e.Name, Value: e.Value})
+			if !slices.ContainsFunc(labels[:own], func(l Label) bool { return l.Name == e.Name }) {
+				labels = append(labels, e)
 			}
 		}
-		slices.SortFunc(labels, func(a, b prompb.Label) int { return strings.Compare(a.Name, b.Name) })
-		out = append(out, prompb.TimeSeries{Labels: labels, Samples: []prompb.Sample{{Value: v, Timestamp: ts}}})
+		slices.SortFunc(labels, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, series{labels: labels, value: v, ts: ts})
 	}
 	for _, f := range families {
 		name := f.GetName()

@@ -1,6 +1,8 @@
 package remotewrite
 
 import (
+	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +29,56 @@ func seriesText(series []prompb.TimeSeries) []string {
 		}
 	}
 	return out
+}
+
+// decode reads a WriteRequest with Prometheus' own prompb types.
+func decode(t *testing.T, data []byte) prompb.WriteRequest {
+	t.Helper()
+	var wr prompb.WriteRequest
+	if err := wr.Unmarshal(data); err != nil {
+		t.Fatalf("prompb cannot decode the request: %v", err)
+	}
+	return wr
+}
+
+// TestEncodeWriteRequestAsPrompb: the encoding is byte for byte the one of
+// prompb's generated Marshal, zero values, negative timestamps, special
+// floats and long strings included.
+func TestEncodeWriteRequestAsPrompb(t *testing.T) {
+	long := strings.Repeat("x", 300) // a length of two varint bytes
+	for _, tt := range []struct {
+		name string
+		in   []series
+	}{
+		{"none", nil},
+		{"one", []series{{labels: []Label{{"__name__", "up"}, {"node", "edge1"}}, value: 1, ts: 1000}}},
+		{"zeros", []series{{labels: []Label{{"__name__", "z"}, {"empty", ""}}, value: 0, ts: 0}}},
+		{"no labels", []series{{value: 2, ts: 5}}},
+		{"negative and special", []series{
+			{labels: []Label{{"__name__", "a"}}, value: math.Inf(-1), ts: -1},
+			{labels: []Label{{"__name__", "b"}}, value: math.NaN(), ts: math.MaxInt64},
+			{labels: []Label{{"__name__", "c"}}, value: -0.5, ts: math.MinInt64},
+		}},
+		{"long", []series{{labels: []Label{{"__name__", long}, {"ünï", long + "ç"}}, value: 1e300, ts: 1 << 40}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ref prompb.WriteRequest
+			for _, s := range tt.in {
+				ts := prompb.TimeSeries{Samples: []prompb.Sample{{Value: s.value, Timestamp: s.ts}}}
+				for _, l := range s.labels {
+					ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value})
+				}
+				ref.Timeseries = append(ref.Timeseries, ts)
+			}
+			want, err := ref.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := encodeWriteRequest(tt.in); !bytes.Equal(got, want) {
+				t.Fatalf("encoding\n%x\nprompb's\n%x", got, want)
+			}
+		})
+	}
 }
 
 func prompbValue(s prompb.Sample) string {
@@ -80,7 +132,7 @@ func TestToTimeSeries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := seriesText(toTimeSeries(gather(t, tt.c), 1000, ext))
+			got := seriesText(decode(t, encodeWriteRequest(toTimeSeries(gather(t, tt.c), 1000, ext))).Timeseries)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}

@@ -25,7 +25,6 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/prometheus/prompb"
 
 	"tug/internal/redact"
 )
@@ -191,13 +190,7 @@ func (w *Writer) collect(now time.Time) {
 	if len(series) == 0 {
 		return
 	}
-	req := prompb.WriteRequest{Timeseries: series}
-	data, err := req.Marshal()
-	if err != nil {
-		w.cfg.Log.Error("encoding the remote-write batch", "err", err)
-		return
-	}
-	body := snappy.Encode(nil, data)
+	body := snappy.Encode(nil, encodeWriteRequest(series))
 	dropped, err := w.buf.add(body, len(series))
 	if dropped > 0 {
 		w.dropped.WithLabelValues(ReasonBufferFull).Add(float64(dropped))
