@@ -123,6 +123,18 @@ func (h *harness) good(p *pod.Pod, hash string) {
 	}
 }
 
+// updated returns a harness (on boot-1, state in dir) whose pod has the
+// good spec A and runs B with progress pr for d.
+func updated(t *testing.T, dir string, pr reconcile.Progress, d time.Duration) (*harness, *pod.Pod) {
+	h := newHarness(t, dir, "boot-1")
+	p := testPod(nil)
+	h.good(p, "A")
+	h.store.want(p, "B")
+	h.pods.progress = pr
+	h.step(d)
+	return h, p
+}
+
 func (h *harness) pinned(uid, failed string) bool {
 	pin, ok := h.store.pins[uid]
 	return ok && pin.Failed == failed && pin.Good != nil
@@ -195,12 +207,7 @@ func TestRollback(t *testing.T) {
 
 func TestRollbackKeptAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
-	h := newHarness(t, dir, "boot-1")
-	p := testPod(nil)
-	h.good(p, "A")
-	h.store.want(p, "B")
-	h.pods.progress = reconcile.Progress{Failure: pod.ReasonErrImagePull}
-	h.step(time.Second)
+	h, p := updated(t, dir, reconcile.Progress{Failure: pod.ReasonErrImagePull}, time.Second)
 	if !h.pinned(p.Metadata.UID, "B") {
 		t.Fatal("B not held back")
 	}
@@ -225,12 +232,7 @@ func TestRollbackKeptAcrossRestarts(t *testing.T) {
 // reboot during the same update rolls it back.
 func TestRolloutCutByReboot(t *testing.T) {
 	dir := t.TempDir()
-	h := newHarness(t, dir, "boot-1")
-	p := testPod(nil)
-	h.good(p, "A")
-	h.store.want(p, "B")
-	h.pods.progress = reconcile.Progress{}
-	h.step(time.Second) // B is watched, not good yet
+	_, p := updated(t, dir, reconcile.Progress{}, time.Second) // B is watched, not good yet
 
 	same := newHarness(t, dir, "boot-1") // tug restarted: the rollout goes on
 	if pins, _ := same.c.Pins(); len(pins) != 0 {
@@ -257,12 +259,7 @@ func TestRolloutCutByReboot(t *testing.T) {
 // counts from the boot.
 func TestRebootRestartsTheRestartCount(t *testing.T) {
 	dir := t.TempDir()
-	h := newHarness(t, dir, "boot-1")
-	p := testPod(nil)
-	h.good(p, "A")
-	h.store.want(p, "B")
-	h.pods.progress = reconcile.Progress{Current: true, Attempts: map[string]int{"main": 4}}
-	h.step(4 * time.Minute) // B runs (attempt 4), not Ready yet
+	h, p := updated(t, dir, reconcile.Progress{Current: true, Attempts: map[string]int{"main": 4}}, 4*time.Minute) // B runs (attempt 4), not Ready yet
 
 	b := newHarnessAt(t, dir, "boot-2", h.now.Add(2*time.Minute)) // past B's first timeout, counted from boot-1
 	b.store.want(p, "B")
