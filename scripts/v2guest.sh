@@ -126,6 +126,10 @@ ensure_packages() {
         # to systemd-journal-remote
         { [ -x /lib/systemd/systemd-journal-remote ] && [ -x /lib/systemd/systemd-journal-upload ]; } ||
             need+=(systemd-journal-remote)
+        # the guest scripts read tug's API with them (systemdtest.sh,
+        # powercut-guest.sh)
+        command -v jq >/dev/null || need+=(jq)
+        command -v curl >/dev/null || need+=(curl)
     fi
     [ ${#need[@]} -eq 0 ] && return
     [ "$(id -u)" = 0 ] || die "missing packages (${need[*]}) and not root"
