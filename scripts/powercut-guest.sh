@@ -22,7 +22,17 @@
 #      seconds-since-boot), and checks that version against what is served;
 #   5. then, until the cut, it swaps the served bundle at random moments
 #      (seeded by SEED and BOOT): a good next version, or a bad one whose
-#      pod app-b never gets Ready so that tug rolls the atomic bundle back.
+#      pod app-b never gets Ready so that tug rolls the atomic bundle back;
+#      at every other swap it also pushes a new image to the guest's
+#      registry (busybox's layer and a new layer of 1 MiB of random bytes)
+#      and points the pod puller at it, so that tug pulls (downloads,
+#      unpacks, syncs) an image it has never seen.
+#
+# The status documents go to a receiver in the guest (busybox httpd, a CGI
+# script) that appends each document's version to $PC/status-recv and
+# syncs it before it answers, as an upstream that stores what it
+# acknowledges; at every boot the versions received so far must never go
+# down.
 #
 # The writers write numbered records of 64 bytes to their claim (a hostPath
 # on the disk), fsync each (sync FILE), and then acknowledge it by a line in
@@ -45,6 +55,7 @@ fail() { echo "FAIL[$1]: $2"; }
 WRITERS="writer-1 writer-2 writer-3 writer-4"
 LOGGERS="logger-1 logger-2 logger-3"
 APPS="app-a app-b app-c"
+REG=127.0.0.1:5055   # the guest's registry (Debian's docker-registry)
 
 if ! mountpoint -q /persist; then
     fail kernel "no persistent disk on /persist ($(tr '\n' ' ' < "$OUT/disk.txt" 2>/dev/null))"
@@ -146,6 +157,102 @@ serve() { # VERSION good|bad LASTGOOD: replace the served bundle atomically
     echo "SWAP v=$1 $2 lastgood=$3 at $(up)"
 }
 
+# puller_yaml N: the pod that runs image $REG/pc/data:N.
+puller_yaml() {
+    pod_head puller
+    cat <<YAML
+  containers:
+    - name: p
+      image: $REG/pc/data:$1
+      imagePullPolicy: IfNotPresent
+      command: ["sh", "-c", "test -s /data && exec sleep 100000"]
+YAML
+}
+# push_data N: image $REG/pc/data:N, busybox's layers and a new layer of
+# 1 MiB of random bytes, built as an OCI layout from the busybox archive,
+# pushed to the registry through containerd (namespace pcbuild, removed
+# again) and synced there, so that no cut loses what the manifest names.
+push_data() {
+    d=/tmp/data-$1 bb=$PC/busybox-oci
+    rm -rf $d && mkdir -p $d/blobs/sha256 $d/layer || return 1
+    head -c 1048576 /dev/urandom > $d/layer/data
+    tar -C $d/layer -cf $d/layer.tar data
+    l=$(sha256sum $d/layer.tar | cut -d' ' -f1) ls=$(stat -c %s $d/layer.tar)
+    mv $d/layer.tar $d/blobs/sha256/$l
+    m=$(jq -r '.manifests[0].digest' $bb/index.json | cut -d: -f2)
+    c=$(jq -r '.config.digest' $bb/blobs/sha256/$m | cut -d: -f2)
+    for b in $(jq -r '.layers[].digest' $bb/blobs/sha256/$m | cut -d: -f2); do cp $bb/blobs/sha256/$b $d/blobs/sha256/; done
+    jq -c --arg l sha256:$l '.rootfs.diff_ids += [$l]' $bb/blobs/sha256/$c > $d/config
+    c=$(sha256sum $d/config | cut -d' ' -f1) cs=$(stat -c %s $d/config)
+    mv $d/config $d/blobs/sha256/$c
+    jq -c --arg c sha256:$c --argjson cs $cs --arg l sha256:$l --argjson ls $ls \
+        '.config.digest = $c | .config.size = $cs | .layers += [{mediaType: "application/vnd.oci.image.layer.v1.tar", digest: $l, size: $ls}]' \
+        $bb/blobs/sha256/$m > $d/manifest
+    m=$(sha256sum $d/manifest | cut -d' ' -f1) ms=$(stat -c %s $d/manifest)
+    mv $d/manifest $d/blobs/sha256/$m
+    echo '{"imageLayoutVersion":"1.0.0"}' > $d/oci-layout
+    printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+        $m $ms "$REG/pc/data:$1" $1 > $d/index.json
+    tar -C $d -cf $d.tar oci-layout index.json blobs &&
+        ctr -n pcbuild images import --no-unpack $d.tar >/dev/null &&
+        ctr -n pcbuild images push --plain-http $REG/pc/data:$1 >/dev/null 2>&1
+    rc=$?
+    ctr -n pcbuild images rm --sync $REG/pc/data:$1 >/dev/null 2>&1
+    rm -rf $d $d.tar
+    sync -f $PC/registry
+    return $rc
+}
+# pull_next: a new image, then the puller pointed at it (the manifest
+# replaced atomically); the image two before goes from tug's namespace,
+# so that the disk does not fill.
+pull_next() {
+    read -r n 2>/dev/null < $PC/pulled || n=0
+    n=$((n + 1))
+    push_data $n || { echo "PUSH failed for data:$n"; return; }
+    puller_yaml $n > $PC/manifests/.puller.tmp && sync $PC/manifests/.puller.tmp &&
+        mv -f $PC/manifests/.puller.tmp $PC/manifests/puller.yaml
+    echo $n > $PC/pulled.tmp && sync $PC/pulled.tmp && mv -f $PC/pulled.tmp $PC/pulled
+    [ $n -gt 2 ] && ctr -n tug images rm $REG/pc/data:$((n - 2)) >/dev/null 2>&1
+    echo "PULLSWAP data:$n at $(up)"
+}
+start_registry() {
+    mkdir -p $PC/registry
+    cat > $PC/registry.yml <<YML
+version: 0.1
+log:
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $PC/registry
+  delete:
+    enabled: true
+http:
+  addr: $REG
+YML
+    docker-registry serve $PC/registry.yml > $OUT/registry.log 2>&1 &
+    i=0
+    until curl -fs -o /dev/null --max-time 2 http://$REG/v2/; do
+        i=$((i + 1)); [ $i -ge 60 ] && { fail kernel "the guest's registry does not answer"; return 1; }
+        sleep 1
+    done
+}
+# The status receiver: busybox httpd with a CGI script that appends the
+# version of each document (line 2 of the envelope, its header) to
+# $PC/status-recv and syncs it before it answers.
+start_receiver() {
+    mkdir -p $PC/recv/cgi-bin
+    cat > $PC/recv/cgi-bin/status <<'CGI'
+#!/bin/sh
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+v=$(head -c "${CONTENT_LENGTH:-0}" | sed -n 2p | jq -r '.version // empty' 2>/dev/null)
+[ -n "$v" ] && echo "$v" >> /persist/pc/status-recv && sync /persist/pc/status-recv
+printf 'Content-Type: text/plain\r\n\r\nok\n'
+CGI
+    chmod 755 $PC/recv/cgi-bin/status
+    busybox httpd -p 127.0.0.1:9444 -h $PC/recv
+}
+
 if [ ! -f $PC/initialized ]; then
     mkdir -p $PC/manifests $PC/claims $PC/www /var/lib/tug/images
     for w in $WRITERS; do writer_yaml $w > $PC/manifests/$w.yaml; done
@@ -158,6 +265,10 @@ if [ ! -f $PC/initialized ]; then
     say "INIT first boot: layout written"
 fi
 mkdir -p /v2out/acks
+if [ ! -f $PC/busybox-oci/index.json ]; then
+    mkdir -p $PC/busybox-oci.tmp && tar -C $PC/busybox-oci.tmp -xf "$ARCHIVE" && sync -f $PC &&
+        mv $PC/busybox-oci.tmp $PC/busybox-oci && sync -f $PC
+fi
 
 # ------------------------------------------------------------ what the cut left
 for w in $WRITERS; do
@@ -197,6 +308,12 @@ else
     say "SEQ absent"
 fi
 say "RW files=$(find /var/lib/tug/remote-write -type f 2>/dev/null | wc -l) bytes=$(du -sb /var/lib/tug/remote-write 2>/dev/null | cut -f1)"
+if [ -s $PC/status-recv ]; then
+    r=$(awk 'NR > 1 && $1 < p {bad++; if (ex == "") ex = p " then " $1} {p = $1; n++} END {printf "%d %d %.0f %s\n", n, bad + 0, p, ex}' $PC/status-recv)
+    set -- $r
+    if [ "$2" = 0 ]; then pass "status documents received: $1, their versions never went down (last $3)"
+    else fail tug "status document versions went down $2 times ($4)"; fi
+fi
 read -r sv skind slast < $PC/served || { fail kernel "served state unreadable"; sv=1 skind=good slast=1; }
 say "SERVED v=$sv $skind lastgood=$slast"
 say "PRECHECKS done at $(up)"
@@ -204,13 +321,18 @@ say "PRECHECKS done at $(up)"
 # ------------------------------------------------------------ tug
 echo on > /proc/sys/kernel/printk_devkmsg
 busybox httpd -p 127.0.0.1:8088 -h $PC/www
+start_registry
+start_receiver
+i=0
+until ctr version >/dev/null 2>&1 || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
+[ -f $PC/pulled ] || pull_next
 mkdir -p /etc/tug
 cat > /etc/tug/config.yaml <<CONF
 pod-manifest-path: $PC/manifests
 manifest-url: http://127.0.0.1:8088/bundle.yaml
 http-check-frequency: 5s
 sync-frequency: 10s
-status-url: https://127.0.0.1:9443/status
+status-url: http://127.0.0.1:9444/cgi-bin/status
 status-signing-key: $PC/status.key
 status-frequency: 5s
 metrics-remote-write-url: http://127.0.0.1:9009/push
@@ -248,9 +370,11 @@ say "TUGSTART at $t_start"
 # the cut.
 has_good() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
     jq -e '[.items[] | select(.file | startswith("http")) | .rollout.goodHash // ""] | any(. != "")' >/dev/null 2>&1; }
+held_back() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
+    jq -r '.items[] | select(.file | startswith("http")) | select(.rollout.heldBack) | .rollout.reason // "no reason"' 2>/dev/null; }
 swaps() {
-    awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), "good"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good")}' |
-    while read -r delay kind; do
+    awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), "good", "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
+    while read -r delay kind pull; do
         read -r sv skind slast < $PC/served
         [ "$skind" = bad ] && { delay=$((delay + 65)); kind=good; }
         i=0
@@ -260,6 +384,7 @@ swaps() {
         done
         [ "$kind" = bad ] && ! has_good && kind=good
         if [ "$kind" = good ]; then serve $((sv + 1)) good $((sv + 1)); else serve $((sv + 1)) bad "$slast"; fi
+        [ "$pull" = pull ] && pull_next
     done
 }
 
@@ -277,7 +402,7 @@ deadline=$(awk -v u="$(up)" -v b="$BOUND" 'BEGIN{print int(u + b)}')
 while [ "$(up | cut -d. -f1)" -lt "$deadline" ]; do
     st=$(state)
     ok=1
-    for p in $WRITERS $LOGGERS $APPS; do
+    for p in $WRITERS $LOGGERS $APPS puller; do
         echo "$st" | grep -q "^$p Running True " || { ok=0; break; }
     done
     if [ $ok = 1 ]; then
@@ -288,12 +413,18 @@ while [ "$(up | cut -d. -f1)" -lt "$deadline" ]; do
 done
 if [ -n "$settled" ]; then
     say "SETTLED $settled tugstart=$t_start"
-    pass "tug started and all 10 pods are Running and Ready $(awk -v a="$settled" 'BEGIN{print a}')s after boot"
+    pass "tug started and all 11 pods are Running and Ready $(awk -v a="$settled" 'BEGIN{print a}')s after boot"
     v=${vers#v}
     if [ "$skind" = good ] && [ "$v" = "$sv" ]; then
         pass "the URL bundle's pods all run the served version v$v"
     elif [ "$skind" = bad ] && [ "$v" -le "$slast" ] 2>/dev/null; then
         pass "the URL bundle's pods all run v$v, a good version (v$sv is bad, rolled back; last good served v$slast)"
+    elif held=$(held_back) && [ -n "$held" ] && [ "$v" -lt "$sv" ] 2>/dev/null; then
+        # A good version whose rollout the cut interrupted and that was
+        # not Ready within its timeout at the boot: tug holds it back and
+        # says why; the bundle is whole on the last good content.
+        pass "the URL bundle's pods all run v$v, its last good content: tug held the served v$sv back ($held)"
+        say "HELDBACK v$sv: $held"
     else
         fail tug "the URL bundle's pods run v$v; served v$sv ($skind), last good v$slast"
     fi

@@ -7,10 +7,11 @@
 # holds /var/lib/containerd, tug's root dir, /var/log/pods, the manifests and
 # the claims). Each boot runs scripts/powercut-guest.sh (see its header):
 # it reports what the last cut left, starts tug with the repository's unit
-# (TUG, UNIT), waits for the 10 pods (4 writing fsync'd records to claims, 3
-# writing logs, a URL bundle of 3 pods) and then swaps the URL's bundle,
-# sometimes to a version that fails its readiness probe so that tug rolls
-# it back, until the cut.
+# (TUG, UNIT), waits for the 11 pods (4 writing fsync'd records to claims, 3
+# writing logs, a URL bundle of 3 pods, one whose image comes from a
+# registry in the guest) and then swaps the URL's bundle, sometimes to a
+# version that fails its readiness probe so that tug rolls it back, and
+# the puller's image to a new one tug has to pull, until the cut.
 #
 # The cut: QEMU is killed with SIGKILL (no shutdown, no sync: what is only
 # in the guest's page cache is lost; the guest keeps dirty pages up to 30 s

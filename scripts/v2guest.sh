@@ -130,6 +130,8 @@ ensure_packages() {
         # powercut-guest.sh)
         command -v jq >/dev/null || need+=(jq)
         command -v curl >/dev/null || need+=(curl)
+        # the power-cut guest's registry
+        command -v docker-registry >/dev/null || need+=(docker-registry)
     fi
     [ ${#need[@]} -eq 0 ] && return
     [ "$(id -u)" = 0 ] || die "missing packages (${need[*]}) and not root"
