@@ -37,7 +37,8 @@
 # Failures are classed tug, containerd or kernel (kernel and file system).
 # `powercut.sh --summary PC_DIR` prints a run's figures so far.
 #
-# Knobs: CUTS (2: ~3.5 min here), SEED (default: the time; printed, SEED=... replays the
+# Knobs: CUTS (2: ~3.5 min here), PC_RESUME (1: go on with the run in PC_DIR),
+# SEED (default: the time; printed, SEED=... replays the
 # cut moments and the guest's swaps), PC_BOUND (300 s, tug's start to all
 # Running), PC_HOLD (20 s), PC_DIR (the run's files, default
 # $V2G_DIR/powercut/<time>-<pid>, the newest V2G_KEEP_RUNS (5) kept: disk.raw, boot-N/{v2guest.log,console.log,
@@ -91,18 +92,37 @@ log "SEED=$SEED CUTS=$CUTS PC_BOUND=$BOUND PC_HOLD=$HOLD, files in $PC_DIR (repl
 maxack() { cat "$PC_DIR"/boot-*/out/acks/"$1" 2>/dev/null | grep -E '^[0-9]+$' | sort -n | tail -n 1; }
 maxseq() { cat "$PC_DIR"/boot-*/out/output.log 2>/dev/null | awk '$1 == "SEQNOW" && $2 ~ /^[0-9]+$/ {print $2}' | sort -n | tail -n 1; }
 
+# draw: boot b's seeded moments (a cut during start-up at tcut s, or hold s
+# after the boot's checks).
+draw() {
+    early=0 tcut=
+    if [ $b -lt "$CUTS" ] && [ $((RANDOM % 4)) = 0 ]; then early=1; tcut=$((3 + RANDOM % 28)); fi
+    hold=$((RANDOM % (HOLD + 1)))
+}
+
+# PC_RESUME=1 with the PC_DIR of a run goes on with that run: the boots
+# its summary.txt records stay, the boot that was under way when the run
+# stopped (its QEMU killed: one more cut, at a moment the seed did not
+# choose) is done again, its files kept as boot-N.stopped-TIME, and the
+# draws of the boots done are made again so that the rest of the run is
+# the one SEED gives.
+first=0
+if [ "${PC_RESUME:-}" = 1 ] && [ -s "$SUM" ]; then
+    first=$(awk '$1 == "boot" && $3 ~ /^(cut-|final|ended)/ {sub(":", "", $2); n = $2 + 1} END {print n + 0}' "$SUM")
+    [ -d "$PC_DIR/boot-$first" ] && mv "$PC_DIR/boot-$first" "$PC_DIR/boot-$first.stopped-$(date +%s)"
+    log "resuming at boot $first"
+fi
 settles=() fromtug=()
 pods_back=0
 t_all=$SECONDS
 for ((b = 0; b <= CUTS; b++)); do
+    draw
+    [ $b -lt $first ] && continue
     RUN=$PC_DIR/boot-$b
     mkdir -p "$RUN/out"
     declare -A acked=()
     for w in $WRITERS; do acked[$w]=$(maxack $w); done
     seqmax=$(maxseq)
-    early=0 tcut=
-    if [ $b -lt "$CUTS" ] && [ $((RANDOM % 4)) = 0 ]; then early=1; tcut=$((3 + RANDOM % 28)); fi
-    hold=$((RANDOM % (HOLD + 1)))
     V2G_SYSTEMD=1 V2G_DISK=$DISK V2G_RUN=$RUN V2G_PIDFILE=$RUN/qemu.pid V2G_TIMEOUT=$((BOUND + 900)) \
         "$HERE/v2guest.sh" run -- sh "$HERE/powercut-guest.sh" $b "$SEED" "$TUG" "$UNIT" "$ARCHIVE" "$IMAGE" "$BOUND" \
         > "$RUN/v2guest.log" 2>&1 &
