@@ -357,8 +357,9 @@ systemctl start --no-block tug
 say "TUGSTART at $t_start"
 
 # ------------------------------------------------------------ until the cut
-# swaps: seeded moments (SEED, BOOT): the first 1-8 s after every pod runs,
-# then every 3-20 s a swap, a bad version one time in three; a bad version
+# swaps: seeded moments (SEED, BOOT): the first 1-8 s after every pod runs
+# (with a pull), then every 3-20 s a swap, a bad version one time in three
+# (the first swap too: most cuts come before the second); a bad version
 # stays served 65 s more (tug rolls it back after the rollout timeout, 60 s:
 # longer than a boot takes to start every pod here, which it must cover)
 # and is followed by a good one. A version is good 5 s after its pods are
@@ -373,7 +374,7 @@ has_good() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
 held_back() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
     jq -r '.items[] | select(.file | startswith("http")) | select(.rollout.heldBack) | .rollout.reason // "no reason"' 2>/dev/null; }
 swaps() {
-    awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), "good", "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
+    awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), (rand() < 0.34 ? "bad" : "good"), "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
     while read -r delay kind pull; do
         read -r sv skind slast < $PC/served
         [ "$skind" = bad ] && { delay=$((delay + 65)); kind=good; }
