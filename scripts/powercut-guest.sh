@@ -29,8 +29,8 @@
 #      unpacks, syncs) an image it has never seen.
 #
 # The status documents go to a receiver in the guest (busybox httpd, a CGI
-# script) that appends each document's version to $PC/status-recv and
-# syncs it before it answers, as an upstream that stores what it
+# script) that appends each document's version to $PC/status-received
+# and syncs it before it answers, as an upstream that stores what it
 # acknowledges; at every boot the versions received so far must never go
 # down.
 #
@@ -239,14 +239,14 @@ YML
 }
 # The status receiver: busybox httpd with a CGI script that appends the
 # version of each document (line 2 of the envelope, its header) to
-# $PC/status-recv and syncs it before it answers.
+# $PC/status-received and syncs it before it answers.
 start_receiver() {
     mkdir -p $PC/recv/cgi-bin
     cat > $PC/recv/cgi-bin/status <<'CGI'
 #!/bin/sh
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 v=$(head -c "${CONTENT_LENGTH:-0}" | sed -n 2p | jq -r '.version // empty' 2>/dev/null)
-[ -n "$v" ] && echo "$v" >> /persist/pc/status-recv && sync /persist/pc/status-recv
+[ -n "$v" ] && echo "v=$v;" >> /persist/pc/status-received && sync /persist/pc/status-received
 printf 'Content-Type: text/plain\r\n\r\nok\n'
 CGI
     chmod 755 $PC/recv/cgi-bin/status
@@ -308,8 +308,12 @@ else
     say "SEQ absent"
 fi
 say "RW files=$(find /var/lib/tug/remote-write -type f 2>/dev/null | wc -l) bytes=$(du -sb /var/lib/tug/remote-write 2>/dev/null | cut -f1)"
-if [ -s $PC/status-recv ]; then
-    r=$(awk 'NR > 1 && $1 < p {bad++; if (ex == "") ex = p " then " $1} {p = $1; n++} END {printf "%d %d %.0f %s\n", n, bad + 0, p, ex}' $PC/status-recv)
+# Records are "v=N;": a cut can leave an append that was not synced (never
+# acknowledged) as NULs or a torn record, which do not match.
+if [ -s $PC/status-received ]; then
+    r=$(awk '{ while (match($0, /v=[0-9]+;/)) { v = substr($0, RSTART + 2, RLENGTH - 3) + 0; $0 = substr($0, RSTART + RLENGTH)
+                 if (n > 0 && v < p) { bad++; if (ex == "") ex = sprintf("%.0f-then-%.0f", p, v) }; p = v; n++ } }
+             END {printf "%d %d %.0f %s\n", n, bad + 0, p, ex}' $PC/status-received)
     set -- $r
     if [ "$2" = 0 ]; then pass "status documents received: $1, their versions never went down (last $3)"
     else fail tug "status document versions went down $2 times ($4)"; fi
