@@ -202,16 +202,28 @@ push_data() {
     sync -f $PC/registry
     return $rc
 }
-# pull_next: a new image, then the puller pointed at it (the manifest
-# replaced atomically); the image two before goes from tug's namespace,
-# so that the disk does not fill.
+# counter FILE: the number FILE holds (0 when it has none); set_counter
+# FILE N writes it durably.
+counter() { n=; read -r n 2>/dev/null < $1; echo ${n:-0}; }
+set_counter() { echo $2 > $1.tmp && sync $1.tmp && mv -f $1.tmp $1; }
+# push_ahead: the image the next pull_next points at, pushed now (at boot,
+# before tug starts: a push while the pods run takes longer than most
+# boots last before their cut).
+push_ahead() {
+    n=$(($(counter $PC/pulled) + 1))
+    [ "$(counter $PC/pushed)" -ge $n ] && return
+    push_data $n && set_counter $PC/pushed $n || echo "PUSH failed for data:$n"
+}
+# pull_next: the puller pointed at the next image (pushed ahead, or now;
+# the manifest replaced atomically); the image two before goes from tug's
+# namespace, so that the disk does not fill.
 pull_next() {
-    read -r n 2>/dev/null < $PC/pulled || n=0
-    n=$((n + 1))
-    push_data $n || { echo "PUSH failed for data:$n"; return; }
+    push_ahead
+    n=$(($(counter $PC/pulled) + 1))
+    [ "$(counter $PC/pushed)" -ge $n ] || return
     puller_yaml $n > $PC/manifests/.puller.tmp && sync $PC/manifests/.puller.tmp &&
         mv -f $PC/manifests/.puller.tmp $PC/manifests/puller.yaml
-    echo $n > $PC/pulled.tmp && sync $PC/pulled.tmp && mv -f $PC/pulled.tmp $PC/pulled
+    set_counter $PC/pulled $n
     [ $n -gt 2 ] && ctr -n tug images rm $REG/pc/data:$((n - 2)) >/dev/null 2>&1
     echo "PULLSWAP data:$n at $(up)"
 }
@@ -330,6 +342,7 @@ start_receiver
 i=0
 until ctr version >/dev/null 2>&1 || [ $i -ge 60 ]; do sleep 1; i=$((i + 1)); done
 [ -f $PC/pulled ] || pull_next
+push_ahead
 mkdir -p /etc/tug
 cat > /etc/tug/config.yaml <<CONF
 pod-manifest-path: $PC/manifests
@@ -378,7 +391,9 @@ has_good() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
 held_back() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
     jq -r '.items[] | select(.file | startswith("http")) | select(.rollout.heldBack) | .rollout.reason // "no reason"' 2>/dev/null; }
 swaps() {
-    awk -v s="$SEED" -v b="$BOOT" 'BEGIN{srand(s * 1000 + b); print int(1 + rand() * 8), (rand() < 0.34 ? "bad" : "good"), "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
+    # mawk's rand() after srand of nearby seeds starts alike: the seed is
+    # mixed first.
+    awk -v s=$((((SEED % 1000003) * 1000 + BOOT) * 2654435761 % 2147483647)) 'BEGIN{srand(s); rand(); rand(); print int(1 + rand() * 8), (rand() < 0.34 ? "bad" : "good"), "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
     while read -r delay kind pull; do
         read -r sv skind slast < $PC/served
         [ "$skind" = bad ] && { delay=$((delay + 65)); kind=good; }
