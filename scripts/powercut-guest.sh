@@ -377,7 +377,7 @@ say "TUGSTART at $t_start"
 # swaps: seeded moments (SEED, BOOT): the first 1-8 s after every pod runs
 # (with a pull), then every 3-20 s a swap, a bad version one time in three
 # (the first swap too: most cuts come before the second); a bad version
-# stays served 65 s more (tug rolls it back after the rollout timeout, 60 s:
+# served in this boot stays served 65 s more (tug rolls it back after the rollout timeout, 60 s:
 # longer than a boot takes to start every pod here, which it must cover)
 # and is followed by a good one. A version is good 5 s after its pods are
 # Ready (rollout-min-ready), so that cuts find the bundle being updated,
@@ -394,9 +394,13 @@ swaps() {
     # mawk's rand() after srand of nearby seeds starts alike: the seed is
     # mixed first.
     awk -v s=$((((SEED % 1000003) * 1000 + BOOT) * 2654435761 % 2147483647)) 'BEGIN{srand(s); rand(); rand(); print int(1 + rand() * 8), (rand() < 0.34 ? "bad" : "good"), "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
+    mine=
     while read -r delay kind pull; do
         read -r sv skind slast < $PC/served
-        [ "$skind" = bad ] && { delay=$((delay + 65)); kind=good; }
+        # A bad version this boot served stays served past its timeout
+        # (tug rolls it back meanwhile); one an earlier boot served has
+        # been seen already and is followed by a good one at once.
+        [ "$skind" = bad ] && { [ "$mine" = "$sv" ] && delay=$((delay + 65)); kind=good; }
         i=0
         while [ $i -lt "$delay" ]; do
             sleep 1; i=$((i + 1))
@@ -404,6 +408,7 @@ swaps() {
         done
         [ "$kind" = bad ] && ! has_good && kind=good
         if [ "$kind" = good ]; then serve $((sv + 1)) good $((sv + 1)); else serve $((sv + 1)) bad "$slast"; fi
+        mine=$((sv + 1))
         [ "$pull" = pull ] && pull_next
     done
 }
