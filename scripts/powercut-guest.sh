@@ -391,10 +391,10 @@ has_good() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
 held_back() { curl -s --max-time 5 --unix-socket $SOCK http://tug/manifests |
     jq -r '.items[] | select(.file | startswith("http")) | select(.rollout.heldBack) | .rollout.reason // "no reason"' 2>/dev/null; }
 swaps() {
+    mine=
     # mawk's rand() after srand of nearby seeds starts alike: the seed is
     # mixed first.
     awk -v s=$((((SEED % 1000003) * 1000 + BOOT) * 2654435761 % 2147483647)) 'BEGIN{srand(s); rand(); rand(); print int(1 + rand() * 8), (rand() < 0.34 ? "bad" : "good"), "pull"; for (i = 0; i < 500; i++) print int(3 + rand() * 17), (rand() < 0.34 ? "bad" : "good"), (rand() < 0.5 ? "pull" : "-")}' |
-    mine=
     while read -r delay kind pull; do
         read -r sv skind slast < $PC/served
         # A bad version this boot served stays served past its timeout
