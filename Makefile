@@ -115,7 +115,11 @@ E2E_CONTAINERD2_RUN := ^($(subst $(eval) ,|,$(strip $(E2E_CONTAINERD2_TESTS))))$
 # of them), V2G_TIMEOUT (seconds) for the whole guest run.
 V2G_DIR ?= /var/tmp/tug-v2guest
 V2G_TIMEOUT ?= 900
-export V2G_DIR V2G_TIMEOUT
+# V2G_STALL: a guest whose heartbeat stops for this long is frozen (under
+# TCG this happens, rarely: no output at all, not even the kernel's
+# hung-task warnings, until V2G_TIMEOUT), and is booted again once.
+V2G_STALL ?= 120
+export V2G_DIR V2G_TIMEOUT V2G_STALL
 V2_BIN := $(V2G_DIR)/bin
 V2_IMAGE := docker.io/library/busybox:1.35
 V2_ARCHIVE := $(V2G_DIR)/busybox.tar

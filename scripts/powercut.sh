@@ -123,7 +123,7 @@ for ((b = 0; b <= CUTS; b++)); do
     declare -A acked=()
     for w in $WRITERS; do acked[$w]=$(maxack $w); done
     seqmax=$(maxseq)
-    V2G_SYSTEMD=1 V2G_DISK=$DISK V2G_RUN=$RUN V2G_PIDFILE=$RUN/qemu.pid V2G_TIMEOUT=$((BOUND + 900)) \
+    V2G_SYSTEMD=1 V2G_DISK=$DISK V2G_RUN=$RUN V2G_PIDFILE=$RUN/qemu.pid V2G_TIMEOUT=$((BOUND + 900)) V2G_STALL=0 \
         "$HERE/v2guest.sh" run -- sh "$HERE/powercut-guest.sh" $b "$SEED" "$TUG" "$UNIT" "$ARCHIVE" "$IMAGE" "$BOUND" \
         > "$RUN/v2guest.log" 2>&1 &
     vpid=$!

@@ -77,6 +77,13 @@
 #                  out/disk.txt. scripts/powercut.sh cuts such a guest.
 #   V2G_RUN        the run directory to use instead of $V2G_DIR/runs/<time>-<pid>
 #                  (not pruned)
+#   V2G_STALL      seconds without the guest's heartbeat after which the guest
+#                  counts as frozen (QEMU under TCG, or its kernel, hung: no
+#                  output, not even the kernel's hung-task warnings), is
+#                  killed and booted again, V2G_RETRIES times (default 1);
+#                  0 (the default) watches nothing. The stalled run's files
+#                  stay in $RUN.stalled-N. CMD must not depend on state a
+#                  stalled boot left behind.
 #   V2G_PIDFILE    where QEMU writes its pid, so that a caller can kill the
 #                  guest hard (kill -KILL: no shutdown, the power cut of
 #                  scripts/powercut.sh); CMD need not end
@@ -93,6 +100,8 @@ SMP=${V2G_SMP:-2}
 ACCEL=${V2G_ACCEL:-auto}
 IMAGE_TAR=${V2G_IMAGE_TAR:-}
 KEEP_RUNS=${V2G_KEEP_RUNS:-5}
+STALL=${V2G_STALL:-0}
+RETRIES=${V2G_RETRIES:-1}
 TEST_IMAGE=docker.io/library/busybox:1.35   # the name scripts/mkimage.sh gives it
 
 # Modules the initramfs loads (in this order; modprobe resolves dependencies)
@@ -248,6 +257,8 @@ ip link set lo up
 
 # The run's out directory on the host (cmd.sh in, exit_status and logs out).
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 v2out /v2out || { say "cannot mount the out share"; halt_now; }
+# The heartbeat: the host (V2G_STALL) tells a frozen guest from a quiet one.
+( while :; do date +%s > /v2out/heartbeat; sleep 5; done ) < /dev/null > /dev/null 2>&1 &
 
 # V2G_DISK: the persistent disk (/dev/vda). A file system that exists is
 # checked (e2fsck -p, as systemd-fsck does at boot) and mounted whatever
@@ -432,10 +443,25 @@ run_guest() {
     find "$V2G_DIR/runs" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn |
         tail -n +"$KEEP_RUNS" | cut -d' ' -f2- | xargs -r rm -rf
     RUN=${V2G_RUN:-$V2G_DIR/runs/$(date +%Y%m%d-%H%M%S)-$$}
-    mkdir -p "$RUN/out"
-
-    # The command, quoted word by word, run in the current directory.
     hidden "$PWD" && die "the guest cannot see the current directory $PWD (its /run is a tmpfs)"
+
+    local attempt=1 status
+    while :; do
+        boot_guest "$@" && return 0 || status=$?
+        [ "$status" = 126 ] && [ "$attempt" -le "$RETRIES" ] || break
+        mv "$RUN" "$RUN.stalled-$attempt"
+        attempt=$((attempt + 1))
+        log "the stalled run's files are in $RUN.stalled-$((attempt - 1)); booting again (attempt $attempt of $((RETRIES + 1)))"
+    done
+    return "$status"
+}
+
+# boot_guest CMD...: one boot of the guest in $RUN running CMD; returns
+# CMD's exit status, 124 on timeout, 125 when the guest failed, 126 when
+# the guest stalled (V2G_STALL).
+boot_guest() {
+    mkdir -p "$RUN/out"
+    # The command, quoted word by word, run in the current directory.
     {
         echo "cd $(shquote "$PWD") || exit 125"
         local w line=
@@ -459,7 +485,7 @@ run_guest() {
     [ -n "${V2G_PIDFILE:-}" ] && pid_opts=(-pidfile "$V2G_PIDFILE")
 
     log "booting ($ACCEL, ${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT}s), run dir $RUN"
-    local t0=$SECONDS rc=0 tpid
+    local t0=$SECONDS rc=0 tpid stalled=
     # -fsdev ... readonly=on: the guest cannot write to the host's /.
     # multidevs=remap: inode numbers stay unique across the host's mounts.
     timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
@@ -478,6 +504,23 @@ run_guest() {
     # Stream the console (kernel messages, the guest init, CMD's output).
     tail -s 0.2 -n +1 -F "$RUN/console.log" --pid="$QPID" 2>/dev/null | sed -u 's/\r$//' &
     tpid=$!
+    # V2G_STALL: the guest writes out/heartbeat every 5 s from the moment
+    # its out share is mounted; a guest whose heartbeat is older than
+    # V2G_STALL seconds (counted from the boot until the first one) is
+    # frozen, whatever CMD was doing, and is killed.
+    if [ "$STALL" -gt 0 ]; then
+        local beat
+        while kill -0 "$QPID" 2>/dev/null; do
+            sleep 2
+            beat=$(stat -c %Y "$RUN/out/heartbeat" 2>/dev/null) || beat=$(($(date +%s) - SECONDS + t0))
+            if [ $(($(date +%s) - beat)) -gt "$STALL" ]; then
+                stalled=1
+                log "STALLED: no heartbeat from the guest for over ${STALL}s (V2G_STALL): QEMU or the guest's kernel froze"
+                kill "$QPID" 2>/dev/null || true
+                break
+            fi
+        done
+    fi
     wait "$QPID" || rc=$?
     QPID=
     trap - INT TERM HUP
@@ -487,7 +530,9 @@ run_guest() {
     log "guest ran $((SECONDS - t0))s (qemu exit status $rc)"
 
     local status=125
-    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    if [ -n "$stalled" ]; then
+        status=126
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         log "TIMEOUT: the guest was killed after ${TIMEOUT}s (V2G_TIMEOUT)"
         status=124
     elif [ -s "$RUN/out/exit_status" ]; then
