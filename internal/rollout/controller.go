@@ -31,8 +31,8 @@ const (
 type Wanted interface {
 	// Wanted lists every pod as its source wants it, pins left out.
 	Wanted() []podconfig.Desired
-	// SetPins replaces the pins and sends the changes they cause.
-	SetPins(ctx context.Context, pins map[string]podconfig.Pin, files []podconfig.FilePin)
+	// SetPins replaces the pins and queues the changes they cause.
+	SetPins(pins map[string]podconfig.Pin, files []podconfig.FilePin)
 	// Files lists the state of every manifest file (or URL) of every
 	// source.
 	Files() []podconfig.FileState
@@ -182,8 +182,7 @@ func (c *Controller) afterReboot(now time.Time) {
 			c.fail(r, r.Watch, reasonRebooted, now, true)
 			c.cfg.Log.Warn("rolled back at boot", "pod", r.Name, "uid", r.UID, "reason", r.Reason)
 		} else {
-			r.restartWatch(c.cfg.BootID, now)
-			c.cfg.Log.Info("update goes on after a reboot", "pod", r.Name, "uid", r.UID, "hash", short(r.Watch), "reboots", r.WatchBoots)
+			c.goOnAfterReboot(r, now)
 		}
 		c.store(r)
 	}
@@ -191,21 +190,33 @@ func (c *Controller) afterReboot(now time.Time) {
 		fr := c.fileRecs[o]
 		whole := fc.rollBack && fr != nil && fr.GoodContent != "" && fr.GoodContent != fc.content
 		if whole {
-			fr.Failed, fr.FailedVersion, fr.FailedAt, fr.Held, fr.Reason = fc.content, fc.version, now, true, reasonRebooted
-			c.storeFile(fr)
-			c.cfg.Log.Warn("manifest file rolled back at boot", "source", o.Source, "file", o.File,
-				"failed", short(fr.Failed), "failedVersion", fr.FailedVersion, "good", short(fr.GoodContent), "goodVersion", fr.GoodVersion, "reason", fr.Reason)
+			c.holdFile(fr, fc.content, fc.version, reasonRebooted, now)
 		}
 		for _, r := range fc.recs {
 			if whole {
 				c.fail(r, r.Watch, "its file went back to its good content: "+reasonRebooted, now, r.Good != nil)
 			} else {
-				r.restartWatch(c.cfg.BootID, now)
-				c.cfg.Log.Info("update goes on after a reboot", "pod", r.Name, "uid", r.UID, "hash", short(r.Watch), "reboots", r.WatchBoots)
+				c.goOnAfterReboot(r, now)
 			}
 			c.store(r)
 		}
 	}
+}
+
+// goOnAfterReboot starts r's watch over on this boot: the update is tried
+// again, with a fresh timeout and restart count.
+func (c *Controller) goOnAfterReboot(r *record, now time.Time) {
+	r.restartWatch(c.cfg.BootID, now)
+	c.cfg.Log.Info("update goes on after a reboot", "pod", r.Name, "uid", r.UID, "hash", short(r.Watch), "reboots", r.WatchBoots)
+}
+
+// holdFile holds fr's content failed back (its pods pinned to its good
+// content) for reason, and saves fr.
+func (c *Controller) holdFile(fr *fileRecord, failed string, version uint64, reason string, now time.Time) {
+	fr.Failed, fr.FailedVersion, fr.FailedAt, fr.Held, fr.Reason = failed, version, now, true, reason
+	c.storeFile(fr)
+	c.cfg.Log.Warn("manifest file rolled back to its good content", "source", fr.Source, "file", fr.File,
+		"failed", short(fr.Failed), "failedVersion", fr.FailedVersion, "good", short(fr.GoodContent), "goodVersion", fr.GoodVersion, "reason", fr.Reason)
 }
 
 // store saves r, warning when it cannot.
@@ -246,7 +257,7 @@ func (c *Controller) Pins() (map[string]podconfig.Pin, []podconfig.FilePin) {
 // setPins sends the current pins to the store.
 func (c *Controller) setPins(ctx context.Context) {
 	pins, files := c.Pins()
-	c.cfg.Store.SetPins(ctx, pins, files)
+	c.cfg.Store.SetPins(pins, files)
 }
 
 // Run judges the pods every Period while a rollout is under way, every
@@ -476,9 +487,7 @@ func (c *Controller) storeFile(fr *fileRecord) {
 func (c *Controller) failFile(f podconfig.FileState, reason string, ds []podconfig.Desired, now time.Time) {
 	c.mu.Lock()
 	fr := c.fileRecs[f.Origin]
-	fr.Failed, fr.FailedVersion, fr.FailedAt, fr.Held = f.AppliedHash, f.Version, now, true
-	fr.Reason = reason
-	c.storeFile(fr)
+	c.holdFile(fr, f.AppliedHash, f.Version, reason, now)
 	recs := map[string]*record{}
 	for _, d := range ds {
 		if r := c.records[d.Pod.Metadata.UID]; r != nil {
@@ -486,8 +495,6 @@ func (c *Controller) failFile(f podconfig.FileState, reason string, ds []podconf
 		}
 	}
 	c.mu.Unlock()
-	c.cfg.Log.Warn("manifest file rolled back to its good content", "source", f.Origin.Source, "file", f.Origin.File,
-		"failed", short(fr.Failed), "failedVersion", fr.FailedVersion, "good", short(fr.GoodContent), "goodVersion", fr.GoodVersion, "reason", fr.Reason)
 	for _, d := range ds {
 		r := recs[d.Pod.Metadata.UID]
 		if r == nil || d.Hash == r.GoodHash {
@@ -573,7 +580,7 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 			c.cfg.Log.Warn("rollback asked, but the pod has no last good spec", "pod", r.Name, "uid", uid)
 			return unpinned
 		}
-		c.failed(p, r, d.Hash, "rolled back by hand (tug rollback)", now, true)
+		c.failed(p, r, d.Hash, "rolled back by hand (tug rollback)", now, "")
 		dirty = true
 		return true
 	}
@@ -626,7 +633,14 @@ func (c *Controller) judgePod(d podconfig.Desired, now time.Time, f podconfig.Fi
 	}
 	// An atomic file with no good content keeps its pods on one content:
 	// the pod fails where it is.
-	c.failed(p, r, d.Hash, reason, now, !atomic && r.Good != nil)
+	stay := ""
+	switch {
+	case atomic:
+		stay = "its atomic file has no good content to return to"
+	case r.Good == nil:
+		stay = "it has no last good spec to return to"
+	}
+	c.failed(p, r, d.Hash, reason, now, stay)
 	dirty = true
 	return unpinned || r.RolledBack
 }
@@ -743,10 +757,11 @@ func (c *Controller) succeeded(p *pod.Pod, r *record, hash string, now time.Time
 	c.event(p, "Normal", reasonRolloutSucceeded, fmt.Sprintf("Spec %s is the last good spec: ready for %v with no restart", short(hash), c.cfg.MinReady))
 }
 
-// failed records the failure of hash and, with rollBack, holds hash back
-// (the caller then sets the pins).
-func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time.Time, rollBack bool) {
-	c.fail(r, hash, reason, now, rollBack)
+// failed records the failure of hash and, when stay is empty, holds hash
+// back (the caller then sets the pins); stay says why the pod stays at
+// the failed spec instead.
+func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time.Time, stay string) {
+	c.fail(r, hash, reason, now, stay == "")
 	if r.RolledBack {
 		c.total.WithLabelValues("rolled_back").Inc()
 		msg := fmt.Sprintf("Rolled back from spec %s to the last good spec %s: %s", short(hash), short(r.GoodHash), reason)
@@ -755,8 +770,8 @@ func (c *Controller) failed(p *pod.Pod, r *record, hash, reason string, now time
 		return
 	}
 	c.total.WithLabelValues("failed").Inc()
-	c.cfg.Log.Warn("update failed, and the pod has no last good spec to return to (or its atomic file no good content)", "pod", r.Name, "uid", r.UID, "failed", short(hash), "reason", reason)
-	c.event(p, "Warning", reasonRolloutFailed, fmt.Sprintf("Spec %s failed and there is no good spec to return to: %s", short(hash), reason))
+	c.cfg.Log.Warn("update failed; the pod stays at it", "pod", r.Name, "uid", r.UID, "failed", short(hash), "reason", reason, "stays", stay)
+	c.event(p, "Warning", reasonRolloutFailed, fmt.Sprintf("Spec %s failed and the pod stays at it (%s): %s", short(hash), stay, reason))
 }
 
 func (c *Controller) fail(r *record, hash, reason string, now time.Time, rollBack bool) {

@@ -33,7 +33,7 @@ func (f *fakeStore) Wanted() []podconfig.Desired {
 	return append([]podconfig.Desired(nil), f.wanted...)
 }
 
-func (f *fakeStore) SetPins(_ context.Context, pins map[string]podconfig.Pin, files []podconfig.FilePin) {
+func (f *fakeStore) SetPins(pins map[string]podconfig.Pin, files []podconfig.FilePin) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pins, f.filePins = pins, files
