@@ -329,11 +329,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	pins, filePins := rollouts.Pins()
-	store.SetPins(ctx, pins, filePins)
+	store.SetPins(pins, filePins)
 	view.Rollouts = rollouts
 	pidsWatch := qos.NewPidsWatch(store, cgroups, ring, log.With("component", "pids"), 2*time.Second)
 	view.PIDLimits = pidsWatch
 	components := map[string]func(context.Context) error{
+		"pod store":   store.Run,
 		"rollout":     rollouts.Run,
 		"pids limits": pidsWatch.Run,
 		"sync loop":   loop.Run,

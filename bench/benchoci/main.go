@@ -209,7 +209,7 @@ type readySink struct {
 	seen map[string]bool
 }
 
-func (s *readySink) Set(_ context.Context, src string, ms []pod.Manifest) {
+func (s *readySink) Set(src string, ms []pod.Manifest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(ms) == 1 && ms[0].Err == nil && len(ms[0].Pods) > 0 {
@@ -384,6 +384,6 @@ type prefixSink struct {
 	device string
 }
 
-func (p *prefixSink) Set(ctx context.Context, src string, ms []pod.Manifest) {
-	p.s.Set(ctx, p.device+" "+src, ms)
+func (p *prefixSink) Set(src string, ms []pod.Manifest) {
+	p.s.Set(p.device+" "+src, ms)
 }

@@ -1,7 +1,6 @@
 package podconfig
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 func TestPins(t *testing.T) {
 	const src = "file:/a"
 	s := New()
-	ctx := context.Background()
+	go s.Run(t.Context()) //nolint:errcheck // returns nil
 	// changes runs f, which sets pins that cause changes, and returns them.
 	changes := func(f func()) []string {
 		go f()
@@ -40,7 +39,7 @@ func TestPins(t *testing.T) {
 	}
 
 	got := changes(func() {
-		s.SetPins(ctx, map[string]Pin{failed.Pod.Metadata.UID: {Failed: failed.Hash, Good: goodWeb, GoodHash: goodHash}}, nil)
+		s.SetPins(map[string]Pin{failed.Pod.Metadata.UID: {Failed: failed.Hash, Good: goodWeb, GoodHash: goodHash}}, nil)
 	})
 	if want := []string{"UPDATE default/web v1"}; !slices.Equal(got, want) {
 		t.Fatalf("pinning: %v, want %v", got, want)
@@ -60,7 +59,7 @@ func TestPins(t *testing.T) {
 	}
 	// A pin with no good pod removes the pod while it applies.
 	w := s.Wanted()[0] // default/db
-	got = changes(func() { s.SetPins(ctx, map[string]Pin{w.Pod.Metadata.UID: {Failed: w.Hash}}, nil) })
+	got = changes(func() { s.SetPins(map[string]Pin{w.Pod.Metadata.UID: {Failed: w.Hash}}, nil) })
 	if want := []string{"REMOVE default/db d1"}; !slices.Equal(got, want) {
 		t.Errorf("pin without a good pod: %v, want %v", got, want)
 	}
@@ -72,7 +71,7 @@ func TestPins(t *testing.T) {
 func TestFilePins(t *testing.T) {
 	const src = "http://bundle"
 	s := New()
-	ctx := context.Background()
+	go s.Run(t.Context()) //nolint:errcheck // returns nil
 	v1 := good(src, src, "web:v1", "db:d1")
 	s.Apply(src, []pod.Manifest{v1})
 	goodPods, goodHashes := s.Pods(), []string{}
@@ -83,7 +82,7 @@ func TestFilePins(t *testing.T) {
 	s.Apply(src, []pod.Manifest{v2})
 	done := make(chan []string)
 	go func() { done <- show(<-s.Updates()) }()
-	s.SetPins(ctx, nil, []FilePin{{Origin: pod.Origin{Source: src, File: src}, Failed: v2.Hash, Pods: goodPods, Hashes: goodHashes}})
+	s.SetPins(nil, []FilePin{{Origin: pod.Origin{Source: src, File: src}, Failed: v2.Hash, Pods: goodPods, Hashes: goodHashes}})
 	if got, want := <-done, []string{"REMOVE default/extra x1", "UPDATE default/web v1", "ADD default/db d1"}; !slices.Equal(got, want) {
 		t.Fatalf("file pin: %v, want %v", got, want)
 	}

@@ -92,10 +92,11 @@ func WithClock(now clock.Clock) Option { return func(s *Store) { s.now = now } }
 type Store struct {
 	now     clock.Clock
 	updates chan []Change
-	sendMu  sync.Mutex // serialises Set, so lists are sent in the order they were computed
+	queued  chan struct{} // holds a token while pending has lists for Run
 
 	mu      sync.Mutex
-	order   []string // SetSourceOrder
+	pending [][]Change // change lists Run has yet to send, in the order computed
+	order   []string   // SetSourceOrder
 	ready   map[string]bool
 	files   map[fileKey]*file
 	applied map[string]entry // by pod UID, pins applied
@@ -183,6 +184,7 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		now:     time.Now,
 		updates: make(chan []Change),
+		queued:  make(chan struct{}, 1),
 		ready:   make(map[string]bool),
 		files:   make(map[fileKey]*file),
 		applied: make(map[string]entry),
@@ -220,6 +222,11 @@ func (s *Store) rank(source string) int {
 func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.apply(source, manifests)
+}
+
+// apply is Apply with s.mu held.
+func (s *Store) apply(source string, manifests []pod.Manifest) []Change {
 	now := s.now.Now()
 	s.ready[source] = true
 
@@ -282,14 +289,14 @@ func (s *Store) reapply() []Change {
 	return changes
 }
 
-// SetPins replaces every pin (pods by UID, and files) and sends the changes they cause
-// on Updates(), as Set does. A pin whose pod the source no longer wants
-// with its Failed hash changes nothing. Pins may be set before the first
-// Set, so that a spec that failed before a restart is never started again.
-func (s *Store) SetPins(ctx context.Context, pins map[string]Pin, files []FilePin) {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
+// SetPins replaces every pin (pods by UID, and files) and queues the
+// changes they cause for Updates(), as Set does. A pin whose pod the source
+// no longer wants with its Failed hash changes nothing. Pins may be set
+// before the first Set, so that a spec that failed before a restart is
+// never started again.
+func (s *Store) SetPins(pins map[string]Pin, files []FilePin) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.pins = make(map[string]Pin, len(pins))
 	for uid, p := range pins {
 		s.pins[uid] = p
@@ -298,15 +305,7 @@ func (s *Store) SetPins(ctx context.Context, pins map[string]Pin, files []FilePi
 	for _, fp := range files {
 		s.filePin[fileKey{fp.Origin.Source, fp.Origin.File}] = fp
 	}
-	changes := s.reapply()
-	s.mu.Unlock()
-	if len(changes) == 0 {
-		return
-	}
-	select {
-	case s.updates <- changes:
-	case <-ctx.Done():
-	}
+	s.queue(s.reapply())
 }
 
 // Wanted returns every pod as its source wants it, pins left out, sorted
@@ -482,26 +481,55 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Set is Apply followed by a send of the non-empty change list on Updates().
-// It blocks until the list is received or ctx is done; in the latter case
-// the list is dropped (the store has moved on, so this is for shutdown
-// only). Calls to Set are serialised, so lists arrive in the order they were
-// computed. Set implements source.Sink.
-func (s *Store) Set(ctx context.Context, source string, manifests []pod.Manifest) {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
-	changes := s.Apply(source, manifests)
+// Set is Apply with its non-empty change list queued for Updates(). It
+// never waits for the sync loop, so a busy loop holds back no source and
+// no rollback; lists arrive in the order they were computed. Set
+// implements source.Sink.
+func (s *Store) Set(source string, manifests []pod.Manifest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue(s.apply(source, manifests))
+}
+
+// queue adds a non-empty change list for Run to send. s.mu is held.
+func (s *Store) queue(changes []Change) {
 	if len(changes) == 0 {
 		return
 	}
+	s.pending = append(s.pending, changes)
 	select {
-	case s.updates <- changes:
-	case <-ctx.Done():
+	case s.queued <- struct{}{}:
+	default: // a token is there already
 	}
 }
 
-// Updates returns the channel on which Set sends change lists. It is
-// unbuffered: the sync loop must keep receiving.
+// Run sends the queued change lists on Updates(), one list at a time and in
+// order (a list is never merged with the next: the loop orders the changes
+// within one), until ctx is done. Lists not sent then are dropped.
+func (s *Store) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.queued:
+		}
+		s.mu.Lock()
+		lists := s.pending
+		s.pending = nil
+		s.mu.Unlock()
+		for _, changes := range lists {
+			select {
+			case s.updates <- changes:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// Updates returns the channel on which Run sends the change lists of Set
+// and SetPins. It is unbuffered; what the loop has not taken yet waits in
+// the store.
 func (s *Store) Updates() <-chan []Change { return s.updates }
 
 // Ready reports whether source has reported at least once.

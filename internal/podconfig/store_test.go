@@ -267,34 +267,48 @@ func TestFiles(t *testing.T) {
 	check("fixed", want)
 }
 
-func TestSetAndReady(t *testing.T) {
+// TestSetQueuesForRun: Set and SetPins never wait for the loop; Run sends
+// their change lists one by one in the order they were computed (a remove
+// and a re-add are never merged into one list), and returns when ctx is
+// done.
+func TestSetQueuesForRun(t *testing.T) {
 	s := New()
-	ctx := t.Context()
 	if s.Ready("a") {
 		t.Fatal("Ready before any report")
 	}
-	s.Set(ctx, "a", nil) // no changes: must not block
+	s.Set("a", nil) // no changes: nothing queued
 	if !s.Ready("a") || s.Ready("b") {
 		t.Fatalf("Ready(a)=%v Ready(b)=%v, want true false", s.Ready("a"), s.Ready("b"))
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Set(ctx, "a", []pod.Manifest{good("a", "f", "x:v1")})
-	}()
+	// Nobody receives yet: none of these may block.
+	s.Set("a", []pod.Manifest{good("a", "f", "x:v1")})
+	s.Set("a", nil)
+	s.Set("a", []pod.Manifest{good("a", "f", "x:v2")})
+	s.SetPins(nil, nil) // no pins: no changes
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	for i, want := range [][]string{{"ADD default/x v1"}, {"REMOVE default/x v1"}, {"ADD default/x v2"}} {
+		select {
+		case got := <-s.Updates():
+			if !slices.Equal(show(got), want) {
+				t.Errorf("list %d: %q, want %q", i, show(got), want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("list %d: nothing sent", i)
+		}
+	}
 	select {
 	case got := <-s.Updates():
-		if want := []string{"ADD default/x v1"}; !slices.Equal(show(got), want) {
-			t.Errorf("update %q, want %q", show(got), want)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no update")
+		t.Errorf("a fourth list: %q", show(got))
+	case <-time.After(50 * time.Millisecond):
 	}
-	<-done
-
-	cctx, cancel := context.WithCancel(ctx)
+	s.Set("a", nil) // queued while the loop is away
 	cancel()
-	s.Set(cctx, "a", nil) // a change nobody receives: returns on ctx done
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
 	if len(s.Pods()) != 0 {
 		t.Errorf("Pods() = %v after removal", s.Pods())
 	}

@@ -353,7 +353,7 @@ func (d *Dir) scanAndReport(ctx context.Context) (wait bool) {
 	}
 	if sig := signature(snap); !d.reported || sig != d.lastSig {
 		d.reported, d.lastSig = true, sig
-		d.sink.Set(ctx, d.name, snap)
+		d.sink.Set(d.name, snap)
 	}
 	return wait
 }

@@ -36,7 +36,7 @@ type snapshot struct {
 
 func newFakeSink() *fakeSink { return &fakeSink{snaps: make(chan snapshot, 1000)} }
 
-func (s *fakeSink) Set(_ context.Context, source string, ms []pod.Manifest) {
+func (s *fakeSink) Set(source string, ms []pod.Manifest) {
 	snap := snapshot{source: source, at: time.Now(), files: slices.Clone(ms)}
 	s.mu.Lock()
 	s.all = append(s.all, snap)

@@ -31,15 +31,12 @@
 package source
 
 import (
-	"context"
-
 	"tug/internal/pod"
 )
 
 // Sink receives full snapshots from sources. Set gets every file the source
-// currently sees, broken ones included (their Manifest.Err set), and may
-// block until the snapshot is taken in or ctx is done. podconfig.Store
-// implements it.
+// currently sees, broken ones included (their Manifest.Err set), and does
+// not block. podconfig.Store implements it.
 type Sink interface {
-	Set(ctx context.Context, source string, manifests []pod.Manifest)
+	Set(source string, manifests []pod.Manifest)
 }

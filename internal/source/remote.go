@@ -205,7 +205,7 @@ func (r *remote) report(ctx context.Context, err error) {
 	} else {
 		r.reportedErr = err.Error()
 	}
-	r.sink.Set(ctx, r.name, []pod.Manifest{m})
+	r.sink.Set(r.name, []pod.Manifest{m})
 }
 
 func (r *remote) logState(err error) {
