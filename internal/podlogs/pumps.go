@@ -965,10 +965,12 @@ func firstData(path string) int64 {
 // ends.
 func (l *Pumps) Run(ctx context.Context) error {
 	l.adopt()
-	go l.notifier(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after the watch is closed: its reader ends then
+	wg.Go(func() { l.notifier(ctx) })
 	watch := newRawWatch(l.log)
 	defer watch.close()
-	go watch.run(l.poke)
+	wg.Go(func() { watch.run(l.poke) })
 	period := pumpTick
 	if watch.f != nil {
 		period = pumpTickWatched

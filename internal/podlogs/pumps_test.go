@@ -1,6 +1,7 @@
 package podlogs
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // appendRaw appends data to a raw file as the shim does.
@@ -416,5 +418,36 @@ func TestReportNotices(t *testing.T) {
 				t.Errorf("dropped bytes counted %d, want %d", b, tt.bytes)
 			}
 		})
+	}
+}
+
+// TestRunWaitsForItsGoroutines: Run returns only once the notifier has
+// finished what it was doing (a Warning event under way when ctx ends).
+func TestRunWaitsForItsGoroutines(t *testing.T) {
+	l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler), nil)
+	entered, release := make(chan struct{}), make(chan struct{})
+	l.notify = func(context.Context, string, string, string) {
+		close(entered)
+		<-release
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	l.notices <- notice{id: "c1", reason: "OutputDropped"}
+	<-entered
+	cancel()
+	select {
+	case <-done:
+		t.Fatal("Run returned while its notifier was still sending an event")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its notifier ended")
 	}
 }
