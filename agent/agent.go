@@ -35,6 +35,7 @@ import (
 	"tug/internal/reconcile"
 	"tug/internal/redact"
 	"tug/internal/rollout"
+	"tug/internal/sdnotify"
 	"tug/internal/source"
 )
 
@@ -407,8 +408,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		components["remote write"] = pusher.Run
 	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
-	components["systemd notify"] = newNotifier(srcStatus, loop, lifecycle, view, loopStale(cfg.SyncFrequency),
-		log.With("component", "systemd")).Run
+	components["systemd notify"] = sdnotify.New(sdnotify.Config{Sources: srcStatus, Loop: loop, PLEG: lifecycle, Pods: view,
+		LoopStale: loopStale(cfg.SyncFrequency), Log: log.With("component", "systemd")}).Run
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)

@@ -152,6 +152,9 @@ var allowedImports = map[string]allowed{
 	"tug/internal/prober": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
 		"google.golang.org/grpc", "golang.org/x/sys", "github.com/prometheus/client_golang",
 	}},
+	// What tug tells systemd (READY=1, STATUS=, WATCHDOG=1, STOPPING=1):
+	// go-systemd's notify protocol and watchdog settings.
+	"tug/internal/sdnotify": {internal: []string{"tug/internal/pod"}, modules: []string{"github.com/coreos/go-systemd/v22"}},
 	// Reads container cgroups' usage through cgroups/v3 and
 	// exports it with client_golang.
 	"tug/internal/cgstats": {internal: []string{"tug/internal/pod"}, modules: []string{
@@ -206,10 +209,10 @@ var allowedImports = map[string]allowed{
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
 		"tug/internal/remotewrite",
-		"tug/internal/registry",
+		"tug/internal/registry", "tug/internal/sdnotify",
 	}, modules: []string{
-		// The metrics registry (Go and process collectors), systemd's
-		// notify protocol, and pflag's ErrHelp of tug run; containerd's
+		// The metrics registry (Go and process collectors), the
+		// journal's stream check, and pflag's ErrHelp of tug run; containerd's
 		// resolver type that the OCI sources are given, and the level of
 		// containerd's own logger.
 		"github.com/prometheus/client_golang", "github.com/coreos/go-systemd/v22", "github.com/spf13/pflag",
