@@ -37,6 +37,7 @@ import (
 	"tug/internal/rollout"
 	"tug/internal/sdnotify"
 	"tug/internal/source"
+	"tug/internal/tuglog"
 )
 
 // Compile-time checks that the concrete types fill the roles the consumers
@@ -79,7 +80,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, cfg.LogLevel)
+	log := tuglog.New(stderr, cfg.LogLevel, os.Getenv("JOURNAL_STREAM"))
 	containerdLogLevel(cfg.LogLevel)
 	if os.Getenv("GOGC") == "" {
 		// Half Go's default heap headroom: an idle agent allocates little
@@ -549,17 +550,4 @@ func containerdLogLevel(level string) {
 		l = "info"
 	}
 	_ = clog.SetLevel(l) // a fixed, valid level
-}
-
-// newLogger returns tug's logger, writing text lines to w; when w is the
-// journal's stream (systemd runs tug), each line carries its priority
-// (journal.go).
-func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level)) // validated by config
-	opts := &slog.HandlerOptions{Level: l}
-	if f, ok := w.(*os.File); ok && isJournalStream(f, os.Getenv("JOURNAL_STREAM")) {
-		return slog.New(newPriorityHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

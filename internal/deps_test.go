@@ -152,6 +152,9 @@ var allowedImports = map[string]allowed{
 	"tug/internal/prober": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
 		"google.golang.org/grpc", "golang.org/x/sys", "github.com/prometheus/client_golang",
 	}},
+	// tug's own log lines, with sd-daemon priorities on the journal's
+	// stream: the standard library only.
+	"tug/internal/tuglog": {},
 	// What tug tells systemd (READY=1, STATUS=, WATCHDOG=1, STOPPING=1):
 	// go-systemd's notify protocol and watchdog settings.
 	"tug/internal/sdnotify": {internal: []string{"tug/internal/pod"}, modules: []string{"github.com/coreos/go-systemd/v22"}},
@@ -209,7 +212,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
 		"tug/internal/remotewrite",
-		"tug/internal/registry", "tug/internal/sdnotify",
+		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), the
 		// journal's stream check, and pflag's ErrHelp of tug run; containerd's
