@@ -66,40 +66,12 @@ func (a imageGCAdapter) ImagesInUse(ctx context.Context) (map[string]bool, error
 			return nil, fmt.Errorf("source %s has not reported yet: %w", src, errNotReady)
 		}
 	}
-	used := map[string]bool{}
-	add := func(ref string) {
-		used[ref] = true
-		if n, err := podruntime.NormalizeRef(ref); err == nil {
-			used[n] = true
-		}
-	}
-	for _, c := range a.cache.All() {
-		add(c.Image)
-		if c.ImageID != "" {
-			used[c.ImageID] = true
-		}
-	}
-	for _, p := range a.store.Pods() {
-		for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
-			for _, c := range list {
-				add(c.Image)
-			}
-		}
-		for _, v := range p.Spec.Volumes {
-			if v.Image != nil {
-				add(v.Image.Reference)
-			}
-		}
-	}
 	// The images of mounted image volumes, by name and digest.
 	vols, err := a.rt.ImageVolumeImages(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, ref := range vols {
-		used[ref] = true
-	}
-	return used, nil
+	return imagegc.InUseOf(a.cache.All(), a.store.Pods(), vols, podruntime.NormalizeRef), nil
 }
 
 func (a imageGCAdapter) ImageFS(ctx context.Context) (capacity, available uint64, err error) {
