@@ -356,10 +356,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	components["image gc"] = imageGC.Run
 	components["devices"] = devs.Run
 	reader, readerErr := cgstats.NewReader()
-	evPods := evictionPods{store: store, cache: lifecycle, loop: loop, rt: rt, cgroups: cgroups, pressure: pressure}
+	var memory *cgstats.Reader // per-container memory for eviction's messages
 	if readerErr == nil {
-		evPods.memory = reader
+		memory = reader
 	}
+	evPods := newEvictionPods(store, lifecycle, loop, rt, cgroups, memory, pressure)
 	evictions, err := newEviction(ctx, cfg, thresholds, evPods, imageGC, registry, ring, log.With("component", "eviction"))
 	if err != nil {
 		return err

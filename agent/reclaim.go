@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"strconv"
 	"syscall"
 	"time"
@@ -113,31 +112,31 @@ func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
 }
 
 // evictionPods gives the eviction manager the pods that run (wanted, not
-// evicted, with containers) and their usage: the pod cgroup's memory
-// working set and tasks, each disk-backed emptyDir's usage, and each
-// current container's writable layer and logs. A container's disk usage
-// (containerd walks its writable layer) is read only when it has an
-// ephemeral-storage limit or while the node is under DiskPressure, when
-// the ranking needs it: 30 containers walked every 10 s cost containerd
-// about a core-percent. Likewise each running container's memory working
-// set (its cgroup, for the message naming the container) is read only
-// while the node is under MemoryPressure.
+// evicted, with containers) and, through eviction.StatsReader, their
+// usage.
 type evictionPods struct {
-	store   *podconfig.Store
-	cache   *pleg.PLEG
-	loop    *reconcile.Loop
-	rt      *podruntime.Runtime
-	cgroups *qos.Manager
-	// pressure reports the node conditions (nil: none yet).
-	pressure *pressureRef
-	// memory reads a container cgroup's usage (nil: per-container memory
-	// is not read).
-	memory containerCgroups
+	eviction.StatsReader
+	store *podconfig.Store
+	cache *pleg.PLEG
+	loop  *reconcile.Loop
+	rt    *podruntime.Runtime
 }
 
-// containerCgroups reads one container cgroup's usage (cgstats.Reader).
-type containerCgroups interface {
-	Read(group string) (cgstats.Stats, error)
+// newEvictionPods reads pod usage from the pod cgroups, the PLEG's
+// containers and the runtime's disks; container cgroups through memory
+// (nil: per-container memory is not read); the node's conditions through
+// pressure.
+func newEvictionPods(store *podconfig.Store, cache *pleg.PLEG, loop *reconcile.Loop, rt *podruntime.Runtime, cgroups *qos.Manager, memory *cgstats.Reader, pressure *pressureRef) evictionPods {
+	e := evictionPods{store: store, cache: cache, loop: loop, rt: rt, StatsReader: eviction.StatsReader{
+		Cgroups: cgroups, Containers: cache, Disks: rt, Pressure: pressure.has,
+	}}
+	if memory != nil {
+		e.ContainerMemory = func(group string) (int64, error) {
+			st, err := memory.Read(group)
+			return int64(st.WorkingSet), err
+		}
+	}
+	return e
 }
 
 func (e evictionPods) ActivePods() []*pod.Pod {
@@ -150,80 +149,6 @@ func (e evictionPods) ActivePods() []*pod.Pod {
 	return out
 }
 
-func (e evictionPods) PodStats(ctx context.Context, p *pod.Pod) (eviction.PodStats, bool) {
-	var st eviction.PodStats
-	mem, pids, err := e.cgroups.PodUsage(p)
-	ok := err == nil
-	st.Pod.Memory, st.Pod.PIDs = mem, pids
-	latest := map[string]pod.RuntimeContainer{}
-	for _, c := range e.cache.PodContainers(p.Metadata.UID) {
-		if l, seen := latest[c.Name]; !c.Init && (!seen || c.Attempt > l.Attempt) {
-			latest[c.Name] = c
-		}
-	}
-	diskPressure := e.pressure != nil && e.pressure.has(eviction.DiskPressure)
-	if e.memory != nil && e.pressure != nil && e.pressure.has(eviction.MemoryPressure) {
-		for name, c := range latest {
-			if c.State != pod.RunRunning || c.CgroupParent == "" {
-				continue
-			}
-			cs, err := e.memory.Read(path.Join(c.CgroupParent, c.ID))
-			if err != nil {
-				continue
-			}
-			if st.Containers == nil {
-				st.Containers = map[string]eviction.Usage{}
-			}
-			st.Containers[name] = eviction.Usage{Memory: int64(cs.WorkingSet)}
-		}
-	}
-	for name, c := range latest {
-		if _, limited := containerSpec(p, name).Resources.Limits[pod.ResourceEphemeralStorage]; !limited && !diskPressure {
-			continue
-		}
-		b, inodes, err := e.rt.ContainerDiskUsage(ctx, p, c)
-		if err != nil {
-			continue
-		}
-		if st.Containers == nil {
-			st.Containers = map[string]eviction.Usage{}
-		}
-		u := st.Containers[name]
-		u.Disk, u.Inodes = b, inodes
-		st.Containers[name] = u
-		st.Pod.Disk += b
-		st.Pod.Inodes += inodes
-		ok = true
-	}
-	for _, v := range p.Spec.Volumes {
-		if v.EmptyDir == nil || v.EmptyDir.Medium == pod.StorageMediumMemory {
-			continue
-		}
-		b, inodes, err := e.rt.EmptyDirUsage(p.Metadata.UID, v.Name)
-		if err != nil {
-			continue
-		}
-		if st.EmptyDirs == nil {
-			st.EmptyDirs = map[string]int64{}
-		}
-		st.EmptyDirs[v.Name] = b
-		st.Pod.Disk += b
-		st.Pod.Inodes += inodes
-		ok = true
-	}
-	return st, ok
-}
-
-// containerSpec returns p's app container name (zero if none).
-func containerSpec(p *pod.Pod, name string) pod.Container {
-	for _, c := range p.Spec.Containers {
-		if c.Name == name {
-			return c
-		}
-	}
-	return pod.Container{}
-}
-
 // pressureRef lets the sync loop ask the eviction manager, which is built
 // after it (the manager evicts through the loop).
 type pressureRef struct{ m *eviction.Manager }
@@ -231,7 +156,7 @@ type pressureRef struct{ m *eviction.Manager }
 // has reports whether the node condition typ (DiskPressure,
 // MemoryPressure) is true.
 func (r *pressureRef) has(typ string) bool {
-	if r.m == nil {
+	if r == nil || r.m == nil {
 		return false
 	}
 	for _, c := range r.m.Conditions() {

@@ -5,12 +5,18 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cgstats"
 	"tug/internal/pod"
 )
 
 // runningContainers lists tug's containers as last seen (pleg.PLEG).
 type runningContainers interface {
 	All() []pod.RuntimeContainer
+}
+
+// containerCgroups reads one container cgroup's usage (cgstats.Reader).
+type containerCgroups interface {
+	Read(group string) (cgstats.Stats, error)
 }
 
 // podStats fills api.StatsSource: the usage of each running container, read
