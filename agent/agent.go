@@ -20,6 +20,7 @@ import (
 	clog "github.com/containerd/log"
 
 	"tug/internal/api"
+	"tug/internal/bundle"
 	"tug/internal/cgstats"
 	"tug/internal/config"
 	"tug/internal/devices"
@@ -451,7 +452,7 @@ func newHTTPSource(cfg config.Config, hostname string, sink source.Sink, log *sl
 		name, value, _ := strings.Cut(h, ":") // validated by config
 		header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	keys, err := source.LoadPublicKeys(cfg.ManifestVerifyKey)
+	keys, err := bundle.LoadPublicKeys(cfg.ManifestVerifyKey)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tug/internal/bundle"
 	"tug/internal/config"
 	"tug/internal/policy"
 	"tug/internal/registry"
@@ -47,7 +48,7 @@ func newOCISources(ctx context.Context, cfg config.Config, registries *registry.
 	if len(cfg.ManifestOCI) == 0 {
 		return nil, nil
 	}
-	keys, err := source.LoadPublicKeys(cfg.ManifestVerifyKey)
+	keys, err := bundle.LoadPublicKeys(cfg.ManifestVerifyKey)
 	if err != nil {
 		return nil, err
 	}

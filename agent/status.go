@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tug/internal/bundle"
 	"tug/internal/config"
 	"tug/internal/reconcile"
 	"tug/internal/rollout"
@@ -50,7 +51,7 @@ func newStatusLink(cfg config.Config, hostname string, log *slog.Logger) (*statu
 		if err != nil {
 			return nil, fmt.Errorf("status signing key: %w", err)
 		}
-		key, err := source.ParsePrivateKey(data)
+		key, err := bundle.ParsePrivateKey(data)
 		if err != nil {
 			return nil, fmt.Errorf("status signing key %s: %w", cfg.StatusSigningKey, err)
 		}

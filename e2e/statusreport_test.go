@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/pod"
-	"tug/internal/source"
 	"tug/internal/statusreport"
 	"tug/internal/testutil"
 )
@@ -80,7 +80,7 @@ func (r *statusReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if ct := req.Header.Get("Content-Type"); ct != statusreport.EnvelopeContentType {
 			return receivedDoc{}, fmt.Errorf("content type %q", ct)
 		}
-		env, err := source.ParseEnvelope(body)
+		env, err := bundle.ParseEnvelope(body)
 		if err != nil {
 			return receivedDoc{}, err
 		}

@@ -23,8 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/pod"
-	"tug/internal/source"
 	"tug/internal/testutil"
 )
 
@@ -58,11 +58,11 @@ func sealUnchecked(t *testing.T, key, body string, version uint64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv, err := source.ParsePrivateKey(pemKey)
+	priv, err := bundle.ParsePrivateKey(pemKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := source.SealEnvelope(priv, source.EnvelopeHeader{Version: version, NotAfter: time.Now().Add(24 * time.Hour).Truncate(time.Second)}, []byte(body))
+	b, err := bundle.SealEnvelope(priv, bundle.EnvelopeHeader{Version: version, NotAfter: time.Now().Add(24 * time.Hour).Truncate(time.Second)}, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,11 +51,20 @@ var allowedImports = map[string]allowed{
 	// manifests' quantity syntax before anything touches the host; pflag
 	// for the GNU-style flags of tug run.
 	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
+	// The signed-bundle format: the envelope and its ed25519 keys, and the
+	// OCI artifact that carries a bundle (containerd's remotes, already
+	// linked for image pulls, with the image-spec types, go-digest and
+	// errdefs): what the sources check, "tug sign", "tug bundle" and the
+	// signed status documents share.
+	"tug/internal/bundle": {modules: []string{
+		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
+		"github.com/opencontainers/go-digest", "github.com/opencontainers/image-spec",
+	}},
 	// golang.org/x/sys: inotify on the manifest directory (STYLE.md names it);
 	// manifest reads what each source fetched. The OCI source speaks to
 	// registries through containerd's remotes (already linked for image
 	// pulls), with the OCI image-spec types, go-digest and errdefs.
-	"tug/internal/source": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile"}, modules: []string{
+	"tug/internal/source": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile", "tug/internal/bundle"}, modules: []string{
 		"golang.org/x/sys", "github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/opencontainers/go-digest", "github.com/opencontainers/image-spec",
 	}},
@@ -168,9 +177,9 @@ var allowedImports = map[string]allowed{
 	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The status upstream: builds the document from pod's types, seals it
-	// in source's envelope, counts its sends with client_golang; only
+	// in the bundle envelope, counts its sends with client_golang; only
 	// agent/ imports it. atomicfile writes its sequence file durably.
-	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/source", "tug/internal/atomicfile"},
+	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// Metrics pushed by remote write: client_golang's registry is what is
 	// gathered, client_model its types; protowire (linked already, through
@@ -192,7 +201,7 @@ var allowedImports = map[string]allowed{
 	// config: agent/ passes its defaults. containerd's remotes resolver
 	// for "tug bundle push" and "pull", as the agent's OCI source uses it.
 	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/policy", "tug/internal/registry"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
+		"tug/internal/source", "tug/internal/bundle", "tug/internal/policy", "tug/internal/registry"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
 		"github.com/containerd/containerd/v2"}},
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
@@ -212,7 +221,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
 		"tug/internal/remotewrite",
-		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog",
+		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog", "tug/internal/bundle",
 	}, modules: []string{
 		// The metrics registry (Go and process collectors), the
 		// journal's stream check, and pflag's ErrHelp of tug run; containerd's
@@ -241,7 +250,7 @@ var allowedImports = map[string]allowed{
 	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
 	// The OCI and URL sources themselves, polling as N devices would:
 	// containerd's docker resolver for the OCI sources and the push.
-	"tug/bench/benchoci": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source"},
+	"tug/bench/benchoci": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source", "tug/internal/bundle"},
 		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},

@@ -42,6 +42,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 
 	"tug/bench/internal/kit"
+	"tug/internal/bundle"
 	"tug/internal/pod"
 	"tug/internal/source"
 )
@@ -186,8 +187,8 @@ func registry(ctx context.Context, dir string) (string, *exec.Cmd, error) {
 	return "", nil, fmt.Errorf("docker-registry on %s did not listen", addr)
 }
 
-// bundle is a signed bundle of n pods, and its verify key.
-func bundle(n int) ([]byte, ed25519.PublicKey, error) {
+// signedBundle is a signed bundle of n pods, and its verify key.
+func signedBundle(n int) ([]byte, ed25519.PublicKey, error) {
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		return nil, nil, err
@@ -199,7 +200,7 @@ func bundle(n int) ([]byte, ed25519.PublicKey, error) {
 		}
 		b.WriteString(kit.SleepPod(fmt.Sprintf("bench-%d", i), "docker.io/library/busybox:1.35", "IfNotPresent"))
 	}
-	body, err := source.SealEnvelope(priv, source.EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(24 * time.Hour)}, []byte(b.String()))
+	body, err := bundle.SealEnvelope(priv, bundle.EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(24 * time.Hour)}, []byte(b.String()))
 	return body, pub, err
 }
 
@@ -244,7 +245,7 @@ func run(ctx context.Context, o options) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	body, pub, err := bundle(o.pods)
+	body, pub, err := signedBundle(o.pods)
 	if err != nil {
 		return err
 	}
@@ -259,12 +260,12 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	ref := ociAddr + "/tug/bench:prod"
-	a, err := source.BuildArtifact(body, "bench.yaml", time.Now())
+	a, err := bundle.BuildArtifact(body, "bench.yaml", time.Now())
 	if err != nil {
 		return err
 	}
 	pushR := docker.NewResolver(docker.ResolverOptions{Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost))})
-	if err := source.PushArtifact(ctx, pushR, ref, a); err != nil {
+	if err := bundle.PushArtifact(ctx, pushR, ref, a); err != nil {
 		return err
 	}
 	ociC.reset() // the push is not a device's

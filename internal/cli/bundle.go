@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/spf13/pflag"
 
+	"tug/internal/bundle"
 	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/registry"
@@ -165,7 +166,7 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	now := time.Now()
-	var hdr source.EnvelopeHeader
+	var hdr bundle.EnvelopeHeader
 	if !*unsigned {
 		var err error
 		if hdr, err = sf.header(now); err != nil {
@@ -176,7 +177,7 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "tug: bundle push: %v\n", err)
 			return 1
 		}
-		if body, err = source.SealEnvelope(priv, hdr, body); err != nil {
+		if body, err = bundle.SealEnvelope(priv, hdr, body); err != nil {
 			fmt.Fprintf(stderr, "tug: bundle push: %v\n", err)
 			return 1
 		}
@@ -185,14 +186,14 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(files) > 1 {
 		title = "bundle.yaml"
 	}
-	a, err := source.BuildArtifact(body, title, now)
+	a, err := bundle.BuildArtifact(body, title, now)
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: bundle push: %v\n", err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(ctx, bundleTimeout)
 	defer cancel()
-	if err := source.PushArtifact(ctx, rf.resolver(ctx, stderr), ref, a); err != nil {
+	if err := bundle.PushArtifact(ctx, rf.resolver(ctx, stderr), ref, a); err != nil {
 		fmt.Fprintf(stderr, "tug: bundle push: %v\n", err)
 		return 1
 	}
@@ -215,20 +216,20 @@ func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageError(stderr, bundleUsage, "bundle pull: want one REF")
 	}
 	ref := pos[0]
-	keys, err := source.LoadPublicKeys(*keyFiles)
+	keys, err := bundle.LoadPublicKeys(*keyFiles)
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: bundle pull: %v\n", err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(ctx, bundleTimeout)
 	defer cancel()
-	a, err := source.FetchArtifact(ctx, pf.registry.resolver(ctx, stderr), ref, source.DefaultMaxBundle)
+	a, err := bundle.FetchArtifact(ctx, pf.registry.resolver(ctx, stderr), ref, source.DefaultMaxBundle)
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: bundle pull: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: digest %s, %s (%d bytes)\n", ref, a.Manifest.Digest, a.Layer.MediaType, a.Layer.Size)
-	content, hdr, err := source.OpenBundle(a.Body, source.BundleCheck{Keys: keys, Node: *node, MinVersion: *minVersion, Now: time.Now()})
+	content, hdr, err := bundle.Open(a.Body, bundle.Check{Keys: keys, Node: *node, MinVersion: *minVersion, Now: time.Now()})
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: bundle pull: %s: refused: %v\n", ref, err)
 		return 1
@@ -236,12 +237,12 @@ func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	switch {
 	case len(keys) > 0:
 		fmt.Fprintf(stdout, "signature: ok; version %d, not after %s, for %s\n", hdr.Version, hdr.NotAfter.UTC().Format(time.RFC3339), nodesOf(hdr.Nodes))
-	case source.IsEnvelope(a.Body):
+	case bundle.IsEnvelope(a.Body):
 		fmt.Fprintln(stdout, "signature: not checked (no --verify-key)")
 	default:
 		fmt.Fprintln(stdout, "signature: none (bare manifests): a device with --manifest-verify-key refuses it")
 	}
-	if source.IsEnvelope(a.Body) {
+	if bundle.IsEnvelope(a.Body) {
 		content = append([]byte("\n\n\n"), content...) // line numbers of the layer
 	}
 	parsed, err := manifest.ParseFile(content, manifest.ParseOptions{

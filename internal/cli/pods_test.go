@@ -377,8 +377,8 @@ func TestFetchLine(t *testing.T) {
 		{name: "OCI", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-20 * time.Second), Digest: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 			CheckpointTime: now.Add(-time.Hour)}, applied: "462c4323c07e3318fe79", version: 3,
 			want: `OCI r.example/tug/b:prod: checked 20s ago, digest sha256:9f86d081884c, version 3, applied 462c4323c07e, checkpoint 60m old`},
-		{name: "OCI refused", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "source: bad signature"},
-			want: `OCI r.example/tug/b:prod: checked 1s ago, error: source: bad signature`},
+		{name: "OCI refused", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "bundle: bad signature"},
+			want: `OCI r.example/tug/b:prod: checked 1s ago, error: bundle: bad signature`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

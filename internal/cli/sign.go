@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"tug/internal/bundle"
 	"tug/internal/manifest"
 	"tug/internal/pod"
-	"tug/internal/source"
 )
 
 const signUsage = `usage: tug sign --key KEY [--version N] [--expires DURATION | --not-after TIME]
@@ -58,8 +58,8 @@ func addSignFlags(fs *pflag.FlagSet) signFlags {
 
 // header returns the envelope header the flags give at now; its error is
 // a usage error.
-func (f signFlags) header(now time.Time) (source.EnvelopeHeader, error) {
-	hdr := source.EnvelopeHeader{Version: *f.version, NotAfter: now.Add(*f.expires).Truncate(time.Second), Nodes: *f.nodes}
+func (f signFlags) header(now time.Time) (bundle.EnvelopeHeader, error) {
+	hdr := bundle.EnvelopeHeader{Version: *f.version, NotAfter: now.Add(*f.expires).Truncate(time.Second), Nodes: *f.nodes}
 	if hdr.Version == 0 {
 		hdr.Version = uint64(now.Unix())
 	}
@@ -82,7 +82,7 @@ func (f signFlags) privateKey() (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	priv, err := source.ParsePrivateKey(data)
+	priv, err := bundle.ParsePrivateKey(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", *f.key, err)
 	}
@@ -143,7 +143,7 @@ func signCmd(args []string, stdout, stderr io.Writer) int {
 			rc = 1
 			continue
 		}
-		bundle, err := source.SealEnvelope(priv, hdr, body)
+		bundle, err := bundle.SealEnvelope(priv, hdr, body)
 		if err != nil {
 			fmt.Fprintf(stderr, "tug: sign: %s: %v\n", file, err)
 			rc = 1

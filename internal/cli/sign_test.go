@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"tug/internal/source"
+	"tug/internal/bundle"
 	"tug/internal/testutil"
 )
 
@@ -27,17 +27,17 @@ func TestSignCmd(t *testing.T) {
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
 	os.WriteFile(a, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: busybox}]}\n"), 0o644)
 	os.WriteFile(b, nil, 0o644) // an empty bundle: the device runs nothing from it
-	vpub, err := source.ParsePublicKey(pubPEM)
+	vpub, err := bundle.ParsePublicKey(pubPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func(f string) *source.Envelope {
+	open := func(f string) *bundle.Envelope {
 		t.Helper()
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := source.ParseEnvelope(data)
+		env, err := bundle.ParseEnvelope(data)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -112,8 +112,8 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 	if rc := signCmd([]string{"--key", key, file}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}
-	bundle, _ := os.ReadFile(file + ".signed")
-	env, err := source.ParseEnvelope(bundle)
+	sealed, _ := os.ReadFile(file + ".signed")
+	env, err := bundle.ParseEnvelope(sealed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 		t.Fatalf("openssl rejects tug's signature: %v: %s", err, out)
 	}
 	pemPub, _ := os.ReadFile(pubFile)
-	pub, err := source.ParsePublicKey(pemPub)
+	pub, err := bundle.ParsePublicKey(pemPub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/policy"
@@ -67,8 +68,8 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 		}
 		src := "file:" + abs
 		signed := ""
-		if source.IsEnvelope(data) {
-			env, err := source.ParseEnvelope(data)
+		if bundle.IsEnvelope(data) {
+			env, err := bundle.ParseEnvelope(data)
 			if err != nil {
 				fmt.Fprintf(stderr, "%s: %v\n", path, err)
 				bad = true

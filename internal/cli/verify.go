@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/manifest"
 	"tug/internal/pod"
-	"tug/internal/source"
 )
 
 const verifyUsage = `usage: tug verify --key PUB [--node NAME] [--min-version N] FILE.signed...
@@ -43,7 +43,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		return usageError(stderr, verifyUsage, "verify: no bundle to check")
 	}
-	pubs, err := source.LoadPublicKeys(*keys)
+	pubs, err := bundle.LoadPublicKeys(*keys)
 	if err != nil {
 		fmt.Fprintf(stderr, "tug: verify: %v\n", err)
 		return 1
@@ -64,7 +64,7 @@ func verifyBundle(file string, keys []ed25519.PublicKey, node string, minVersion
 	if err != nil {
 		return err
 	}
-	env, err := source.ParseEnvelope(data)
+	env, err := bundle.ParseEnvelope(data)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func verifyBundle(file string, keys []ed25519.PublicKey, node string, minVersion
 // envelopeLines is the bundle's body with its three envelope lines
 // replaced by empty ones, so that the manifest messages' line numbers are
 // those of the .signed file.
-func envelopeLines(env *source.Envelope) []byte {
+func envelopeLines(env *bundle.Envelope) []byte {
 	return append([]byte("\n\n\n"), env.Body...)
 }
 

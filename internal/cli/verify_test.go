@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"tug/internal/source"
+	"tug/internal/bundle"
 )
 
 // TestVerifyCmd checks bundles as a device would: each refusal a device
@@ -31,8 +30,8 @@ func TestVerifyCmd(t *testing.T) {
 	}
 	key, wrongKey := writeKey("pub.pem", pub), writeKey("other.pem", other)
 	good := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: busybox}]}\n"
-	seal := func(name string, hdr source.EnvelopeHeader, body string) string {
-		data, err := source.SealEnvelope(priv, hdr, []byte(body))
+	seal := func(name string, hdr bundle.EnvelopeHeader, body string) string {
+		data, err := bundle.SealEnvelope(priv, hdr, []byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,10 +42,10 @@ func TestVerifyCmd(t *testing.T) {
 		return path
 	}
 	future := time.Now().Add(time.Hour)
-	okFile := seal("ok.signed", source.EnvelopeHeader{Version: 7, NotAfter: future, Nodes: []string{"kiosk-*"}}, good)
-	empty := seal("empty.signed", source.EnvelopeHeader{Version: 7, NotAfter: future}, "")
-	expired := seal("expired.signed", source.EnvelopeHeader{Version: 7, NotAfter: time.Now().Add(-time.Minute)}, good)
-	invalid := seal("invalid.signed", source.EnvelopeHeader{Version: 7, NotAfter: future}, "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app}]}\n")
+	okFile := seal("ok.signed", bundle.EnvelopeHeader{Version: 7, NotAfter: future, Nodes: []string{"kiosk-*"}}, good)
+	empty := seal("empty.signed", bundle.EnvelopeHeader{Version: 7, NotAfter: future}, "")
+	expired := seal("expired.signed", bundle.EnvelopeHeader{Version: 7, NotAfter: time.Now().Add(-time.Minute)}, good)
+	invalid := seal("invalid.signed", bundle.EnvelopeHeader{Version: 7, NotAfter: future}, "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app}]}\n")
 	tampered := filepath.Join(dir, "tampered.signed")
 	data, _ := os.ReadFile(okFile)
 	os.WriteFile(tampered, bytes.Replace(data, []byte(`"version":7`), []byte(`"version":9`), 1), 0o644)
@@ -62,8 +61,8 @@ func TestVerifyCmd(t *testing.T) {
 			"ok.signed: ok: version 7, not after " + future.UTC().Format(time.RFC3339) + ", for nodes kiosk-*; would apply default/web", ""},
 		{"key directory", []string{"--key", dir, "--node", "kiosk-3", okFile}, 0, "would apply default/web", ""},
 		{"empty bundle", []string{"--key", key, empty}, 0, "would apply nothing: every pod of the source stops", ""},
-		{"wrong key", []string{"--key", wrongKey, "--node", "kiosk-3", okFile}, 1, "", "refused: source: bad signature"},
-		{"tampered header", []string{"--key", key, "--node", "kiosk-3", tampered}, 1, "", "refused: source: bad signature"},
+		{"wrong key", []string{"--key", wrongKey, "--node", "kiosk-3", okFile}, 1, "", "refused: bundle: bad signature"},
+		{"tampered header", []string{"--key", key, "--node", "kiosk-3", tampered}, 1, "", "refused: bundle: bad signature"},
 		{"other node", []string{"--key", key, "--node", "gateway", okFile}, 1, "", `is for nodes ["kiosk-*"], this node is "gateway"`},
 		{"expired", []string{"--key", key, expired}, 1, "", "expired at"},
 		{"older than the device's", []string{"--key", key, "--node", "kiosk-1", "--min-version", "8", okFile}, 1, "", "version 7 is older than 8"},

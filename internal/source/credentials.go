@@ -3,11 +3,9 @@ package source
 import (
 	"bufio"
 	"bytes"
-	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -37,35 +35,4 @@ func ReadHeaderFile(path string) (http.Header, error) {
 		return nil, fmt.Errorf("source: header file %s: %w", path, err)
 	}
 	return h, nil
-}
-
-// LoadPublicKeys reads the verify keys: each path is a key file (see
-// ParsePublicKey) or a directory whose *.pem files are each one key. Any of
-// the keys verifies a bundle, so a fleet can roll to a new key without a
-// device refusing what it is sent in between.
-func LoadPublicKeys(paths []string) ([]ed25519.PublicKey, error) {
-	var keys []ed25519.PublicKey
-	for _, p := range paths {
-		files := []string{p}
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			if files, err = filepath.Glob(filepath.Join(p, "*.pem")); err != nil {
-				return nil, fmt.Errorf("source: verify keys %s: %w", p, err)
-			}
-			if len(files) == 0 {
-				return nil, fmt.Errorf("source: verify keys %s: no *.pem file", p)
-			}
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("source: verify key: %w", err)
-			}
-			k, err := ParsePublicKey(data)
-			if err != nil {
-				return nil, fmt.Errorf("source: verify key %s: %w", f, err)
-			}
-			keys = append(keys, k)
-		}
-	}
-	return keys, nil
 }

@@ -7,27 +7,23 @@
 // (http.go) polls one URL with conditional requests (ETag, Last-Modified),
 // a size cap and a timeout; the headers it sends may come from a file
 // (credentials.go, ReadHeaderFile), the body may be a signed bundle
-// (envelope.go: the envelope format; verify.go: ed25519 keys;
-// LoadPublicKeys), and the last accepted content is checkpointed on disk
+// (package bundle), and the last accepted content is checkpointed on disk
 // (checkpoint.go) so that its pods start after a reboot before the URL
 // answers. The URL is shown only through redact.URL, never with its
 // credentials. OCI (oci.go) polls a bundle artifact in an OCI registry
-// (ociartifact.go: the artifact format, fetching with digest checks, and
-// the push of "tug bundle push") through a resolver its caller gives it
-// (containerd's docker resolver), with the same checkpoint. Both check a
-// served bundle through one function, OpenBundle (bundle.go), which "tug
-// bundle pull" uses too.
+// through a resolver its caller gives it (containerd's docker resolver),
+// with the same checkpoint. Both check a served bundle with bundle.Open,
+// which "tug bundle pull" uses too.
 //
 // The header file and the TLS files (tls.go, ClientTLS) are read by the
-// same functions for the status URL (package statusreport), which also
-// seals its documents in the envelope.
+// same functions for the status URL (package statusreport).
 //
 // It imports only internal/pod, internal/manifest, internal/redact,
-// internal/clock, internal/atomicfile, golang.org/x/sys/unix, containerd's
-// core/remotes and pkg/reference, errdefs, the OCI image-spec and
-// go-digest types, and the standard library; it must
-// not import podconfig (it defines Sink instead), reconcile, the runtime
-// packages or agent.
+// internal/clock, internal/atomicfile, internal/bundle,
+// golang.org/x/sys/unix, containerd's core/remotes and pkg/reference,
+// errdefs, the OCI image-spec and go-digest types, and the standard
+// library; it must not import podconfig (it defines Sink instead),
+// reconcile, the runtime packages or agent.
 package source
 
 import (

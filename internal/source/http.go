@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/clock"
 	"tug/internal/pod"
 	"tug/internal/redact"
@@ -47,7 +48,7 @@ type HTTPConfig struct {
 	ClientCert, ClientKey string
 	// MaxRedirects caps the redirects followed. Default 5.
 	MaxRedirects int
-	// VerifyKeys, when set, make the body a signed bundle (see Envelope)
+	// VerifyKeys, when set, make the body a signed bundle (see bundle.Envelope)
 	// mandatory; any one key verifies it.
 	VerifyKeys []ed25519.PublicKey
 	// Checkpoint is the path of this URL's checkpoint file; "" for none.
@@ -345,7 +346,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 			// running, but the server (or whoever answers for it) is not
 			// sending anything new, and that shows.
 			return &fetchError{badContent, fmt.Errorf("%s: %w: bundle version %d expired at %s and no newer one is served",
-				h.url, ErrExpired, h.acc.version, h.acc.notAfter.Format(time.RFC3339))}
+				h.url, bundle.ErrExpired, h.acc.version, h.acc.notAfter.Format(time.RFC3339))}
 		}
 		h.acc.etag, h.acc.lastModified = etag, lastMod
 		h.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/pod"
 )
 
@@ -332,8 +333,8 @@ func TestHTTPBadAnswerWithoutCheckpointNotReady(t *testing.T) {
 		{"unsigned with a key", []byte(good), true},
 		{"empty body with a key", nil, true},
 		{"wrong key", seal(t, other, 1, good), true},
-		{"expired", sealHeader(t, priv, EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(-time.Hour)}, good), true},
-		{"other node", sealHeader(t, priv, EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"node2"}}, good), true},
+		{"expired", sealHeader(t, priv, bundle.EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(-time.Hour)}, good), true},
+		{"other node", sealHeader(t, priv, bundle.EnvelopeHeader{Version: 1, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"node2"}}, good), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -502,13 +503,13 @@ func TestHTTPSignatures(t *testing.T) {
 		{"newer version", seal(t, priv, 6, next), true, nil},
 		{"same version", seal(t, priv, 5, next), true, nil},
 		{"second key", seal(t, priv2, 6, next), true, nil},
-		{"for this node", sealHeader(t, priv, EnvelopeHeader{Version: 6, NotAfter: soon, Nodes: []string{"other", "node*"}}, next), true, nil},
-		{"older version", seal(t, priv, 4, next), false, ErrRollback},
-		{"bare body", []byte(next), false, ErrNotEnvelope},
-		{"wrong key", seal(t, otherPriv, 6, next), false, ErrBadSignature},
-		{"expired", sealHeader(t, priv, EnvelopeHeader{Version: 6, NotAfter: time.Now().Add(-time.Second)}, next), false, ErrExpired},
-		{"other node", sealHeader(t, priv, EnvelopeHeader{Version: 6, NotAfter: soon, Nodes: []string{"node2"}}, next), false, ErrOtherNode},
-		{"body swapped", swapBody(seal(t, priv, 6, good), next), false, ErrBadEnvelope},
+		{"for this node", sealHeader(t, priv, bundle.EnvelopeHeader{Version: 6, NotAfter: soon, Nodes: []string{"other", "node*"}}, next), true, nil},
+		{"older version", seal(t, priv, 4, next), false, bundle.ErrRollback},
+		{"bare body", []byte(next), false, bundle.ErrNotEnvelope},
+		{"wrong key", seal(t, otherPriv, 6, next), false, bundle.ErrBadSignature},
+		{"expired", sealHeader(t, priv, bundle.EnvelopeHeader{Version: 6, NotAfter: time.Now().Add(-time.Second)}, next), false, bundle.ErrExpired},
+		{"other node", sealHeader(t, priv, bundle.EnvelopeHeader{Version: 6, NotAfter: soon, Nodes: []string{"node2"}}, next), false, bundle.ErrOtherNode},
+		{"body swapped", swapBody(seal(t, priv, 6, good), next), false, bundle.ErrBadEnvelope},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -589,7 +590,7 @@ func TestHTTPValidators(t *testing.T) {
 	// Once the accepted bundle has expired, requests are unconditional and
 	// a 304 is an error.
 	f.srv.set(func(s *manifestServer) {
-		s.body, s.etag = sealHeader(t, priv, EnvelopeHeader{Version: 2, NotAfter: time.Now().Add(300 * time.Millisecond)}, podManifest("web", "nginx:2")), `"v2"`
+		s.body, s.etag = sealHeader(t, priv, bundle.EnvelopeHeader{Version: 2, NotAfter: time.Now().Add(300 * time.Millisecond)}, podManifest("web", "nginx:2")), `"v2"`
 	})
 	f.poll()
 	f.wantPods("nginx:2")
@@ -615,12 +616,12 @@ func TestHTTPValidators(t *testing.T) {
 // priv.
 func seal(t *testing.T, priv ed25519.PrivateKey, version uint64, body string) []byte {
 	t.Helper()
-	return sealHeader(t, priv, EnvelopeHeader{Version: version, NotAfter: time.Now().Add(time.Hour)}, body)
+	return sealHeader(t, priv, bundle.EnvelopeHeader{Version: version, NotAfter: time.Now().Add(time.Hour)}, body)
 }
 
-func sealHeader(t *testing.T, priv ed25519.PrivateKey, hdr EnvelopeHeader, body string) []byte {
+func sealHeader(t *testing.T, priv ed25519.PrivateKey, hdr bundle.EnvelopeHeader, body string) []byte {
 	t.Helper()
-	b, err := SealEnvelope(priv, hdr, []byte(body))
+	b, err := bundle.SealEnvelope(priv, hdr, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,12 +629,12 @@ func sealHeader(t *testing.T, priv ed25519.PrivateKey, hdr EnvelopeHeader, body 
 }
 
 // swapBody replaces the body of a bundle, keeping its signed header.
-func swapBody(bundle []byte, body string) []byte {
-	env, err := ParseEnvelope(bundle)
+func swapBody(sealed []byte, body string) []byte {
+	env, err := bundle.ParseEnvelope(sealed)
 	if err != nil {
 		panic(err)
 	}
-	return append(bundle[:len(bundle)-len(env.Body):len(bundle)-len(env.Body)], body...)
+	return append(sealed[:len(sealed)-len(env.Body):len(sealed)-len(env.Body)], body...)
 }
 
 func TestHTTPCheckpointWithoutSignatureRejectedWithKey(t *testing.T) {
@@ -697,7 +698,7 @@ func TestHTTPBundleWithoutKeys(t *testing.T) {
 	}
 	// Nodes and expiry still apply.
 	f.srv.set(func(s *manifestServer) {
-		s.body = sealHeader(t, priv, EnvelopeHeader{Version: 3, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"other"}}, podManifest("web", "nginx:3"))
+		s.body = sealHeader(t, priv, bundle.EnvelopeHeader{Version: 3, NotAfter: time.Now().Add(time.Hour), Nodes: []string{"other"}}, podManifest("web", "nginx:3"))
 	})
 	f.poll()
 	if st := f.h.Status(); !strings.Contains(st.Error, "other nodes") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/reference"
 
+	"tug/internal/bundle"
 	"tug/internal/clock"
 	"tug/internal/manifest"
 	"tug/internal/pod"
@@ -26,7 +27,7 @@ type OCIConfig struct {
 	Ref string
 	// Resolver resolves and fetches Ref (required); the agent builds it
 	// with the node's registry hosts and credentials.
-	Resolver ArtifactResolver
+	Resolver bundle.ArtifactResolver
 	// Period is the wait between polls (--oci-check-frequency), with ±10%
 	// jitter, doubled after each failure to reach the registry, to at most
 	// 8 × Period (and 5 minutes, or Period when longer). Default 1m.
@@ -35,7 +36,7 @@ type OCIConfig struct {
 	Timeout time.Duration
 	// MaxBody is the largest bundle layer accepted. Default 10 MiB.
 	MaxBody int64
-	// VerifyKeys, when set, make the layer a signed bundle (see Envelope)
+	// VerifyKeys, when set, make the layer a signed bundle (see bundle.Envelope)
 	// mandatory; any one key verifies it.
 	VerifyKeys []ed25519.PublicKey
 	// Checkpoint is the path of this reference's checkpoint file; "" for
@@ -66,12 +67,12 @@ const (
 )
 
 // OCI is the manifest source of one bundle artifact in an OCI registry
-// (the artifact's format: ociartifact.go). Each report is one pod.Manifest
+// (the artifact's format: package bundle). Each report is one pod.Manifest
 // whose Origin.Source and Origin.File are its name, OCIPrefix+Ref.
 //
 // Each poll resolves the reference (one HEAD request); only a digest other
 // than the applied one is pulled (manifest, then the bundle layer, each
-// checked against its digest), checked by OpenBundle as the URL source
+// checked against its digest), checked by bundle.Open as the URL source
 // checks a body, parsed, checkpointed and reported. A digest refused for
 // its content (a blob that does not match its digest, not a bundle, a bad
 // signature, an old, expired or foreign bundle, a parse error) is not
@@ -192,7 +193,7 @@ func (o *OCI) fetch(ctx context.Context) error {
 		o.mu.Unlock()
 		if !o.acc.notAfter.IsZero() && now.After(o.acc.notAfter) {
 			return &fetchError{badContent, fmt.Errorf("%s: %w: bundle version %d expired at %s and the reference names no newer one",
-				o.name, ErrExpired, o.acc.version, o.acc.notAfter.Format(time.RFC3339))}
+				o.name, bundle.ErrExpired, o.acc.version, o.acc.notAfter.Format(time.RFC3339))}
 		}
 		return nil
 	}
@@ -202,10 +203,10 @@ func (o *OCI) fetch(ctx context.Context) error {
 		o.mu.Unlock()
 		return o.refusedErr
 	}
-	a, err := fetchResolved(ctx, o.cfg.Resolver, o.cfg.Ref, desc, o.cfg.MaxBody)
-	var be *blobError
+	a, err := bundle.FetchResolved(ctx, o.cfg.Resolver, o.cfg.Ref, desc, o.cfg.MaxBody)
+	var be *bundle.BlobError
 	switch {
-	case errors.As(err, &be) || errors.Is(err, ErrNotBundle):
+	case errors.As(err, &be) || errors.Is(err, bundle.ErrNotBundle):
 		return o.refuse(dgst, fmt.Errorf("%s: %s: %w", o.name, dgst, err))
 	case err != nil:
 		return &fetchError{unreachable, fmt.Errorf("%s: %s: %w", o.name, dgst, err)}
@@ -237,10 +238,18 @@ func (o *OCI) refuse(dgst string, err error) error {
 }
 
 // accept takes in a verified, parsed artifact: checkpoint, status, report.
-func (o *OCI) accept(ctx context.Context, a Artifact, b EnvelopeHeader, parsed manifest.Parsed, now time.Time) {
+func (o *OCI) accept(ctx context.Context, a bundle.Artifact, b bundle.EnvelopeHeader, parsed manifest.Parsed, now time.Time) {
 	dgst := a.Manifest.Digest.String()
 	o.refused, o.refusedErr = "", nil
 	acc := accepted{hash: sha256Hex(a.Body), version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
 		fetchedAt: now, digest: dgst}
 	o.take(ctx, acc, a.Body, checkpoint{Digest: dgst}, func(st *pod.FetchStatus) { st.Digest = dgst }, "OCI bundle accepted", "digest", dgst)
+}
+
+// truncate shortens s, from a configuration, to n bytes for an error.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"tug/internal/bundle"
 	"tug/internal/pod"
 )
 
@@ -35,7 +36,7 @@ type fakeRegistry struct {
 func newFakeRegistry() *fakeRegistry { return &fakeRegistry{blobs: map[digest.Digest][]byte{}} }
 
 // put stores a's blobs and points the tag at its manifest.
-func (r *fakeRegistry) put(a Artifact) {
+func (r *fakeRegistry) put(a bundle.Artifact) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.blobs[a.Manifest.Digest] = a.ManifestJSON
@@ -84,9 +85,9 @@ func (r *fakeRegistry) Fetcher(context.Context, string) (remotes.Fetcher, error)
 	}), nil
 }
 
-func artifact(t *testing.T, body []byte) Artifact {
+func artifact(t *testing.T, body []byte) bundle.Artifact {
 	t.Helper()
-	a, err := BuildArtifact(body, "pods.yaml", time.Now())
+	a, err := bundle.BuildArtifact(body, "pods.yaml", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +100,15 @@ func TestArtifactRoundTrip(t *testing.T) {
 		name, mediaType string
 		body            []byte
 	}{
-		{"signed", MediaTypeEnvelope, seal(t, priv, 7, podManifest("web", "nginx:1"))},
-		{"bare", MediaTypeManifests, []byte(podManifest("web", "nginx:1"))},
+		{"signed", bundle.MediaTypeEnvelope, seal(t, priv, 7, podManifest("web", "nginx:1"))},
+		{"bare", bundle.MediaTypeManifests, []byte(podManifest("web", "nginx:1"))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a := artifact(t, tc.body)
 			reg := newFakeRegistry()
 			reg.put(a)
-			got, err := FetchArtifact(context.Background(), reg, "r.example/tug/b:1", 1<<20)
+			got, err := bundle.FetchArtifact(context.Background(), reg, "r.example/tug/b:1", 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,8 +128,8 @@ func TestParseArtifactRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := ParseArtifact([]byte(tc.json)); !errors.Is(err, ErrNotBundle) {
-				t.Fatalf("err %v, want ErrNotBundle", err)
+			if _, err := bundle.ParseArtifact([]byte(tc.json)); !errors.Is(err, bundle.ErrNotBundle) {
+				t.Fatalf("err %v, want bundle.ErrNotBundle", err)
 			}
 		})
 	}
@@ -188,12 +189,12 @@ func TestOCIAppliesVerifiedDigestsOnly(t *testing.T) {
 	tampered.Body = bytes.Replace(tampered.Body, []byte("nginx:2"), []byte("evil:66"), 1)
 	tests := []struct {
 		name string
-		a    Artifact
+		a    bundle.Artifact
 		want error
 	}{
-		{"tampered layer", tampered, ErrDigestMismatch},
-		{"unsigned", artifact(t, []byte(podManifest("web", "nginx:2"))), ErrNotEnvelope},
-		{"other key", artifact(t, seal(t, other, 2, podManifest("web", "nginx:2"))), ErrBadSignature},
+		{"tampered layer", tampered, bundle.ErrDigestMismatch},
+		{"unsigned", artifact(t, []byte(podManifest("web", "nginx:2"))), bundle.ErrNotEnvelope},
+		{"other key", artifact(t, seal(t, other, 2, podManifest("web", "nginx:2"))), bundle.ErrBadSignature},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

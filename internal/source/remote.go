@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tug/internal/bundle"
 	"tug/internal/clock"
 	"tug/internal/manifest"
 	"tug/internal/pod"
@@ -152,10 +153,10 @@ func (r *remote) loadCheckpoint() (accepted, error) {
 	}, nil
 }
 
-// open checks a body through OpenBundle with the source's keys, node and
+// open checks a body through bundle.Open with the source's keys, node and
 // version floor; now zero skips the expiry check (a checkpoint).
-func (r *remote) open(body []byte, now time.Time) ([]byte, EnvelopeHeader, error) {
-	return OpenBundle(body, BundleCheck{Keys: r.keys, Node: r.hostname, MinVersion: r.minVersion, Now: now})
+func (r *remote) open(body []byte, now time.Time) ([]byte, bundle.EnvelopeHeader, error) {
+	return bundle.Open(body, bundle.Check{Keys: r.keys, Node: r.hostname, MinVersion: r.minVersion, Now: now})
 }
 
 func (r *remote) parse(body []byte) (manifest.Parsed, error) {

@@ -11,7 +11,7 @@
 // due; a failed POST is retried with exponential back-off, and each retry
 // sends the document of that moment, never a queue of older ones. A
 // Signer wraps the document in tug's signed envelope (the format `tug
-// sign` writes, see source.SealEnvelope) with a persisted, increasing
+// sign` writes, see bundle.SealEnvelope) with a persisted, increasing
 // sequence number as its version.
 //
 // It reads through the small interfaces it declares (StatusSource,

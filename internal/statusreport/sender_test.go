@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tug/internal/bundle"
 	"tug/internal/pod"
 	"tug/internal/source"
 	"tug/internal/testutil"
@@ -270,7 +271,7 @@ func TestSenderTLS(t *testing.T) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		env, err := source.ParseEnvelope(body)
+		env, err := bundle.ParseEnvelope(body)
 		if err == nil {
 			err = env.Verify([]ed25519.PublicKey{pub})
 		}

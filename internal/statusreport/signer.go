@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"tug/internal/atomicfile"
-	"tug/internal/source"
+	"tug/internal/bundle"
 )
 
 // EnvelopeContentType is the Content-Type of a signed status document.
@@ -32,7 +32,7 @@ const SignatureValidity = 10 * time.Minute
 const sequenceBlock = 1000
 
 // Signer seals status documents in tug's signed envelope (the format of
-// `tug sign`, see source.SealEnvelope): version is a sequence number that
+// `tug sign`, see bundle.SealEnvelope): version is a sequence number that
 // only goes up, across restarts too; notAfter is SignatureValidity after
 // sealing; nodes is the node's name. It is safe for concurrent use.
 type Signer struct {
@@ -127,7 +127,7 @@ func (s *Signer) Seal(body []byte, now time.Time) ([]byte, error) {
 	}
 	v := s.next
 	s.next++
-	return source.SealEnvelope(s.key, source.EnvelopeHeader{Version: v, NotAfter: now.Add(SignatureValidity).Truncate(time.Second), Nodes: []string{s.node}}, body)
+	return bundle.SealEnvelope(s.key, bundle.EnvelopeHeader{Version: v, NotAfter: now.Add(SignatureValidity).Truncate(time.Second), Nodes: []string{s.node}}, body)
 }
 
 // reserve writes next+sequenceBlock to the sequence file durably

@@ -15,9 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tug/internal/bundle"
 	"tug/internal/testutil"
-
-	"tug/internal/source"
 )
 
 func TestSigner(t *testing.T) {
@@ -37,14 +36,14 @@ func TestSigner(t *testing.T) {
 		t.Errorf("Fingerprint() = %s, want %s", s.Fingerprint(), want)
 	}
 	var last uint64
-	seal := func(s *Signer, now time.Time) source.EnvelopeHeader {
+	seal := func(s *Signer, now time.Time) bundle.EnvelopeHeader {
 		t.Helper()
 		body := []byte(`{"apiVersion":"tug.io/status/v1"}`)
 		data, err := s.Seal(body, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := source.ParseEnvelope(data)
+		env, err := bundle.ParseEnvelope(data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +117,7 @@ func TestSignerDamagedSequenceFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env, err := source.ParseEnvelope(data)
+			env, err := bundle.ParseEnvelope(data)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package source
+package bundle
 
 import (
 	"bytes"
@@ -54,10 +54,10 @@ const maxArtifactManifest = 1 << 20
 var (
 	// ErrNotBundle: the reference names something that is not a bundle
 	// artifact (an image, an index, an artifact of another type).
-	ErrNotBundle = errors.New("source: not a tug bundle artifact")
+	ErrNotBundle = errors.New("bundle: not a tug bundle artifact")
 	// ErrDigestMismatch: a blob's bytes are not those its descriptor names
 	// (a tampered or corrupt blob).
-	ErrDigestMismatch = errors.New("source: blob does not match its digest")
+	ErrDigestMismatch = errors.New("bundle: blob does not match its digest")
 )
 
 // Artifact is a bundle artifact: its manifest, the bundle layer and the
@@ -103,7 +103,7 @@ func BuildArtifact(body []byte, title string, created time.Time) (Artifact, erro
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("source: bundle artifact: %w", err)
+		return Artifact{}, fmt.Errorf("bundle: bundle artifact: %w", err)
 	}
 	return Artifact{
 		Manifest:     ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: ArtifactType, Digest: digest.FromBytes(data), Size: int64(len(data))},
@@ -155,16 +155,16 @@ func FetchArtifact(ctx context.Context, r ArtifactResolver, ref string, maxBody 
 	if err != nil {
 		return Artifact{}, fmt.Errorf("resolve %s: %w", ref, err)
 	}
-	a, err := fetchResolved(ctx, r, ref, desc, maxBody)
+	a, err := FetchResolved(ctx, r, ref, desc, maxBody)
 	if err != nil {
 		return Artifact{}, fmt.Errorf("%s: %s: %w", ref, desc.Digest, err)
 	}
 	return a, nil
 }
 
-// fetchResolved fetches the artifact of ref whose manifest desc names.
+// FetchResolved fetches the artifact of ref whose manifest desc names.
 // Its errors name neither ref nor desc's digest.
-func fetchResolved(ctx context.Context, r ArtifactResolver, ref string, desc ocispec.Descriptor, maxBody int64) (Artifact, error) {
+func FetchResolved(ctx context.Context, r ArtifactResolver, ref string, desc ocispec.Descriptor, maxBody int64) (Artifact, error) {
 	f, err := r.Fetcher(ctx, ref)
 	if err != nil {
 		return Artifact{}, fmt.Errorf("fetcher: %w", err)
@@ -187,21 +187,21 @@ func fetchResolved(ctx context.Context, r ArtifactResolver, ref string, desc oci
 	return Artifact{Manifest: desc, ManifestJSON: mjson, Layer: layer, Body: body}, nil
 }
 
-// blobError is a blob whose bytes were read in full and are wrong: the
+// BlobError is a blob whose bytes were read in full and are wrong: the
 // content's fault, not the transport's.
-type blobError struct{ err error }
+type BlobError struct{ err error }
 
-func (e *blobError) Error() string { return e.err.Error() }
-func (e *blobError) Unwrap() error { return e.err }
+func (e *BlobError) Error() string { return e.err.Error() }
+func (e *BlobError) Unwrap() error { return e.err }
 
 // fetchBlob reads the blob desc names, at most max bytes, and checks its
 // size and digest.
 func fetchBlob(ctx context.Context, f remotes.Fetcher, desc ocispec.Descriptor, max int64) ([]byte, error) {
 	if err := desc.Digest.Validate(); err != nil {
-		return nil, &blobError{fmt.Errorf("%w: %w", ErrNotBundle, err)}
+		return nil, &BlobError{fmt.Errorf("%w: %w", ErrNotBundle, err)}
 	}
 	if desc.Size < 0 || desc.Size > max {
-		return nil, &blobError{fmt.Errorf("%d bytes, larger than %s: %w", desc.Size, sizeText(max), ErrTooLarge)}
+		return nil, &BlobError{fmt.Errorf("%d bytes, larger than %d: %w", desc.Size, max, ErrTooLarge)}
 	}
 	rc, err := f.Fetch(ctx, desc)
 	if err != nil {
@@ -213,10 +213,10 @@ func fetchBlob(ctx context.Context, f remotes.Fetcher, desc ocispec.Descriptor, 
 		return nil, err
 	}
 	if int64(len(data)) != desc.Size {
-		return nil, &blobError{fmt.Errorf("%w: %d bytes, want %d", ErrDigestMismatch, len(data), desc.Size)}
+		return nil, &BlobError{fmt.Errorf("%w: %d bytes, want %d", ErrDigestMismatch, len(data), desc.Size)}
 	}
 	if got := desc.Digest.Algorithm().FromBytes(data); got != desc.Digest {
-		return nil, &blobError{fmt.Errorf("%w: got %s", ErrDigestMismatch, got)}
+		return nil, &BlobError{fmt.Errorf("%w: got %s", ErrDigestMismatch, got)}
 	}
 	return data, nil
 }

@@ -1,4 +1,4 @@
-package source
+package bundle
 
 import (
 	"crypto/ed25519"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// BundleCheck is what a served body is checked against before its
+// Check is what a served body is checked against before its
 // manifests are taken in: the URL source, the OCI source and "tug bundle
-// pull" check through OpenBundle, so the three agree.
-type BundleCheck struct {
+// pull" check through Open, so the three agree.
+type Check struct {
 	// Keys, when set, make a signed bundle (see Envelope) mandatory; any
 	// one key verifies it.
 	Keys []ed25519.PublicKey
@@ -22,14 +22,14 @@ type BundleCheck struct {
 	Now time.Time
 }
 
-// OpenBundle checks a body and returns the manifests in it and the
+// Open checks a body and returns the manifests in it and the
 // envelope's header. With keys it must be a signed bundle: verified, for
 // this node, fresh at Now (unless Now is zero), and not older than
 // MinVersion. Without keys, a bare body is the manifests; a bundle is
 // unwrapped and its nodes and expiry checked, but its version is neither
 // enforced nor kept (returned as 0): an unauthenticated header must not set
 // a floor that freezes the device. The returned body aliases body.
-func OpenBundle(body []byte, c BundleCheck) ([]byte, EnvelopeHeader, error) {
+func Open(body []byte, c Check) ([]byte, EnvelopeHeader, error) {
 	keys := len(c.Keys) > 0
 	if !keys && !IsEnvelope(body) {
 		return body, EnvelopeHeader{}, nil

@@ -1,8 +1,9 @@
-package source
+package bundle
 
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -139,10 +140,10 @@ func SealEnvelope(priv ed25519.PrivateKey, hdr EnvelopeHeader, body []byte) ([]b
 	hdr.NotAfter = hdr.NotAfter.UTC()
 	line, err := json.Marshal(hdr)
 	if err != nil {
-		return nil, fmt.Errorf("source: envelope header: %w", err)
+		return nil, fmt.Errorf("bundle: envelope header: %w", err)
 	}
 	if len(line) > MaxEnvelopeHeader {
-		return nil, fmt.Errorf("source: envelope header: %d bytes, at most %d", len(line), MaxEnvelopeHeader)
+		return nil, fmt.Errorf("bundle: envelope header: %d bytes, at most %d", len(line), MaxEnvelopeHeader)
 	}
 	if _, err := parseEnvelopeHeader(line); err != nil {
 		return nil, err
@@ -198,4 +199,9 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
