@@ -27,9 +27,9 @@ import (
 	"tug/internal/events"
 	"tug/internal/network"
 	"tug/internal/pleg"
-	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/podview"
 	"tug/internal/policy"
 	"tug/internal/prober"
 	"tug/internal/qos"
@@ -369,12 +369,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pressure.m = evictions
 	components["eviction manager"] = evictions.Run
 	if web != nil {
-		view.Fetch = map[string]func() pod.FetchStatus{web.Name(): web.Status}
+		view.Fetch = map[string]func() podview.FetchStatus{web.Name(): web.Status}
 		components["http source"] = web.Run
 	}
 	for _, o := range ociSources {
 		if view.Fetch == nil {
-			view.Fetch = map[string]func() pod.FetchStatus{}
+			view.Fetch = map[string]func() podview.FetchStatus{}
 		}
 		view.Fetch[o.Name()] = o.Status
 		components["oci source "+o.Name()] = o.Run

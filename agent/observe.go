@@ -10,6 +10,7 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podview"
 )
 
 // newRegistry is the one metrics registry of the agent, served on /metrics:
@@ -48,7 +49,7 @@ func registerLogMetrics(reg prometheus.Registerer, b logBounds) {
 type sourceStatus struct {
 	store   *podconfig.Store
 	sources []string
-	fetch   map[string]func() pod.FetchStatus
+	fetch   map[string]func() podview.FetchStatus
 }
 
 func (s sourceStatus) Sources() []api.SourceStatus {

@@ -19,6 +19,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/podview"
 	"tug/internal/qos"
 	"tug/internal/reclaim/eviction"
 	"tug/internal/reclaim/imagegc"
@@ -210,8 +211,8 @@ type nodeView struct {
 	devices *devices.Manager // nil: no device resources
 }
 
-func (n nodeView) Node() pod.NodeView {
-	v := pod.NodeView{Metadata: pod.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
+func (n nodeView) Node() podview.NodeView {
+	v := podview.NodeView{Metadata: podview.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
 	if n.devices != nil && len(n.devices.Resources()) > 0 {
 		v.Status.Capacity, v.Status.Allocatable = map[string]string{}, map[string]string{}
 		for name, units := range n.devices.Capacity() {

@@ -21,6 +21,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // brokenManifest has an unknown field on line 9, column 7.
@@ -48,7 +49,7 @@ func TestAPI(t *testing.T) {
 	tg.waitRunning(startTimeout, "api-a", "main", 0)
 	tg.waitRunning(startTimeout, "api-b", "one", 0)
 	tg.waitRunning(startTimeout, "api-b", "two", 0)
-	running := func(v *pod.View) error {
+	running := func(v *podview.View) error {
 		if v.Status.Phase != pod.PhaseRunning {
 			return fmt.Errorf("phase %q", v.Status.Phase)
 		}
@@ -172,7 +173,7 @@ func TestAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		byFile := map[string]pod.ManifestStatus{}
+		byFile := map[string]podview.ManifestStatus{}
 		for _, m := range ms {
 			byFile[m.File] = m
 		}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -124,7 +124,7 @@ func TestPodsWatch(t *testing.T) {
 		t.Fatalf("stop fresh's container: %v", err)
 	}
 	var seen time.Time
-	tg.waitPod(watchBound, "fresh", "its container terminated", func(v *pod.View) error {
+	tg.waitPod(watchBound, "fresh", "its container terminated", func(v *podview.View) error {
 		if len(v.Status.ContainerStatuses) == 0 || v.Status.ContainerStatuses[0].State.Terminated == nil {
 			return errors.New("not terminated yet")
 		}
@@ -184,7 +184,7 @@ func TestDescribe(t *testing.T) {
         periodSeconds: 1
         failureThreshold: 1
 `}}}.String())
-	tg.waitPod(startTimeout, "sick", "a restart after a failed liveness probe", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "sick", "a restart after a failed liveness probe", func(v *podview.View) error {
 		if len(v.Status.ContainerStatuses) == 0 || v.Status.ContainerStatuses[0].RestartCount == 0 {
 			return errors.New("no restart yet")
 		}

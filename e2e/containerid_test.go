@@ -14,6 +14,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podruntime"
+	"tug/internal/podview"
 )
 
 // TestContainerIDTakenIsNotRemoved plants, with the containerd client, a
@@ -64,7 +65,7 @@ func TestContainerIDTakenIsNotRemoved(t *testing.T) {
 	pid := task.Pid()
 
 	tg.writeManifest("collide.yaml", shPod("collide", tg.image, idle))
-	v := tg.waitPod(startTimeout, "collide", "its container waiting on the taken ID", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "collide", "its container waiting on the taken ID", func(v *podview.View) error {
 		for _, c := range v.Status.ContainerStatuses {
 			if w := c.State.Waiting; w != nil && strings.Contains(w.Message, "container ID taken") {
 				return nil

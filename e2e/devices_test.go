@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -273,7 +274,7 @@ func TestDeviceHotplug(t *testing.T) {
 	mknodAll(t, devDir, dongleDevices[2])
 	capacityIs("3")
 	tg.waitRunning(startTimeout, "holder", "main", 0)
-	tg.waitPod(startTimeout, "holder", "DevicesReady True", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "holder", "DevicesReady True", func(v *podview.View) error {
 		if c := conditionOf(v, pod.ConditionDevicesReady); c.Status != "True" {
 			return fmt.Errorf("DevicesReady %+v", c)
 		}
@@ -289,7 +290,7 @@ func TestDeviceHotplug(t *testing.T) {
 	}
 	want := gone + " of example.com/dongle"
 	var restarts int32
-	v := tg.waitPod(startTimeout, "holder", "DevicesReady False, the container waiting for its device", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "holder", "DevicesReady False, the container waiting for its device", func(v *podview.View) error {
 		c := conditionOf(v, pod.ConditionDevicesReady)
 		if c.Status != "False" || c.Reason != "DeviceUnavailable" || !strings.Contains(c.Message, want) {
 			return fmt.Errorf("DevicesReady %+v, want False DeviceUnavailable naming %s", c, want)
@@ -331,7 +332,7 @@ func TestDeviceHotplug(t *testing.T) {
 		t.Fatal(err)
 	}
 	mknodAll(t, devDir, dongleDevices[1])
-	tg.waitPod(startTimeout, "holder", "DevicesReady True again, the container running", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "holder", "DevicesReady True again, the container running", func(v *podview.View) error {
 		if c := conditionOf(v, pod.ConditionDevicesReady); c.Status != "True" {
 			return fmt.Errorf("DevicesReady %+v", c)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // evictionTimeout covers the eviction manager's 10 s period, the pod's
@@ -39,7 +40,7 @@ func TestEmptyDirSizeLimitEviction(t *testing.T) {
 		volumes: []volYAML{{"scratch", "emptyDir: {sizeLimit: 1Mi}"}, hostPathVol("marker", marker, "Directory")},
 	}.String())
 	tg.waitEvictedAndBack("filler", `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `)
-	tg.waitPod(startTimeout, "filler", "Running", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "filler", "Running", func(v *podview.View) error {
 		if v.Status.Phase != pod.PhaseRunning || v.Status.Reason != "" {
 			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
 		}
@@ -77,7 +78,7 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 	}
 	tg.args = []string{"--eviction-hard", "memory.available<100Gi"}
 	tg.Start()
-	v := tg.waitPod(evictionTimeout, "z-besteffort", "Failed/Evicted", func(v *pod.View) error {
+	v := tg.waitPod(evictionTimeout, "z-besteffort", "Failed/Evicted", func(v *podview.View) error {
 		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" {
 			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
 		}
@@ -121,7 +122,7 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 		t.Errorf("tug node = %d, %q, stderr %q: no MemoryPressure True line", code, out, stderr)
 	}
 	// Under MemoryPressure a BestEffort pod is not admitted again.
-	tg.waitPod(evictionTimeout, "z-besteffort", "held by the node condition", func(v *pod.View) error {
+	tg.waitPod(evictionTimeout, "z-besteffort", "held by the node condition", func(v *podview.View) error {
 		if v.Status.Reason != "Evicted" || v.Status.Message != "The node had condition: [MemoryPressure]. " {
 			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
 		}
@@ -153,7 +154,7 @@ func TestEphemeralStorageLimitEviction(t *testing.T) {
 func (tg *tug) waitEvictedAndBack(name, msg string) {
 	tg.t.Helper()
 	first := tg.waitRunning(startTimeout, name, "main", 0)
-	tg.waitPod(evictionTimeout, name, "Failed/Evicted", func(v *pod.View) error {
+	tg.waitPod(evictionTimeout, name, "Failed/Evicted", func(v *podview.View) error {
 		if v.Status.Phase != pod.PhaseFailed || v.Status.Reason != "Evicted" || v.Status.Message != msg {
 			return fmt.Errorf("status %s/%s %q", v.Status.Phase, v.Status.Reason, v.Status.Message)
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -65,7 +66,7 @@ func TestExecCommand(t *testing.T) {
 		{name: "done", image: tg.image, script: "exit 0"},
 	}}.String())
 	tg.waitRunning(startTimeout, "shell", "main", 0)
-	tg.waitPod(startTimeout, "shell", "main running, done completed", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "shell", "main running, done completed", func(v *podview.View) error {
 		if statusOf(v, "main").State.Running == nil || statusOf(v, "done").State.Terminated == nil {
 			return fmt.Errorf("%s", describeStatus(&v.Status))
 		}
@@ -221,7 +222,7 @@ func TestRestartCommand(t *testing.T) {
 		t.Errorf("restarted container %v is the old one, %v", after, before)
 	}
 	tg.waitOrder(logTimeout, dir, "started", "prestop", "term", "started")
-	v := tg.waitPod(startTimeout, "svc", "Running again with restartCount 1", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "svc", "Running again with restartCount 1", func(v *podview.View) error {
 		cs := statusOf(v, "main")
 		if v.Status.Phase != pod.PhaseRunning || cs.State.Running == nil || cs.RestartCount != 1 {
 			return fmt.Errorf("phase %s, %s", v.Status.Phase, describeStatus(&v.Status))

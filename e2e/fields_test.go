@@ -13,6 +13,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Manifest fields of real files (node selection and tolerations, sidecars,
@@ -72,7 +73,7 @@ while true; do sleep 0.2; done`
 	if appCtr.Attempt() != 0 {
 		t.Errorf("the app was restarted with its sidecar: %v", appCtr)
 	}
-	v := tg.waitPod(startTimeout, "side", "Running and initialized", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "side", "Running and initialized", func(v *podview.View) error {
 		if v.Status.Phase != pod.PhaseRunning || !hasCondition(&v.Status, pod.ConditionInitialized, "True") {
 			return fmt.Errorf("phase %s, conditions %v", v.Status.Phase, v.Status.Conditions)
 		}

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tug/internal/podview"
 
 	"golang.org/x/sys/unix"
-
-	"tug/internal/pod"
 )
 
 // TestFSGroupDeepTree: a container can build a directory chain deeper than
@@ -59,7 +58,7 @@ func TestFSGroupDeepTree(t *testing.T) {
 	t.Cleanup(func() { removeChain(t, claimDir, "d") })
 
 	tg.writeManifest("second.yaml", objPod("second", tg.image, mount, volume))
-	v := tg.waitPod(60*time.Second, "second", "refused with a status naming the volume and the depth", func(v *pod.View) error {
+	v := tg.waitPod(60*time.Second, "second", "refused with a status naming the volume and the depth", func(v *podview.View) error {
 		if v.Status.Reason != "SyncError" || !strings.Contains(v.Status.Message, `volume "data"`) || !strings.Contains(v.Status.Message, "levels") {
 			return errors.New("reason " + v.Status.Reason + ": " + v.Status.Message)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Lifecycle hooks and the grpc probe against the test
@@ -88,7 +89,7 @@ func (tg *tug) eventReasons(uid string) []string {
 }
 
 // mainStatus returns the status of container "main" of v.
-func mainStatus(v *pod.View) pod.ContainerStatus {
+func mainStatus(v *podview.View) pod.ContainerStatus {
 	for _, cs := range v.Status.ContainerStatuses {
 		if cs.Name == "main" {
 			return cs
@@ -175,7 +176,7 @@ func TestHookPostStartFailureKills(t *testing.T) {
 	dir := hookDir(t, "poststart")
 	postStart := execHook("postStart", "echo poststart >> /d/order; echo hook says no; exit 3")
 	tg.writeManifest("poststart.yaml", hookPod("poststart", tg.image, dir, "sleep 3600", postStart, 5))
-	v := tg.waitPod(startTimeout, "poststart", "restarted after its postStart failed", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "poststart", "restarted after its postStart failed", func(v *podview.View) error {
 		cs := mainStatus(v)
 		term := cs.LastTerminationState.Terminated
 		if cs.RestartCount < 1 || term == nil {
@@ -203,8 +204,8 @@ func TestProbeGRPCHealth(t *testing.T) {
 		"      readinessProbe:\n        grpc:\n          port: 9090\n          service: tug.test\n        periodSeconds: 1\n        failureThreshold: 1\n" +
 		"      livenessProbe:\n        grpc:\n          port: 9090\n        periodSeconds: 1\n"
 	tg.writeManifest("grpc.yaml", hookPod("grpc", tg.image, dir, "exec grpchealth -listen :9090 -service tug.test -down /d/down", probes, 5))
-	ready := func(want bool) func(v *pod.View) error {
-		return func(v *pod.View) error {
+	ready := func(want bool) func(v *podview.View) error {
+		return func(v *podview.View) error {
 			cs := mainStatus(v)
 			if cs.RestartCount != 0 {
 				return fmt.Errorf("main restarted %d times", cs.RestartCount)

@@ -26,6 +26,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -192,12 +193,12 @@ func (tg *tug) tasksOf(uids ...string) map[string]ctr {
 }
 
 // urlManifest returns the /manifests item of the URL source url.
-func (tg *tug) urlManifest(url string) (pod.ManifestStatus, error) {
+func (tg *tug) urlManifest(url string) (podview.ManifestStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	items, err := tg.api().Manifests(ctx)
 	if err != nil {
-		return pod.ManifestStatus{}, err
+		return podview.ManifestStatus{}, err
 	}
 	var sources []string
 	for _, m := range items {
@@ -206,14 +207,14 @@ func (tg *tug) urlManifest(url string) (pod.ManifestStatus, error) {
 		}
 		sources = append(sources, m.Source+" "+m.File)
 	}
-	return pod.ManifestStatus{}, fmt.Errorf("GET /manifests has no item of source %s: %q", url, sources)
+	return podview.ManifestStatus{}, fmt.Errorf("GET /manifests has no item of source %s: %q", url, sources)
 }
 
 // waitURLManifest waits until the /manifests item of url passes check
 // (nil: as wanted) and returns it.
-func (tg *tug) waitURLManifest(timeout time.Duration, url, what string, check func(m *pod.ManifestStatus) error) pod.ManifestStatus {
+func (tg *tug) waitURLManifest(timeout time.Duration, url, what string, check func(m *podview.ManifestStatus) error) podview.ManifestStatus {
 	tg.t.Helper()
-	var m pod.ManifestStatus
+	var m podview.ManifestStatus
 	tg.waitFor(timeout, "/manifests: "+what, func() (bool, error) {
 		var err error
 		if m, err = tg.urlManifest(url); err != nil {
@@ -227,7 +228,7 @@ func (tg *tug) waitURLManifest(timeout time.Duration, url, what string, check fu
 	return m
 }
 
-func describeManifest(m *pod.ManifestStatus) string {
+func describeManifest(m *podview.ManifestStatus) string {
 	s := fmt.Sprintf("source %q file %q error %q uids %v", m.Source, m.File, m.Error, m.UIDs)
 	if f := m.Fetch; f != nil {
 		s += fmt.Sprintf(" fetch{last %s status %d error %q etag %q full %d 304 %d checkpoint %s fromCheckpoint %v}",
@@ -239,7 +240,7 @@ func describeManifest(m *pod.ManifestStatus) string {
 
 // manifestError is the error /manifests shows for a URL source: of the
 // content or of the last fetch.
-func manifestError(m *pod.ManifestStatus) string {
+func manifestError(m *podview.ManifestStatus) string {
 	var errs []string
 	if m.Error != "" {
 		errs = append(errs, m.Error)
@@ -252,8 +253,8 @@ func manifestError(m *pod.ManifestStatus) string {
 
 // healthyFetch checks that the item shows content accepted with etag and
 // no error.
-func healthyFetch(etag string) func(m *pod.ManifestStatus) error {
-	return func(m *pod.ManifestStatus) error {
+func healthyFetch(etag string) func(m *podview.ManifestStatus) error {
+	return func(m *podview.ManifestStatus) error {
 		switch {
 		case m.Fetch == nil:
 			return fmt.Errorf("no fetch status")
@@ -377,7 +378,7 @@ func TestHTTPSourceBadAnswers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tg := tg.forTest(t)
 			srv.set(c.a)
-			m := tg.waitURLManifest(fetchTimeout, srv.url, "an error after a bad answer", func(m *pod.ManifestStatus) error {
+			m := tg.waitURLManifest(fetchTimeout, srv.url, "an error after a bad answer", func(m *podview.ManifestStatus) error {
 				if manifestError(m) == "" {
 					return fmt.Errorf("no error")
 				}
@@ -413,7 +414,7 @@ func checkpointedURLTug(t *testing.T) (srv *manifestServer, tg *tug, uidA, uidB 
 	tg.waitRunningUID(startTimeout, uidA, "a", 0)
 	tg.waitRunningUID(startTimeout, uidA, "b", 0)
 	tg.waitRunningUID(startTimeout, uidB, "main", 0)
-	tg.waitURLManifest(fetchTimeout, srv.url, "a checkpoint", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, srv.url, "a checkpoint", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.CheckpointTime.IsZero() {
 			return fmt.Errorf("no checkpoint time")
 		}
@@ -428,7 +429,7 @@ func TestHTTPSourceOffline(t *testing.T) {
 	want := tg.tasksOf(uidA, uidB)
 
 	srv.Close()
-	tg.waitURLManifest(fetchTimeout, srv.url, "a fetch error with the server down", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, srv.url, "a fetch error with the server down", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Error == "" {
 			return fmt.Errorf("no fetch error")
 		}
@@ -443,7 +444,7 @@ func TestHTTPSourceOffline(t *testing.T) {
 		t.Fatalf("stop tug: %v", err)
 	}
 	tg.Start()
-	m := tg.waitURLManifest(startTimeout, srv.url, "the pods from the checkpoint", func(m *pod.ManifestStatus) error {
+	m := tg.waitURLManifest(startTimeout, srv.url, "the pods from the checkpoint", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || !m.Fetch.FromCheckpoint {
 			return fmt.Errorf("not from the checkpoint")
 		}
@@ -540,7 +541,7 @@ func TestFileSourceIndependentOfURL(t *testing.T) {
 	})
 	// The URL's state is visible too: it never
 	// answered, and /manifests says so.
-	tg.waitURLManifest(3*time.Second, url, "the fetch error of the URL that never answered", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(3*time.Second, url, "the fetch error of the URL that never answered", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Error == "" || m.Fetch.FullResponses != 0 {
 			return fmt.Errorf("no fetch error")
 		}
@@ -581,7 +582,7 @@ func TestSignedManifests(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tg := tg.forTest(t)
 			srv.set(c.a)
-			m := tg.waitURLManifest(fetchTimeout, srv.url, "the content rejected", func(m *pod.ManifestStatus) error {
+			m := tg.waitURLManifest(fetchTimeout, srv.url, "the content rejected", func(m *podview.ManifestStatus) error {
 				if manifestError(m) == "" {
 					return fmt.Errorf("no error")
 				}

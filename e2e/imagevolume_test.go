@@ -20,6 +20,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -82,7 +83,7 @@ func TestImageVolume(t *testing.T) {
 	tg.waitLog(logTimeout, "imgvol", "main", 0, "dirfile=1", "file=2", "second=3", "sub=1", "busybox-there",
 		"touch: Read-only file system", "touch bb: Read-only file system")
 
-	v := tg.waitPod(startTimeout, "imgvol", "the image volumes' digests in its status", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "imgvol", "the image volumes' digests in its status", func(v *podview.View) error {
 		cs := statusOf(v, "main")
 		got := map[string]string{}
 		for _, m := range cs.VolumeMounts {
@@ -105,13 +106,13 @@ func TestImageVolume(t *testing.T) {
 	})
 	t.Logf("volume mounts: %+v", statusOf(&v, "main").VolumeMounts)
 
-	tg.waitPod(startTimeout, "nevervol", "main waiting ErrImageNeverPull", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "nevervol", "main waiting ErrImageNeverPull", func(v *podview.View) error {
 		if w := statusOf(v, "main").State.Waiting; w == nil || w.Reason != pod.ReasonErrImageNeverPull || !strings.Contains(w.Message, "tug.test/missing:v1") {
 			return fmt.Errorf("main waiting %+v, want ErrImageNeverPull naming the image", w)
 		}
 		return nil
 	})
-	tg.waitPod(startTimeout, "subvol", "main waiting on the missing subPath", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "subvol", "main waiting on the missing subPath", func(v *podview.View) error {
 		if w := statusOf(v, "main").State.Waiting; w == nil || w.Reason != pod.ReasonCreateContainerError || !strings.Contains(w.Message, "does not exist in the image volume") {
 			return fmt.Errorf("main waiting %+v, want CreateContainerError saying the subPath does not exist", w)
 		}
@@ -157,7 +158,7 @@ func TestImageVolumePullFailure(t *testing.T) {
       image: {reference: "`+missing+`", pullPolicy: IfNotPresent}
 `))
 	seen := map[string]bool{}
-	tg.waitPod(startTimeout, "pullvol", "main waiting ImagePullBackOff", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "pullvol", "main waiting ImagePullBackOff", func(v *podview.View) error {
 		w := statusOf(v, "main").State.Waiting
 		if w != nil && strings.Contains(w.Message, "no-such-tag") {
 			seen[w.Reason] = true
@@ -188,7 +189,7 @@ func TestImageVolumeFromRegistry(t *testing.T) {
 `))
 	tg.waitRunning(startTimeout, "regvol", "main", 0)
 	tg.waitLog(logTimeout, "regvol", "main", 0, "pulled-volume")
-	tg.waitPod(startTimeout, "regvol", "the volume's digest in its status", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "regvol", "the volume's digest in its status", func(v *podview.View) error {
 		for _, m := range statusOf(v, "main").VolumeMounts {
 			if m.Name == "vol" && m.Image != nil && strings.HasPrefix(m.Image.ImageRef, ref+"@sha256:") {
 				return nil
@@ -236,7 +237,7 @@ func TestImageVolumeUpdateBlocked(t *testing.T) {
 	tg.waitLog(logTimeout, "updvol", "main", 0, "2")
 
 	tg.writeManifest("updvol.yaml", rolloutPod("updvol", tg.image, script, noRollback, volume("tug.test/missing:v1")))
-	v := tg.waitPod(startTimeout, "updvol", "the update blocked on its image volume", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "updvol", "the update blocked on its image volume", func(v *podview.View) error {
 		u := conditionOf(v, pod.ConditionUpdateReady)
 		if u.Status != "False" || u.Reason != pod.ReasonErrImageNeverPull || !strings.Contains(u.Message, "tug.test/missing:v1") {
 			return fmt.Errorf("%s condition %+v, want False (ErrImageNeverPull) naming the image", pod.ConditionUpdateReady, u)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -69,7 +69,7 @@ func TestTwoInstancesOneNode(t *testing.T) {
 			t.Fatalf("stop tug %s: %v", in.name, err)
 		}
 		in.tg.Start()
-		in.tg.waitPod(startTimeout, "web-"+in.name, "its status after the restart", func(*pod.View) error { return nil })
+		in.tg.waitPod(startTimeout, "web-"+in.name, "its status after the restart", func(*podview.View) error { return nil })
 	}
 	time.Sleep(5 * time.Second) // housekeeping runs every 2 s
 	for _, in := range insts {

@@ -12,29 +12,30 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
 // apiPod returns the pod with this UID from GET /pods.
-func (tg *tug) apiPod(uid string) (pod.View, bool, error) {
+func (tg *tug) apiPod(uid string) (podview.View, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	list, err := tg.api().Pods(ctx)
 	if err != nil {
-		return pod.View{}, false, err
+		return podview.View{}, false, err
 	}
 	for _, v := range list.Items {
 		if v.Metadata.UID == uid {
 			return v, true, nil
 		}
 	}
-	return pod.View{}, false, nil
+	return podview.View{}, false, nil
 }
 
 // reasonIs checks a pod's phase, status.reason and that its message
 // contains msg.
-func reasonIs(phase pod.Phase, reason, msg string) func(v *pod.View) error {
-	return func(v *pod.View) error {
+func reasonIs(phase pod.Phase, reason, msg string) func(v *podview.View) error {
+	return func(v *podview.View) error {
 		if v.Status.Phase != phase || v.Status.Reason != reason || !strings.Contains(v.Status.Message, msg) {
 			return fmt.Errorf("phase %q reason %q message %q, want %q %q with %q", v.Status.Phase, v.Status.Reason, v.Status.Message, phase, reason, msg)
 		}
@@ -193,7 +194,7 @@ func TestLimits(t *testing.T) {
 	tg.assertRefused("pc", pod.ReasonOutOfPods)
 
 	// The hostPath's escapes reach tug pods escaped, never raw.
-	tg.waitPod(startTimeout, "esc", "failing on its hostPath", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "esc", "failing on its hostPath", func(v *podview.View) error {
 		if !strings.Contains(v.Status.Message, "\x1b") {
 			return fmt.Errorf("message %q", v.Status.Message)
 		}
@@ -232,7 +233,7 @@ func TestDuplicateAcrossSourcesFileWins(t *testing.T) {
 	tg.writeManifest("dup.yaml", shPod("dup", tg.image, idle))
 	tg.waitRunning(startTimeout, "dup", "main", 0)
 	tg.waitGone(removeTimeout, urlCopy, "the URL's copy to be removed")
-	tg.waitURLManifest(fetchTimeout, srv.url, "the duplicate reported on the URL's manifest", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, srv.url, "the duplicate reported on the URL's manifest", func(m *podview.ManifestStatus) error {
 		if !strings.Contains(m.Error, "is already defined in "+tg.manifestPath("dup.yaml")) {
 			return fmt.Errorf("error %q", m.Error)
 		}
@@ -244,7 +245,7 @@ func TestDuplicateAcrossSourcesFileWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg.Start()
-	tg.waitURLManifest(fetchTimeout, srv.url, "the URL polled again", healthyFetchOr(func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, srv.url, "the URL polled again", healthyFetchOr(func(m *podview.ManifestStatus) error {
 		if !strings.Contains(m.Error, "is already defined in") {
 			return fmt.Errorf("error %q", m.Error)
 		}
@@ -260,8 +261,8 @@ func TestDuplicateAcrossSourcesFileWins(t *testing.T) {
 }
 
 // healthyFetchOr checks that the URL item has been fetched and passes check.
-func healthyFetchOr(check func(m *pod.ManifestStatus) error) func(m *pod.ManifestStatus) error {
-	return func(m *pod.ManifestStatus) error {
+func healthyFetchOr(check func(m *podview.ManifestStatus) error) func(m *podview.ManifestStatus) error {
+	return func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.LastFetch.IsZero() {
 			return fmt.Errorf("not fetched yet")
 		}

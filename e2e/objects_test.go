@@ -15,6 +15,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/events"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -228,7 +229,7 @@ func TestObjectsMissing(t *testing.T) {
   - name: cfg
     configMap: {name: later}
 `))
-	tg.waitPod(20*time.Second, "late", "CreateContainerConfigError naming the ConfigMap", func(v *pod.View) error {
+	tg.waitPod(20*time.Second, "late", "CreateContainerConfigError naming the ConfigMap", func(v *podview.View) error {
 		for _, cs := range v.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && w.Reason == pod.ReasonCreateContainerConfigError && strings.Contains(w.Message, `configmap "later" not found`) {
 				return nil
@@ -421,7 +422,7 @@ func TestObjectsURLBundle(t *testing.T) {
 	tg.waitContent(c, "/s/k", "two")
 
 	tg.writeManifest("local.yaml", objPod("local", tg.image, "    volumeMounts:\n    - {name: s, mountPath: /s}\n", "  volumes:\n  - name: s\n    secret: {secretName: key}\n"))
-	tg.waitPod(20*time.Second, "local", "waiting for its own source's Secret", func(v *pod.View) error {
+	tg.waitPod(20*time.Second, "local", "waiting for its own source's Secret", func(v *podview.View) error {
 		for _, cs := range v.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && w.Reason == pod.ReasonCreateContainerConfigError && strings.Contains(w.Message, `secret "key" not found`) {
 				return nil

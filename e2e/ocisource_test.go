@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/source"
 	"tug/internal/testutil"
 )
@@ -134,7 +135,7 @@ func TestOCISource(t *testing.T) {
 		healthzPort: port,
 	})
 	tg.waitRunningUID(startTimeout, uid, "main", 0)
-	tg.waitURLManifest(ociApplyTimeout, name, "the v1 artifact applied", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(ociApplyTimeout, name, "the v1 artifact applied", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Digest != d1 || m.Version != 1 || manifestError(m) != "" {
 			return fmt.Errorf("not v1 %s", d1)
 		}
@@ -161,7 +162,7 @@ func TestOCISource(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tg := tg.forTest(t)
 			d := c.push()
-			m := tg.waitURLManifest(ociApplyTimeout, name, "the artifact refused", func(m *pod.ManifestStatus) error {
+			m := tg.waitURLManifest(ociApplyTimeout, name, "the artifact refused", func(m *podview.ManifestStatus) error {
 				if !strings.Contains(manifestError(m), d) {
 					return fmt.Errorf("no error about %s", d)
 				}
@@ -189,7 +190,7 @@ func TestOCISource(t *testing.T) {
 	d2 := bundlePush(t, "--key", key, "--version", "2", v2, ref)
 	pushed := time.Now()
 	unchangedBefore := tg.ociUnchangedPolls(port, name)
-	tg.waitURLManifest(ociApplyTimeout, name, "the v2 artifact applied", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(ociApplyTimeout, name, "the v2 artifact applied", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Digest != d2 || m.Version != 2 || manifestError(m) != "" {
 			return fmt.Errorf("not v2 %s", d2)
 		}
@@ -224,7 +225,7 @@ func TestOCISource(t *testing.T) {
 	}
 	reg.Stop()
 	tg.Start()
-	tg.waitURLManifest(startTimeout, name, "the checkpoint applied, the registry unreachable", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(startTimeout, name, "the checkpoint applied, the registry unreachable", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Digest != d2 || !m.Fetch.FromCheckpoint || m.Fetch.Error == "" {
 			return fmt.Errorf("not the checkpoint of %s with an error", d2)
 		}

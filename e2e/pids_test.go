@@ -16,6 +16,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -55,7 +56,7 @@ func (tg *tug) podPidsFile(uid, name string) (string, error) {
 }
 
 // podCondition returns the condition typ of v, or nil.
-func podCondition(v *pod.View, typ string) *pod.Condition {
+func podCondition(v *podview.View, typ string) *pod.Condition {
 	for i := range v.Status.Conditions {
 		if v.Status.Conditions[i].Type == typ {
 			return &v.Status.Conditions[i]

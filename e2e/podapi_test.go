@@ -19,6 +19,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -307,7 +308,7 @@ func TestContainerRestartRules(t *testing.T) {
 		},
 		volumes: []volYAML{emptyVol("state")},
 	}.String())
-	v := tg.waitPod(startTimeout, "rules", "retry done after one restart, once failed for good", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "rules", "retry done after one restart, once failed for good", func(v *podview.View) error {
 		st := map[string]pod.ContainerStatus{}
 		for _, cs := range v.Status.ContainerStatuses {
 			st[cs.Name] = cs

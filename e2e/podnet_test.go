@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -92,7 +92,7 @@ func fetchLoop(host, port string) string {
 
 // podIP waits until the pod named name reports a pod IP, and returns it.
 func (tg *tug) podIPOf(name string) string {
-	v := tg.waitPod(startTimeout, name, "a pod IP", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, name, "a pod IP", func(v *podview.View) error {
 		if v.Status.PodIP == "" {
 			return fmt.Errorf("no podIP")
 		}

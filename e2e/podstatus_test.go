@@ -14,6 +14,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ func TestTerminatingShown(t *testing.T) {
 	tg.writeManifest("stubborn.yaml", podYAML{name: "stubborn", grace: grace, containers: []ctrYAML{
 		{name: "main", image: tg.image, script: `trap "" TERM; while :; do sleep 1; done`}}}.String())
 	c := tg.waitRunning(startTimeout, "stubborn", "main", 0)
-	tg.waitPod(startTimeout, "stubborn", "Ready", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "stubborn", "Ready", func(v *podview.View) error {
 		if conditionOf(v, pod.ConditionReady).Status != "True" {
 			return errors.New("not Ready")
 		}
@@ -170,7 +171,7 @@ func TestUpdateBlockedOnPull(t *testing.T) {
 	}
 
 	tg.writeManifest("upd.yaml", good)
-	tg.waitPod(startTimeout, "upd", "the update no longer blocked", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "upd", "the update no longer blocked", func(v *podview.View) error {
 		if u := conditionOf(v, pod.ConditionUpdateReady); u.Type != "" {
 			return fmt.Errorf("condition %+v", u)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ const capsAll = `      securityContext:
 // its status message.
 func (tg *tug) waitBlocked(name string, want ...string) string {
 	tg.t.Helper()
-	v := tg.waitPod(blockedWithin, name, "Blocked", func(v *pod.View) error {
+	v := tg.waitPod(blockedWithin, name, "Blocked", func(v *podview.View) error {
 		if v.Status.Reason != pod.ReasonBlocked {
 			return fmt.Errorf("reason %q, want Blocked", v.Status.Reason)
 		}
@@ -124,7 +125,7 @@ func TestPolicyFileBaselineUpdate(t *testing.T) {
 
 	tg.writeManifest("upd.yaml", shPod("upd", tg.image, "echo v3; "+idle))
 	tg.waitRunning(startTimeout, "upd", "main", 1)
-	tg.waitPod(blockedWithin, "upd", "no longer Blocked", func(v *pod.View) error {
+	tg.waitPod(blockedWithin, "upd", "no longer Blocked", func(v *podview.View) error {
 		if v.Status.Reason == pod.ReasonBlocked {
 			return fmt.Errorf("still Blocked: %s", v.Status.Message)
 		}
@@ -253,7 +254,7 @@ func TestSeccompAndNoNewPrivs(t *testing.T) {
 // checks that containerd never got a container of it.
 func (tg *tug) waitConfigError(name, msg string) {
 	tg.t.Helper()
-	tg.waitPod(startTimeout, name, pod.ReasonCreateContainerConfigError, func(v *pod.View) error {
+	tg.waitPod(startTimeout, name, pod.ReasonCreateContainerConfigError, func(v *podview.View) error {
 		if len(v.Status.ContainerStatuses) == 0 {
 			return fmt.Errorf("no container status")
 		}

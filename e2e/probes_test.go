@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Probes: each test runs a busybox httpd (or nothing) in a
@@ -31,7 +32,7 @@ func probePod(name, image, script, extra string) string {
 }
 
 // statusOf returns the status of container name in v (zero if absent).
-func statusOf(v *pod.View, name string) pod.ContainerStatus {
+func statusOf(v *podview.View, name string) pod.ContainerStatus {
 	for _, cs := range append(v.Status.ContainerStatuses, v.Status.InitContainerStatuses...) {
 		if cs.Name == name {
 			return cs
@@ -41,7 +42,7 @@ func statusOf(v *pod.View, name string) pod.ContainerStatus {
 }
 
 // conditionOf returns the pod's condition typ.
-func conditionOf(v *pod.View, typ string) pod.Condition {
+func conditionOf(v *podview.View, typ string) pod.Condition {
 	for _, c := range v.Status.Conditions {
 		if c.Type == typ {
 			return c
@@ -52,8 +53,8 @@ func conditionOf(v *pod.View, typ string) pod.Condition {
 
 // readyIs checks the pod's Ready condition, its container main's ready,
 // and that main never restarted.
-func readyIs(want bool) func(v *pod.View) error {
-	return func(v *pod.View) error {
+func readyIs(want bool) func(v *podview.View) error {
+	return func(v *podview.View) error {
 		cs := statusOf(v, "main")
 		if cs.RestartCount != 0 {
 			return fmt.Errorf("main restarted %d times", cs.RestartCount)
@@ -87,7 +88,7 @@ func TestProbeLivenessRestartsHungServer(t *testing.T) {
         terminationGracePeriodSeconds: 1
 `}}}.String())
 	tg.waitRunning(startTimeout, "hung", "main", 0)
-	v := tg.waitPod(30*time.Second, "hung", "restarted by liveness", func(v *pod.View) error {
+	v := tg.waitPod(30*time.Second, "hung", "restarted by liveness", func(v *podview.View) error {
 		cs := statusOf(v, "main")
 		if cs.RestartCount < 1 || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
 			return fmt.Errorf("restartCount %d", cs.RestartCount)
@@ -158,7 +159,7 @@ func TestProbeStartupDelaysLiveness(t *testing.T) {
         failureThreshold: 1
 `))
 	tg.waitRunning(startTimeout, "slow", "main", 0)
-	v := tg.waitPod(5*time.Second, "slow", "running, not started", func(v *pod.View) error {
+	v := tg.waitPod(5*time.Second, "slow", "running, not started", func(v *podview.View) error {
 		cs := statusOf(v, "main")
 		if cs.State.Running == nil || cs.Started == nil || *cs.Started || cs.Ready {
 			return fmt.Errorf("started %v ready %v", cs.Started, cs.Ready)
@@ -166,7 +167,7 @@ func TestProbeStartupDelaysLiveness(t *testing.T) {
 		return nil
 	})
 	_ = v
-	tg.waitPod(20*time.Second, "slow", "started and ready", func(v *pod.View) error {
+	tg.waitPod(20*time.Second, "slow", "started and ready", func(v *podview.View) error {
 		if cs := statusOf(v, "main"); cs.Started == nil || !*cs.Started {
 			return fmt.Errorf("not started")
 		}
@@ -196,7 +197,7 @@ func TestProbeTCPAndNamedPort(t *testing.T) {
         periodSeconds: 1
 `},
 	}}.String())
-	tg.waitPod(startTimeout, "tcp", "main ready, closed not", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "tcp", "main ready, closed not", func(v *podview.View) error {
 		m, c := statusOf(v, "main"), statusOf(v, "closed")
 		if !m.Ready || c.Ready || c.State.Running == nil || conditionOf(v, pod.ConditionReady).Status != "False" {
 			return fmt.Errorf("main ready %v, closed ready %v", m.Ready, c.Ready)
@@ -286,7 +287,7 @@ func TestProbeExecTimeoutNoLeak(t *testing.T) {
 		}
 		return true, nil
 	})
-	tg.waitPod(10*time.Second, "execs", "ready without probes, not restarted", func(v *pod.View) error {
+	tg.waitPod(10*time.Second, "execs", "ready without probes, not restarted", func(v *podview.View) error {
 		for i := range n {
 			if cs := statusOf(v, "c"+strconv.Itoa(i)); !cs.Ready || cs.RestartCount != 0 {
 				return fmt.Errorf("c%d ready %v restarts %d", i, cs.Ready, cs.RestartCount)
@@ -359,7 +360,7 @@ func TestProbeSidecarStartupGates(t *testing.T) {
 `}},
 		containers: []ctrYAML{{name: "main", image: tg.image, script: idle}},
 	}.String())
-	v := tg.waitPod(startTimeout, "gate", "main running", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "gate", "main running", func(v *podview.View) error {
 		if statusOf(v, "main").State.Running == nil || statusOf(v, "proxy").State.Running == nil {
 			return fmt.Errorf("not running yet")
 		}

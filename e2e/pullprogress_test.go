@@ -27,6 +27,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/events"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -128,7 +129,7 @@ func TestPullStallCut(t *testing.T) {
 			args: []string{"--image-pull-progress-deadline", deadline}})
 		began := time.Now()
 		tg.writeManifest("slow.yaml", pullPod("slow", proxy.ref, ""))
-		v := tg.waitPod(startTimeout, "slow", "the pull's progress in the waiting message", func(v *pod.View) error {
+		v := tg.waitPod(startTimeout, "slow", "the pull's progress in the waiting message", func(v *podview.View) error {
 			for _, cs := range v.Status.ContainerStatuses {
 				if w := cs.State.Waiting; w != nil && w.Reason == pod.ReasonContainerCreating &&
 					strings.HasPrefix(w.Message, fmt.Sprintf("Pulling image %q: ", proxy.ref)) && strings.Contains(w.Message, " MB of ") {
@@ -155,7 +156,7 @@ func TestPullStallCut(t *testing.T) {
 			args: []string{"--image-pull-progress-deadline", deadline}})
 		tg.writeManifest("upd.yaml", shPod("upd", tg.image, idle))
 		tg.waitRunning(startTimeout, "upd", "main", 0)
-		old := tg.waitPod(startTimeout, "upd", "its container's ID", func(v *pod.View) error {
+		old := tg.waitPod(startTimeout, "upd", "its container's ID", func(v *podview.View) error {
 			if len(v.Status.ContainerStatuses) == 0 || v.Status.ContainerStatuses[0].ContainerID == "" {
 				return errors.New("no container ID")
 			}
@@ -170,11 +171,11 @@ func TestPullStallCut(t *testing.T) {
 				strings.Contains(out, " MB of "), nil
 		})
 		t.Logf("tug pods while the update pulls:\n%s", seen)
-		v := tg.waitPod(startTimeout, "upd", "the old container still running", func(v *pod.View) error { return nil })
+		v := tg.waitPod(startTimeout, "upd", "the old container still running", func(v *podview.View) error { return nil })
 		if cs := v.Status.ContainerStatuses[0]; cs.ContainerID != old || cs.State.Running == nil || cs.Image == proxy.ref {
 			t.Errorf("while the update pulls, the container is %s (%s, running %v), want the old one %s running", cs.ContainerID, cs.Image, cs.State.Running != nil, old)
 		}
-		tg.waitPod(startTimeout, "upd", "the new image running, and no update condition", func(v *pod.View) error {
+		tg.waitPod(startTimeout, "upd", "the new image running, and no update condition", func(v *podview.View) error {
 			cs := v.Status.ContainerStatuses[0]
 			for _, c := range v.Status.Conditions {
 				if c.Type == pod.ConditionUpdateReady {

@@ -26,6 +26,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/events"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -166,7 +167,7 @@ func TestPullOffline(t *testing.T) {
 			reg.Stop()
 			tg.writeManifest("second.yaml", alwaysPod("second", ref, 0))
 			if mode == "fail" {
-				tg.waitPod(startTimeout, "second", "ErrImagePull", func(v *pod.View) error {
+				tg.waitPod(startTimeout, "second", "ErrImagePull", func(v *podview.View) error {
 					for _, cs := range v.Status.ContainerStatuses {
 						if w := cs.State.Waiting; w != nil && (w.Reason == pod.ReasonErrImagePull || w.Reason == pod.ReasonImagePullBackOff) {
 							return nil
@@ -180,7 +181,7 @@ func TestPullOffline(t *testing.T) {
 				return
 			}
 			tg.waitRunning(startTimeout, "second", "main", 0)
-			v := tg.waitPod(startTimeout, "second", "the ImageFromCache condition", func(v *pod.View) error {
+			v := tg.waitPod(startTimeout, "second", "the ImageFromCache condition", func(v *podview.View) error {
 				if c := condition(v, pod.ConditionImageFromCache); c == nil || c.Status != "True" {
 					return fmt.Errorf("no %s condition", pod.ConditionImageFromCache)
 				}
@@ -204,7 +205,7 @@ func TestPullOffline(t *testing.T) {
 			// container) clears the condition.
 			reg.Start()
 			tg.writeManifest("second.yaml", alwaysPod("second", ref, 1))
-			tg.waitPod(startTimeout, "second", "no ImageFromCache condition once a pull succeeded", func(v *pod.View) error {
+			tg.waitPod(startTimeout, "second", "no ImageFromCache condition once a pull succeeded", func(v *podview.View) error {
 				if c := condition(v, pod.ConditionImageFromCache); c != nil {
 					return fmt.Errorf("condition %s %s", c.Type, c.Status)
 				}
@@ -225,7 +226,7 @@ func alwaysPod(name, ref string, version int) string {
 }
 
 // condition returns v's condition of type typ, nil if it has none.
-func condition(v *pod.View, typ string) *pod.Condition {
+func condition(v *podview.View, typ string) *pod.Condition {
 	for i := range v.Status.Conditions {
 		if v.Status.Conditions[i].Type == typ {
 			return &v.Status.Conditions[i]

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -82,7 +83,7 @@ stringData:
 `
 	tg.writeManifest("bundle.yaml", secret+"---\n"+pullPod("private", ref, "  imagePullSecrets:\n  - name: regcred\n")+"---\n"+pullPod("anon", ref, ""))
 	tg.waitRunning(startTimeout, "private", "main", 0)
-	tg.waitPod(startTimeout, "anon", "ErrImagePull without credentials", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "anon", "ErrImagePull without credentials", func(v *podview.View) error {
 		for _, cs := range v.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && (w.Reason == pod.ReasonErrImagePull || w.Reason == pod.ReasonImagePullBackOff) {
 				return nil

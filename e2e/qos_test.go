@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // The QoS tests run twice in CI: here on the host (cgroup v1, hybrid) and
@@ -190,7 +191,7 @@ func TestQoSOOMKilled(t *testing.T) {
 	tg.writeManifest("calm.yaml", shPod("calm", tg.image, idle))
 	calm := tg.waitRunning(startTimeout, "calm", "main", 0)
 
-	v := tg.waitPod(startTimeout, "hog", "a container OOM-killed and restarted", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "hog", "a container OOM-killed and restarted", func(v *podview.View) error {
 		if len(v.Status.ContainerStatuses) != 1 {
 			return fmt.Errorf("no container status")
 		}

@@ -29,6 +29,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/events"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/source"
 	"tug/internal/testutil"
 )
@@ -172,7 +173,7 @@ func TestOCISourceMirror(t *testing.T) {
 	mirror.Stop()
 	up.Start()
 	d2 := bundlePush(t, "--unsigned", writeFile(t, dir, "v2.yaml", shPod("mirrored", image, "echo v2; "+idle)), ref)
-	tg.waitURLManifest(ociApplyTimeout+startTimeout, name, "v2 pulled from the upstream, the mirror down", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(ociApplyTimeout+startTimeout, name, "v2 pulled from the upstream, the mirror down", func(m *podview.ManifestStatus) error {
 		if m.Fetch == nil || m.Fetch.Digest != d2 || manifestError(m) != "" {
 			return fmt.Errorf("not %s", d2)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // The in-place resize (KEP-1287) and pod-level resources (KEP-2837) tests.
@@ -146,7 +147,7 @@ func (tg *tug) waitPID(podName, name string) ctr {
 }
 
 // containerStatusOf returns the status of container name in v.
-func containerStatusOf(v *pod.View, name string) (pod.ContainerStatus, bool) {
+func containerStatusOf(v *podview.View, name string) (pod.ContainerStatus, bool) {
 	for _, cs := range v.Status.ContainerStatuses {
 		if cs.Name == name {
 			return cs, true
@@ -186,7 +187,7 @@ func TestResizeInPlace(t *testing.T) {
 		}
 		tg.waitPodCgroup(root, "burstable", uid, "cpu.cfs_quota_us", "60000")
 		tg.waitPodCgroup(root, "burstable", uid, "memory.limit_in_bytes", "167772160")
-		v := tg.waitPod(startTimeout, "resize", "status with the resized resources", func(v *pod.View) error {
+		v := tg.waitPod(startTimeout, "resize", "status with the resized resources", func(v *podview.View) error {
 			cs, _ := containerStatusOf(v, "main")
 			if cs.Resources == nil || cs.Resources.Limits[pod.ResourceCPU].String() != "400m" ||
 				cs.AllocatedResources[pod.ResourceMemory].String() != "48Mi" {
@@ -219,7 +220,7 @@ func TestResizeInPlace(t *testing.T) {
 			cpuMem("100m", "32Mi", "200m", "72Mi", restartOnMemory)))
 		again := tg.waitRunning(startTimeout, "resize", "other", 1)
 		cgroupWants(t, again.PID, v2Files(map[string]string{"memory.limit_in_bytes": "75497472"}))
-		v := tg.waitPod(startTimeout, "resize", "other's restartCount 1", func(v *pod.View) error {
+		v := tg.waitPod(startTimeout, "resize", "other's restartCount 1", func(v *podview.View) error {
 			if cs, _ := containerStatusOf(v, "other"); cs.RestartCount != 1 {
 				return fmt.Errorf("other restartCount %d", cs.RestartCount)
 			}
@@ -246,7 +247,7 @@ func TestResizeQoSChangeRefused(t *testing.T) {
 	main := tg.waitRunning(startTimeout, "resizeqos", "main", 0)
 	// Requests raised to the limits: Burstable to Guaranteed.
 	tg.writeManifest("resizeqos.yaml", manifest(cpuMem("200m", "64Mi", "200m", "64Mi", "")))
-	v := tg.waitPod(startTimeout, "resizeqos", "PodResizePending Infeasible", func(v *pod.View) error {
+	v := tg.waitPod(startTimeout, "resizeqos", "PodResizePending Infeasible", func(v *podview.View) error {
 		c := conditionOf(v, pod.ConditionPodResizePending)
 		if c.Status != "True" || c.Reason != "Infeasible" || !strings.Contains(c.Message, "QOS Class") {
 			return fmt.Errorf("conditions %+v", v.Status.Conditions)

@@ -20,6 +20,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podruntime"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -291,7 +292,7 @@ func (tg *tug) waitAllRunning(timeout time.Duration, names []string) {
 		if err != nil {
 			return false, err
 		}
-		byName := map[string]pod.View{}
+		byName := map[string]podview.View{}
 		for _, v := range list.Items {
 			byName[v.Metadata.Name] = v
 		}

@@ -15,6 +15,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podruntime"
+	"tug/internal/podview"
 )
 
 // TestCrashLoopBackoff runs a container that always exits 1 under
@@ -71,7 +72,7 @@ func testCrashLoop(t *testing.T, args []string, want []time.Duration, tolerance 
 			}
 			return nil
 		}
-		tg.waitPod(backoff+tolerance, "crash", fmt.Sprintf("waiting in CrashLoopBackOff after %d restarts", attempt), func(v *pod.View) error {
+		tg.waitPod(backoff+tolerance, "crash", fmt.Sprintf("waiting in CrashLoopBackOff after %d restarts", attempt), func(v *podview.View) error {
 			if err := notStarted(); err != nil {
 				return err
 			}
@@ -160,7 +161,7 @@ func TestRestartPolicies(t *testing.T) {
 					return ct.Attempt() >= 1, fmt.Errorf("latest is %v", ct)
 				})
 			}
-			tg.waitPod(startTimeout, c.name, "phase "+string(w.phase), func(v *pod.View) error {
+			tg.waitPod(startTimeout, c.name, "phase "+string(w.phase), func(v *podview.View) error {
 				if err := phaseIs(w.phase)(v); err != nil {
 					if terminal(v.Status.Phase) {
 						err = fmt.Errorf("%w: %w", errStop, err) // it will not change

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/source"
 	"tug/internal/testutil"
 )
@@ -73,9 +74,9 @@ func (tg *tug) waitGood(name string, not string) string {
 // RolloutFailed with reason RolledBack whose message has msg, STATUS
 // RolledBack in tug pods, the RolledBack event, and the history ending
 // with the failed spec RolledBack; the good spec is still good.
-func (tg *tug) waitRolledBack(timeout time.Duration, name, good, msg string) pod.View {
+func (tg *tug) waitRolledBack(timeout time.Duration, name, good, msg string) podview.View {
 	tg.t.Helper()
-	v := tg.waitPod(timeout, name, "rolled back", func(v *pod.View) error {
+	v := tg.waitPod(timeout, name, "rolled back", func(v *podview.View) error {
 		c := conditionOf(v, "RolloutFailed")
 		if c.Status != "True" || c.Reason != pod.ReasonRolledBack || !strings.Contains(c.Message, msg) {
 			return fmt.Errorf("RolloutFailed condition %+v, want RolledBack with %q", c, msg)
@@ -111,7 +112,7 @@ func (tg *tug) waitRolledBack(timeout time.Duration, name, good, msg string) pod
 // and is ready.
 func (tg *tug) waitMainReady(name, what string) {
 	tg.t.Helper()
-	tg.waitPod(startTimeout, name, what, func(v *pod.View) error {
+	tg.waitPod(startTimeout, name, what, func(v *podview.View) error {
 		if cs := statusOf(v, "main"); cs.State.Running == nil || !cs.Ready {
 			return fmt.Errorf("main is not running and ready: %+v", cs.State)
 		}
@@ -223,7 +224,7 @@ func TestRolloutMissingImageRollsBack(t *testing.T) {
 	// A new content is tried, and becomes good.
 	tg.writeManifest("web.yaml", rolloutPod("web", tg.image, fmt.Sprintf(rolloutWeb, "v3"), map[string]string{"tug.io/rollout-timeout": "40s"}, ""))
 	tg.waitGood("web", good)
-	tg.waitPod(10*time.Second, "web", "no RolloutFailed condition", func(v *pod.View) error {
+	tg.waitPod(10*time.Second, "web", "no RolloutFailed condition", func(v *podview.View) error {
 		if c := conditionOf(v, "RolloutFailed"); c.Type != "" {
 			return fmt.Errorf("condition %+v", c)
 		}
@@ -267,7 +268,7 @@ func TestRolloutNeverReadyRollsBack(t *testing.T) {
 		tg.writeManifest(name+".yaml", rolloutPod(name, tg.image, fmt.Sprintf(rolloutWeb, "v2"), ann, fmt.Sprintf(readiness, "/missing")))
 	}
 	tg.waitRolledBack(30*time.Second, "never", goods["never"], "not ready within 8s")
-	tg.waitPod(startTimeout, "never", "ready again on the good spec", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "never", "ready again on the good spec", func(v *podview.View) error {
 		if conditionOf(v, pod.ConditionReady).Status != "True" {
 			return fmt.Errorf("not Ready")
 		}
@@ -394,7 +395,7 @@ func rolloutAtomicBundle(t *testing.T, publish func(key string, version int, bod
 	bundle(1, image, "", false)
 	tg, src := start(append([]string{"--manifest-verify-key", keys}, rolloutArgs...)...)
 	goodWeb, goodDB := tg.waitGood("web", ""), tg.waitGood("db", "")
-	tg.waitURLManifest(20*time.Second, src, "version 1 good", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(20*time.Second, src, "version 1 good", func(m *podview.ManifestStatus) error {
 		if r := m.Rollout; r == nil || r.GoodVersion != 1 || !r.Atomic || m.Version != 1 {
 			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
 		}
@@ -402,7 +403,7 @@ func rolloutAtomicBundle(t *testing.T, publish func(key string, version int, bod
 	})
 
 	bundle(2, "docker.io/library/busybox:no-such-tag", "      imagePullPolicy: Never\n", true)
-	m := tg.waitURLManifest(40*time.Second, src, "version 2 failed and held back", func(m *pod.ManifestStatus) error {
+	m := tg.waitURLManifest(40*time.Second, src, "version 2 failed and held back", func(m *podview.ManifestStatus) error {
 		if r := m.Rollout; r == nil || r.FailedVersion != 2 || !r.HeldBack || r.GoodVersion != 1 {
 			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
 		}
@@ -413,7 +414,7 @@ func rolloutAtomicBundle(t *testing.T, publish func(key string, version int, bod
 	tg.waitRolledBack(10*time.Second, "db", goodDB, "ErrImageNeverPull")
 	tg.waitGone(30*time.Second, urlUID(src, "extra"), "the pod version 2 added")
 	for _, name := range []string{"web", "db"} {
-		tg.waitPod(startTimeout, name, "version 1 running again", func(v *pod.View) error {
+		tg.waitPod(startTimeout, name, "version 1 running again", func(v *podview.View) error {
 			if cs := statusOf(v, "main"); cs.State.Running == nil || !strings.Contains(strings.Join(v.Spec.Containers[0].Command, " "), name+"-v1") {
 				return fmt.Errorf("main %+v, command %q", cs.State, v.Spec.Containers[0].Command)
 			}
@@ -424,7 +425,7 @@ func rolloutAtomicBundle(t *testing.T, publish func(key string, version int, bod
 	bundle(3, image, "", false)
 	tg.waitGood("web", goodWeb)
 	tg.waitGood("db", goodDB)
-	tg.waitURLManifest(20*time.Second, src, "version 3 good", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(20*time.Second, src, "version 3 good", func(m *podview.ManifestStatus) error {
 		if r := m.Rollout; r == nil || r.GoodVersion != 3 || r.FailedHash != "" || r.HeldBack {
 			return fmt.Errorf("version %d, rollout %+v", m.Version, r)
 		}

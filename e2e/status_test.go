@@ -20,6 +20,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Helpers that look at tug the way an operator does: its API socket, the
@@ -36,7 +37,7 @@ func (tg *tug) api() *api.Client { return &api.Client{SocketPath: tg.socketPath(
 
 // podView returns GET /pods/default/<static name of the pod named name in
 // its manifest>.
-func (tg *tug) podView(name string) (pod.View, error) {
+func (tg *tug) podView(name string) (podview.View, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	return tg.api().Pod(ctx, "default", staticName(name))
@@ -45,9 +46,9 @@ func (tg *tug) podView(name string) (pod.View, error) {
 // waitPod waits until the status of the pod named name (in its manifest)
 // passes check, and returns it. check returns nil when the pod is as wanted,
 // or what is still wrong.
-func (tg *tug) waitPod(timeout time.Duration, name, what string, check func(v *pod.View) error) pod.View {
+func (tg *tug) waitPod(timeout time.Duration, name, what string, check func(v *podview.View) error) podview.View {
 	tg.t.Helper()
-	var v pod.View
+	var v podview.View
 	tg.waitFor(timeout, fmt.Sprintf("pod %s: %s", name, what), func() (bool, error) {
 		var err error
 		if v, err = tg.podView(name); err != nil {
@@ -62,8 +63,8 @@ func (tg *tug) waitPod(timeout time.Duration, name, what string, check func(v *p
 }
 
 // phaseIs checks a pod's phase.
-func phaseIs(want pod.Phase) func(v *pod.View) error {
-	return func(v *pod.View) error {
+func phaseIs(want pod.Phase) func(v *podview.View) error {
+	return func(v *podview.View) error {
 		if v.Status.Phase != want {
 			return fmt.Errorf("phase is %q, want %q", v.Status.Phase, want)
 		}

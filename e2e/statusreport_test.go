@@ -24,6 +24,7 @@ import (
 
 	"tug/internal/bundle"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/statusreport"
 	"tug/internal/testutil"
 )
@@ -325,13 +326,13 @@ func TestStatusReportOutage(t *testing.T) {
 	// pod is added.
 	tg.cli("exec", "flip", "--", "rm", "/tmp/ready")
 	tg.writeManifest("late.yaml", rolloutPod("late", tg.image, idle, nil, ""))
-	tg.waitPod(startTimeout, "late", "running", func(v *pod.View) error {
+	tg.waitPod(startTimeout, "late", "running", func(v *podview.View) error {
 		if v.Status.Phase != pod.PhaseRunning {
 			return fmt.Errorf("phase %s", v.Status.Phase)
 		}
 		return nil
 	})
-	tg.waitPod(30*time.Second, "flip", "not ready", func(v *pod.View) error {
+	tg.waitPod(30*time.Second, "flip", "not ready", func(v *podview.View) error {
 		if conditionOf(v, pod.ConditionReady).Status == "True" {
 			return fmt.Errorf("still ready")
 		}

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"tug/internal/bundle"
-	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -73,7 +73,7 @@ func sealUnchecked(t *testing.T, key, body string, version uint64) []byte {
 // that contains one of words, and returns it.
 func (tg *tug) wantURLError(src string, words ...string) string {
 	tg.t.Helper()
-	m := tg.waitURLManifest(fetchTimeout, src, fmt.Sprintf("an error naming one of %q", words), func(m *pod.ManifestStatus) error {
+	m := tg.waitURLManifest(fetchTimeout, src, fmt.Sprintf("an error naming one of %q", words), func(m *podview.ManifestStatus) error {
 		msg := strings.ToLower(manifestError(m))
 		for _, w := range words {
 			if strings.Contains(msg, strings.ToLower(w)) {
@@ -170,7 +170,7 @@ func TestURLBadAnswerKeepsPods(t *testing.T) {
 	// bundle: a valid answer with no pods removes them.
 	key := filepath.Join(keys, "fleet.pem")
 	srv.set(answer{body: tugSign(t, key, body, "--version", "1")})
-	tg.waitURLManifest(fetchTimeout, srv.url, "the signed pods accepted", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, srv.url, "the signed pods accepted", func(m *podview.ManifestStatus) error {
 		if manifestError(m) != "" || len(m.UIDs) != 2 {
 			return fmt.Errorf("error %q, uids %v", manifestError(m), m.UIDs)
 		}
@@ -234,7 +234,7 @@ func TestURLSignedBundles(t *testing.T) {
 	}
 	// The same version again (a re-fetch) is fine.
 	srv.set(answer{body: tugSign(t, oldKey, v(10), "--version", "10")})
-	tg.waitURLManifest(fetchTimeout, srv.url, "version 10 again accepted", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, srv.url, "version 10 again accepted", func(m *podview.ManifestStatus) error {
 		if e := manifestError(m); e != "" {
 			return fmt.Errorf("error %q", e)
 		}
@@ -560,7 +560,7 @@ func TestURLMutualTLS(t *testing.T) {
 	}
 	// Back to the fleet's server: fetched again.
 	cert.Store(&good1)
-	tg.waitURLManifest(fetchTimeout, src, "the pods fetched over mTLS", func(m *pod.ManifestStatus) error {
+	tg.waitURLManifest(fetchTimeout, src, "the pods fetched over mTLS", func(m *podview.ManifestStatus) error {
 		if e := manifestError(m); e != "" || len(m.UIDs) != 1 {
 			return fmt.Errorf("error %q uids %v", e, m.UIDs)
 		}

@@ -30,6 +30,9 @@ var allowedImports = map[string]allowed{
 	// Reading manifests: the strict decoder works on yaml.v3's node tree
 	// (positions for file:line:col errors) and fills pod's types.
 	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// The status API's shapes (a pod with its status, the pod list, the
+	// node, each manifest file's state): plain data made of pod's types.
+	"tug/internal/podview": {internal: []string{"tug/internal/pod"}},
 	// Resolving a pod's references into values: pure functions of the pod
 	// and the objects bound to it.
 	"tug/internal/objects": {internal: []string{"tug/internal/pod"}},
@@ -64,7 +67,7 @@ var allowedImports = map[string]allowed{
 	// manifest reads what each source fetched. The OCI source speaks to
 	// registries through containerd's remotes (already linked for image
 	// pulls), with the OCI image-spec types, go-digest and errdefs.
-	"tug/internal/source": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile", "tug/internal/bundle"}, modules: []string{
+	"tug/internal/source": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile", "tug/internal/bundle"}, modules: []string{
 		"golang.org/x/sys", "github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/opencontainers/go-digest", "github.com/opencontainers/image-spec",
 	}},
@@ -73,7 +76,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/pleg": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{"github.com/prometheus/client_golang"}},
 	// The sync loop defines the interfaces of the adapters and never
 	// imports them (nor qos: reconcile→qos passed the old deny-list).
-	"tug/internal/reconcile": {internal: []string{"tug/internal/pod", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
+	"tug/internal/reconcile": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The containerd adapter. Beyond containerd and runtime-spec (STYLE.md):
 	// containerd's API module, errdefs (its error kinds, and their gRPC
@@ -148,7 +151,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/policy": {internal: []string{"tug/internal/pod"}},
 	// client_golang serves /metrics; events for the Event type of GET
 	// /events; podlogs reads the logs GET /pods/{ns}/{name}/log serves.
-	"tug/internal/api": {internal: []string{"tug/internal/pod", "tug/internal/events", "tug/internal/podlogs"}, modules: []string{"github.com/prometheus/client_golang"}},
+	"tug/internal/api": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/events", "tug/internal/podlogs"}, modules: []string{"github.com/prometheus/client_golang"}},
 
 	// Reclaim: image GC and the eviction manager read and act
 	// through their own interfaces; the Prometheus client for
@@ -166,7 +169,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/tuglog": {},
 	// What tug tells systemd (READY=1, STATUS=, WATCHDOG=1, STOPPING=1):
 	// go-systemd's notify protocol and watchdog settings.
-	"tug/internal/sdnotify": {internal: []string{"tug/internal/pod"}, modules: []string{"github.com/coreos/go-systemd/v22"}},
+	"tug/internal/sdnotify": {internal: []string{"tug/internal/podview", "tug/internal/pod"}, modules: []string{"github.com/coreos/go-systemd/v22"}},
 	// Reads container cgroups' usage through cgroups/v3 and
 	// exports it with client_golang.
 	"tug/internal/cgstats": {internal: []string{"tug/internal/pod"}, modules: []string{
@@ -174,12 +177,12 @@ var allowedImports = map[string]allowed{
 	}},
 	// Rollback of failed updates: above the store and the sync
 	// loop, whose types it reads; only agent/ imports it.
-	"tug/internal/rollout": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg", "tug/internal/atomicfile"},
+	"tug/internal/rollout": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/clock", "tug/internal/podconfig", "tug/internal/reconcile", "tug/internal/pleg", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The status upstream: builds the document from pod's types, seals it
 	// in the bundle envelope, counts its sends with client_golang; only
 	// agent/ imports it. atomicfile writes its sequence file durably.
-	"tug/internal/statusreport": {internal: []string{"tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile"},
+	"tug/internal/statusreport": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// Metrics pushed by remote write: client_golang's registry is what is
 	// gathered, client_model its types; protowire (linked already, through
@@ -200,7 +203,7 @@ var allowedImports = map[string]allowed{
 	// for the terminal of "tug exec -it" (raw mode, window size). Not
 	// config: agent/ passes its defaults. containerd's remotes resolver
 	// for "tug bundle push" and "pull", as the agent's OCI source uses it.
-	"tug/internal/cli": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
+	"tug/internal/cli": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
 		"tug/internal/source", "tug/internal/bundle", "tug/internal/policy", "tug/internal/registry"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
 		"github.com/containerd/containerd/v2"}},
 	// Test code only: the one package that may import testing; manifest
@@ -212,7 +215,7 @@ var allowedImports = map[string]allowed{
 	// The only place that builds concrete types and connects them: every
 	// internal package but testutil; cli for the client subcommands it
 	// dispatches to.
-	"tug/agent": {internal: []string{"tug/internal/cli",
+	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli",
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
@@ -236,21 +239,21 @@ var allowedImports = map[string]allowed{
 	// its API (task metrics, events) and typeurl for the events' payloads,
 	// mountinfo and x/sys to unmount tug's namespace pins and read /proc;
 	// api and pod for tug's status as the programs read it.
-	"tug/bench/internal/kit": {internal: []string{"tug/internal/api", "tug/internal/pod"}, modules: []string{
+	"tug/bench/internal/kit": {internal: []string{"tug/internal/podview", "tug/internal/api", "tug/internal/pod"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api", "github.com/containerd/errdefs",
 		"github.com/containerd/typeurl/v2", "github.com/moby/sys/mountinfo", "golang.org/x/sys",
 	}},
 	// Each program measures through the kit; pod for the manifests it writes.
-	"tug/bench/benchday2":     {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	"tug/bench/benchday2":     {internal: []string{"tug/internal/podview", "tug/bench/internal/kit", "tug/internal/pod"}},
 	"tug/bench/benchidle":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchupstream": {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchwear":     {internal: []string{"tug/bench/internal/kit"}},
 	"tug/bench/benchlogs":     {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
 	"tug/bench/benchprobe":    {internal: []string{"tug/bench/internal/kit"}},
-	"tug/bench/benchrollout":  {internal: []string{"tug/bench/internal/kit", "tug/internal/pod"}},
+	"tug/bench/benchrollout":  {internal: []string{"tug/internal/podview", "tug/bench/internal/kit", "tug/internal/pod"}},
 	// The OCI and URL sources themselves, polling as N devices would:
 	// containerd's docker resolver for the OCI sources and the push.
-	"tug/bench/benchoci": {internal: []string{"tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source", "tug/internal/bundle"},
+	"tug/bench/benchoci": {internal: []string{"tug/internal/podview", "tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source", "tug/internal/bundle"},
 		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},

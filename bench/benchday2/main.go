@@ -40,6 +40,7 @@ import (
 
 	"tug/bench/internal/kit"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 const (
@@ -133,7 +134,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		fmt.Fprintf(os.Stderr, "benchday2: %s started (pid %d, log %s)\n", c.name, tug.PID(), tug.LogPath)
 		sock := filepath.Join(tug.RunDir, "tug.sock")
-		if err := tug.WaitPods(ctx, o.pods, 3*time.Minute, func(v *pod.View) bool { return v.Status.Phase == pod.PhaseRunning }); err != nil {
+		if err := tug.WaitPods(ctx, o.pods, 3*time.Minute, func(v *podview.View) bool { return v.Status.Phase == pod.PhaseRunning }); err != nil {
 			return err
 		}
 		if err := kit.Sleep(ctx, o.settle); err != nil {

@@ -44,6 +44,7 @@ import (
 	"tug/bench/internal/kit"
 	"tug/internal/bundle"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/source"
 )
 
@@ -225,7 +226,7 @@ func (s *readySink) count() int {
 }
 
 // polls sums the polls the sources made (pulls and unchanged polls).
-func polls(sts []func() pod.FetchStatus) (n int64, errs int) {
+func polls(sts []func() podview.FetchStatus) (n int64, errs int) {
 	for _, st := range sts {
 		s := st()
 		n += s.FullResponses + s.NotModified
@@ -292,7 +293,7 @@ func run(ctx context.Context, o options) (err error) {
 
 	// The devices: one source each, with its own resolver or client.
 	sink := &readySink{seen: map[string]bool{}}
-	var ociSt, urlSt []func() pod.FetchStatus
+	var ociSt, urlSt []func() podview.FetchStatus
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for i := range o.devices {

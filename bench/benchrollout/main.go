@@ -31,6 +31,7 @@ import (
 
 	"tug/bench/internal/kit"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 const (
@@ -163,7 +164,7 @@ func (m measurer) write(n int, ready bool) error {
 func (m measurer) waitRunning(ctx context.Context, n int, after time.Time) (time.Time, error) {
 	var started time.Time
 	marker := fmt.Sprintf("echo v%d ", n)
-	err := m.tug.WaitPods(ctx, 1, time.Minute, func(v *pod.View) bool {
+	err := m.tug.WaitPods(ctx, 1, time.Minute, func(v *podview.View) bool {
 		if len(v.Status.ContainerStatuses) != 1 || len(v.Spec.Containers) != 1 {
 			return false
 		}

@@ -11,8 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
-
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // ClientTimeout bounds each request of a Client, connection included.
@@ -30,8 +29,8 @@ type Client struct {
 }
 
 // Pods returns every pod tug manages, sorted by namespace and name.
-func (c *Client) Pods(ctx context.Context) (pod.List, error) {
-	var l pod.List
+func (c *Client) Pods(ctx context.Context) (podview.List, error) {
+	var l podview.List
 	err := c.get(ctx, "/pods", &l)
 	return l, err
 }
@@ -39,14 +38,14 @@ func (c *Client) Pods(ctx context.Context) (pod.List, error) {
 // Pod returns the pod of namespace ns named name (its static name, or its
 // manifest name when only one pod has it). The error matches ErrNotFound or
 // ErrAmbiguous when no pod or several pods have that name.
-func (c *Client) Pod(ctx context.Context, ns, name string) (pod.View, error) {
-	var v pod.View
+func (c *Client) Pod(ctx context.Context, ns, name string) (podview.View, error) {
+	var v podview.View
 	err := c.get(ctx, "/pods/"+url.PathEscape(ns)+"/"+url.PathEscape(name), &v)
 	return v, err
 }
 
 // Manifests returns the state of every manifest file of every source.
-func (c *Client) Manifests(ctx context.Context) ([]pod.ManifestStatus, error) {
+func (c *Client) Manifests(ctx context.Context) ([]podview.ManifestStatus, error) {
 	var l manifestList
 	err := c.get(ctx, "/manifests", &l)
 	return l.Items, err
@@ -102,8 +101,8 @@ func (c *Client) Logs(ctx context.Context, ns, name string, o LogOptions, w io.W
 }
 
 // Node returns the node and its conditions.
-func (c *Client) Node(ctx context.Context) (pod.NodeView, error) {
-	var v pod.NodeView
+func (c *Client) Node(ctx context.Context) (podview.NodeView, error) {
+	var v podview.NodeView
 	err := c.get(ctx, "/node", &v)
 	return v, err
 }

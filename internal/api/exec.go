@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Execer runs commands in running containers (implemented in agent/ over
@@ -94,7 +95,7 @@ func parseExecRequest(r *http.Request) (execRequest, error) {
 // default container when name is empty: its default-container annotation
 // or its first container), refusing a container v does not have or that
 // does not run.
-func execTarget(v pod.View, name string) (string, string, error) {
+func execTarget(v podview.View, name string) (string, string, error) {
 	if name == "" {
 		name = v.Metadata.Annotations["kubectl.kubernetes.io/default-container"]
 	}
@@ -130,7 +131,7 @@ func (s *Server) execHandler(sessions *execSessions) http.HandlerFunc {
 			defer sessions.running.Done()
 		}
 		req, err := parseExecRequest(r)
-		var v pod.View
+		var v podview.View
 		if err == nil {
 			v, err = findPod(s.pods(), r.PathValue("namespace"), r.PathValue("name"))
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/testutil"
 )
 
@@ -94,7 +95,7 @@ func execPod() *fakeStatus {
 		{Name: "main", ContainerID: "containerd://id-main", State: pod.ContainerState{Running: &pod.StateRunning{}}},
 		{Name: "side", ContainerID: "containerd://id-side", State: pod.ContainerState{Terminated: &pod.StateTerminated{ExitCode: 1}}},
 	}
-	return &fakeStatus{pods: []pod.View{v}}
+	return &fakeStatus{pods: []podview.View{v}}
 }
 
 // serveSocket serves s's handler on a unix socket and returns a client.

@@ -13,6 +13,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podlogs"
+	"tug/internal/podview"
 )
 
 // GET /pods/{namespace}/{name}/log streams a container's output as
@@ -62,7 +63,7 @@ func parseLogOptions(r *http.Request) (logOptions, error) {
 
 // logContainer returns the container named name of v, or v's only
 // container when name is empty, and whether it runs now.
-func logContainer(v pod.View, name string) (string, error) {
+func logContainer(v podview.View, name string) (string, error) {
 	var names, inits []string
 	for _, c := range v.Spec.Containers {
 		names = append(names, c.Name)
@@ -87,7 +88,7 @@ func logContainer(v pod.View, name string) (string, error) {
 }
 
 // containerRunning reports whether container name of v runs.
-func containerRunning(v pod.View, name string) bool {
+func containerRunning(v podview.View, name string) bool {
 	for _, cs := range slices.Concat(v.Status.InitContainerStatuses, v.Status.ContainerStatuses) {
 		if cs.Name == name {
 			return cs.State.Running != nil
@@ -165,7 +166,7 @@ type JournalLogs interface {
 // getJournalLog serves the log of container opts.container of v from the
 // journal: the current attempt is the container the status names, the
 // previous one the container of its last termination.
-func (s *Server) getJournalLog(w http.ResponseWriter, r *http.Request, v pod.View, opts logOptions) {
+func (s *Server) getJournalLog(w http.ResponseWriter, r *http.Request, v podview.View, opts logOptions) {
 	var cs pod.ContainerStatus
 	for _, c := range slices.Concat(v.Status.InitContainerStatuses, v.Status.ContainerStatuses) {
 		if c.Name == opts.container {

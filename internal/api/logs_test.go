@@ -14,6 +14,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podlogs"
+	"tug/internal/podview"
 )
 
 // logPod is a running pod with containers app and side and init container
@@ -28,7 +29,7 @@ func logPod(dir string) (*fakeStatus, string) {
 	}
 	one := podView("default", "one-edge1", "one", "uid-one", pod.PhaseRunning)
 	one.Spec.Containers = []pod.Container{{Name: "main"}}
-	return &fakeStatus{pods: []pod.View{v, one}}, filepath.Join(dir, "default_web-edge1_uid-web")
+	return &fakeStatus{pods: []podview.View{v, one}}, filepath.Join(dir, "default_web-edge1_uid-web")
 }
 
 // criLines renders CRI records at times t0+i s: each text ending in "+"

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // phases are the pod phases /metrics always reports, so that every series
@@ -165,7 +166,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 // observeStarts observes the start duration of each pod seen for the first
 // time with every app container running: from its startTime (when tug
 // first handled it) to the last container's start.
-func (c *statusCollector) observeStarts(pods []pod.View) {
+func (c *statusCollector) observeStarts(pods []podview.View) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	current := make(map[string]bool, len(pods))

@@ -4,16 +4,17 @@ import (
 	"net/http"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // NodeSource supplies the node's name and conditions (the eviction
 // manager's MemoryPressure, DiskPressure and PIDPressure).
 type NodeSource interface {
-	Node() pod.NodeView
+	Node() podview.NodeView
 }
 
 func (s *Server) getNode(w http.ResponseWriter, _ *http.Request) {
-	v := pod.NodeView{APIVersion: "v1", Kind: "Node", Status: pod.NodeStatus{Conditions: []pod.NodeCondition{}}}
+	v := podview.NodeView{APIVersion: "v1", Kind: "Node", Status: pod.NodeStatus{Conditions: []pod.NodeCondition{}}}
 	if s.Node != nil {
 		v = s.Node.Node()
 		v.APIVersion, v.Kind = "v1", "Node"

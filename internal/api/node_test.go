@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
-type fakeNode struct{ v pod.NodeView }
+type fakeNode struct{ v podview.NodeView }
 
-func (f fakeNode) Node() pod.NodeView { return f.v }
+func (f fakeNode) Node() podview.NodeView { return f.v }
 
 func TestGetNode(t *testing.T) {
 	cond := pod.NodeCondition{Type: pod.NodeMemoryPressure, Status: "True", Reason: "KubeletHasInsufficientMemory", Message: "kubelet has insufficient memory available"}
@@ -22,7 +23,7 @@ func TestGetNode(t *testing.T) {
 		wantConds int
 	}{
 		{"no source", nil, "", 0},
-		{"conditions", fakeNode{pod.NodeView{Metadata: pod.NodeMeta{Name: "dev1"}, Status: pod.NodeStatus{Conditions: []pod.NodeCondition{cond}}}}, "dev1", 1},
+		{"conditions", fakeNode{podview.NodeView{Metadata: podview.NodeMeta{Name: "dev1"}, Status: pod.NodeStatus{Conditions: []pod.NodeCondition{cond}}}}, "dev1", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,7 +32,7 @@ func TestGetNode(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Fatalf("GET /node = %d %s", rec.Code, rec.Body)
 			}
-			var v pod.NodeView
+			var v podview.NodeView
 			if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // PodWatchInterval is how often GET /pods?watch=true compares the pods with
@@ -38,20 +39,20 @@ const InitialEventsEnd = "k8s.io/initial-events-end"
 // PodWatchEvent is one line of GET /pods?watch=true: Kubernetes' watch
 // shape, the pod as GET /pods/{namespace}/{name} shows it.
 type PodWatchEvent struct {
-	Type   string   `json:"type"`
-	Object pod.View `json:"object"`
+	Type   string       `json:"type"`
+	Object podview.View `json:"object"`
 }
 
 // watchedPod is a pod as a watch last saw it: its view and the view's JSON,
 // which is what the diff compares (a change a client could see, and
 // nothing else).
 type watchedPod struct {
-	view pod.View
+	view podview.View
 	json []byte
 }
 
 // podSnapshot keys the pods of namespace ns ("" for all) by UID.
-func podSnapshot(pods []pod.View, ns string) map[string]watchedPod {
+func podSnapshot(pods []podview.View, ns string) map[string]watchedPod {
 	out := make(map[string]watchedPod, len(pods))
 	for _, v := range pods {
 		if ns != "" && v.Metadata.Namespace != ns {
@@ -103,7 +104,7 @@ func diffPods(old, cur map[string]watchedPod) []PodWatchEvent {
 func (s *Server) watchPods(w http.ResponseWriter, r *http.Request) {
 	ns := r.URL.Query().Get("namespace")
 	seen := podSnapshot(s.pods(), ns)
-	first := append(diffPods(nil, seen), PodWatchEvent{Type: WatchBookmark, Object: pod.View{APIVersion: "v1", Kind: "Pod",
+	first := append(diffPods(nil, seen), PodWatchEvent{Type: WatchBookmark, Object: podview.View{APIVersion: "v1", Kind: "Pod",
 		Metadata: pod.ObjectMeta{Annotations: map[string]string{InitialEventsEnd: "true"}}}})
 	stream(w, r, first, func(ctx context.Context) ([]PodWatchEvent, error) {
 		tick := time.NewTicker(PodWatchInterval)

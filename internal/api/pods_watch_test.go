@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 func TestPodWatchIntervalIsAtMostAQuarterSecond(t *testing.T) {
@@ -31,16 +32,16 @@ func TestDiffPods(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		old, cur []pod.View
+		old, cur []podview.View
 		want     []string // "TYPE name"
 	}{
 		{"nothing", nil, nil, nil},
-		{"unchanged", []pod.View{web, db}, []pod.View{web, db}, nil},
-		{"initial: every pod added, sorted", nil, []pod.View{sys, web, db}, []string{"ADDED db-e", "ADDED web-e", "ADDED dns-e"}},
-		{"phase changed", []pod.View{web, db}, []pod.View{webFailed, db}, []string{"MODIFIED web-e"}},
-		{"container status changed", []pod.View{web}, []pod.View{webRestarted}, []string{"MODIFIED web-e"}},
-		{"removed, with its last view", []pod.View{web, db}, []pod.View{db}, []string{"DELETED web-e"}},
-		{"added and removed at once", []pod.View{web}, []pod.View{sys}, []string{"DELETED web-e", "ADDED dns-e"}},
+		{"unchanged", []podview.View{web, db}, []podview.View{web, db}, nil},
+		{"initial: every pod added, sorted", nil, []podview.View{sys, web, db}, []string{"ADDED db-e", "ADDED web-e", "ADDED dns-e"}},
+		{"phase changed", []podview.View{web, db}, []podview.View{webFailed, db}, []string{"MODIFIED web-e"}},
+		{"container status changed", []podview.View{web}, []podview.View{webRestarted}, []string{"MODIFIED web-e"}},
+		{"removed, with its last view", []podview.View{web, db}, []podview.View{db}, []string{"DELETED web-e"}},
+		{"added and removed at once", []podview.View{web}, []podview.View{sys}, []string{"DELETED web-e", "ADDED dns-e"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +61,7 @@ func TestDiffPods(t *testing.T) {
 }
 
 func TestPodSnapshotNamespace(t *testing.T) {
-	snap := podSnapshot([]pod.View{
+	snap := podSnapshot([]podview.View{
 		podView("default", "web-e", "web", "u-web", pod.PhaseRunning),
 		podView("kube-system", "dns-e", "dns", "u-dns", pod.PhaseRunning),
 	}, "kube-system")
@@ -73,18 +74,18 @@ func TestPodSnapshotNamespace(t *testing.T) {
 // server reads them.
 type lockedStatus struct {
 	mu   sync.Mutex
-	pods []pod.View
+	pods []podview.View
 }
 
-func (l *lockedStatus) Pods() []pod.View {
+func (l *lockedStatus) Pods() []podview.View {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.pods)
 }
 
-func (l *lockedStatus) Manifests() []pod.ManifestStatus { return nil }
+func (l *lockedStatus) Manifests() []podview.ManifestStatus { return nil }
 
-func (l *lockedStatus) set(pods ...pod.View) {
+func (l *lockedStatus) set(pods ...podview.View) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pods = pods
@@ -93,7 +94,7 @@ func (l *lockedStatus) set(pods ...pod.View) {
 func TestWatchPods(t *testing.T) {
 	web := podView("default", "web-e", "web", "u-web", pod.PhasePending)
 	sys := podView("kube-system", "dns-e", "dns", "u-dns", pod.PhaseRunning)
-	status := &lockedStatus{pods: []pod.View{web, sys}}
+	status := &lockedStatus{pods: []podview.View{web, sys}}
 	sock := startServer(t, &Server{Status: status, Log: testLogger(t)}, "")
 	c := &Client{SocketPath: sock}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -139,7 +140,7 @@ func TestWatchPods(t *testing.T) {
 }
 
 func TestWatchPodsNamespace(t *testing.T) {
-	status := &lockedStatus{pods: []pod.View{
+	status := &lockedStatus{pods: []podview.View{
 		podView("default", "web-e", "web", "u-web", pod.PhaseRunning),
 		podView("kube-system", "dns-e", "dns", "u-dns", pod.PhaseRunning),
 	}}

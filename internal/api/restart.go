@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Restarter restarts running containers of a pod as the kubelet does after
@@ -32,7 +33,7 @@ type RestartAnswer struct {
 // name restarts: name, or every running app container and sidecar when
 // name is empty. A container v does not have, that does not run, or that
 // is an init container other than a sidecar is refused.
-func restartTargets(v pod.View, name string) ([]string, error) {
+func restartTargets(v podview.View, name string) ([]string, error) {
 	restartable := map[string]bool{}
 	for _, c := range v.Spec.Containers {
 		restartable[c.Name] = true

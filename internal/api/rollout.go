@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/redact"
 )
 
@@ -69,7 +70,7 @@ func (s *Server) podHistory(w http.ResponseWriter, r *http.Request) {
 // with its secrets matches its redacted form).
 func (s *Server) rollbackFile(w http.ResponseWriter, r *http.Request) {
 	want := r.URL.Query().Get("file")
-	var found *pod.ManifestStatus
+	var found *podview.ManifestStatus
 	for _, m := range s.manifests() {
 		if want != "" && (m.File == want || m.File == redact.URL(want)) {
 			found = &m

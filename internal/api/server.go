@@ -13,10 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"tug/internal/podview"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"tug/internal/pod"
 )
 
 // StatusSource is what the API reads; the agent implements it. Both methods
@@ -24,10 +23,10 @@ import (
 // modify.
 type StatusSource interface {
 	// Pods returns every pod tug manages, with its status.
-	Pods() []pod.View
+	Pods() []podview.View
 	// Manifests returns the state of every manifest file of every source,
 	// broken ones included.
-	Manifests() []pod.ManifestStatus
+	Manifests() []podview.ManifestStatus
 }
 
 // HealthChecker says whether tug works: its PLEG relists and containerd
@@ -152,14 +151,14 @@ func (s *Server) logger() *slog.Logger {
 	return s.Log
 }
 
-func (s *Server) pods() []pod.View {
+func (s *Server) pods() []podview.View {
 	if s.Status == nil {
 		return nil
 	}
 	return s.Status.Pods()
 }
 
-func (s *Server) manifests() []pod.ManifestStatus {
+func (s *Server) manifests() []podview.ManifestStatus {
 	if s.Status == nil {
 		return nil
 	}
@@ -188,16 +187,16 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	}
 	items := s.pods()
 	if items == nil {
-		items = []pod.View{}
+		items = []podview.View{}
 	}
-	slices.SortFunc(items, func(a, b pod.View) int {
+	slices.SortFunc(items, func(a, b podview.View) int {
 		return cmp.Or(
 			strings.Compare(a.Metadata.Namespace, b.Metadata.Namespace),
 			strings.Compare(a.Metadata.Name, b.Metadata.Name),
 			strings.Compare(a.Metadata.UID, b.Metadata.UID),
 		)
 	})
-	s.writeJSON(w, http.StatusOK, pod.List{APIVersion: "v1", Kind: "PodList", Items: items})
+	s.writeJSON(w, http.StatusOK, podview.List{APIVersion: "v1", Kind: "PodList", Items: items})
 }
 
 func (s *Server) getPod(w http.ResponseWriter, r *http.Request) {
@@ -211,15 +210,15 @@ func (s *Server) getPod(w http.ResponseWriter, r *http.Request) {
 
 // manifestList is the body of GET /manifests.
 type manifestList struct {
-	Items []pod.ManifestStatus `json:"items"`
+	Items []podview.ManifestStatus `json:"items"`
 }
 
 func (s *Server) listManifests(w http.ResponseWriter, r *http.Request) {
 	items := s.manifests()
 	if items == nil {
-		items = []pod.ManifestStatus{}
+		items = []podview.ManifestStatus{}
 	}
-	slices.SortFunc(items, func(a, b pod.ManifestStatus) int {
+	slices.SortFunc(items, func(a, b podview.ManifestStatus) int {
 		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.File, b.File))
 	})
 	s.writeJSON(w, http.StatusOK, manifestList{Items: items})
@@ -227,8 +226,8 @@ func (s *Server) listManifests(w http.ResponseWriter, r *http.Request) {
 
 // findPod returns the pod of namespace ns whose static name is name or,
 // failing that, the one pod whose manifest name (as written) is name.
-func findPod(pods []pod.View, ns, name string) (pod.View, error) {
-	var byName, byManifest []pod.View
+func findPod(pods []podview.View, ns, name string) (podview.View, error) {
+	var byName, byManifest []podview.View
 	for _, v := range pods {
 		if v.Metadata.Namespace != ns {
 			continue
@@ -246,7 +245,7 @@ func findPod(pods []pod.View, ns, name string) (pod.View, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return pod.View{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, ns, ErrNotFound)
+		return podview.View{}, fmt.Errorf("pod %q not found in namespace %q: %w", name, ns, ErrNotFound)
 	case 1:
 		return matches[0], nil
 	}
@@ -254,7 +253,7 @@ func findPod(pods []pod.View, ns, name string) (pod.View, error) {
 	for _, v := range matches {
 		names = append(names, fmt.Sprintf("%s (uid %s)", v.Metadata.Name, v.Metadata.UID))
 	}
-	return pod.View{}, fmt.Errorf("%q matches %d pods in namespace %q: %s: %w",
+	return podview.View{}, fmt.Errorf("%q matches %d pods in namespace %q: %s: %w",
 		name, len(matches), ns, strings.Join(names, ", "), ErrAmbiguous)
 }
 

@@ -11,31 +11,32 @@ import (
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // fakeStatus is a StatusSource with settable state.
 type fakeStatus struct {
-	pods      []pod.View
-	manifests []pod.ManifestStatus
+	pods      []podview.View
+	manifests []podview.ManifestStatus
 }
 
-func (f *fakeStatus) Pods() []pod.View                { return slices.Clone(f.pods) }
-func (f *fakeStatus) Manifests() []pod.ManifestStatus { return slices.Clone(f.manifests) }
+func (f *fakeStatus) Pods() []podview.View                { return slices.Clone(f.pods) }
+func (f *fakeStatus) Manifests() []podview.ManifestStatus { return slices.Clone(f.manifests) }
 
 // fakeHealth is a HealthChecker that returns err.
 type fakeHealth struct{ err error }
 
 func (f fakeHealth) Healthy(context.Context) error { return f.err }
 
-func podView(ns, name, manifestName, uid string, phase pod.Phase) pod.View {
-	v := pod.View{APIVersion: "v1", Kind: "Pod", Status: pod.Status{Phase: phase}}
+func podView(ns, name, manifestName, uid string, phase pod.Phase) podview.View {
+	v := podview.View{APIVersion: "v1", Kind: "Pod", Status: pod.Status{Phase: phase}}
 	v.Metadata = pod.ObjectMeta{Namespace: ns, Name: name, ManifestName: manifestName, UID: uid}
 	return v
 }
 
 func testStatus() *fakeStatus {
 	return &fakeStatus{
-		pods: []pod.View{
+		pods: []podview.View{
 			podView("default", "web-edge1", "web", "uid-web", pod.PhaseRunning),
 			podView("kube-system", "dns-edge1", "dns", "uid-dns", pod.PhasePending),
 			podView("default", "api-edge1", "api", "uid-api", pod.PhaseRunning),
@@ -43,7 +44,7 @@ func testStatus() *fakeStatus {
 			podView("other", "twin-edge1", "twin", "uid-a", pod.PhaseRunning),
 			podView("other", "twin-edge1", "twin", "uid-b", pod.PhaseFailed),
 		},
-		manifests: []pod.ManifestStatus{
+		manifests: []podview.ManifestStatus{
 			{Source: "file:/etc/tug/manifests", File: "/etc/tug/manifests/web.yaml", UIDs: []string{"uid-web"}},
 			{Source: "file:/etc/tug/manifests", File: "/etc/tug/manifests/broken.yaml",
 				Error: "/etc/tug/manifests/broken.yaml:8:7: spec.containers[0].imagee: unknown field"},
@@ -74,7 +75,7 @@ func TestListPods(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /pods = %d, want 200: %s", rec.Code, rec.Body.String())
 	}
-	var l pod.List
+	var l podview.List
 	decodeBody(t, rec, &l)
 	if l.APIVersion != "v1" || l.Kind != "PodList" {
 		t.Errorf("apiVersion, kind = %q, %q; want v1, PodList", l.APIVersion, l.Kind)
@@ -128,7 +129,7 @@ func TestGetPod(t *testing.T) {
 				}
 				return
 			}
-			var v pod.View
+			var v podview.View
 			decodeBody(t, rec, &v)
 			if v.Metadata.UID != tt.wantUID {
 				t.Errorf("uid = %q, want %q", v.Metadata.UID, tt.wantUID)
@@ -140,7 +141,7 @@ func TestGetPod(t *testing.T) {
 func TestListManifests(t *testing.T) {
 	rec := serve(t, (&Server{Status: testStatus()}).Handler(), "/manifests")
 	var l struct {
-		Items []pod.ManifestStatus `json:"items"`
+		Items []podview.ManifestStatus `json:"items"`
 	}
 	decodeBody(t, rec, &l)
 	if len(l.Items) != 2 || l.Items[0].File != "/etc/tug/manifests/broken.yaml" || !strings.Contains(l.Items[0].Error, "imagee") {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Summary is a pod as one row of "kubectl get pods".
@@ -37,7 +38,7 @@ type Summary struct {
 // whose update is blocked (its tug.io/UpdateReady condition is False: the
 // containers of its previous spec keep running) gets the condition's
 // reason after its STATUS: "Running (update: ImagePullBackOff)".
-func Summarize(v *pod.View, deleting bool, now time.Time) Summary {
+func Summarize(v *podview.View, deleting bool, now time.Time) Summary {
 	deleting = deleting || v.Metadata.DeletionTimestamp != nil
 	st := &v.Status
 	status := string(st.Phase)

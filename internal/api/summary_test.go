@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -51,7 +52,7 @@ func updateBlocked(reason string) pod.Condition {
 }
 
 // deletedAgo sets v's deletion fields: removed d ago, 8 s of grace.
-func deletedAgo(v pod.View, d time.Duration) pod.View {
+func deletedAgo(v podview.View, d time.Duration) podview.View {
 	grace := int64(8)
 	v.Metadata.DeletionTimestamp, v.Metadata.DeletionGracePeriodSeconds = agoPtr(d), &grace
 	return v
@@ -59,8 +60,8 @@ func deletedAgo(v pod.View, d time.Duration) pod.View {
 
 // view builds a pod with nInit init containers and nApp app containers in
 // its spec.
-func view(nInit, nApp int, st pod.Status) pod.View {
-	v := pod.View{APIVersion: "v1", Kind: "Pod", Status: st}
+func view(nInit, nApp int, st pod.Status) podview.View {
+	v := podview.View{APIVersion: "v1", Kind: "Pod", Status: st}
 	v.Metadata.Name, v.Metadata.Namespace = "p", "default"
 	for range nInit {
 		v.Spec.InitContainers = append(v.Spec.InitContainers, pod.Container{})
@@ -74,7 +75,7 @@ func view(nInit, nApp int, st pod.Status) pod.View {
 func TestSummarize(t *testing.T) {
 	tests := []struct {
 		name     string
-		view     pod.View
+		view     podview.View
 		deleting bool
 		want     Summary
 	}{

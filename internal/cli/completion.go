@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"tug/internal/api"
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Shell completion: "tug completion SHELL" prints a small script that asks
@@ -145,9 +145,9 @@ func completeArgs(ctx context.Context, all []Command, c Command, socket string, 
 		}
 		return slices.Clone(outputFormats)
 	case "-n", "--namespace":
-		return agentNames(ctx, q, func(v pod.View) []string { return []string{v.Metadata.Namespace} })
+		return agentNames(ctx, q, func(v podview.View) []string { return []string{v.Metadata.Namespace} })
 	case "-c", "--container":
-		return agentNames(ctx, q, func(v pod.View) []string {
+		return agentNames(ctx, q, func(v podview.View) []string {
 			if q.pod != "" && v.Metadata.Name != q.pod {
 				return nil
 			}
@@ -165,7 +165,7 @@ func completeArgs(ctx context.Context, all []Command, c Command, socket string, 
 		return []string{"push", "pull"}
 	}
 	if slices.Contains(podArgCommands, c.Name) && q.pod == "" {
-		return agentNames(ctx, q, func(v pod.View) []string {
+		return agentNames(ctx, q, func(v podview.View) []string {
 			if q.namespace != "" && v.Metadata.Namespace != q.namespace {
 				return nil
 			}
@@ -213,7 +213,7 @@ func lineQuery(before []string, socket string) query {
 // agentNames asks the agent for its pods (briefly: a completion must not
 // hang on a stuck agent) and returns the sorted, distinct names pick
 // takes from them.
-func agentNames(ctx context.Context, q query, pick func(pod.View) []string) []string {
+func agentNames(ctx context.Context, q query, pick func(podview.View) []string) []string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	list, err := (&api.Client{SocketPath: q.socket}).Pods(ctx)

@@ -17,6 +17,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/events"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/redact"
 )
 
@@ -59,7 +60,7 @@ func (e Env) describeCmd(ctx context.Context, args []string, stdout, stderr io.W
 
 // described is what "tug describe" prints of a pod.
 type described struct {
-	Pod     pod.View
+	Pod     podview.View
 	Node    string // the node's name ("" unknown)
 	Source  string // the pod's manifest file or URL ("" unknown)
 	Events  []events.Event

@@ -11,6 +11,7 @@ import (
 
 	"tug/internal/events"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // update rewrites the golden files under testdata/ (describe's, and the
@@ -80,7 +81,7 @@ func describeFixture(now time.Time) described {
 	side := pod.Container{Name: "side", Image: "busybox:1.35", Args: []string{"sleep", "3600"},
 		ReadinessProbe: probe(pod.Probe{GRPC: &pod.GRPCAction{Port: 9090, Service: &grpcService}})}
 	initC := pod.Container{Name: "setup", Image: "busybox:1.35", Command: []string{"true"}}
-	v := pod.View{APIVersion: "v1", Kind: "Pod",
+	v := podview.View{APIVersion: "v1", Kind: "Pod",
 		Metadata: pod.ObjectMeta{Name: "web-edge1", Namespace: "default", UID: "uid-web",
 			Labels: map[string]string{"app": "web", "tier": "front"},
 			Annotations: map[string]string{"tug.io/rollout-timeout": "90s", "example.com/api-token": "s3cr3t",
@@ -137,11 +138,11 @@ func TestDescribeGolden(t *testing.T) {
 		d    described
 	}{
 		{"describe", describeFixture(now)},
-		{"describe-minimal", described{Pod: pod.View{APIVersion: "v1", Kind: "Pod",
+		{"describe-minimal", described{Pod: podview.View{APIVersion: "v1", Kind: "Pod",
 			Metadata: pod.ObjectMeta{Name: "bare-edge1", Namespace: "default"},
 			Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "main", Image: "busybox:1.35"}}},
 			Status:   pod.Status{Phase: pod.PhasePending}}}},
-		{"describe-terminating", described{Pod: pod.View{APIVersion: "v1", Kind: "Pod",
+		{"describe-terminating", described{Pod: podview.View{APIVersion: "v1", Kind: "Pod",
 			Metadata: pod.ObjectMeta{Name: "going-edge1", Namespace: "default",
 				DeletionTimestamp: new(now.Add(-5 * time.Second)), DeletionGracePeriodSeconds: new(int64(30))},
 			Spec:   pod.PodSpec{Containers: []pod.Container{{Name: "main", Image: "busybox:1.35"}}},

@@ -13,7 +13,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/events"
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 const eventsUsage = `usage: tug events [-w] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [--no-headers] [--socket PATH] [POD]
@@ -181,13 +181,13 @@ func writeJSONLine(w io.Writer, v any) error {
 // inspected is what "tug inspect" prints: the pod and, when the agent has
 // one, its most recent event.
 type inspected struct {
-	pod.View  `yaml:",inline"`
-	LastEvent *events.Event `json:"lastEvent,omitempty" yaml:"lastEvent,omitempty"`
+	podview.View `yaml:",inline"`
+	LastEvent    *events.Event `json:"lastEvent,omitempty" yaml:"lastEvent,omitempty"`
 }
 
 // withLastEvent adds the pod's most recent event to v. An agent without
 // GET /events (an older tug) or no event leaves it out.
-func withLastEvent(ctx context.Context, c *api.Client, v pod.View) inspected {
+func withLastEvent(ctx context.Context, c *api.Client, v podview.View) inspected {
 	out := inspected{View: v}
 	evs, err := c.Events(ctx, api.EventQuery{Namespace: v.Metadata.Namespace, UID: v.Metadata.UID})
 	if err == nil && len(evs) > 0 {

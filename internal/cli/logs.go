@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"tug/internal/api"
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 const logsUsage = `usage: tug logs [-f] [-p] [--tail N] [--since D] [--timestamps] [-c CONTAINER] [-n NAMESPACE] [--socket PATH] POD
@@ -73,7 +73,7 @@ func (e Env) logsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 // named: the one the default-container annotation names, or the first
 // container; with more than one container it says which on stderr, as
 // kubectl does.
-func defaultContainer(v pod.View, stderr io.Writer) string {
+func defaultContainer(v podview.View, stderr io.Writer) string {
 	var all []string
 	for _, c := range v.Spec.Containers {
 		all = append(all, c.Name)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"tug/internal/api"
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 const nodeUsage = `usage: tug node [-o wide|json|yaml|name] [--no-headers] [--socket PATH]
@@ -60,7 +60,7 @@ func (e Env) showNode(ctx context.Context, args []string, stdout, stderr io.Writ
 // writeNode prints the node's name, its conditions table and its device
 // resources' table (the tables have every column already: -o wide prints
 // the same).
-func writeNode(w io.Writer, v pod.NodeView, out *output) error {
+func writeNode(w io.Writer, v podview.NodeView, out *output) error {
 	fmt.Fprintf(w, "Name: %s\nConditions:\n", escape(v.Metadata.Name))
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	if !out.noHeaders {

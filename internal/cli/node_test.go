@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 func TestWriteNode(t *testing.T) {
@@ -42,7 +43,7 @@ Resources:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			v := pod.NodeView{Metadata: pod.NodeMeta{Name: "n1"}, Status: tt.status}
+			v := podview.NodeView{Metadata: podview.NodeMeta{Name: "n1"}, Status: tt.status}
 			if err := writeNode(&b, v, &output{format: formatTable, noHeaders: tt.noHeaders}); err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/source"
 )
 
@@ -84,7 +85,7 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	every := slices.Clone(list.Items)
 	if *ns != "" {
-		list.Items = slices.DeleteFunc(list.Items, func(v pod.View) bool { return v.Metadata.Namespace != *ns })
+		list.Items = slices.DeleteFunc(list.Items, func(v podview.View) bool { return v.Metadata.Namespace != *ns })
 	}
 	switch out.format {
 	case formatJSON:
@@ -94,7 +95,7 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	case formatName:
 		err = writePodNames(stdout, list.Items)
 	default:
-		var manifests []pod.ManifestStatus
+		var manifests []podview.ManifestStatus
 		if manifests, err = c.Manifests(ctx); err != nil {
 			fmt.Fprintln(stderr, "tug:", err)
 			return 1
@@ -116,7 +117,7 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 // writePodNames prints "pod/NAME" for each pod, as kubectl's -o name.
-func writePodNames(w io.Writer, pods []pod.View) error {
+func writePodNames(w io.Writer, pods []podview.View) error {
 	var b strings.Builder
 	for _, v := range pods {
 		b.WriteString("pod/" + v.Metadata.Name + "\n")
@@ -147,10 +148,10 @@ func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Wr
 		case formatJSON:
 			err = writeJSON(stdout, withLastEvent(ctx, client, v))
 		case formatName:
-			err = writePodNames(stdout, []pod.View{v})
+			err = writePodNames(stdout, []podview.View{v})
 		case formatTable, formatWide:
 			opts := tableOptions{wide: out.format == formatWide, namespace: v.Metadata.Namespace, noHeaders: out.noHeaders}
-			writePodTable(stdout, []pod.View{v}, nil, opts, time.Now())
+			writePodTable(stdout, []podview.View{v}, nil, opts, time.Now())
 		default:
 			err = writeYAML(stdout, withLastEvent(ctx, client, v))
 		}
@@ -175,7 +176,7 @@ const manifestErrorStatus = "ManifestError"
 // PrintPods prints pods and broken manifests as "tug pods" does by default
 // (writePodTable, every namespace), and returns the number of rows. "tug
 // run --runonce" uses it too. It does not modify its arguments.
-func PrintPods(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, now time.Time) int {
+func PrintPods(w io.Writer, pods []podview.View, manifests []podview.ManifestStatus, now time.Time) int {
 	return writePodTable(w, pods, manifests, tableOptions{}, now)
 }
 
@@ -185,26 +186,26 @@ func PrintPods(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, now
 // the table, every error line of those files. It prints nothing when there
 // is no row, and returns the number of rows. It does not modify its
 // arguments.
-func writePodTable(w io.Writer, pods []pod.View, manifests []pod.ManifestStatus, opts tableOptions, now time.Time) int {
+func writePodTable(w io.Writer, pods []podview.View, manifests []podview.ManifestStatus, opts tableOptions, now time.Time) int {
 	nameOf := make(map[string]string) // pod UID -> its name, in any namespace
 	for _, v := range pods {
 		nameOf[v.Metadata.UID] = v.Metadata.Name
 	}
-	pods = slices.DeleteFunc(slices.Clone(pods), func(v pod.View) bool {
+	pods = slices.DeleteFunc(slices.Clone(pods), func(v podview.View) bool {
 		return opts.namespace != "" && v.Metadata.Namespace != opts.namespace
 	})
 	namespaceColumn := opts.namespace == "" && !allDefault(pods)
-	slices.SortFunc(pods, func(a, b pod.View) int {
+	slices.SortFunc(pods, func(a, b podview.View) int {
 		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name))
 	})
-	var broken []pod.ManifestStatus
+	var broken []podview.ManifestStatus
 	for _, m := range manifests {
 		if m.Error != "" {
 			broken = append(broken, m)
 		}
 	}
-	slices.SortFunc(broken, func(a, b pod.ManifestStatus) int { return cmp.Compare(a.File, b.File) })
-	var urls []pod.ManifestStatus
+	slices.SortFunc(broken, func(a, b podview.ManifestStatus) int { return cmp.Compare(a.File, b.File) })
+	var urls []podview.ManifestStatus
 	for _, m := range manifests {
 		if m.Fetch != nil {
 			urls = append(urls, m)
@@ -334,7 +335,7 @@ func tableTitles(namespaceColumn, wide bool) []string {
 // podCells is v's row of the pod table at now, unescaped: its READY,
 // STATUS (Terminating from its deletionTimestamp), RESTARTS and AGE from
 // api.Summarize, and file, the manifest file it comes from.
-func podCells(v *pod.View, file string, namespaceColumn, wide bool, now time.Time) []string {
+func podCells(v *podview.View, file string, namespaceColumn, wide bool, now time.Time) []string {
 	s := api.Summarize(v, false, now)
 	return tableRow(namespaceColumn, wide, v.Metadata.Namespace,
 		[]string{v.Metadata.Name, s.Ready, s.Status, s.Restarts, s.Age}, podIP(&v.Status), orNone(file))
@@ -346,7 +347,7 @@ func podCells(v *pod.View, file string, namespaceColumn, wide bool, now time.Tim
 // https://h/pods.yaml: fetched 3s ago (304), etag "v2", applied
 // 462c4323c07e, checkpoint 5m old", or "OCI r.example/tug/b:prod: checked
 // 20s ago, digest sha256:9f86d081884c, version 3, ...".
-func fetchLine(m pod.ManifestStatus, now time.Time) string {
+func fetchLine(m podview.ManifestStatus, now time.Time) string {
 	f := m.Fetch
 	ago := func(t time.Time) string {
 		if t.IsZero() {
@@ -435,7 +436,7 @@ func podIP(st *pod.Status) string {
 func orNone(s string) string { return cmp.Or(s, "<none>") }
 
 // allDefault reports whether every pod is in namespace "default".
-func allDefault(pods []pod.View) bool {
+func allDefault(pods []podview.View) bool {
 	for _, v := range pods {
 		if v.Metadata.Namespace != "default" {
 			return false

@@ -17,16 +17,17 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // fakeStatus is an api.StatusSource with settable state.
 type fakeStatus struct {
-	pods      []pod.View
-	manifests []pod.ManifestStatus
+	pods      []podview.View
+	manifests []podview.ManifestStatus
 }
 
-func (f *fakeStatus) Pods() []pod.View                { return slices.Clone(f.pods) }
-func (f *fakeStatus) Manifests() []pod.ManifestStatus { return slices.Clone(f.manifests) }
+func (f *fakeStatus) Pods() []podview.View                { return slices.Clone(f.pods) }
+func (f *fakeStatus) Manifests() []podview.ManifestStatus { return slices.Clone(f.manifests) }
 
 // serveAPI serves src with a real api.Server on a unix socket in a
 // temporary directory until the test ends, and returns the socket path once
@@ -79,7 +80,7 @@ func fixture(now time.Time) *fakeStatus {
 	}
 	cond := func(typ, status string) pod.Condition { return pod.Condition{Type: typ, Status: status} }
 
-	web := pod.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("default", "web-edge1", "web", "uid-web"),
+	web := podview.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("default", "web-edge1", "web", "uid-web"),
 		Spec: pod.PodSpec{Containers: containers("nginx"), RestartPolicy: pod.RestartAlways},
 		Status: pod.Status{Phase: pod.PhaseRunning, StartTime: agoPtr(5 * time.Hour), PodIP: "10.88.0.2",
 			PodIPs:     []pod.PodIP{{IP: "10.88.0.2"}},
@@ -87,7 +88,7 @@ func fixture(now time.Time) *fakeStatus {
 			ContainerStatuses: []pod.ContainerStatus{{Name: "nginx", Ready: true, State: runningSince(5 * time.Hour),
 				Image: "busybox:1.36", ContainerID: "containerd://c1"}}}}
 
-	crash := pod.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("default", "crash-edge1", "crash", "uid-crash"),
+	crash := podview.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("default", "crash-edge1", "crash", "uid-crash"),
 		Spec: pod.PodSpec{Containers: containers("main"), RestartPolicy: pod.RestartAlways},
 		Status: pod.Status{Phase: pod.PhaseRunning, StartTime: agoPtr(50 * time.Hour), PodIP: "10.88.0.3",
 			Conditions: []pod.Condition{cond("Initialized", "True"), cond("Ready", "False")},
@@ -97,7 +98,7 @@ func fixture(now time.Time) *fakeStatus {
 				LastTerminationState: pod.ContainerState{Terminated: &pod.StateTerminated{ExitCode: 1,
 					Reason: pod.ReasonError, StartedAt: ago(12*time.Minute + time.Second), FinishedAt: ago(12 * time.Minute)}}}}}}
 
-	initPod := pod.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("default", "setup-edge1", "setup", "uid-setup"),
+	initPod := podview.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("default", "setup-edge1", "setup", "uid-setup"),
 		Spec: pod.PodSpec{InitContainers: containers("fetch", "migrate"), Containers: containers("app"), RestartPolicy: pod.RestartAlways},
 		Status: pod.Status{Phase: pod.PhasePending, StartTime: agoPtr(15 * time.Minute),
 			Conditions: []pod.Condition{cond("Initialized", "False"), cond("Ready", "False")},
@@ -109,7 +110,7 @@ func fixture(now time.Time) *fakeStatus {
 			ContainerStatuses: []pod.ContainerStatus{{Name: "app",
 				State: pod.ContainerState{Waiting: &pod.StateWaiting{Reason: pod.ReasonPodInitializing}}}}}}
 
-	dns := pod.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("kube-system", "dns-edge1", "dns", "uid-dns"),
+	dns := podview.View{APIVersion: "v1", Kind: "Pod", Metadata: meta("kube-system", "dns-edge1", "dns", "uid-dns"),
 		Spec: pod.PodSpec{Containers: containers("coredns"), RestartPolicy: pod.RestartAlways},
 		Status: pod.Status{Phase: pod.PhaseRunning, StartTime: agoPtr(10 * 24 * time.Hour), PodIP: "10.88.0.4",
 			Conditions:        []pod.Condition{cond("Ready", "True")},
@@ -117,8 +118,8 @@ func fixture(now time.Time) *fakeStatus {
 
 	const dir = "/etc/tug/manifests/"
 	return &fakeStatus{
-		pods: []pod.View{web, crash, initPod, dns},
-		manifests: []pod.ManifestStatus{
+		pods: []podview.View{web, crash, initPod, dns},
+		manifests: []podview.ManifestStatus{
 			{Source: "file:" + dir, File: dir + "web.yaml", UIDs: []string{"uid-web"}, LastChange: ago(40 * time.Minute),
 				Error: dir + `web.yaml:9:7: spec.containers[0].imagee: field imagee not found in type Container`},
 			{Source: "file:" + dir, File: dir + "crash.yaml", UIDs: []string{"uid-crash"}, LastChange: ago(50 * time.Hour)},
@@ -203,7 +204,7 @@ func TestPodsCommandJSON(t *testing.T) {
 	if code := run([]string{"pods", "--socket", sock, "-o", "json", "-n", "default"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var l pod.List
+	var l podview.List
 	if err := json.Unmarshal(stdout.Bytes(), &l); err != nil {
 		t.Fatalf("decode: %v\n%s", err, stdout.String())
 	}
@@ -282,7 +283,7 @@ func TestInspectCommandJSON(t *testing.T) {
 	if code := run([]string{"inspect", "--socket", sock, "-o", "json", "web"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var v pod.View
+	var v podview.View
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil || v.Metadata.UID != "uid-web" || v.Status.PodIP != "10.88.0.2" {
 		t.Errorf("decoded %+v (%v); want web-edge1 with its status", v.Metadata, err)
 	}
@@ -363,28 +364,28 @@ func TestFetchLine(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name    string
-		fetch   pod.FetchStatus
+		fetch   podview.FetchStatus
 		source  string // default http://h/p.yaml
 		applied string
 		version uint64
 		want    string
 	}{
-		{name: "ok", fetch: pod.FetchStatus{LastFetch: now.Add(-3 * time.Second), HTTPStatus: 304, ETag: `"v2"`, CheckpointTime: now.Add(-5 * time.Minute)}, applied: "462c4323c07e3318fe79",
+		{name: "ok", fetch: podview.FetchStatus{LastFetch: now.Add(-3 * time.Second), HTTPStatus: 304, ETag: `"v2"`, CheckpointTime: now.Add(-5 * time.Minute)}, applied: "462c4323c07e3318fe79",
 			want: `URL http://h/p.yaml: fetched 3s ago (304), etag "v2", applied 462c4323c07e, checkpoint 5m old`},
-		{name: "down since boot", fetch: pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "connection refused", CheckpointTime: now.Add(-2 * time.Hour), FromCheckpoint: true},
+		{name: "down since boot", fetch: podview.FetchStatus{LastFetch: now.Add(-time.Second), Error: "connection refused", CheckpointTime: now.Add(-2 * time.Hour), FromCheckpoint: true},
 			want: `URL http://h/p.yaml: fetched 1s ago (no answer), checkpoint 120m old, pods from the checkpoint, error: connection refused`},
 		{name: "never fetched", want: `URL http://h/p.yaml: fetched never (no answer)`},
-		{name: "OCI", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-20 * time.Second), Digest: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		{name: "OCI", source: "oci://r.example/tug/b:prod", fetch: podview.FetchStatus{LastFetch: now.Add(-20 * time.Second), Digest: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 			CheckpointTime: now.Add(-time.Hour)}, applied: "462c4323c07e3318fe79", version: 3,
 			want: `OCI r.example/tug/b:prod: checked 20s ago, digest sha256:9f86d081884c, version 3, applied 462c4323c07e, checkpoint 60m old`},
-		{name: "OCI refused", source: "oci://r.example/tug/b:prod", fetch: pod.FetchStatus{LastFetch: now.Add(-time.Second), Error: "bundle: bad signature"},
+		{name: "OCI refused", source: "oci://r.example/tug/b:prod", fetch: podview.FetchStatus{LastFetch: now.Add(-time.Second), Error: "bundle: bad signature"},
 			want: `OCI r.example/tug/b:prod: checked 1s ago, error: bundle: bad signature`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.fetch
 			src := cmp.Or(tt.source, "http://h/p.yaml")
-			got := fetchLine(pod.ManifestStatus{Source: src, AppliedHash: tt.applied, Version: tt.version, Fetch: &f}, now)
+			got := fetchLine(podview.ManifestStatus{Source: src, AppliedHash: tt.applied, Version: tt.version, Fetch: &f}, now)
 			if got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
@@ -397,13 +398,13 @@ func TestFetchLine(t *testing.T) {
 // sequences), a tab or a byte that is not UTF-8 is printed escaped.
 func TestPodsEscapesControlCharacters(t *testing.T) {
 	now := time.Now()
-	v := pod.View{Metadata: pod.ObjectMeta{Name: "web\x1b[2J", Namespace: "default", UID: "u1"}}
+	v := podview.View{Metadata: pod.ObjectMeta{Name: "web\x1b[2J", Namespace: "default", UID: "u1"}}
 	v.Status.Phase = pod.PhasePending
 	v.Status.Reason = "Bad\tReason"
 	v.Status.Message = "hostPath /data\x1b]0;owned\x07 is missing\xff"
-	ms := []pod.ManifestStatus{{Source: "file:/m", File: "/m/x\x1b[31m.yaml", Error: "/m/x.yaml:3:5: spec.volumes[0].hostPath.path: \x1b[1mbad\u202e"}}
+	ms := []podview.ManifestStatus{{Source: "file:/m", File: "/m/x\x1b[31m.yaml", Error: "/m/x.yaml:3:5: spec.volumes[0].hostPath.path: \x1b[1mbad\u202e"}}
 	var out bytes.Buffer
-	writePodTable(&out, []pod.View{v}, ms, tableOptions{wide: true}, now)
+	writePodTable(&out, []podview.View{v}, ms, tableOptions{wide: true}, now)
 	got := out.String()
 	for _, raw := range []string{"\x1b", "\x07", "\xff", "\u202e", "Bad\tReason"} {
 		if strings.Contains(got, raw) {
@@ -436,7 +437,7 @@ func TestEscape(t *testing.T) {
 // TestStructuredOutputEscaped: -o json and -o yaml carry no control or
 // invisible character raw either, and the JSON still decodes to the value.
 func TestStructuredOutputEscaped(t *testing.T) {
-	v := pod.View{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"a": "x\u202ey\u009b31m"}}}
+	v := podview.View{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"a": "x\u202ey\u009b31m"}}}
 	for name, write := range map[string]func(io.Writer, any) error{"json": writeJSON, "yaml": writeYAML} {
 		var out bytes.Buffer
 		if err := write(&out, v); err != nil {
@@ -446,7 +447,7 @@ func TestStructuredOutputEscaped(t *testing.T) {
 			t.Errorf("%s output holds a raw control character:\n%s", name, out.String())
 		}
 		if name == "json" {
-			var back pod.View
+			var back podview.View
 			if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.Metadata.Labels["a"] != "x\u202ey\u009b31m" {
 				t.Errorf("json output decodes to %q, %v", back.Metadata.Labels["a"], err)
 			}

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"tug/internal/api"
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // "tug pods -w" is "kubectl get pods -w": the table once, then a row each
@@ -45,7 +45,7 @@ type podWatcher struct {
 	now    func() time.Time
 
 	synced    bool              // the initial events are over (BOOKMARK) and the table printed
-	initial   []pod.View        // the pods of the initial events
+	initial   []podview.View    // the pods of the initial events
 	namespace bool              // a NAMESPACE column
 	files     map[string]string // pod UID -> its manifest file (-o wide)
 	rows      rowPrinter
@@ -137,7 +137,7 @@ func (pw *podWatcher) readFiles(ctx context.Context) {
 	}
 }
 
-func (pw *podWatcher) setFiles(manifests []pod.ManifestStatus) {
+func (pw *podWatcher) setFiles(manifests []podview.ManifestStatus) {
 	pw.files = map[string]string{}
 	for _, m := range manifests {
 		for _, uid := range m.UIDs {
@@ -151,7 +151,7 @@ func (pw *podWatcher) titles() []string { return tableTitles(pw.namespace, pw.op
 
 // cells is v's row of the pod table at now, the cells writePodTable prints
 // for it (unescaped).
-func (pw *podWatcher) cells(v *pod.View, now time.Time) []string {
+func (pw *podWatcher) cells(v *podview.View, now time.Time) []string {
 	return podCells(v, pw.files[v.Metadata.UID], pw.namespace, pw.opts.wide, now)
 }
 

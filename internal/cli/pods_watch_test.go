@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"tug/internal/api"
-	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 func TestPodWatcher(t *testing.T) {
@@ -30,7 +30,7 @@ func TestPodWatcher(t *testing.T) {
 	crashedLater.Status.ContainerStatuses[0].LastTerminationState.Terminated = &last
 	dns := fx.pods[3]
 
-	ev := func(typ string, v pod.View) api.PodWatchEvent { return api.PodWatchEvent{Type: typ, Object: v} }
+	ev := func(typ string, v podview.View) api.PodWatchEvent { return api.PodWatchEvent{Type: typ, Object: v} }
 	bookmark := api.PodWatchEvent{Type: api.WatchBookmark}
 	tests := []struct {
 		name   string

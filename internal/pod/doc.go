@@ -4,7 +4,9 @@
 // UID), the pod and per-container spec hashes, and the plain data types the
 // other packages exchange about a pod: what a source read (Manifest), what
 // a pod's containers share (Sandbox), what the runtime found
-// (RuntimeContainer) and what the status API shows (Status, View).
+// (RuntimeContainer) and the observed status (Status, NodeStatus). The
+// status API's shapes made of them (View, List, ManifestStatus, NodeView)
+// are package podview's.
 //
 // It reads no manifest: package manifest decodes and validates the bytes
 // into these types (reporting each problem as a *FieldError, defined here
@@ -32,11 +34,9 @@
 //	sandbox.go             Namespaces, Sandbox, LinuxResources: runtime inputs
 //	runtimecontainer.go    RunState, RuntimeContainer: the runtime's view
 //	status.go              Status, ContainerStatus, phases, conditions, reasons
-//	view.go                View, List, ManifestStatus, FetchStatus: API shapes
-//	node.go                NodeCondition, NodeStatus, NodeView: the node's state
+//	node.go                NodeCondition, NodeStatus: the node's state
 //
-// The observed-state types (status.go, view.go, runtimecontainer.go,
-// node.go) stay in this package rather than a sub-package of their own:
+// The observed-state types (status.go, runtimecontainer.go, node.go) stay in this package rather than a sub-package of their own:
 // they are plain data with no dependency, Kubernetes keeps them beside the
 // Pod type too, and almost every package uses both (docs/decisions.md,
 // "Packages").

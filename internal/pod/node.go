@@ -28,17 +28,3 @@ type NodeStatus struct {
 	Allocatable map[string]string `json:"allocatable,omitempty"`
 	Conditions  []NodeCondition   `json:"conditions"`
 }
-
-// NodeView is the node as GET /node shows it: a Kubernetes-shaped Node
-// named by the host name, with the conditions tug computes.
-type NodeView struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Metadata   NodeMeta   `json:"metadata"`
-	Status     NodeStatus `json:"status"`
-}
-
-// NodeMeta names the node.
-type NodeMeta struct {
-	Name string `json:"name"`
-}

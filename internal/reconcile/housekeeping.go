@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/redact"
 )
 
@@ -185,7 +186,7 @@ func (l *Loop) allReported() bool {
 // no longer configured, with a status saying so (reason Orphaned), sorted
 // by namespace/name: no source lists them any more, yet they run until
 // housekeeping has removed them. Safe for concurrent use.
-func (l *Loop) Orphans() []pod.View {
+func (l *Loop) Orphans() []podview.View {
 	if l.cfg.Cache == nil || l.cfg.Desired == nil {
 		return nil
 	}
@@ -199,21 +200,21 @@ func (l *Loop) Orphans() []pod.View {
 		}
 	}
 	now := l.now.Now()
-	out := make([]pod.View, 0, len(byUID))
+	out := make([]podview.View, 0, len(byUID))
 	for _, recs := range byUID {
 		p := withRecorded(orphan(recs[0]), recs)
 		st := computeStatus(p, recs, podNotes{}, now)
 		st.Reason = pod.ReasonOrphaned
 		st.Message = fmt.Sprintf("source %s is no longer configured: the pod is removed once the configured sources have reported", p.Metadata.Source)
-		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
+		out = append(out, podview.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}
 	sortViews(out)
 	return out
 }
 
 // sortViews sorts views by namespace/name, then UID.
-func sortViews(views []pod.View) {
-	slices.SortFunc(views, func(a, b pod.View) int {
+func sortViews(views []podview.View) {
+	slices.SortFunc(views, func(a, b podview.View) int {
 		return cmp.Or(cmp.Compare(a.Metadata.Namespace, b.Metadata.Namespace), cmp.Compare(a.Metadata.Name, b.Metadata.Name), cmp.Compare(a.Metadata.UID, b.Metadata.UID))
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podview"
 )
 
 // Config holds what the sync loop needs.
@@ -345,12 +346,12 @@ func (l *Loop) removed(uid string) {
 // leaves the list when its worker has removed its containers and
 // sandbox; a pod wanted again meanwhile (the same UID re-added) is an
 // update and is not listed. Safe for concurrent use.
-func (l *Loop) Terminating() []pod.View {
+func (l *Loop) Terminating() []podview.View {
 	l.tmu.Lock()
 	pods := slices.Collect(maps.Values(l.terminating))
 	l.tmu.Unlock()
 	now := l.now.Now()
-	out := make([]pod.View, 0, len(pods))
+	out := make([]podview.View, 0, len(pods))
 	for _, r := range pods {
 		uid := r.pod.Metadata.UID
 		var recs []pod.RuntimeContainer
@@ -373,7 +374,7 @@ func (l *Loop) Terminating() []pod.View {
 		if l.cfg.Cgroups != nil {
 			st.QOSClass = l.cfg.Cgroups.QOSClass(allocatedPod(p, recs))
 		}
-		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: terminatingMeta(p, r.since), Spec: p.Spec, Status: st})
+		out = append(out, podview.View{APIVersion: "v1", Kind: "Pod", Metadata: terminatingMeta(p, r.since), Spec: p.Spec, Status: st})
 	}
 	sortViews(out)
 	return out

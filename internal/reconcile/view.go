@@ -6,6 +6,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podview"
 )
 
 // Snapshot is the desired state as the pod store shows it (implemented by
@@ -18,8 +19,8 @@ type Snapshot interface {
 // PodStatuser computes the observed status of pods (implemented by Loop).
 type PodStatuser interface {
 	Status(p *pod.Pod) pod.Status
-	Orphans() []pod.View
-	Terminating() []pod.View
+	Orphans() []podview.View
+	Terminating() []podview.View
 }
 
 // View is the status the API serves (it fills api.StatusSource): every
@@ -31,7 +32,7 @@ type View struct {
 	Store Snapshot
 	Loop  PodStatuser
 	// Fetch returns the fetch state of each URL source, by source name.
-	Fetch map[string]func() pod.FetchStatus
+	Fetch map[string]func() podview.FetchStatus
 	// Rollouts, when set, adds the RolloutFailed condition of pods whose
 	// update failed (implemented by rollout.Controller).
 	Rollouts RolloutConditions
@@ -131,7 +132,7 @@ type PodConditions interface {
 // state of a manifest file (nil when there is none).
 type RolloutConditions interface {
 	Condition(uid string) *pod.Condition
-	File(o pod.Origin) *pod.ManifestRollout
+	File(o pod.Origin) *podview.ManifestRollout
 }
 
 // withCondition adds a condition (the rollout's, or PIDLimitReached) to st,
@@ -151,9 +152,9 @@ func withCondition(st pod.Status, cond *pod.Condition) pod.Status {
 // Pods returns every desired pod with its status, then the pods being
 // removed (but for one the store wants again: that is an update of it),
 // then the orphans.
-func (v View) Pods() []pod.View {
+func (v View) Pods() []podview.View {
 	pods := v.Store.Pods()
-	out := make([]pod.View, 0, len(pods))
+	out := make([]podview.View, 0, len(pods))
 	desired := make(map[string]bool, len(pods))
 	for _, p := range pods {
 		desired[p.Metadata.UID] = true
@@ -173,7 +174,7 @@ func (v View) Pods() []pod.View {
 			st = withPullMessages(st, v.Pulls)
 			st = withUpdatePull(st, p, v.Pulls)
 		}
-		out = append(out, pod.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
+		out = append(out, podview.View{APIVersion: "v1", Kind: "Pod", Metadata: p.Metadata, Spec: p.Spec, Status: st})
 	}
 	for _, t := range v.Loop.Terminating() {
 		if !desired[t.Metadata.UID] {
@@ -184,11 +185,11 @@ func (v View) Pods() []pod.View {
 }
 
 // Manifests returns the state of every manifest file.
-func (v View) Manifests() []pod.ManifestStatus {
+func (v View) Manifests() []podview.ManifestStatus {
 	files := v.Store.Files()
-	out := make([]pod.ManifestStatus, 0, len(files))
+	out := make([]podview.ManifestStatus, 0, len(files))
 	for _, f := range files {
-		m := pod.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
+		m := podview.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
 			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange, Version: f.Version}
 		if v.Rollouts != nil {
 			m.Rollout = v.Rollouts.File(f.Origin)
@@ -206,9 +207,9 @@ func (v View) Manifests() []pod.ManifestStatus {
 	// nothing to the store, so that it removes nothing; its fetch state
 	// must still show.
 	for src, status := range v.Fetch {
-		if !slices.ContainsFunc(out, func(m pod.ManifestStatus) bool { return m.Source == src }) {
+		if !slices.ContainsFunc(out, func(m podview.ManifestStatus) bool { return m.Source == src }) {
 			fs := status()
-			out = append(out, pod.ManifestStatus{Source: src, File: src, Error: fs.Error, Fetch: &fs})
+			out = append(out, podview.ManifestStatus{Source: src, File: src, Error: fs.Error, Fetch: &fs})
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podview"
 )
 
 type fakeSnapshot struct {
@@ -17,25 +18,25 @@ type fakeSnapshot struct {
 func (s fakeSnapshot) Pods() []*pod.Pod             { return s.pods }
 func (s fakeSnapshot) Files() []podconfig.FileState { return s.files }
 
-type fakeStatuser struct{ orphans, terminating []pod.View }
+type fakeStatuser struct{ orphans, terminating []podview.View }
 
 func (f fakeStatuser) Status(p *pod.Pod) pod.Status {
 	return pod.Status{Message: "status of " + p.Metadata.Name}
 }
-func (f fakeStatuser) Orphans() []pod.View     { return f.orphans }
-func (f fakeStatuser) Terminating() []pod.View { return f.terminating }
+func (f fakeStatuser) Orphans() []podview.View     { return f.orphans }
+func (f fakeStatuser) Terminating() []podview.View { return f.terminating }
 
 // TestViewTerminating: pods being removed follow the desired pods, but for
 // one the store wants again (the same UID: an update).
 func TestViewTerminating(t *testing.T) {
 	web := &pod.Pod{}
 	web.Metadata.Name, web.Metadata.UID = "web", "u-web"
-	gone := pod.View{Kind: "Pod"}
+	gone := podview.View{Kind: "Pod"}
 	gone.Metadata.Name, gone.Metadata.UID = "gone", "u-gone"
-	replaced := pod.View{Kind: "Pod"}
+	replaced := podview.View{Kind: "Pod"}
 	replaced.Metadata.Name, replaced.Metadata.UID = "web", "u-web"
 	v := View{Store: fakeSnapshot{pods: []*pod.Pod{web}},
-		Loop: fakeStatuser{terminating: []pod.View{gone, replaced}, orphans: []pod.View{{Kind: "Pod"}}}}
+		Loop: fakeStatuser{terminating: []podview.View{gone, replaced}, orphans: []podview.View{{Kind: "Pod"}}}}
 	pods := v.Pods()
 	if len(pods) != 3 || pods[0].Metadata.Name != "web" || pods[0].Status.Message != "status of web" || pods[1].Metadata.Name != "gone" {
 		t.Fatalf("Pods = %+v; want web as desired, the pod being removed, then the orphan", pods)
@@ -54,10 +55,10 @@ func TestView(t *testing.T) {
 				{Origin: pod.Origin{Source: "url:a", File: "url:a"}},
 			},
 		},
-		Loop: fakeStatuser{orphans: []pod.View{{Kind: "Pod"}}},
-		Fetch: map[string]func() pod.FetchStatus{
-			"url:a": func() pod.FetchStatus { return pod.FetchStatus{HTTPStatus: 200} },
-			"url:b": func() pod.FetchStatus { return pod.FetchStatus{Error: "connection refused"} },
+		Loop: fakeStatuser{orphans: []podview.View{{Kind: "Pod"}}},
+		Fetch: map[string]func() podview.FetchStatus{
+			"url:a": func() podview.FetchStatus { return podview.FetchStatus{HTTPStatus: 200} },
+			"url:b": func() podview.FetchStatus { return podview.FetchStatus{Error: "connection refused"} },
 		},
 	}
 	pods := v.Pods()

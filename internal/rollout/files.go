@@ -12,6 +12,7 @@ import (
 
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podview"
 )
 
 // AnnotationRollout set to "atomic" on a pod makes its whole file (or URL
@@ -102,13 +103,13 @@ func (f files) removeFile(o pod.Origin) error {
 
 // File returns the rollout state of the file at o (nil when there is
 // none).
-func (c *Controller) File(o pod.Origin) *pod.ManifestRollout {
+func (c *Controller) File(o pod.Origin) *podview.ManifestRollout {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fr := c.fileRecs[o]
 	if fr == nil {
 		return nil
 	}
-	return &pod.ManifestRollout{Atomic: c.atomic[o], GoodHash: fr.GoodContent, GoodVersion: fr.GoodVersion,
+	return &podview.ManifestRollout{Atomic: c.atomic[o], GoodHash: fr.GoodContent, GoodVersion: fr.GoodVersion,
 		FailedHash: fr.Failed, FailedVersion: fr.FailedVersion, Reason: fr.Reason, HeldBack: fr.Held}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // Sources says whether every source of pods has reported once.
@@ -41,7 +42,7 @@ type Relister interface {
 
 // Pods lists the pods tug manages, for STATUS=.
 type Pods interface {
-	Pods() []pod.View
+	Pods() []podview.View
 }
 
 // The default timing.

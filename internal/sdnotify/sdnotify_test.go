@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // fakes: what the notifier watches, changed by the test.
@@ -36,9 +37,9 @@ func (f *fakes) Healthy() error {
 	}
 	return nil
 }
-func (f *fakes) Pods() []pod.View {
-	v := func(ph pod.Phase) pod.View { var x pod.View; x.Status.Phase = ph; return x }
-	return []pod.View{v(pod.PhaseRunning), v(pod.PhaseRunning), v(pod.PhasePending)}
+func (f *fakes) Pods() []podview.View {
+	v := func(ph pod.Phase) podview.View { var x podview.View; x.Status.Phase = ph; return x }
+	return []podview.View{v(pod.PhaseRunning), v(pod.PhaseRunning), v(pod.PhasePending)}
 }
 
 func unix(ns int64) time.Time {

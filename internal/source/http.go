@@ -18,6 +18,7 @@ import (
 	"tug/internal/bundle"
 	"tug/internal/clock"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/redact"
 )
 
@@ -229,7 +230,7 @@ func jitter(d time.Duration) time.Duration {
 
 // start loads the checkpoint and reports it (remote.start).
 func (h *HTTP) start(ctx context.Context) {
-	h.remote.start(ctx, func(st *pod.FetchStatus, acc accepted) {
+	h.remote.start(ctx, func(st *podview.FetchStatus, acc accepted) {
 		st.ETag, st.LastModified = acc.etag, acc.lastModified
 	})
 }
@@ -248,7 +249,7 @@ func (h *HTTP) poll(ctx context.Context) {
 	if err != nil && ctx.Err() != nil {
 		return // shutting down: the cancellation is not the URL's fault
 	}
-	h.polled(ctx, err, func(st *pod.FetchStatus) { st.HTTPStatus = code })
+	h.polled(ctx, err, func(st *podview.FetchStatus) { st.HTTPStatus = code })
 }
 
 // fetch does one conditional GET and takes in a new body. It returns the
@@ -367,7 +368,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 		return &fetchError{badContent, err}
 	}
 	acc := accepted{hash: hash, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects, etag: etag, lastModified: lastMod, fetchedAt: now}
-	h.take(ctx, acc, body, checkpoint{ETag: etag, LastModified: lastMod}, func(st *pod.FetchStatus) {
+	h.take(ctx, acc, body, checkpoint{ETag: etag, LastModified: lastMod}, func(st *podview.FetchStatus) {
 		st.ETag, st.LastModified = etag, lastMod
 	}, "manifest URL content accepted", "sha256", hash)
 	return nil

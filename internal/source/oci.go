@@ -14,6 +14,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // OCIPrefix starts the name of an OCI source: "oci://" and its reference.
@@ -158,7 +159,7 @@ func backoff(period time.Duration, failures int) time.Duration {
 // start loads the checkpoint and reports it (remote.start).
 func (o *OCI) start(ctx context.Context) {
 	o.refused, o.refusedErr, o.failures = "", nil, 0
-	o.remote.start(ctx, func(st *pod.FetchStatus, acc accepted) { st.Digest = acc.digest })
+	o.remote.start(ctx, func(st *podview.FetchStatus, acc accepted) { st.Digest = acc.digest })
 }
 
 // poll checks the reference once and reports what changed.
@@ -243,7 +244,7 @@ func (o *OCI) accept(ctx context.Context, a bundle.Artifact, b bundle.EnvelopeHe
 	o.refused, o.refusedErr = "", nil
 	acc := accepted{hash: sha256Hex(a.Body), version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
 		fetchedAt: now, digest: dgst}
-	o.take(ctx, acc, a.Body, checkpoint{Digest: dgst}, func(st *pod.FetchStatus) { st.Digest = dgst }, "OCI bundle accepted", "digest", dgst)
+	o.take(ctx, acc, a.Body, checkpoint{Digest: dgst}, func(st *podview.FetchStatus) { st.Digest = dgst }, "OCI bundle accepted", "digest", dgst)
 }
 
 // truncate shortens s, from a configuration, to n bytes for an error.

@@ -15,6 +15,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // remote is what the URL and the OCI source share, each embedding one: the
@@ -50,7 +51,7 @@ type remote struct {
 	parses atomic.Int64 // for tests: bodies parsed
 
 	mu sync.Mutex
-	st pod.FetchStatus
+	st podview.FetchStatus
 }
 
 // remoteWords name a source in its log lines and errors.
@@ -81,14 +82,14 @@ func newRemote(name string, words remoteWords, keys []ed25519.PublicKey, hostnam
 }
 
 // Status returns what the source last saw. Safe for concurrent use.
-func (r *remote) Status() pod.FetchStatus {
+func (r *remote) Status() podview.FetchStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.st
 }
 
 // setStatus changes the status under its lock.
-func (r *remote) setStatus(f func(st *pod.FetchStatus)) {
+func (r *remote) setStatus(f func(st *podview.FetchStatus)) {
 	r.mu.Lock()
 	f(&r.st)
 	r.mu.Unlock()
@@ -96,10 +97,10 @@ func (r *remote) setStatus(f func(st *pod.FetchStatus)) {
 
 // start forgets any state of an earlier Run, then loads the checkpoint and
 // reports its content; status adds the source's own fields of it.
-func (r *remote) start(ctx context.Context, status func(st *pod.FetchStatus, acc accepted)) {
+func (r *remote) start(ctx context.Context, status func(st *podview.FetchStatus, acc accepted)) {
 	r.acc, r.hasAcc, r.minVersion = accepted{}, false, 0
 	r.reportedErr, r.failing, r.ckptErr = "", "", ""
-	r.setStatus(func(st *pod.FetchStatus) { *st = pod.FetchStatus{} })
+	r.setStatus(func(st *podview.FetchStatus) { *st = podview.FetchStatus{} })
 	if r.checkpoint == "" {
 		return
 	}
@@ -114,7 +115,7 @@ func (r *remote) start(ctx context.Context, status func(st *pod.FetchStatus, acc
 	}
 	r.acc, r.hasAcc = acc, true
 	r.minVersion = max(r.minVersion, acc.version)
-	r.setStatus(func(st *pod.FetchStatus) {
+	r.setStatus(func(st *podview.FetchStatus) {
 		st.CheckpointTime, st.FromCheckpoint = acc.fetchedAt, true
 		status(st, acc)
 	})
@@ -170,9 +171,9 @@ func (r *remote) parse(body []byte) (manifest.Parsed, error) {
 // polled records the outcome of a poll (err, a *fetchError, or nil) in the
 // status (status, if not nil, adds the source's own fields) and the log,
 // and reports what changed.
-func (r *remote) polled(ctx context.Context, err error, status func(st *pod.FetchStatus)) {
+func (r *remote) polled(ctx context.Context, err error, status func(st *podview.FetchStatus)) {
 	now := r.clock.Now()
-	r.setStatus(func(st *pod.FetchStatus) {
+	r.setStatus(func(st *podview.FetchStatus) {
 		st.LastFetch = now
 		if err == nil {
 			st.LastSuccess, st.Error, st.FromCheckpoint = now, "", false
@@ -225,7 +226,7 @@ func (r *remote) logState(err error) {
 // the version floor, the checkpoint cp (its URL, time, body and version
 // filled in here), the status (status adds the source's own fields), the
 // objects' warnings, a log line (msg and attrs), the report.
-func (r *remote) take(ctx context.Context, acc accepted, body []byte, cp checkpoint, status func(st *pod.FetchStatus), msg string, attrs ...any) {
+func (r *remote) take(ctx context.Context, acc accepted, body []byte, cp checkpoint, status func(st *podview.FetchStatus), msg string, attrs ...any) {
 	r.acc, r.hasAcc = acc, true
 	r.minVersion = max(r.minVersion, acc.version)
 	if r.checkpoint != "" {
@@ -238,7 +239,7 @@ func (r *remote) take(ctx context.Context, acc accepted, body []byte, cp checkpo
 			r.ckptErr = text
 		}
 	}
-	r.setStatus(func(st *pod.FetchStatus) {
+	r.setStatus(func(st *podview.FetchStatus) {
 		st.CheckpointTime, st.FromCheckpoint = acc.fetchedAt, false
 		status(st)
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // APIVersion is the schema of the status document: its "apiVersion".
@@ -108,9 +109,9 @@ type File struct {
 
 // Snapshot is what a document is built from, as the status API reads it.
 type Snapshot struct {
-	Node      pod.NodeView
-	Pods      []pod.View
-	Manifests []pod.ManifestStatus
+	Node      podview.NodeView
+	Pods      []podview.View
+	Manifests []podview.ManifestStatus
 	// Rollouts holds the rollout history of the pods that have one, by UID.
 	Rollouts map[string]pod.RolloutHistory
 }
@@ -174,7 +175,7 @@ func Build(s Snapshot) Document {
 }
 
 // buildPod compacts one pod view.
-func buildPod(v *pod.View, rollouts map[string]pod.RolloutHistory) Pod {
+func buildPod(v *podview.View, rollouts map[string]pod.RolloutHistory) Pod {
 	st := &v.Status
 	p := Pod{Namespace: v.Metadata.Namespace, Name: v.Metadata.Name, UID: v.Metadata.UID,
 		Phase: string(st.Phase), Reason: st.Reason}

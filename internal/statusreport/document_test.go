@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 func TestBuild(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
-	running := func(ns, name, uid string, ready bool, cs ...pod.ContainerStatus) pod.View {
+	running := func(ns, name, uid string, ready bool, cs ...pod.ContainerStatus) podview.View {
 		st := "False"
 		if ready {
 			st = "True"
 		}
-		return pod.View{Metadata: pod.ObjectMeta{Namespace: ns, Name: name, UID: uid},
+		return podview.View{Metadata: pod.ObjectMeta{Namespace: ns, Name: name, UID: uid},
 			Status: pod.Status{Phase: pod.PhaseRunning, Conditions: []pod.Condition{{Type: pod.ConditionReady, Status: st}}, ContainerStatuses: cs}}
 	}
 	tests := []struct {
@@ -27,12 +28,12 @@ func TestBuild(t *testing.T) {
 	}{
 		{
 			name: "empty node",
-			in:   Snapshot{Node: pod.NodeView{Metadata: pod.NodeMeta{Name: "kiosk-1"}}},
+			in:   Snapshot{Node: podview.NodeView{Metadata: podview.NodeMeta{Name: "kiosk-1"}}},
 			want: Document{APIVersion: APIVersion, Kind: Kind, Node: Node{Name: "kiosk-1", Conditions: []NodeCondition{}}, Pods: []Pod{}, Sources: []Source{}},
 		},
 		{
 			name: "node conditions sorted, capacity kept",
-			in: Snapshot{Node: pod.NodeView{Metadata: pod.NodeMeta{Name: "n"}, Status: pod.NodeStatus{
+			in: Snapshot{Node: podview.NodeView{Metadata: podview.NodeMeta{Name: "n"}, Status: pod.NodeStatus{
 				Capacity: map[string]string{"example.com/dongle": "2"}, Allocatable: map[string]string{"example.com/dongle": "2"},
 				Conditions: []pod.NodeCondition{
 					{Type: pod.NodePIDPressure, Status: "False", LastTransitionTime: t0},
@@ -48,7 +49,7 @@ func TestBuild(t *testing.T) {
 		{
 			name: "pods sorted, ready, restarts, last termination, rollout",
 			in: Snapshot{
-				Pods: []pod.View{
+				Pods: []podview.View{
 					running("default", "web-n", "u2", false,
 						pod.ContainerStatus{Name: "a", RestartCount: 2, LastTerminationState: pod.ContainerState{Terminated: &pod.StateTerminated{Reason: "Error", FinishedAt: t0}}},
 						pod.ContainerStatus{Name: "b", RestartCount: 1, LastTerminationState: pod.ContainerState{Terminated: &pod.StateTerminated{Reason: "OOMKilled", FinishedAt: t0.Add(time.Second)}}}),
@@ -69,10 +70,10 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "sources: files grouped and sorted, URL version and fetch error",
-			in: Snapshot{Manifests: []pod.ManifestStatus{
+			in: Snapshot{Manifests: []podview.ManifestStatus{
 				{Source: "/etc/tug/manifests", File: "/etc/tug/manifests/b.yaml", Error: "b.yaml:3:1: bad", Hash: "h2"},
 				{Source: "https://fleet.example/pods?t=xxxxx", File: "https://fleet.example/pods?t=xxxxx", AppliedHash: "hu", Version: 42,
-					Fetch: &pod.FetchStatus{Error: "GET https://fleet.example/pods?t=xxxxx: 503"}, Rollout: &pod.ManifestRollout{GoodHash: "hu", FailedHash: "hf", HeldBack: true}},
+					Fetch: &podview.FetchStatus{Error: "GET https://fleet.example/pods?t=xxxxx: 503"}, Rollout: &podview.ManifestRollout{GoodHash: "hu", FailedHash: "hf", HeldBack: true}},
 				{Source: "/etc/tug/manifests", File: "/etc/tug/manifests/a.yaml", AppliedHash: "h1"},
 			}},
 			want: Document{APIVersion: APIVersion, Kind: Kind, Node: Node{Conditions: []NodeCondition{}}, Pods: []Pod{}, Sources: []Source{
@@ -87,9 +88,9 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name: "a URL that applied nothing yet has its error and no file",
-			in: Snapshot{Manifests: []pod.ManifestStatus{
+			in: Snapshot{Manifests: []podview.ManifestStatus{
 				{Source: "https://fleet.example/pods", File: "https://fleet.example/pods", Error: "GET https://fleet.example/pods: dial tcp: refused",
-					Fetch: &pod.FetchStatus{Error: "GET https://fleet.example/pods: dial tcp: refused"}},
+					Fetch: &podview.FetchStatus{Error: "GET https://fleet.example/pods: dial tcp: refused"}},
 			}},
 			want: Document{APIVersion: APIVersion, Kind: Kind, Node: Node{Conditions: []NodeCondition{}}, Pods: []Pod{}, Sources: []Source{
 				{Name: "https://fleet.example/pods", Error: "GET https://fleet.example/pods: dial tcp: refused", Files: []File{}},
@@ -109,7 +110,7 @@ func TestBuild(t *testing.T) {
 }
 
 func TestKeyIgnoresTimeOnly(t *testing.T) {
-	d := Build(Snapshot{Node: pod.NodeView{Metadata: pod.NodeMeta{Name: "n"}}})
+	d := Build(Snapshot{Node: podview.NodeView{Metadata: podview.NodeMeta{Name: "n"}}})
 	d.GeneratedAt = time.Unix(1, 0)
 	later := d
 	later.GeneratedAt = time.Unix(100, 0)

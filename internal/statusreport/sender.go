@@ -19,19 +19,20 @@ import (
 
 	"tug/internal/clock"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/redact"
 )
 
 // StatusSource gives the pods and the manifest files as the status API
 // serves them (implemented by reconcile.View). Safe for concurrent use.
 type StatusSource interface {
-	Pods() []pod.View
-	Manifests() []pod.ManifestStatus
+	Pods() []podview.View
+	Manifests() []podview.ManifestStatus
 }
 
 // NodeSource gives the node as GET /node shows it.
 type NodeSource interface {
-	Node() pod.NodeView
+	Node() podview.NodeView
 }
 
 // RolloutSource gives a pod's rollout history (implemented by

@@ -25,6 +25,7 @@ import (
 
 	"tug/internal/bundle"
 	"tug/internal/pod"
+	"tug/internal/podview"
 	"tug/internal/source"
 	"tug/internal/testutil"
 )
@@ -32,7 +33,7 @@ import (
 // fakeState is a StatusSource whose pods the test sets.
 type fakeState struct {
 	mu   sync.Mutex
-	pods []pod.View
+	pods []podview.View
 }
 
 func (f *fakeState) set(names ...string) {
@@ -40,17 +41,17 @@ func (f *fakeState) set(names ...string) {
 	defer f.mu.Unlock()
 	f.pods = nil
 	for _, n := range names {
-		f.pods = append(f.pods, pod.View{Metadata: pod.ObjectMeta{Namespace: "default", Name: n, UID: n}, Status: pod.Status{Phase: pod.PhaseRunning}})
+		f.pods = append(f.pods, podview.View{Metadata: pod.ObjectMeta{Namespace: "default", Name: n, UID: n}, Status: pod.Status{Phase: pod.PhaseRunning}})
 	}
 }
 
-func (f *fakeState) Pods() []pod.View {
+func (f *fakeState) Pods() []podview.View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]pod.View(nil), f.pods...)
+	return append([]podview.View(nil), f.pods...)
 }
 
-func (f *fakeState) Manifests() []pod.ManifestStatus { return nil }
+func (f *fakeState) Manifests() []podview.ManifestStatus { return nil }
 
 // fakeEndpoint is the status URL as a RoundTripper: it records what it
 // accepts and answers 503 while down.

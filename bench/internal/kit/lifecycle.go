@@ -12,6 +12,7 @@ import (
 
 	"tug/internal/api"
 	"tug/internal/pod"
+	"tug/internal/podview"
 )
 
 // API returns a client of tug's API socket.
@@ -19,8 +20,8 @@ func (t *Tug) API() *api.Client { return &api.Client{SocketPath: filepath.Join(t
 
 // AllRunning reports whether pod v is Running with every one of its n
 // containers running.
-func AllRunning(n int) func(v *pod.View) bool {
-	return func(v *pod.View) bool {
+func AllRunning(n int) func(v *podview.View) bool {
+	return func(v *podview.View) bool {
 		if v.Status.Phase != pod.PhaseRunning || len(v.Status.ContainerStatuses) != n {
 			return false
 		}
@@ -36,7 +37,7 @@ func AllRunning(n int) func(v *pod.View) bool {
 // WaitPods waits until tug's API lists want pods for which ok holds (every
 // pod but none when want is 0), polling every 100 ms; it fails at once
 // when tug exits.
-func (t *Tug) WaitPods(ctx context.Context, want int, timeout time.Duration, ok func(v *pod.View) bool) error {
+func (t *Tug) WaitPods(ctx context.Context, want int, timeout time.Duration, ok func(v *podview.View) bool) error {
 	c := t.API()
 	deadline := time.Now().Add(timeout)
 	last := "no answer yet"

@@ -1,18 +1,25 @@
-package pod
+// Package podview owns the shapes tug's status API serves, which the CLI,
+// the status reporter and the tests read: a pod with its status (View),
+// the pod list, the node, and the state of each manifest file and URL.
+// They are Kubernetes-shaped where Kubernetes has the object; the types
+// they are made of (the manifest's, the observed status) are package
+// pod's.
+package podview
 
-import "time"
+import (
+	"time"
 
-// The shapes the status API serves: a pod with its status, the pod list,
-// and the state of each manifest file and URL.
+	"tug/internal/pod"
+)
 
 // View is a pod as the API shows it: its manifest and its observed status,
 // shaped like a Kubernetes Pod object.
 type View struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Metadata   ObjectMeta `json:"metadata"`
-	Spec       PodSpec    `json:"spec"`
-	Status     Status     `json:"status"`
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   pod.ObjectMeta `json:"metadata"`
+	Spec       pod.PodSpec    `json:"spec"`
+	Status     pod.Status     `json:"status"`
 }
 
 // List is a Kubernetes-shaped PodList.
@@ -75,4 +82,18 @@ type FetchStatus struct {
 	// Digest is the OCI source's applied artifact (manifest) digest; ""
 	// for a URL.
 	Digest string `json:"digest,omitempty"`
+}
+
+// NodeView is the node as GET /node shows it: a Kubernetes-shaped Node
+// named by the host name, with the conditions tug computes.
+type NodeView struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   NodeMeta       `json:"metadata"`
+	Status     pod.NodeStatus `json:"status"`
+}
+
+// NodeMeta names the node.
+type NodeMeta struct {
+	Name string `json:"name"`
 }
