@@ -73,6 +73,7 @@
 #                     an earlier commit in the same run (bench/benchwear; strace);
 #                     the programs measure with one kit, bench/internal/kit (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
+#   make pkgmap       the package map: lines, exported names and job of each package
 #   make demo         run the example pods (scripts/demo.sh), make demo-stop
 #   make testenv-up / testenv-down   start / stop the test environment by hand
 #                     (then: eval "$$(scripts/testenv.sh env)"; go test -tags e2e ./...)
@@ -131,7 +132,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help build build-arm64 lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap build build-arm64 lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -255,6 +256,11 @@ test-powercut:
 	mkdir -p $(V2_BIN)
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-powercut ./agent
 	scripts/powercut.sh $(V2_BIN)/tug-powercut $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
+
+# pkgmap: every package with its lines, exported names and job (the size
+# rule: no package over 3,000 lines of non-test code).
+pkgmap:
+	@scripts/pkgmap.sh
 
 bench:
 	@rc=0; \
