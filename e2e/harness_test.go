@@ -112,7 +112,7 @@ type tug struct {
 	imageDir    string
 	scratch     string // for temporary files that are renamed into place
 
-	netns       string // the node: the network namespace tug runs in (newNetns)
+	netns       string // the node: the network namespace tug runs in (testutil.NewNetns)
 	addr        string // containerd socket
 	ns          string // containerd namespace
 	image       string // the test image, docker.io/library/busybox:1.35
@@ -176,7 +176,7 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 		out:         &testutil.SyncBuffer{},
 	}
 	if tg.netns == "" {
-		tg.netns = newNetns(t, "tug-e2e")
+		tg.netns = testutil.NewNetns(t, "tug-e2e")
 	}
 	if opts.fileCheck > 0 {
 		tg.fileCheck = opts.fileCheck

@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
@@ -26,27 +24,8 @@ import (
 // node by relay; what the test reaches inside the node goes through
 // nodeHTTPClient or inNetns.
 
-// newNetns creates a network namespace with `ip netns add` (loopback up)
-// and deletes it when the test ends. It returns its path.
-func newNetns(t *testing.T, prefix string) string {
-	t.Helper()
-	testutil.RequireCommand(t, "ip")
-	var b [3]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := prefix + "-" + hex.EncodeToString(b[:])
-	run(t, "ip", "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
-	return "/run/netns/" + name
-}
-
-// netnsName is the `ip netns` name of a namespace path from newNetns.
+// netnsName is the `ip netns` name of a namespace path from
+// testutil.NewNetns.
 func netnsName(path string) string { return strings.TrimPrefix(path, "/run/netns/") }
 
 // run runs a command and fails the test with its output if it fails.

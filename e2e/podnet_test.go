@@ -44,7 +44,7 @@ type world struct {
 // tug finds its default route (its hostIP) at start-up.
 func newWorld(tg *tug) *world {
 	t := tg.t
-	w := &world{outside: newNetns(t, "tug-out")}
+	w := &world{outside: testutil.NewNetns(t, "tug-out")}
 	node, out := netnsName(tg.netns), netnsName(w.outside)
 	run(t, "ip", "-n", node, "link", "add", "uplink", "type", "veth", "peer", "name", "downlink", "netns", out)
 	run(t, "ip", "-n", node, "addr", "add", nodeAddr+"/24", "dev", "uplink")

@@ -14,7 +14,7 @@ import (
 // BenchmarkRun measures one probe of each network handler, from the node
 // and from inside a pod's netns (the thread that enters it and dies).
 func BenchmarkRun(b *testing.B) {
-	ns := newNetnsB(b)
+	ns := testutil.NewNetns(b, "tug-probe")
 	var ln net.Listener
 	if err := testutil.InNetns(ns, func() (err error) {
 		ln, err = net.Listen("tcp", "127.0.0.1:0")

@@ -7,13 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -167,36 +165,6 @@ func TestRunExec(t *testing.T) {
 	}
 }
 
-// newNetns creates a network namespace with lo up and returns a path to
-// it, valid for the test.
-func newNetns(t *testing.T) string { return newNetnsB(t) }
-
-func newNetnsB(t testing.TB) string {
-	testutil.RequireRoot(t)
-	type result struct {
-		h   netns.NsHandle
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies in the new netns
-		h, err := netns.New()
-		if err == nil {
-			var lo netlink.Link
-			if lo, err = netlink.LinkByName("lo"); err == nil {
-				err = netlink.LinkSetUp(lo)
-			}
-		}
-		ch <- result{h, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatalf("new netns: %v", r.err)
-	}
-	t.Cleanup(func() { r.h.Close() })
-	return fmt.Sprintf("/proc/%d/fd/%d", unixGetpid(), int(r.h))
-}
-
 // TestDialInNetns checks that a probe reaches a listener on localhost of
 // the pod's netns and not the node's, and that the dialing thread does not
 // leak the namespace into the test's goroutines.
@@ -206,7 +174,7 @@ func TestDialInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	ns := newNetns(t)
+	ns := testutil.NewNetns(t, "tug-probe")
 	var ln net.Listener
 	if err := testutil.InNetns(ns, func() (err error) {
 		ln, err = net.Listen("tcp", "127.0.0.1:0")

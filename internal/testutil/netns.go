@@ -1,9 +1,14 @@
 package testutil
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,4 +47,36 @@ func InNetns(path string, f func() error) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+// NewNetns creates a network namespace named <prefix>-<random> with `ip
+// netns add`, its loopback up, deletes it when the test ends, and returns
+// its path (/run/netns/<name>). It needs root and ip(8).
+func NewNetns(t testing.TB, prefix string) string {
+	t.Helper()
+	RequireRoot(t)
+	RequireCommand(t, "ip")
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := prefix + "-" + hex.EncodeToString(b[:])
+	ip := func(args ...string) error {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := ip("netns", "add", name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ip("netns", "del", name); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ip("-n", name, "link", "set", "lo", "up"); err != nil {
+		t.Fatal(err)
+	}
+	return "/run/netns/" + name
 }

@@ -1,5 +1,0 @@
-package prober
-
-import "os"
-
-func unixGetpid() int { return os.Getpid() }
