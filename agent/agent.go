@@ -41,7 +41,7 @@ var (
 	_ reconcile.Network        = (*network.Pods)(nil)
 	_ reconcile.Cgroups        = (*qos.Manager)(nil)
 	_ reconcile.ContainerCache = (*pleg.PLEG)(nil)
-	_ reconcile.Desired        = (*podconfig.Store)(nil)
+	_ reconcile.Ownership      = (*podconfig.Store)(nil)
 	_ reconcile.Admission      = (*policy.Policy)(nil)
 	_ reconcile.Admission      = admission{}
 	_ podruntime.Devices       = (*devices.Manager)(nil)
@@ -51,7 +51,7 @@ var (
 	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
 	_ reconcile.PodStatuser    = (*reconcile.Loop)(nil)
 	_ reconcile.PullMessages   = (*podruntime.Runtime)(nil)
-	_ api.StatusSource         = reconcile.View{}
+	_ api.StatusSource         = reconcile.StatusView{}
 	_ api.HealthChecker        = health{}
 	_ api.EventSource          = (*events.Ring)(nil)
 	_ api.SourceLister         = sourceStatus{}

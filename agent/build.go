@@ -97,7 +97,7 @@ type control struct {
 	probes   *prober.Manager
 	rollouts *rollout.Controller
 	pids     *qos.PidsWatch
-	view     reconcile.View
+	view     reconcile.StatusView
 	pressure *pressureRef
 }
 
@@ -327,7 +327,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	c.loop = reconcile.New(loopConfig(cfg, h, in, rp, np, c, tel, log))
 	resync = c.loop.Resync
 	store := in.src.store
-	c.view = reconcile.View{Store: store, Loop: c.loop, Pulls: rp.rt, ImagesFromCache: rp.rt}
+	c.view = reconcile.StatusView{Store: store, Loop: c.loop, Pulls: rp.rt, ImagesFromCache: rp.rt}
 	var err error
 	c.rollouts, err = rollout.New(rollout.Config{
 		Dir:        filepath.Join(cfg.RootDir, "rollout"),

@@ -24,7 +24,7 @@ var errRunOnceFailed = errors.New("runonce: a pod failed")
 // then prints the pods and returns nil, or errRunOnceFailed if any failed,
 // any manifest is broken, or RunOnceTimeout passed. The pods
 // keep running after tug exits, as with the kubelet's --runonce.
-func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view reconcile.View, out io.Writer) error {
+func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view reconcile.StatusView, out io.Writer) error {
 	deadline := time.Now().Add(cfg.RunOnceTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -19,7 +19,7 @@ import (
 )
 
 var (
-	_ statusreport.StatusSource  = reconcile.View{}
+	_ statusreport.StatusSource  = reconcile.StatusView{}
 	_ statusreport.NodeSource    = nodeView{}
 	_ statusreport.RolloutSource = (*rollout.Controller)(nil)
 )

@@ -34,7 +34,7 @@
 // instead of being restarted (devices.go).
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
-// Cgroups, Desired, Admission, Devices) and imports pod, podconfig and pleg (for
+// Cgroups, Ownership, Admission, Devices) and imports pod, podconfig and pleg (for
 // their change and event types), clock and redact only; never podruntime,
 // network, qos, policy or source, which agent/ connects to it.
 package reconcile

@@ -30,7 +30,7 @@ func TestSyncEvicted(t *testing.T) {
 	s.notes.now = clk
 	pressure := &fakePressure{}
 	s.pressure = pressure
-	l := newLoop(Config{Clock: clk}, syncFuncs{})
+	l := newLoop(Config{Clock: clk}, podOps{})
 	l.notes = s.notes
 	p := testPod(pod.RestartAlways, nil, []string{"app"})
 	uid := p.Metadata.UID

@@ -269,5 +269,5 @@ func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
 
 // newTestSyncer returns a syncer whose back-off never delays (Initial 0).
 func newTestSyncer(rt Runtime, sb Sandbox) *podSyncer {
-	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &notes{}, backoff: &CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
+	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &statusNotes{}, backoff: &CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
 }

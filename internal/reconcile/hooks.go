@@ -155,7 +155,7 @@ func (s *podSyncer) hookSandbox(ctx context.Context, p *pod.Pod, sb *pod.Sandbox
 }
 
 // podIP returns the address noted for pod uid ("" when none).
-func (n *notes) podIP(uid string) string {
+func (n *statusNotes) podIP(uid string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if pn := n.pods[uid]; pn != nil {

@@ -68,7 +68,7 @@ func (l *Loop) housekeeping(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		l.cfg.Log.Info("removing sandbox of a pod that is gone", "uid", uid)
-		if err := l.fns.removeSandbox(ctx, uid); err != nil {
+		if err := l.ops.removeSandbox(ctx, uid); err != nil {
 			l.cfg.Log.Warn("housekeeping: remove orphaned sandbox", "uid", uid, "err", err)
 		}
 	}

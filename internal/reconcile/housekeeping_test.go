@@ -159,7 +159,7 @@ func TestHousekeeping(t *testing.T) {
 			killed := make(chan *pod.Pod, len(tt.containers))
 			var mu sync.Mutex
 			var sandboxes []string
-			fns := syncFuncs{
+			ops := podOps{
 				sync: func(context.Context, context.Context, *pod.Pod) (syncResult, error) { return syncResult{}, nil },
 				kill: func(_ context.Context, p *pod.Pod) error { killed <- p; return nil },
 				removeSandbox: func(_ context.Context, uid string) error {
@@ -171,7 +171,7 @@ func TestHousekeeping(t *testing.T) {
 			}
 			cache := fakeCache{&fakeRuntime{containers: tt.containers}}
 			l := newLoop(Config{Cache: cache, Desired: desired, Log: discard(), RetryMin: time.Hour, RetryMax: time.Hour,
-				Sources: []string{srcFile, srcURL}}, fns)
+				Sources: []string{srcFile, srcURL}}, ops)
 			sb, nw, cg := &fakeSandbox{pods: map[string]bool{}}, &fakeNetwork{}, &fakeCgroups{pods: map[string]bool{}}
 			for _, uid := range tt.namespaces {
 				sb.pods[uid] = true
@@ -241,7 +241,7 @@ func TestHousekeeping(t *testing.T) {
 // TestHousekeepingForgetsOldKills: a kill noted over a minute ago is
 // forgotten, one within the minute is kept.
 func TestHousekeepingForgetsOldKills(t *testing.T) {
-	l := newLoop(Config{Cache: fakeCache{&fakeRuntime{}}, Desired: &fakeDesired{}, Log: discard()}, syncFuncs{})
+	l := newLoop(Config{Cache: fakeCache{&fakeRuntime{}}, Desired: &fakeDesired{}, Log: discard()}, podOps{})
 	l.cfg.Sandbox, l.cfg.Network, l.cfg.Cgroups = &fakeSandbox{}, &fakeNetwork{}, &fakeCgroups{}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return now }

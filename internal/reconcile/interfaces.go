@@ -98,11 +98,11 @@ type ContainerCache interface {
 	All() []pod.RuntimeContainer
 }
 
-// Desired answers, for housekeeping, whether a source has reported and
+// Ownership answers, for housekeeping, whether a source has reported and
 // whether it still wants a pod (implemented by podconfig.Store). Both
 // answers come from one look, so a pod the store has just added is never
 // taken for an orphan.
-type Desired interface {
+type Ownership interface {
 	Owns(source, uid string) (ready, wanted bool)
 }
 

@@ -30,7 +30,7 @@ type Config struct {
 	// housekeeping.
 	Cache ContainerCache
 	// Desired says which pods the sources want, for housekeeping.
-	Desired Desired
+	Desired Ownership
 	// Sources names every source (as in pod.Origin.Source): a sandbox with
 	// no container is removed only once all of them have reported.
 	Sources []string
@@ -115,8 +115,8 @@ type Config struct {
 // Loop is the sync loop. Its zero value is not usable; build it with New.
 type Loop struct {
 	cfg   Config
-	fns   syncFuncs
-	notes *notes
+	ops   podOps
+	notes *statusNotes
 	now   clock.Clock
 
 	workers   map[string]*worker   // by pod UID; only touched by Run
@@ -134,9 +134,9 @@ type Loop struct {
 
 	// terminating holds the pods being removed, by UID, from the kill
 	// asked of their worker until the worker ended: Terminating shows
-	// them. Guarded by tmu (Run writes it, the API reads it).
-	tmu         sync.Mutex
-	terminating map[string]removal
+	// them. Guarded by terminatingMu (Run writes it, the API reads it).
+	terminatingMu sync.Mutex
+	terminating   map[string]removal
 }
 
 // removal is a pod being removed and when its removal began.
@@ -160,7 +160,7 @@ func New(cfg Config) *Loop {
 	if cfg.Backoff == nil {
 		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
-	n := &notes{now: cfg.Clock}
+	n := &statusNotes{now: cfg.Clock}
 	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, rec: cfg.Recorder, pressure: cfg.Pressure}
 	workerDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kubelet_pod_worker_duration_seconds",
@@ -177,7 +177,7 @@ func New(cfg Config) *Loop {
 	s.resizer, s.resizeCg = cfg.Resizer, cfg.ResizeCgroups
 	s.devices = cfg.Devices
 	s.repairer, s.repairs = cfg.ImageRepairer, &repairBackoff{}
-	l := newLoop(cfg, syncFuncs{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
+	l := newLoop(cfg, podOps{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l
 }
@@ -192,11 +192,11 @@ func (l *Loop) Resync(uid string) {
 	}
 }
 
-func newLoop(cfg Config, fns syncFuncs) *Loop {
+func newLoop(cfg Config, ops podOps) *Loop {
 	return &Loop{
 		cfg:       cfg,
-		fns:       fns,
-		notes:     &notes{now: cfg.Clock},
+		ops:       ops,
+		notes:     &statusNotes{now: cfg.Clock},
 		now:       cfg.Clock,
 		workers:   map[string]*worker{},
 		afterKill: map[string]*pod.Pod{},
@@ -324,8 +324,8 @@ func (l *Loop) apply(ctx context.Context, wg *sync.WaitGroup, c podconfig.Change
 // worker ends.
 func (l *Loop) kill(w *worker, p *pod.Pod) {
 	w.kill(p)
-	l.tmu.Lock()
-	defer l.tmu.Unlock()
+	l.terminatingMu.Lock()
+	defer l.terminatingMu.Unlock()
 	if _, ok := l.terminating[p.Metadata.UID]; !ok {
 		l.terminating[p.Metadata.UID] = removal{pod: p, since: l.now.Now()}
 	}
@@ -333,8 +333,8 @@ func (l *Loop) kill(w *worker, p *pod.Pod) {
 
 // removed forgets that pod uid is being removed.
 func (l *Loop) removed(uid string) {
-	l.tmu.Lock()
-	defer l.tmu.Unlock()
+	l.terminatingMu.Lock()
+	defer l.terminatingMu.Unlock()
 	delete(l.terminating, uid)
 }
 
@@ -347,9 +347,9 @@ func (l *Loop) removed(uid string) {
 // sandbox; a pod wanted again meanwhile (the same UID re-added) is an
 // update and is not listed. Safe for concurrent use.
 func (l *Loop) Terminating() []podview.View {
-	l.tmu.Lock()
+	l.terminatingMu.Lock()
 	pods := slices.Collect(maps.Values(l.terminating))
-	l.tmu.Unlock()
+	l.terminatingMu.Unlock()
 	now := l.now.Now()
 	out := make([]podview.View, 0, len(pods))
 	for _, r := range pods {
@@ -382,8 +382,8 @@ func (l *Loop) Terminating() []podview.View {
 
 // isTerminating reports whether pod uid is being removed.
 func (l *Loop) isTerminating(uid string) bool {
-	l.tmu.Lock()
-	defer l.tmu.Unlock()
+	l.terminatingMu.Lock()
+	defer l.terminatingMu.Unlock()
 	_, ok := l.terminating[uid]
 	return ok
 }
@@ -392,7 +392,7 @@ func (l *Loop) isTerminating(uid string) bool {
 func (l *Loop) start(ctx context.Context, wg *sync.WaitGroup, p *pod.Pod) *worker {
 	uid := p.Metadata.UID
 	log := l.cfg.Log.With("pod", p.FullName(), "uid", uid)
-	w := newWorker(uid, l.fns, log, backoff{min: l.cfg.RetryMin, max: l.cfg.RetryMax})
+	w := newWorker(uid, l.ops, log, backoff{min: l.cfg.RetryMin, max: l.cfg.RetryMax})
 	l.workers[uid] = w
 	wg.Add(1)
 	go func() {

@@ -9,11 +9,11 @@ import (
 	"tug/internal/pod"
 )
 
-// notes holds what the workers learned that the runtime cannot say: why a
+// statusNotes holds what the workers learned that the runtime cannot say: why a
 // container is waiting (CrashLoopBackOff, ErrImagePull, ...), why a pod's
 // sync fails, and when each pod condition last changed. Status reads them.
 // It is safe for concurrent use.
-type notes struct {
+type statusNotes struct {
 	now  clock.Clock // nil: the system clock
 	mu   sync.Mutex
 	pods map[string]*podNotes
@@ -47,7 +47,7 @@ type podNotes struct {
 // resize records the resize conditions of pod uid (nil: none), keeping
 // the transition time of one that stays, and reports whether they
 // changed.
-func (n *notes) resize(uid string, conds []pod.Condition) (changed bool) {
+func (n *statusNotes) resize(uid string, conds []pod.Condition) (changed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := n.now.Now()
@@ -69,7 +69,7 @@ func (n *notes) resize(uid string, conds []pod.Condition) (changed bool) {
 }
 
 // killedFor records that a failed probe stopped container id of pod uid.
-func (n *notes) killedFor(uid, id, msg string) {
+func (n *statusNotes) killedFor(uid, id, msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pod(uid, n.now.Now())
@@ -79,7 +79,7 @@ func (n *notes) killedFor(uid, id, msg string) {
 	pn.killed[id] = msg
 }
 
-func (n *notes) pod(uid string, now time.Time) *podNotes {
+func (n *statusNotes) pod(uid string, now time.Time) *podNotes {
 	if n.pods == nil {
 		n.pods = map[string]*podNotes{}
 	}
@@ -92,7 +92,7 @@ func (n *notes) pod(uid string, now time.Time) *podNotes {
 }
 
 // wait records why container name of pod uid is waiting.
-func (n *notes) wait(uid, name, reason, message string) {
+func (n *statusNotes) wait(uid, name, reason, message string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, n.now.Now()).waiting[name] = pod.StateWaiting{Reason: reason, Message: message}
@@ -100,7 +100,7 @@ func (n *notes) wait(uid, name, reason, message string) {
 
 // clear forgets why container name was waiting (it runs, or is being
 // started) and returns the reason it had.
-func (n *notes) clear(uid, name string) (reason string) {
+func (n *statusNotes) clear(uid, name string) (reason string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if p := n.pods[uid]; p != nil {
@@ -112,7 +112,7 @@ func (n *notes) clear(uid, name string) (reason string) {
 
 // syncFailed records the pod-level error of the last sync ("" when it
 // succeeded).
-func (n *notes) syncFailed(uid, msg string) {
+func (n *statusNotes) syncFailed(uid, msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, n.now.Now()).syncErr = msg
@@ -120,7 +120,7 @@ func (n *notes) syncFailed(uid, msg string) {
 
 // refuse records why the pod is not run (a zero w: it may run) and reports
 // whether the reason changed.
-func (n *notes) refuse(uid string, w pod.StateWaiting) (changed bool) {
+func (n *statusNotes) refuse(uid string, w pod.StateWaiting) (changed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pod(uid, n.now.Now())
@@ -141,7 +141,7 @@ type podFailure interface {
 // admission records admission's answer (err) for p and returns the version
 // of the pod to run: p when admitted, else the last admitted version (nil if
 // there is none). changed reports a change of the Blocked state or message.
-func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
+func (n *statusNotes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pod(p.Metadata.UID, n.now.Now())
@@ -164,7 +164,7 @@ func (n *notes) admission(p *pod.Pod, err error) (run *pod.Pod, changed bool) {
 
 // devices records what the pod's last sync found of its devices and
 // returns what the one before found.
-func (n *notes) devices(uid string, d devicesNote) (prev devicesNote) {
+func (n *statusNotes) devices(uid string, d devicesNote) (prev devicesNote) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pod(uid, n.now.Now())
@@ -174,7 +174,7 @@ func (n *notes) devices(uid string, d devicesNote) (prev devicesNote) {
 
 // goneDevices returns the devices of container name of pod uid that were
 // gone at the pod's last sync.
-func (n *notes) goneDevices(uid, name string) []string {
+func (n *statusNotes) goneDevices(uid, name string) []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if p := n.pods[uid]; p != nil {
@@ -184,14 +184,14 @@ func (n *notes) goneDevices(uid, name string) []string {
 }
 
 // address records the pod's IP.
-func (n *notes) address(uid, ip string) {
+func (n *statusNotes) address(uid, ip string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pod(uid, n.now.Now()).ip = ip
 }
 
 // forget drops everything about the pod.
-func (n *notes) forget(uid string) {
+func (n *statusNotes) forget(uid string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.pods, uid)
@@ -199,7 +199,7 @@ func (n *notes) forget(uid string) {
 
 // with runs f on the pod's notes under the lock (Status reads them and
 // records condition transitions).
-func (n *notes) with(uid string, now time.Time, f func(p *podNotes)) {
+func (n *statusNotes) with(uid string, now time.Time, f func(p *podNotes)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f(n.pod(uid, now))
@@ -208,7 +208,7 @@ func (n *notes) with(uid string, now time.Time, f func(p *podNotes)) {
 // peek runs f on the pod's notes under the lock, or on empty notes (not
 // kept) when the pod has none: the status of a pod being removed must not
 // bring back the notes its kill forgot.
-func (n *notes) peek(uid string, f func(p *podNotes)) {
+func (n *statusNotes) peek(uid string, f func(p *podNotes)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if p := n.pods[uid]; p != nil {

@@ -13,7 +13,7 @@ import (
 	"tug/internal/podconfig"
 )
 
-// fakeDesired is a Desired whose ready sources and wanted UIDs are set by
+// fakeDesired is an Ownership whose ready sources and wanted UIDs are set by
 // the test.
 type fakeDesired struct {
 	mu     sync.Mutex
@@ -95,13 +95,13 @@ func TestHousekeepingRemovesPodsOfUnconfiguredSources(t *testing.T) {
 	}}}
 	desired := &fakeDesired{ready: map[string]bool{}, wanted: map[string]bool{"uid-file": true}}
 	killed := make(chan string, 10)
-	fns := syncFuncs{
+	ops := podOps{
 		sync:          func(context.Context, context.Context, *pod.Pod) (syncResult, error) { return syncResult{}, nil },
 		kill:          func(_ context.Context, p *pod.Pod) error { killed <- p.Metadata.UID; return nil },
 		removeSandbox: func(context.Context, string) error { return nil },
 	}
 	l := newLoop(Config{Cache: cache, Desired: desired, Log: discard(), RetryMin: time.Hour, RetryMax: time.Hour,
-		Sources: []string{"file:/etc/tug/manifests", "https://new.example/pods.yaml"}}, fns)
+		Sources: []string{"file:/etc/tug/manifests", "https://new.example/pods.yaml"}}, ops)
 	l.cfg.Sandbox, l.cfg.Network, l.cfg.Cgroups = &fakeSandbox{}, &fakeNetwork{}, &fakeCgroups{}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -148,7 +148,7 @@ func TestLoopMaxPods(t *testing.T) {
 	// Pod "c" has containers already (adopted after a restart): it is
 	// admitted before "a" and "b".
 	cache := fakeCache{&fakeRuntime{containers: []pod.RuntimeContainer{{ID: "x", PodUID: "uid-c", Name: "app", State: pod.RunRunning}}}}
-	l := newLoop(Config{Updates: updates, Cache: cache, MaxPods: 2, ResyncPeriod: time.Hour, RetryMin: time.Hour, RetryMax: time.Hour, Log: discard()}, r.fns())
+	l := newLoop(Config{Updates: updates, Cache: cache, MaxPods: 2, ResyncPeriod: time.Hour, RetryMin: time.Hour, RetryMax: time.Hour, Log: discard()}, r.ops())
 	done := make(chan error)
 	go func() { done <- l.Run(ctx) }()
 

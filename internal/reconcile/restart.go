@@ -50,7 +50,7 @@ func (l *Loop) Restart(uid string, containers []string) error {
 
 // requestRestart notes that running container id of pod uid is to be
 // restarted.
-func (n *notes) requestRestart(uid, id string) {
+func (n *statusNotes) requestRestart(uid, id string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pod(uid, n.now.Now())
@@ -62,7 +62,7 @@ func (n *notes) requestRestart(uid, id string) {
 
 // restartRequested reports whether a restart of container id of pod uid
 // was asked for and its next attempt has not started yet.
-func (n *notes) restartRequested(uid, id string) bool {
+func (n *statusNotes) restartRequested(uid, id string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pods[uid]
@@ -72,7 +72,7 @@ func (n *notes) restartRequested(uid, id string) bool {
 // restarted notes that the attempt after container prev (named name) of
 // pod uid has started: when a restart of prev was asked for, the request
 // is done and the attempt counts as asked for.
-func (n *notes) restarted(uid, name, prev string) {
+func (n *statusNotes) restarted(uid, name, prev string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	pn := n.pods[uid]

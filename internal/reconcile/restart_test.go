@@ -51,7 +51,7 @@ func TestRestartRequested(t *testing.T) {
 	p := testPod(pod.RestartNever, nil, []string{"app", "side"})
 	sync := func() {
 		t.Helper()
-		if _, err := l.fns.sync(ctx, ctx, p); err != nil {
+		if _, err := l.ops.sync(ctx, ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}

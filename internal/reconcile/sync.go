@@ -25,7 +25,7 @@ type podSyncer struct {
 	net     Network
 	cg      Cgroups
 	admit   Admission // nil admits every pod
-	notes   *notes
+	notes   *statusNotes
 	backoff *CrashBackoff
 	now     clock.Clock
 	log     *slog.Logger  // nil: no log

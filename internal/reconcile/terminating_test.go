@@ -206,7 +206,7 @@ func TestLoopTerminating(t *testing.T) {
 			rt := &fakeRuntime{}
 			release, killing := make(chan struct{}), make(chan struct{}, 1)
 			synced := make(chan string, 10)
-			fns := syncFuncs{
+			ops := podOps{
 				sync: func(_, _ context.Context, p *pod.Pod) (syncResult, error) {
 					synced <- p.Spec.Containers[0].Args[0]
 					return syncResult{}, nil
@@ -222,7 +222,7 @@ func TestLoopTerminating(t *testing.T) {
 			}
 			updates := make(chan []podconfig.Change)
 			l := newLoop(Config{Updates: updates, Cache: fakeCache{rt}, ResyncPeriod: time.Hour, RetryMin: time.Hour, RetryMax: time.Hour,
-				Clock: clock.Clock(func() time.Time { return t0 }), Log: discard()}, fns)
+				Clock: clock.Clock(func() time.Time { return t0 }), Log: discard()}, ops)
 			done := make(chan error)
 			go func() { done <- l.Run(ctx) }()
 
@@ -254,7 +254,7 @@ func TestLoopTerminating(t *testing.T) {
 			if cs := v.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Running == nil {
 				t.Errorf("container statuses %+v, want app still running", cs)
 			}
-			view := View{Store: fakeSnapshot{}, Loop: l}
+			view := StatusView{Store: fakeSnapshot{}, Loop: l}
 			if readd {
 				updates <- []podconfig.Change{{Op: podconfig.Add, Pod: podWithArg("v2")}}
 				// The loop applies changes in order: once a later one is
@@ -269,7 +269,7 @@ func TestLoopTerminating(t *testing.T) {
 				}
 			} else {
 				if pods := view.Pods(); len(pods) != 1 || pods[0].Metadata.DeletionTimestamp == nil {
-					t.Errorf("View.Pods() = %+v, want the pod being removed", pods)
+					t.Errorf("StatusView.Pods() = %+v, want the pod being removed", pods)
 				}
 				close(release)
 				deadline := time.Now().Add(5 * time.Second)
@@ -280,7 +280,7 @@ func TestLoopTerminating(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 				if pods := view.Pods(); len(pods) != 0 {
-					t.Errorf("View.Pods() = %+v after the kill, want none", pods)
+					t.Errorf("StatusView.Pods() = %+v after the kill, want none", pods)
 				}
 			}
 			cancel()

@@ -23,12 +23,12 @@ type PodStatuser interface {
 	Terminating() []podview.View
 }
 
-// View is the status the API serves (it fills api.StatusSource): every
+// StatusView is the status the API serves (it fills api.StatusSource): every
 // desired pod with the status the loop computes, the pods being removed
 // (with their deletionTimestamp) until their containers are gone, the pods
 // of sources that are no longer configured until they are removed, and
 // every manifest file with the fetch state of its source.
-type View struct {
+type StatusView struct {
 	Store Snapshot
 	Loop  PodStatuser
 	// Fetch returns the fetch state of each URL source, by source name.
@@ -152,7 +152,7 @@ func withCondition(st pod.Status, cond *pod.Condition) pod.Status {
 // Pods returns every desired pod with its status, then the pods being
 // removed (but for one the store wants again: that is an update of it),
 // then the orphans.
-func (v View) Pods() []podview.View {
+func (v StatusView) Pods() []podview.View {
 	pods := v.Store.Pods()
 	out := make([]podview.View, 0, len(pods))
 	desired := make(map[string]bool, len(pods))
@@ -185,7 +185,7 @@ func (v View) Pods() []podview.View {
 }
 
 // Manifests returns the state of every manifest file.
-func (v View) Manifests() []podview.ManifestStatus {
+func (v StatusView) Manifests() []podview.ManifestStatus {
 	files := v.Store.Files()
 	out := make([]podview.ManifestStatus, 0, len(files))
 	for _, f := range files {

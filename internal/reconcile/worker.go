@@ -15,11 +15,12 @@ type work struct {
 	kill bool
 }
 
-// syncFuncs are the two things a worker does to its pod. They are injected
-// so that the worker's scheduling can be tested without a runtime. wait is
+// podOps are what the loop does to a pod: a worker syncs or kills it,
+// housekeeping removes what is left of a gone pod's sandbox. They are
+// injected so that the worker's scheduling can be tested without a runtime. wait is
 // cancelled when newer work arrives, so a sync blocked on a long wait (an
 // init container) gives way; ctx ends only when tug stops.
-type syncFuncs struct {
+type podOps struct {
 	sync func(ctx, wait context.Context, p *pod.Pod) (syncResult, error)
 	kill func(ctx context.Context, p *pod.Pod) error
 	// removeSandbox removes what a pod that is gone left of its sandbox
@@ -37,7 +38,7 @@ type syncFuncs struct {
 // after the kill succeeds.
 type worker struct {
 	uid   string
-	fns   syncFuncs
+	ops   podOps
 	log   *slog.Logger
 	retry backoff
 
@@ -51,8 +52,8 @@ type worker struct {
 	timer     *time.Timer        // a scheduled retry
 }
 
-func newWorker(uid string, fns syncFuncs, log *slog.Logger, retry backoff) *worker {
-	return &worker{uid: uid, fns: fns, log: log, retry: retry, wake: make(chan struct{}, 1)}
+func newWorker(uid string, ops podOps, log *slog.Logger, retry backoff) *worker {
+	return &worker{uid: uid, ops: ops, log: log, retry: retry, wake: make(chan struct{}, 1)}
 }
 
 // update asks the worker to sync p. It reports false when the worker is
@@ -133,16 +134,16 @@ func (w *worker) run(ctx context.Context) {
 		began, op := time.Now(), "sync"
 		if wk.kill {
 			op = "kill"
-			err = w.fns.kill(ctx, wk.pod)
+			err = w.ops.kill(ctx, wk.pod)
 		} else {
 			if first {
 				op = "create"
 			}
 			first = false
-			res, err = w.fns.sync(ctx, wait, wk.pod)
+			res, err = w.ops.sync(ctx, wait, wk.pod)
 		}
-		if w.fns.observe != nil {
-			w.fns.observe(op, time.Since(began))
+		if w.ops.observe != nil {
+			w.ops.observe(op, time.Since(began))
 		}
 		cancel()
 		switch {

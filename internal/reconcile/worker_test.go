@@ -12,7 +12,7 @@ import (
 	"tug/internal/podconfig"
 )
 
-// recorder is a syncFuncs whose sync blocks on gate until released, and
+// recorder is a podOps whose sync blocks on gate until released, and
 // which records what it was asked to do.
 type recorder struct {
 	mu    sync.Mutex
@@ -25,8 +25,8 @@ func newRecorder() *recorder {
 	return &recorder{gate: make(chan struct{}), did: make(chan string, 100)}
 }
 
-func (r *recorder) fns() syncFuncs {
-	return syncFuncs{
+func (r *recorder) ops() podOps {
+	return podOps{
 		sync: func(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 			r.note("sync " + p.Spec.Containers[0].Args[0])
 			select {
@@ -82,7 +82,7 @@ func TestWorkerNewerUpdateReplacesPending(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := newRecorder()
-	w := newWorker("uid-web", r.fns(), discard(), backoff{min: time.Hour, max: time.Hour})
+	w := newWorker("uid-web", r.ops(), discard(), backoff{min: time.Hour, max: time.Hour})
 	go w.run(ctx)
 	w.update(podWithArg("v1"))
 	r.expect(t, "sync v1")
@@ -100,7 +100,7 @@ func TestWorkerKillIsNeverOverwritten(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := newRecorder()
-	w := newWorker("uid-web", r.fns(), discard(), backoff{min: time.Hour, max: time.Hour})
+	w := newWorker("uid-web", r.ops(), discard(), backoff{min: time.Hour, max: time.Hour})
 	w.update(podWithArg("v1"))
 	w.kill(podWithArg("v1"))
 	if w.update(podWithArg("v2")) {
@@ -120,7 +120,7 @@ func TestWorkerRetriesFailedSync(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tries := make(chan struct{}, 10)
-	fns := syncFuncs{
+	ops := podOps{
 		sync: func(ctx, wait context.Context, p *pod.Pod) (syncResult, error) {
 			tries <- struct{}{}
 			if len(tries) < 3 {
@@ -129,7 +129,7 @@ func TestWorkerRetriesFailedSync(t *testing.T) {
 			return syncResult{}, nil
 		},
 	}
-	w := newWorker("uid-web", fns, discard(), backoff{min: time.Millisecond, max: 2 * time.Millisecond})
+	w := newWorker("uid-web", ops, discard(), backoff{min: time.Millisecond, max: 2 * time.Millisecond})
 	go w.run(ctx)
 	w.update(podWithArg("v1"))
 	deadline := time.After(5 * time.Second)
@@ -148,7 +148,7 @@ func TestLoopReAddDuringKillStartsNewWorker(t *testing.T) {
 	r := newRecorder()
 	close(r.gate) // syncs return at once
 	updates := make(chan []podconfig.Change)
-	l := newLoop(Config{Updates: updates, ResyncPeriod: time.Hour, RetryMin: time.Hour, RetryMax: time.Hour, Log: discard()}, r.fns())
+	l := newLoop(Config{Updates: updates, ResyncPeriod: time.Hour, RetryMin: time.Hour, RetryMax: time.Hour, Log: discard()}, r.ops())
 	done := make(chan error)
 	go func() { done <- l.Run(ctx) }()
 
