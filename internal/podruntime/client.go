@@ -58,7 +58,7 @@ type Config struct {
 	// for import (required).
 	ImageDir string
 	// AllowPrivileged is --allow-privileged; without it a privileged
-	// container fails to start with ErrPrivilegedNotAllowed.
+	// container fails to start with specopts.ErrPrivilegedNotAllowed.
 	AllowPrivileged bool
 	// SeccompProfileRoot is --seccomp-profile-root, the directory of
 	// Localhost seccomp profiles. Default RootDir/seccomp.

@@ -55,8 +55,8 @@ const (
 // With imagePullPolicy Always, a failed pull of an image that is present
 // is logged (Warn) and the present image is used: a device that is offline
 // keeps running what it has. Never with a missing image is
-// ErrImageNotPresent; a privileged container without AllowPrivileged is
-// ErrPrivilegedNotAllowed; runAsNonRoot with an image that runs as root, or
+// images.ErrImageNotPresent; a privileged container without AllowPrivileged is
+// specopts.ErrPrivilegedNotAllowed; runAsNonRoot with an image that runs as root, or
 // a Localhost seccomp profile that cannot be loaded, is
 // pod.ErrCreateContainerConfig, and no container is created.
 func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
@@ -220,7 +220,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 // --allow-privileged, or names that cannot be path components.
 func (r *Runtime) checkStart(p *pod.Pod, c *pod.Container) error {
 	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !r.cfg.AllowPrivileged {
-		return ErrPrivilegedNotAllowed
+		return specopts.ErrPrivilegedNotAllowed
 	}
 	if err := volume.CheckPod(p); err != nil {
 		return err

@@ -30,8 +30,10 @@ import (
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"golang.org/x/sys/unix"
 
+	"tug/internal/images"
 	"tug/internal/pod"
 	"tug/internal/podlogs"
+	"tug/internal/specopts"
 	"tug/internal/testutil"
 )
 
@@ -530,7 +532,7 @@ func TestE2EFailedStartLeavesNothing(t *testing.T) {
 
 	priv := true
 	p.Spec.Containers[0].SecurityContext = &pod.SecurityContext{Privileged: &priv}
-	if _, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{}); !errors.Is(err, ErrPrivilegedNotAllowed) {
+	if _, err := e.r.StartContainer(e.ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{}); !errors.Is(err, specopts.ErrPrivilegedNotAllowed) {
 		t.Errorf("privileged: %v, want ErrPrivilegedNotAllowed", err)
 	}
 }
@@ -543,12 +545,12 @@ func TestE2EPullPolicies(t *testing.T) {
 
 	// Never, missing.
 	c := &pod.Container{Name: "app", Image: ref, ImagePullPolicy: pod.PullNever}
-	if _, err := e.ensureImage(ctx, c); !errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.ensureImage(ctx, c); !errors.Is(err, images.ErrImageNotPresent) {
 		t.Fatalf("Never with a missing image: %v, want ErrImageNotPresent", err)
 	}
 	p := e.newPod(t, "true")
 	p.Spec.Containers[0].Image = "docker.io/library/nosuch:1"
-	if _, err := e.r.StartContainer(ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{}); !errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.r.StartContainer(ctx, p, &p.Spec.Containers[0], false, 0, pod.Sandbox{}, pod.LinuxResources{}); !errors.Is(err, images.ErrImageNotPresent) {
 		t.Fatalf("StartContainer with Never and a missing image: %v", err)
 	}
 
@@ -597,7 +599,7 @@ func TestE2EPullPolicies(t *testing.T) {
 		t.Error("no warning for the offline fallback")
 	}
 	c.Image = "127.0.0.1:1/tug/other:1"
-	if _, err := e.ensureImage(ctx, c); err == nil || errors.Is(err, ErrImageNotPresent) {
+	if _, err := e.ensureImage(ctx, c); err == nil || errors.Is(err, images.ErrImageNotPresent) {
 		t.Errorf("Always offline without a local image: %v, want the pull error", err)
 	}
 
