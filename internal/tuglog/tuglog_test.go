@@ -50,16 +50,23 @@ func TestPriorityHandlerLevel(t *testing.T) {
 	}
 }
 
-func TestIsJournalStream(t *testing.T) {
+// streamFile is a file standing for stderr, and its device and inode.
+func streamFile(t *testing.T) (*os.File, syscall.Stat_t) {
+	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		t.Fatal(err)
 	}
+	return f, st
+}
+
+func TestIsJournalStream(t *testing.T) {
+	f, st := streamFile(t)
 	tests := []struct {
 		name string
 		env  string
@@ -81,15 +88,7 @@ func TestIsJournalStream(t *testing.T) {
 }
 
 func TestNewJournalStream(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		t.Fatal(err)
-	}
+	f, st := streamFile(t)
 	stream := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 	New(f, "info", stream).Error("failed")
 	var buf bytes.Buffer
