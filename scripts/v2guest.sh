@@ -516,7 +516,9 @@ boot_guest() {
             if [ $(($(date +%s) - beat)) -gt "$STALL" ]; then
                 stalled=1
                 log "STALLED: no heartbeat from the guest for over ${STALL}s (V2G_STALL): QEMU or the guest's kernel froze"
-                kill "$QPID" 2>/dev/null || true
+                # KILL: a frozen QEMU (or timeout(1)) may not act on TERM.
+                pkill -KILL -P "$QPID" 2>/dev/null || true
+                kill -KILL "$QPID" 2>/dev/null || true
                 break
             fi
         done
