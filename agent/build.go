@@ -233,7 +233,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, h host, in inputs, t
 	// What the containers hold is theirs, whatever the allocation files
 	// say (a power cut may have damaged them): recorded before any pod is
 	// admitted or given a block.
-	held, err := readHoldings(ctx, cfg)
+	held, err := readHoldings(ctx, rp.rt)
 	if err != nil {
 		return runtimeParts{}, err
 	}

@@ -7,10 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/containers"
-
-	"tug/internal/config"
 	"tug/internal/pod"
 	"tug/internal/podruntime"
 )
@@ -62,31 +58,27 @@ func (s specHoldings) allDevices() bool {
 	return false
 }
 
-// readHoldings lists tug's containers (any state: a pod holds its block
-// and devices until it is removed) in the order of their creation.
-func readHoldings(ctx context.Context, cfg config.Config) (holdings, error) {
+// containerSpecs lists the OCI specs of tug's containers, oldest first
+// (podruntime.Runtime).
+type containerSpecs interface {
+	ContainerSpecs(ctx context.Context) ([]podruntime.ContainerSpec, error)
+}
+
+// readHoldings reads what tug's containers hold from their specs (any
+// state: a pod holds its block and devices until it is removed), oldest
+// first.
+func readHoldings(ctx context.Context, rt containerSpecs) (holdings, error) {
 	h := holdings{idmaps: map[string]pod.IDMapping{}, devices: map[string][]string{}}
-	client, err := containerd.New(cfg.ContainerdAddress,
-		containerd.WithDefaultNamespace(cfg.ContainerdNamespace),
-		containerd.WithTimeout(podruntime.DefaultConnectTimeout))
+	specs, err := rt.ContainerSpecs(ctx)
 	if err != nil {
 		return h, fmt.Errorf("containers' holdings: %w", err)
 	}
-	defer client.Close()
-	recs, err := client.ContainerService().List(ctx, `labels."`+podruntime.LabelPodUID+`"`)
-	if err != nil {
-		return h, fmt.Errorf("containers' holdings: %w", err)
-	}
-	slices.SortStableFunc(recs, func(a, b containers.Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	for _, rec := range recs {
-		uid := rec.Labels[podruntime.LabelPodUID]
-		if uid == "" || rec.Spec == nil {
-			continue
-		}
+	for _, cs := range specs {
 		var s specHoldings
-		if err := json.Unmarshal(rec.Spec.GetValue(), &s); err != nil || s.Linux == nil {
+		if err := json.Unmarshal(cs.Spec, &s); err != nil || s.Linux == nil {
 			continue
 		}
+		uid := cs.PodUID
 		if m := s.Linux.UIDMappings; len(m) == 1 && m[0].HostID != 0 {
 			h.idmaps[uid] = pod.IDMapping{HostID: m[0].HostID, Size: m[0].Size}
 		}

@@ -3,6 +3,7 @@ package podruntime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -205,4 +206,29 @@ func (r *Runtime) reapAsync(ctx context.Context, id string, code uint32, at time
 		delete(r.reaping, id)
 		r.reapMu.Unlock()
 	}()
+}
+
+// ContainerSpec is the OCI runtime spec (JSON) of one of tug's containers
+// and the UID of its pod.
+type ContainerSpec struct {
+	PodUID string
+	Spec   []byte
+}
+
+// ContainerSpecs returns the OCI specs of all of tug's containers, in any
+// state, oldest first: what the pods were given (host ID blocks, device
+// nodes), as containerd holds it whatever tug's own files say.
+func (r *Runtime) ContainerSpecs(ctx context.Context) ([]ContainerSpec, error) {
+	recs, err := r.client.ContainerService().List(r.ctx(ctx), `labels."`+LabelPodUID+`"`)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	slices.SortStableFunc(recs, func(a, b containers.Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	out := make([]ContainerSpec, 0, len(recs))
+	for _, rec := range recs {
+		if uid := rec.Labels[LabelPodUID]; uid != "" && rec.Spec != nil {
+			out = append(out, ContainerSpec{PodUID: uid, Spec: rec.Spec.GetValue()})
+		}
+	}
+	return out, nil
 }
