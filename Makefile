@@ -164,11 +164,12 @@ test: lint test-unit fuzz build build-arm64 e2e e2e-containerd2 test-v2 test-sys
 # yet; CI failed so twice); a count has no deadline to race. 100000 inputs
 # take 8-28 s per target here.
 FUZZ_TIME ?= 100000x
-FUZZ_TARGETS ?= ./internal/manifest:FuzzParse ./internal/source:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
+FUZZ_TARGETS ?= ./internal/manifest:FuzzParse ./internal/bundle:FuzzEnvelope ./internal/source:FuzzHTTPBody ./internal/source:FuzzReadCheckpoint
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz: $$name ($$pkg) for $(FUZZ_TIME)"; \
+		$(GO) test -list "^$$name\$$" $$pkg | grep -qx "$$name" || { echo "fuzz: no fuzz target $$name in $$pkg"; exit 1; }; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) -parallel 2 $$pkg || exit 1; \
 	done
 
@@ -176,13 +177,21 @@ fuzz:
 # passed through, print the daemons' logs on failure, and always bring the
 # environment down, keeping the suite's exit code. Packages run one at a time
 # (-p 1): e2e's TestContainerdRestart kills and restarts the shared containerd.
+# Within a package, E2E_PARALLEL tests run at once (e2e/parallel_test.go says
+# which run alone). The verbose output is kept in E2E_LOG, and the slowest
+# tests are listed at the end (scripts/slowest.sh).
+E2E_PARALLEL ?= 8
+E2E_LOG ?= /var/tmp/tug-e2e.log
 e2e:
 	@rc=0; \
 	$(TESTENV) up || rc=$$?; \
 	if [ $$rc -eq 0 ]; then \
 		( eval "$$($(TESTENV) env)"; \
 		  set -x; \
-		  CI="$${CI:-}" $(GO) test -tags e2e -race -p 1 -parallel 6 -count=1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) ) || rc=$$?; \
+		  set -o pipefail; \
+		  CI="$${CI:-}" $(GO) test -v -tags e2e -race -p 1 -parallel $(E2E_PARALLEL) -count=1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) \
+		    | tee $(E2E_LOG) ) || rc=$$?; \
+		scripts/slowest.sh 10 $(E2E_LOG) || true; \
 		if [ $$rc -ne 0 ]; then echo "e2e: FAILED (exit $$rc)"; $(TESTENV) logs || true; fi; \
 	fi; \
 	$(TESTENV) down || true; \
@@ -201,7 +210,7 @@ e2e-containerd2:
 	if [ $$rc -eq 0 ]; then \
 		( eval "$$($(CONTAINERD2) env)"; \
 		  set -x; \
-		  CI="$${CI:-}" $(GO) test -tags e2e -race -count=1 -timeout $(E2E_CONTAINERD2_TIMEOUT) \
+		  CI="$${CI:-}" $(GO) test -tags e2e -race -parallel $(E2E_PARALLEL) -count=1 -timeout $(E2E_CONTAINERD2_TIMEOUT) \
 		    -run '$(E2E_CONTAINERD2_RUN)' ./e2e/ ) || rc=$$?; \
 		if [ $$rc -ne 0 ]; then echo "e2e-containerd2: FAILED (exit $$rc)"; $(CONTAINERD2) logs || true; fi; \
 	fi; \

@@ -37,6 +37,7 @@ spec:
 `
 
 func TestAPI(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	tg := startTug(t, tugOpts{healthzPort: port})
 	tg.writeManifest("api-a.yaml", shPod("api-a", tg.image, idle))

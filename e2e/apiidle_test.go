@@ -22,7 +22,7 @@ import (
 // request within its read bound (10 s) and a keep-alive connection idle for
 // its idle bound (60 s), on the real agent.
 func TestLoopbackPortDropsIdleConnections(t *testing.T) {
-	t.Parallel() // long and waiting: see the package doc
+	t.Parallel()
 	port := freePort(t)
 	tg := startTug(t, tugOpts{healthzPort: port})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)

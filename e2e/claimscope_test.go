@@ -37,6 +37,7 @@ const (
 // defining its claim and its pod is gone, its directory is removed and the
 // file pod's data stays.
 func TestClaimsBelongToTheirSource(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	srv := newManifestServer(t, good(claimData+"---\n"+objPod("intruder", image, claimMount, claimVolume)))
 	u, err := url.Parse(srv.url)

@@ -102,6 +102,7 @@ func (f *follower) waitLine(t *testing.T, timeout time.Duration, n int, subs ...
 // that does not change gets no row of its own however long its AGE moves.
 // "tug events -w" prints each new event as it happens.
 func TestPodsWatch(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("stay.yaml", shPod("stay", tg.image, idle))
 	tg.waitRunning(startTimeout, "stay", "main", 0)
@@ -170,6 +171,7 @@ func TestPodsWatch(t *testing.T) {
 // the real Unhealthy event; an environment variable from a Secret shows
 // where it comes from, never its value.
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	const password = "hunter2-not-shown"
 	tg.writeManifest("sick.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: "+password+"\n---\n"+
@@ -222,6 +224,7 @@ func TestDescribe(t *testing.T) {
 // non-zero CPU, at most about its limit (a rate, not the CPU time so
 // far), and the memory it holds; --containers gives its container's row.
 func TestTop(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	// 8 MiB in /dev/shm (tmpfs, charged to the container and part of its
 	// working set), then a busy loop.

@@ -20,6 +20,7 @@ import (
 // container after -c, a flag; zsh, whose completion widgets run only in
 // its line editor, loads the script and registers it for tug.
 func TestShellCompletion(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("comp.yaml", shPod("comp-a", tg.image, idle))
 	tg.waitRunning(startTimeout, "comp-a", "main", 0)

@@ -20,6 +20,7 @@ import (
 // namespace pins under the run dir, no leases under the root dir, no
 // images imported into its containerd namespace).
 func TestConfigRejectedBeforeHost(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{noStart: true})
 	badFile := filepath.Join(tg.base, "config.yaml")
 	if err := os.WriteFile(badFile, []byte("max-pods: 10\neviction-hardd: none\nsync-frequency: soon\n"), 0o600); err != nil {
@@ -75,6 +76,7 @@ func TestConfigRejectedBeforeHost(t *testing.T) {
 // or exited non-zero before) prints the command's usage and flags and
 // exits 0.
 func TestCLIHelp(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want []string

@@ -21,6 +21,7 @@ import (
 // exactly the containers' (what the sync loop's start and housekeeping
 // do; the test pins it).
 func TestContainerGCKeepsThePreviousAttempt(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "100ms", "--crash-loop-back-off-max", "200ms"}})
 	tg.writeManifest("crash.yaml", shPod("crash", tg.image, "exit 3"))
 	uid := tg.uid("crash")
@@ -83,6 +84,7 @@ func TestContainerGCKeepsThePreviousAttempt(t *testing.T) {
 // crash half-way through its removal), has both removed by housekeeping,
 // while the directories of the pod that runs stay.
 func TestHousekeepingRemovesLeftDirectories(t *testing.T) {
+	t.Parallel()
 	const gone = "0badc0de-0000-4000-8000-000000000015"
 	var leftPod, leftLogs string
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {

@@ -26,6 +26,7 @@ import (
 // tug leaves it running and reports the pod's container as not created,
 // naming the conflict.
 func TestContainerIDTakenIsNotRemoved(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()

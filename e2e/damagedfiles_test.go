@@ -61,6 +61,7 @@ func (tg *tug) stateFiles() []string {
 // it reads at start, naming it, and rewrites them: a third start warns
 // about none.
 func TestDamagedStateFilesAllAtOnce(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCommand(t, "nft")
 	devDir := t.TempDir()
 	mknodAll(t, devDir, dongleDevices[:2]...)

@@ -72,6 +72,7 @@ func (tg *tug) waitCapacity(name, want string) {
 // tug is killed and started again, which leaves the first pod its
 // devices; the second pod runs once the first is gone.
 func TestDeviceResources(t *testing.T) {
+	t.Parallel()
 	devDir := t.TempDir()
 	mknodAll(t, devDir, dongleDevices...)
 	tg := startTug(t, tugOpts{args: []string{"--device-resource", "example.com/dongle=" + filepath.Join(devDir, "ttyFake*")}})
@@ -120,6 +121,7 @@ echo "read=$(head -c 4 %[1]s/ttyFake1 | wc -c)"
 // documentation's example asking for three is refused with
 // OutOfexample.com/dongle, shown by tug pods.
 func TestDeviceResourcesTooFew(t *testing.T) {
+	t.Parallel()
 	devDir := t.TempDir()
 	mknodAll(t, devDir, dongleDevices[:2]...)
 	tg := startTug(t, tugOpts{args: []string{"--device-resource", "example.com/dongle=" + filepath.Join(devDir, "ttyFake*")}})
@@ -159,6 +161,7 @@ containerEdits:
 // the device, by annotation or by a resource, is refused without
 // --url-allowed-devices.
 func TestCDIDevices(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	devDir, specDir, share := t.TempDir(), t.TempDir(), t.TempDir()
 	mknodAll(t, devDir, fakeDevice{"fake0", 1, 3})
@@ -205,6 +208,7 @@ touch /mnt/cdi/x 2>/dev/null || echo mount=ro
 // and in the cgroup v2 guest of make test-v2 (the runtime's eBPF device
 // program).
 func TestDeviceCgroupRules(t *testing.T) {
+	t.Parallel()
 	devDir := t.TempDir()
 	mknodAll(t, devDir, fakeDevice{"fuse0", 10, 229}, fakeDevice{"fuse1", 10, 229})
 	tg := startTug(t, tugOpts{args: []string{
@@ -240,6 +244,7 @@ func TestDeviceCgroupRules(t *testing.T) {
 // DeviceUnavailable, even with a back-off of one second); the node made
 // again clears the condition and the container runs again.
 func TestDeviceHotplug(t *testing.T) {
+	t.Parallel()
 	devDir, gate := t.TempDir(), t.TempDir()
 	mknodAll(t, devDir, dongleDevices[:2]...)
 	// A resync every ten minutes: within the test, only the watch of the
@@ -349,6 +354,7 @@ func TestDeviceHotplug(t *testing.T) {
 // and its container sees the three nodes; a second pod asking for one
 // more is refused with OutOfexample.com/dongle.
 func TestDeviceResourcesCDI(t *testing.T) {
+	t.Parallel()
 	devDir, specDir := t.TempDir(), t.TempDir()
 	mknodAll(t, devDir, dongleDevices...)
 	spec := "cdiVersion: \"0.6.0\"\nkind: example.com/dongle\ndevices:\n"
@@ -382,6 +388,7 @@ func TestDeviceResourcesCDI(t *testing.T) {
 // /dev/fuse's numbers, which the runtime's default device rules refuse
 // (TestDeviceCgroupRules): privileged lifts them.
 func TestPrivilegedHostPathDevice(t *testing.T) {
+	t.Parallel()
 	devDir := t.TempDir()
 	mknodAll(t, devDir, fakeDevice{"ttyUSB0", 10, 229})
 	tg := startTug(t, tugOpts{args: []string{"--allow-privileged"}})

@@ -21,6 +21,7 @@ import (
 // digest; an archive claiming a digest its content does not have satisfied
 // the pod before.
 func TestSideloadedDigestMustMatch(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{noImageArchive: true, noStart: true})
 	real := archiveManifestDigest(t, tg.archive)
 	wrong := "sha256:" + strings.Repeat("0", 64)

@@ -44,6 +44,7 @@ spec:
 // running agent refuses the edit the same way and keeps the last good
 // version of the pod, whose files stay as they were.
 func TestEtcFilesRefuseInjectedLines(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	hostile := dnsPod(tg.image, q("fe80::1%x\n6.6.6.6 evil"),
 		q("fe80::1%x\nnameserver 6.6.6.6\nnameserver 6.6.6.7\nnameserver 6.6.6.8"), q("ndots:1\nnameserver 6.6.6.9"))

@@ -27,6 +27,7 @@ const evictionTimeout = 60 * time.Second
 // started again with an empty emptyDir. A marker on a hostPath makes it
 // write only the first time.
 func TestEmptyDirSizeLimitEviction(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	marker := filepath.Join(tg.base, "marker")
 	if err := os.MkdirAll(marker, 0o755); err != nil {
@@ -67,6 +68,7 @@ func TestEmptyDirSizeLimitEviction(t *testing.T) {
 // under TCG) a pass while a container is still being created would rank
 // it first for its missing stats.
 func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--eviction-hard", "none"}})
 	tg.writeManifest("a-guaranteed.yaml", resourcesPod("a-guaranteed", tg.image, idle,
 		"        limits: {cpu: 100m, memory: 64Mi}\n", "Always"))
@@ -134,6 +136,7 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 // ephemeral-storage limit into its own writable layer gets its pod
 // evicted with the kubelet's message, and the pod starts again fresh.
 func TestEphemeralStorageLimitEviction(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	marker := filepath.Join(tg.base, "marker")
 	if err := os.MkdirAll(marker, 0o755); err != nil {

@@ -59,6 +59,7 @@ func openPTY(t *testing.T, rows, cols uint16) (master, slave *os.File) {
 // was; a missing command exits 127; a missing or stopped container is
 // refused with kubectl's words.
 func TestExecCommand(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("shell.yaml", podYAML{name: "shell", restartPolicy: "OnFailure", containers: []ctrYAML{
 		{name: "main", image: tg.image, script: idle},
@@ -193,7 +194,7 @@ func TestExecCommand(t *testing.T) {
 // again, and the rollout controller, which fails an update at its first
 // restart here (max-restarts 0), judges the spec good all the same.
 func TestRestartCommand(t *testing.T) {
-	t.Parallel() // it mostly waits for the min-ready window
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--rollout-min-ready", "45s"}})
 	dir := hookDir(t, "svc")
 	extra := execHook("preStop", "echo prestop >> /d/order") +

@@ -24,6 +24,7 @@ import (
 // restarted with a matching --node-labels it runs. A pod that does not
 // tolerate a --register-with-taints taint is Failed/Taint.
 func TestNodeSelectorAdmission(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--register-with-taints", "dedicated=edge:NoSchedule"}})
 	tolerate := "  tolerations:\n    - {key: dedicated, operator: Exists, effect: NoSchedule}\n"
 	tg.writeManifest("cam.yaml", shPod("cam", tg.image, "sleep 3600",
@@ -50,6 +51,7 @@ func TestNodeSelectorAdmission(t *testing.T) {
 // started before the app container, kept running beside it, restarted when
 // it exits, and stopped after the app container when the pod goes.
 func TestSidecarInitContainer(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	out := t.TempDir()
 	// The sidecar exits once, 2 s after its first start (the app runs by
@@ -98,6 +100,7 @@ while true; do sleep 0.2; done`
 // "<job>-pod"; a Job that keeps failing is retried backoffLimit times and
 // ends Failed/BackoffLimitExceeded. A Service beside it is skipped.
 func TestJobCompletes(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	job := func(name, script string, backoff int) string {
 		return fmt.Sprintf(`apiVersion: batch/v1
@@ -168,6 +171,7 @@ spec:
 // the termination message in the status, hostPID allowed for a file pod
 // (privileged level) and refused once the files are held to baseline.
 func TestSecurityContextFields(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("ids.yaml", podYAML{
 		name:          "ids",

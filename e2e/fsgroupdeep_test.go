@@ -22,6 +22,7 @@ import (
 // descriptors, and the agent and the first pod go on. Once unused, the
 // claim's directory is removed, however deep.
 func TestFSGroupDeepTree(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	var lim unix.Rlimit
 	must(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &lim))

@@ -5,14 +5,15 @@
 // files, and checks from the outside what a user would see.
 //
 // Every test starts its own tug with startTug: its own manifest, root, run,
-// logs and image directories under t.TempDir() and its own containerd
-// namespace, all removed by t.Cleanup even when the test fails. Tests run one
-// after the other (the machine has two cores), except a few long ones that
-// mostly wait (on a back-off, an idle bound, a probe timeout, a watchdog)
-// and touch nothing but their own tug: they call t.Parallel, so Go runs them
-// together after all the others (-parallel 6 in the Makefile: all at once). A
-// test that restarts containerd, fills memory or disk, burns CPU or checks
-// a duration to better than a few seconds must not be one of them.
+// logs and image directories under t.TempDir(), its own network namespace,
+// cgroup root and containerd namespace, all removed by t.Cleanup even when
+// the test fails. So the tests run in parallel: each starts with
+// t.Parallel(), and most of their time is waiting (on a container, a
+// back-off, a probe, a watchdog), which other tests fill. The few that
+// change what all tests share (the containerd daemon, a core, the disk's
+// bandwidth) or time something closely are named in runsAlone
+// (parallel_test.go, which checks both rules); Go runs them one at a time
+// before the others.
 //
 //	set -a; source /var/tmp/tug-testenv/env; set +a
 //	CI=true go test -tags e2e -count=1 -v ./e2e/

@@ -103,6 +103,7 @@ func mainStatus(v *podview.View) pod.ContainerStatus {
 // hook, and an httpGet hook served by a CGI script), on a manifest update
 // (the old container's stop) and on a liveness restart.
 func TestHookPreStopBeforeSIGTERM(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	preStop := execHook("preStop", "echo prestop >> /d/order; sleep 1")
 	dirs := map[string]string{}
@@ -144,6 +145,7 @@ func TestHookPreStopBeforeSIGTERM(t *testing.T) {
 // stop signal, and it is cut at the pod's grace period: with a 10 s sleep
 // and a 4 s grace the container gets SIGTERM after about 4 s.
 func TestHookPreStopSleepCountsAgainstGrace(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	dir := hookDir(t, "sleepy")
 	sleep := "      lifecycle:\n        preStop:\n          sleep:\n            seconds: 10\n"
@@ -172,6 +174,7 @@ func TestHookPreStopSleepCountsAgainstGrace(t *testing.T) {
 // again each time); the status shows the hook's failure and the events
 // FailedPostStartHook.
 func TestHookPostStartFailureKills(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	dir := hookDir(t, "poststart")
 	postStart := execHook("postStart", "echo poststart >> /d/order; echo hook says no; exit 3")
@@ -198,6 +201,7 @@ func TestHookPostStartFailureKills(t *testing.T) {
 // image's grpc.health.v1 server: the service "tug.test" goes NOT_SERVING
 // while /d/down exists (Ready false, no restart) and SERVING again after.
 func TestProbeGRPCHealth(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	dir := hookDir(t, "grpc")
 	probes := "      ports:\n        - containerPort: 9090\n" +
@@ -231,6 +235,7 @@ func TestProbeGRPCHealth(t *testing.T) {
 // returns holds its pod's sync, but removing the pod cuts it: the pod is
 // stopped and removed within its grace period.
 func TestHookHungPostStartDoesNotBlockRemoval(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	dir := hookDir(t, "hung")
 	postStart := execHook("postStart", "echo poststart >> /d/order; sleep 3600")

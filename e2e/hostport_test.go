@@ -36,6 +36,7 @@ const podGateway = "10.87.0.1"
 // otherwise open); and once the pod is removed, 127.0.0.1:hostPort
 // refuses.
 func TestHostPortLoopback(t *testing.T) {
+	t.Parallel()
 	tg, w := startNetTug(t)
 	const (
 		webPort       = 8090 // TCP -> httpd on 80, every address

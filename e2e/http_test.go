@@ -268,6 +268,7 @@ func healthyFetch(etag string) func(m *podview.ManifestStatus) error {
 }
 
 func TestHTTPSourcePods(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	v1 := good(twoPods(image, "echo b-v1; "+idle))
 	srv := newManifestServer(t, v1)
@@ -340,6 +341,7 @@ func TestHTTPSourcePods(t *testing.T) {
 }
 
 func TestHTTPSourceBadAnswers(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	keys, wrongKeys := t.TempDir(), t.TempDir()
 	_, pubPath := keyPair(t, keys, "good")
@@ -424,6 +426,7 @@ func checkpointedURLTug(t *testing.T) (srv *manifestServer, tg *tug, uidA, uidB 
 }
 
 func TestHTTPSourceOffline(t *testing.T) {
+	t.Parallel()
 	srv, tg, uidA, uidB := checkpointedURLTug(t)
 	tg.waitAllRunning(logTimeout, []string{"urla", "urlb"})
 	want := tg.tasksOf(uidA, uidB)
@@ -459,6 +462,7 @@ func TestHTTPSourceOffline(t *testing.T) {
 }
 
 func TestHTTPSourceReboot(t *testing.T) {
+	t.Parallel()
 	srv, tg, uidA, uidB := checkpointedURLTug(t)
 	before := tg.tasksOf(uidA, uidB)
 
@@ -517,6 +521,7 @@ func (tg *tug) removeAllContainers() {
 }
 
 func TestFileSourceIndependentOfURL(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -550,6 +555,7 @@ func TestFileSourceIndependentOfURL(t *testing.T) {
 }
 
 func TestSignedManifests(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	dir := t.TempDir()
 	_, pubPath := keyPair(t, dir, "k")

@@ -31,6 +31,7 @@ import (
 // tug is down: its first start fails at task create, and the same repair
 // follows.
 func TestImageRepairAfterDamagedSnapshot(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		policy string

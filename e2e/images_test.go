@@ -11,6 +11,7 @@ import (
 )
 
 func TestPullFromRegistry(t *testing.T) {
+	t.Parallel()
 	ref := testutil.RegistryImage(t)
 	registry := os.Getenv(testutil.EnvRegistry)
 	tg := startTug(t, tugOpts{noImageArchive: true, beforeStart: func(tg *tug) { tg.relay(registry) }})
@@ -35,6 +36,7 @@ func TestPullFromRegistry(t *testing.T) {
 }
 
 func TestImportFromImageDir(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{noImageArchive: true})
 	tg.writeManifest("side.yaml", shPod("side", tg.image, "echo sideloaded; "+idle, "      imagePullPolicy: Never\n"))
 	tg.waitForOutput(startTimeout, staticName("side"), "image not present")

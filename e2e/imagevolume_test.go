@@ -50,6 +50,7 @@ touch /bb/x 2>/dev/null || echo "touch bb: $(touch /bb/x 2>&1 | sed 's/.*: //')"
 // clear message. After a tug restart the pod's volumes are adopted, and
 // when the pod goes, their mounts and snapshot views go with it.
 func TestImageVolume(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
 		writeArtifactArchive(t, filepath.Join(tg.imageDir, "artifact.tar"), artifactRef)
 	}})
@@ -146,6 +147,7 @@ func TestImageVolume(t *testing.T) {
 // (ImagePullBackOff once retried, naming the image), with no container
 // created, as a container's own image does.
 func TestImageVolumePullFailure(t *testing.T) {
+	t.Parallel()
 	ref := testutil.RegistryImage(t)
 	registry := os.Getenv(testutil.EnvRegistry)
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) { tg.relay(registry) }})
@@ -177,6 +179,7 @@ func TestImageVolumePullFailure(t *testing.T) {
 // registry (a pull that does not unpack, then the volume's own unpack) is
 // mounted, and the status names its digest.
 func TestImageVolumeFromRegistry(t *testing.T) {
+	t.Parallel()
 	ref := testutil.RegistryImage(t)
 	registry := os.Getenv(testutil.EnvRegistry)
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) { tg.relay(registry) }})
@@ -219,6 +222,7 @@ func removeImageVolumePod(t *testing.T, tg *tug, name string) {
 // rollback off, keeps its old container running: the volume's image is
 // ensured before the old container is stopped, as a container's image is.
 func TestImageVolumeUpdateBlocked(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: rolloutArgs, beforeStart: func(tg *tug) {
 		writeArtifactArchive(t, filepath.Join(tg.imageDir, "artifact.tar"), artifactRef)
 	}})

@@ -30,6 +30,7 @@ import (
 // table, cgroups), and removing a pod from one removes only that pod's
 // pieces.
 func TestTwoInstancesOneNode(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCommand(t, "nft")
 	// The node has an uplink to an outside namespace: the hostPorts are
 	// asked from there, so their traffic is routed through the node, past

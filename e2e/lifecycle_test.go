@@ -24,6 +24,7 @@ const (
 )
 
 func TestStartFromManifest(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("start.yaml", shPod("start", tg.image, "echo hello-from-tug; hostname; "+idle))
 
@@ -65,6 +66,7 @@ func TestStartFromManifest(t *testing.T) {
 }
 
 func TestEditRecreatesOnlyChangedContainer(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	manifest := func(bScript string) string {
 		return podYAML{name: "edit", containers: []ctrYAML{
@@ -111,6 +113,7 @@ func cachePod(name, image string) string {
 }
 
 func TestRemoveCleansEverything(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("gone.yaml", cachePod("gone", tg.image))
 	tg.waitRunning(startTimeout, "gone", "main", 0)
@@ -153,6 +156,7 @@ func mountsLeft(dir string) (string, error) {
 }
 
 func TestInitContainersBeforeApps(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	work := []mountYAML{{name: "work", path: "/work"}}
 	tg.writeManifest("init.yaml", podYAML{name: "init",
@@ -196,6 +200,7 @@ func TestInitContainersBeforeApps(t *testing.T) {
 }
 
 func TestStopLeavesPodsRunning(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("stay.yaml", shPod("stay", tg.image, idle))
 	c0 := tg.waitRunning(startTimeout, "stay", "main", 0)

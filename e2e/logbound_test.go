@@ -240,6 +240,7 @@ func TestLogOutputDiskBound(t *testing.T) {
 // was limited, each write a file longer than the limit, and the shim's own
 // limit is the raw files' length.
 func TestContainersWriteLargeFiles(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--container-log-driver", "file"}})
 	write := `dd if=/dev/zero of=/tmp/big bs=1048576 count=80 2>/dev/null && ls -l /tmp/big | awk '{print "wrote", $5}'; ` + idle
 	tg.writeManifest("big.yaml", podYAML{name: "big", restartPolicy: "Never",

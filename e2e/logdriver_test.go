@@ -41,6 +41,7 @@ func loggerProcs(dir string) []int {
 // files under the pod's root dir) and "tug logs --previous" still shows
 // the attempt before.
 func TestLogDriverUpgrade(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--container-log-driver", "binary"}})
 	script := `i=0; while true; do echo "tick $i"; i=$((i+1)); usleep 100000; done`
 	tg.writeManifest("ticker.yaml", shPod("ticker", tg.image, script))

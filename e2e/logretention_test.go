@@ -19,6 +19,7 @@ import (
 // --container-log-max-files files, the current one included (it kept one
 // more).
 func TestCrashLoopLogRetention(t *testing.T) {
+	t.Parallel()
 	const maxFiles = 2
 	tg := startTug(t, tugOpts{args: []string{
 		"--crash-loop-back-off-initial", "100ms", "--crash-loop-back-off-max", "200ms",

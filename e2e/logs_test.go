@@ -18,6 +18,7 @@ import (
 // --previous" then shows the attempt that stopped, "--tail" and
 // "--timestamps" shape the current one as kubectl does.
 func TestLogsCommand(t *testing.T) {
+	t.Parallel()
 	const lines = 200
 	tg := startTug(t, tugOpts{args: []string{
 		"--crash-loop-back-off-initial", "1s",

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBrokenEditKeepsLastGood(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	good := func(script string) string {
 		return shPod("keep", tg.image, script)
@@ -57,6 +58,7 @@ spec:
 }
 
 func TestEditorLeftoversIgnored(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	leftovers := []string{"web.yaml~", ".web.yaml.swp", "#web.yaml#", "web.yaml.bak", "web.tmp", ".hidden.yaml", "sub/pod.yaml"}
 	fileOf := map[string]string{} // pod UID -> file
@@ -87,6 +89,7 @@ func TestEditorLeftoversIgnored(t *testing.T) {
 }
 
 func TestAtomicRenameAndSlowWrite(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// fileCheck is the rescan period: for the rename, longer than the

@@ -25,6 +25,7 @@ import (
 // bridge port lets through only IPv4 and ARP from the MAC and address tug
 // leased it.
 func TestPodNetworkGuards(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("victim.yaml", webPod("victim", tg.image, 0))
 	tg.writeManifest("attacker.yaml", shPod("attacker", tg.image, idle))

@@ -14,6 +14,7 @@ import (
 )
 
 func TestHostNetworkHTTP(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	web, err := os.ReadFile(repoPath(t, "manifests/web.yaml"))
 	if err != nil {

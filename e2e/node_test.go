@@ -89,6 +89,7 @@ func (tg *tug) waitGone(timeout time.Duration, uid, what string) {
 // the configured sources have not all reported, then removed; the file
 // source's pods are not touched.
 func TestOrphansOfRemovedSource(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	srv := newManifestServer(t, good(shPod("urlpod", image, idle)))
 	tg := urlTug(t, srv.url)
@@ -150,6 +151,7 @@ func TestOrphansOfRemovedSource(t *testing.T) {
 // or a program on the node listens on, refuses the pod with a status that
 // says so; it starts once the port is free.
 func TestHostPortConflicts(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("a.yaml", webPod("a", tg.image, 8088))
 	tg.waitPod(startTimeout, "a", "running", phaseIs(pod.PhaseRunning))
@@ -177,6 +179,7 @@ func TestHostPortConflicts(t *testing.T) {
 // removed; a pod over the container cap is refused with a clear error;
 // tug pods prints a hostPath with terminal escapes escaped.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--max-pods", "3"}, beforeStart: func(tg *tug) {
 		// By name: esc, pa and pb are admitted, pc is held back.
 		for _, n := range []string{"pa", "pb", "pc"} {
@@ -224,6 +227,7 @@ func TestLimits(t *testing.T) {
 // URL and a file both define runs from the file, even when the URL's copy
 // ran first, and the URL's manifest says why; a restart changes nothing.
 func TestDuplicateAcrossSourcesFileWins(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	srv := newManifestServer(t, good(shPod("dup", image, idle)))
 	tg := urlTug(t, srv.url)

@@ -109,6 +109,7 @@ func configMap(name, data string) string {
 // running container sees the new files within seconds, through the same
 // task (no restart), while its env keeps the value it started with.
 func TestObjectsConfigMapInPlace(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	podYAML := objPod("cm", tg.image, `    env:
     - name: GREETING
@@ -163,6 +164,7 @@ func TestObjectsConfigMapInPlace(t *testing.T) {
 // 0600 files), a secretKeyRef env and envFrom with a prefix; its values
 // never appear in tug's output.
 func TestObjectsSecret(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	const token = "s3cr3t-token-value"
 	secret := `apiVersion: v1
@@ -218,6 +220,7 @@ stringData:
 // file of the directory and the pod starts. An optional reference to a
 // missing Secret does not stop it.
 func TestObjectsMissing(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("pod.yaml", objPod("late", tg.image, `    env:
     - name: OPT
@@ -267,6 +270,7 @@ func TestObjectsMissing(t *testing.T) {
 // in env and in a downwardAPI volume; a label change reaches the labels
 // file in place, without a restart.
 func TestObjectsDownwardAPI(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	manifest := func(tier string) string {
 		return strings.Replace(objPod("dapi", tg.image, `    resources:
@@ -325,6 +329,7 @@ func TestObjectsDownwardAPI(t *testing.T) {
 // keeps its data when the pod is deleted and added again, and across an
 // update of the pod that recreates its container.
 func TestObjectsClaim(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("claim.yaml", `apiVersion: v1
 kind: PersistentVolumeClaim
@@ -409,6 +414,7 @@ spec:
 // running container; the pod of the directory source does not see the
 // bundle's Secret (objects bind within their source).
 func TestObjectsURLBundle(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	bundle := func(v string) string {
 		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: key\nstringData:\n  k: " + v + "\n---\n" +

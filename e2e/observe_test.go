@@ -87,6 +87,7 @@ func value(m *dto.Metric) float64 {
 // usage read from its cgroup; the pod's events (Pulled, Created, Started,
 // then Killing) are seen through GET /events, tug events and tug inspect.
 func TestMetricsAndEvents(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	tg := startTug(t, tugOpts{healthzPort: port})
 	// The container burns a little CPU and holds some memory, so that its
@@ -186,6 +187,7 @@ func TestMetricsAndEvents(t *testing.T) {
 // TestPrometheusScrapesTug: a real Prometheus server (Debian's package),
 // on loopback inside the node, scrapes tug and reads its series.
 func TestPrometheusScrapesTug(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCommand(t, "prometheus")
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {

@@ -115,6 +115,7 @@ func tamperLayer(t *testing.T, r *testRegistry, repo, dgst, old, new string) {
 // pods untouched and the error in /manifests; with the registry down at
 // boot, the checkpointed bundle runs.
 func TestOCISource(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	reg := startRegistry(t, registryOpts{})
 	dir := t.TempDir()

@@ -71,6 +71,7 @@ func podCondition(v *podview.View, typ string) *pod.Condition {
 // keeps serving, and the bomb pod's status and events say it reached its
 // process limit.
 func TestPodPidsLimit(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	web := webPod("web", image, 0)
 	srv := newManifestServer(t, good(web))

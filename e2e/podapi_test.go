@@ -50,6 +50,7 @@ func waitFileContent(t *testing.T, path string) string {
 // permission bits, the sticky bit included, on disk and on tmpfs, as the
 // container sees them; without it the directory is 0777.
 func TestEmptyDirMode(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	out := t.TempDir()
 	tg.writeManifest("modes.yaml", podYAML{
@@ -76,6 +77,7 @@ func TestEmptyDirMode(t *testing.T) {
 // SIGUSR1, not SIGTERM, when its manifest is removed; its neighbour without
 // one gets SIGTERM.
 func TestStopSignal(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	out := t.TempDir()
 	trap := func(name string) string {
@@ -108,6 +110,7 @@ func TestStopSignal(t *testing.T) {
 // hostname and subdomain: in /etc/hostname, from uname -n, and in
 // /etc/hosts, with no cluster FQDN.
 func TestHostnameOverride(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	out := t.TempDir()
 	tg.writeManifest("override.yaml", podYAML{
@@ -132,6 +135,7 @@ func TestHostnameOverride(t *testing.T) {
 // when it starts (the file is not mounted into it); an optional key that
 // the file lacks leaves the variable unset.
 func TestEnvFileKeyRef(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	out := t.TempDir()
 	env := "      env:\n" +
@@ -165,6 +169,7 @@ func TestEnvFileKeyRef(t *testing.T) {
 // /etc/group gives its user come too. The image is the test image with
 // root in group wheel (10), imported from the image directory.
 func TestSupplementalGroupsPolicy(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	const image = "tug.test/groups:1"
 	writeImageWithFile(t, tg.archive, filepath.Join(tg.imageDir, "groups.tar"), image,
@@ -274,6 +279,7 @@ func writeImageWithFile(t *testing.T, src, dst, ref, name, content string) {
 // AppArmor) and gets no container; one asking for RuntimeDefault runs, and
 // tug warns that the profile has no effect.
 func TestAppArmorWithoutKernelSupport(t *testing.T) {
+	t.Parallel()
 	if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err == nil && strings.HasPrefix(string(b), "Y") {
 		testutil.Missing(t, "a kernel without AppArmor (this one enforces it)")
 	}
@@ -295,6 +301,7 @@ func TestAppArmorWithoutKernelSupport(t *testing.T) {
 // a 42 and not after its next, 0, exit; the pod stays Running beside a
 // third container that keeps running.
 func TestContainerRestartRules(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	mount := []mountYAML{{name: "state", path: "/state"}}
 	tg.writeManifest("rules.yaml", podYAML{

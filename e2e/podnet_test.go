@@ -139,6 +139,7 @@ func startNetTug(t *testing.T, args ...string) (*tug, *world) {
 }
 
 func TestPodNetwork(t *testing.T) {
+	t.Parallel()
 	tg, w := startNetTug(t)
 	tg.writeManifest("server.yaml", webPod("server", tg.image, 8088))
 	serverIP := tg.podIPOf("server")
@@ -264,7 +265,7 @@ func get(c *http.Client, url string) (string, error) {
 }
 
 func TestPodNetworkNoLeaks(t *testing.T) {
-	t.Parallel() // long and waiting: see the package doc
+	t.Parallel()
 	tg, _ := startNetTug(t)
 	// A pod that stays, so the bridge and the rules of others exist.
 	tg.writeManifest("stay.yaml", webPod("stay", tg.image, 8089))
@@ -314,6 +315,7 @@ func TestPodNetworkNoLeaks(t *testing.T) {
 }
 
 func TestPodNetworkFullRange(t *testing.T) {
+	t.Parallel()
 	// A /29 has 5 addresses for pods (the network, the gateway and the
 	// broadcast address are never leased); 7 pods want one each.
 	tg, _ := startNetTug(t, "--pod-cidr", "10.87.0.0/29")
@@ -358,6 +360,7 @@ func TestPodNetworkFullRange(t *testing.T) {
 // TestPodNetworkOrphansRemovedAtStart: what a crash left of a pod that is
 // gone (its lease, its veth) is removed once tug starts again.
 func TestPodNetworkOrphansRemovedAtStart(t *testing.T) {
+	t.Parallel()
 	const ghost = "00000000-0000-4000-8000-0000000000bb"
 	tg, _ := startNetTug(t)
 	tg.Stop()

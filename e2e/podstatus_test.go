@@ -26,6 +26,7 @@ import (
 // period and Ready False, while its container (which ignores SIGTERM) waits
 // out the grace period; then it is gone.
 func TestTerminatingShown(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	const grace = 8
 	tg.writeManifest("stubborn.yaml", podYAML{name: "stubborn", grace: grace, containers: []ctrYAML{
@@ -105,6 +106,7 @@ func TestTerminatingShown(t *testing.T) {
 // condition, an UpdateBlocked event and a Progressing rollout entry with
 // the reason. The manifest set back clears it all, with no restart.
 func TestUpdateBlockedOnPull(t *testing.T) {
+	t.Parallel()
 	ref := testutil.RegistryImage(t)
 	registry := os.Getenv(testutil.EnvRegistry)
 	tg := startTug(t, tugOpts{args: rolloutArgs, beforeStart: func(tg *tug) { tg.relay(registry) }})

@@ -89,6 +89,7 @@ func (tg *tug) assertNothingCreated(uid string) {
 // default) is Blocked and never created, while the same pod from the
 // manifest dir (privileged by default) runs.
 func TestPolicyPerSource(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	manifest := shPod("caps", image, idle, capsAll)
 	srv := newManifestServer(t, good(manifest))
@@ -105,6 +106,7 @@ func TestPolicyPerSource(t *testing.T) {
 // pod runs; an update adding ALL capabilities is Blocked and the admitted
 // version keeps running, untouched; a compliant update runs again.
 func TestPolicyFileBaselineUpdate(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--file-policy", "baseline"}})
 	tg.writeManifest("upd.yaml", shPod("upd", tg.image, "echo v1; "+idle))
 	v1 := tg.waitRunning(startTimeout, "upd", "main", 0)
@@ -137,6 +139,7 @@ func TestPolicyFileBaselineUpdate(t *testing.T) {
 // root dir are refused under the privileged file policy, unless
 // --allow-host-state-mounts.
 func TestPolicyHostStateMounts(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	vol := func(p string) string {
 		return fmt.Sprintf("      volumeMounts:\n        - {name: h, mountPath: /h}\n  volumes:\n    - name: h\n      hostPath: {path: %q}\n", p)
@@ -167,6 +170,7 @@ func TestPolicyHostStateMounts(t *testing.T) {
 // TestValidatePolicyCLI: "tug validate --policy" prints the agent's
 // messages at the field's file:line:col and exits 1.
 func TestValidatePolicyCLI(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "caps.yaml")
@@ -206,6 +210,7 @@ const statusScript = `grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status | tr -d
 // Unconfined on request, a Localhost profile from --seccomp-profile-root,
 // and no_new_privs from allowPrivilegeEscalation false.
 func TestSeccompAndNoNewPrivs(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
 		dir := filepath.Join(tg.rootDir, "seccomp")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -285,6 +290,7 @@ func (tg *tug) assertNoContainers(uid string) {
 // TestRunAsNonRoot: runAsNonRoot with the test image (which runs as root)
 // is refused before the container is created; with runAsUser 1000 it runs.
 func TestRunAsNonRoot(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("root.yaml", shPod("asroot", tg.image, "id -u; "+idle, "      securityContext:\n        runAsNonRoot: true\n"))
 	tg.writeManifest("user.yaml", shPod("asuser", tg.image, "id -u; "+idle, "  securityContext:\n    runAsNonRoot: true\n    runAsUser: 1000\n"))

@@ -75,6 +75,7 @@ func readyIs(want bool) func(v *podview.View) error {
 // periodSeconds*failureThreshold + timeout + the probe's grace, the restart
 // counted, with "Liveness probe failed" as its last state's message.
 func TestProbeLivenessRestartsHungServer(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	// The first run stops its httpd after 3 s and marks the moment on the
 	// emptyDir (/data/hung); /data/broke keeps the second run healthy.
@@ -121,6 +122,7 @@ func TestProbeLivenessRestartsHungServer(t *testing.T) {
 // ContainersReady conditions and the container's ready back and forth,
 // without restarting it.
 func TestProbeReadinessFlips(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	script := webScript(`while true; do echo ok > /www/ready; sleep 3; rm /www/ready; sleep 3; done`)
 	tg.writeManifest("flip.yaml", probePod("flip", tg.image, script, `      readinessProbe:
@@ -146,6 +148,7 @@ func TestProbeReadinessFlips(t *testing.T) {
 // with a strict liveness probe (1 failure kills) is not killed while its
 // startup probe has not succeeded; it is started and ready after.
 func TestProbeStartupDelaysLiveness(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	script := `sleep 6; mkdir -p /www && echo ok > /www/healthz && exec httpd -f -p 8080 -h /www`
 	tg.writeManifest("slow.yaml", probePod("slow", tg.image, script, `      startupProbe:
@@ -181,6 +184,7 @@ func TestProbeStartupDelaysLiveness(t *testing.T) {
 // the pod's listener; a tcpSocket probe of a closed port keeps its
 // container not ready (and the pod not Ready), without a restart.
 func TestProbeTCPAndNamedPort(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("tcp.yaml", podYAML{name: "tcp", containers: []ctrYAML{
 		{name: "main", image: tg.image, script: webScript(idle), extra: `      ports:
@@ -217,6 +221,7 @@ func TestProbeTCPAndNamedPort(t *testing.T) {
 // TestProbeHostNetwork: a hostNetwork pod's probe dials the node's
 // network namespace (tug's), where its server listens.
 func TestProbeHostNetwork(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	script := "mkdir -p /www && echo ok > /www/healthz && httpd -p 18080 -h /www && " + idle
 	tg.writeManifest("hostnet.yaml", podYAML{name: "hostnet", hostNetwork: true, containers: []ctrYAML{{name: "main", image: tg.image, script: script, extra: `      readinessProbe:
@@ -232,7 +237,7 @@ func TestProbeHostNetwork(t *testing.T) {
 // are not part of the container's hash) only the containers' own
 // processes remain.
 func TestProbeExecTimeoutNoLeak(t *testing.T) {
-	t.Parallel() // long and waiting: see the package doc
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	const n = 4
 	probe := `      readinessProbe:
@@ -322,6 +327,7 @@ func (tg *tug) pids(c ctr) int {
 // the running containers without restarting them; the container is ready
 // again once its readiness probe passes.
 func TestProbeRestartedTugKeepsHealthy(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("keep.yaml", probePod("keep", tg.image, webScript(idle), `      livenessProbe:
         httpGet: {path: /healthz, port: 8080}
@@ -350,6 +356,7 @@ func TestProbeRestartedTugKeepsHealthy(t *testing.T) {
 // TestProbeSidecarStartupGates: a sidecar's startup probe holds the next
 // container back until it passes (the sidecar listens 4 s after its start).
 func TestProbeSidecarStartupGates(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("gate.yaml", podYAML{name: "gate",
 		init: []ctrYAML{{name: "proxy", image: tg.image, script: "sleep 4; mkdir -p /www && exec httpd -f -p 8080 -h /www", extra: `      restartPolicy: Always

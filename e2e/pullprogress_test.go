@@ -41,6 +41,7 @@ import (
 // Pulling event, then a Pulled one with the kubelet's message, in tug
 // events.
 func TestPullEvents(t *testing.T) {
+	t.Parallel()
 	ref := testutil.RegistryImage(t)
 	registry := os.Getenv(testutil.EnvRegistry)
 	tg := startTug(t, tugOpts{noImageArchive: true, beforeStart: func(tg *tug) { tg.relay(registry) }})
@@ -89,6 +90,7 @@ func TestPullEvents(t *testing.T) {
 // pull that is slow but keeps fetching runs for longer than the deadline,
 // shows its progress in the container's waiting message, and is not cut.
 func TestPullStallCut(t *testing.T) {
+	t.Parallel()
 	const deadline = "3s"
 	t.Run("stalled", func(t *testing.T) {
 		proxy := slowRegistry(t, 1<<20, 0, 0)

@@ -43,6 +43,7 @@ import (
 // pod runs, the proxy having sent little more than the layer's size; the
 // last attempt, throttled, records a Pulling event with its progress.
 func TestPullResume(t *testing.T) {
+	t.Parallel()
 	const (
 		layerSize = 12 << 20
 		cutAt     = 1 << 20
@@ -107,6 +108,7 @@ func TestPullResume(t *testing.T) {
 // that comes slowly; the tug started after it takes over the lease its
 // predecessor left and asks for the rest of the layer only.
 func TestPullResumeAfterRestart(t *testing.T) {
+	t.Parallel()
 	const layerSize = 12 << 20
 	reg := startRegistry(t, registryOpts{})
 	ref, layer := pushRandomImage(t, reg, "tug/restart:v1", layerSize)
@@ -155,6 +157,7 @@ func rangeStart(r string) (int64, bool) {
 // a pull after the registry is back clears; with fail the second pod fails
 // with ErrImagePull, as with the kubelet.
 func TestPullOffline(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"use-cached", "fail"} {
 		t.Run(mode, func(t *testing.T) {
 			reg := startRegistry(t, registryOpts{shared: true})

@@ -71,6 +71,7 @@ spec:
 // bundle pulls from the registry with basic auth; the same image without
 // the secret fails with ErrImagePull (the registry does ask).
 func TestObjectsPullSecret(t *testing.T) {
+	t.Parallel()
 	ref, addr := authRegistry(t)
 	tg := startTug(t, tugOpts{noImageArchive: true, beforeStart: func(tg *tug) { tg.relay(addr) }})
 	secret := `apiVersion: v1
@@ -99,6 +100,7 @@ stringData:
 // TestObjectsNodeCredentials: the node's <root-dir>/config.json gives the
 // credentials to a pod that names no pull secret.
 func TestObjectsNodeCredentials(t *testing.T) {
+	t.Parallel()
 	ref, addr := authRegistry(t)
 	tg := startTug(t, tugOpts{noImageArchive: true, beforeStart: func(tg *tug) {
 		tg.relay(addr)

@@ -49,6 +49,7 @@ func cgroupWants(t *testing.T, pid uint32, want map[string]string) {
 }
 
 func TestQoSCgroupTree(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	root := tg.cgroupRoot()
 	tg.writeManifest("guaranteed.yaml", resourcesPod("guaranteed", tg.image, idle,
@@ -146,6 +147,7 @@ func podCgroups(root, uid string) ([]string, error) {
 }
 
 func TestQoSOrphanCgroupRemovedAtStart(t *testing.T) {
+	t.Parallel()
 	const orphan = "00000000-0000-4000-8000-0000000000aa"
 	var planted []string
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
@@ -184,6 +186,7 @@ func TestQoSOrphanCgroupRemovedAtStart(t *testing.T) {
 }
 
 func TestQoSOOMKilled(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: []string{"--crash-loop-back-off-initial", "1s"}})
 	// 64 MiB of 'x' into a shell variable, under a 32 MiB limit.
 	hog := `echo allocating; a=$(head -c 67108864 /dev/zero | tr '\000' x); echo survived ${#a}`

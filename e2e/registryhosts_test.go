@@ -77,6 +77,7 @@ func (tg *tug) waitPulled(name string) events.Event {
 // down, the pull falls back to the upstream, which serves every blob
 // again, and the event is the kubelet's.
 func TestRegistryMirror(t *testing.T) {
+	t.Parallel()
 	up := startRegistry(t, registryOpts{})
 	mirror := startRegistry(t, registryOpts{})
 	data := randomBytes(t, 1<<20)
@@ -142,6 +143,7 @@ func TestRegistryMirror(t *testing.T) {
 // says so); with the mirror down and the upstream back, a new digest is
 // pulled from the upstream.
 func TestOCISourceMirror(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	up := startRegistry(t, registryOpts{})
 	mirror := startRegistry(t, registryOpts{})
@@ -192,6 +194,7 @@ func TestOCISourceMirror(t *testing.T) {
 // passed on is what tug has nearly read. Each pull takes about the 8 s of
 // both layers, not the 4 s of its own: the pulls share the node's cap.
 func TestImagePullBandwidth(t *testing.T) {
+	t.Parallel()
 	const (
 		capFlag = "1Mi"
 		rate    = 1 << 20

@@ -195,6 +195,7 @@ func batchFiles(t *testing.T, dir string) (n int, size int64) {
 // disk. The second tug's buffer is capped below what the outage
 // needs: it never outgrows its cap, and counts the oldest samples it drops.
 func TestRemoteWrite(t *testing.T) {
+	t.Parallel()
 	const interval = 2 * time.Second
 	const capBytes = 64 << 10
 	prom := newPromServer(t)

@@ -157,6 +157,7 @@ func containerStatusOf(v *podview.View, name string) (pod.ContainerStatus, bool)
 }
 
 func TestResizeInPlace(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	manifest := func(mainRes, otherRes string) string {
 		return podYAML{name: "resize", grace: 2, containers: []ctrYAML{
@@ -239,6 +240,7 @@ func TestResizeInPlace(t *testing.T) {
 }
 
 func TestResizeQoSChangeRefused(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	manifest := func(res string) string {
 		return podYAML{name: "resizeqos", grace: 2, containers: []ctrYAML{{name: "main", image: tg.image, script: idle, extra: res}}}.String()
@@ -268,6 +270,7 @@ func TestResizeQoSChangeRefused(t *testing.T) {
 }
 
 func TestPodLevelResources(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	root := tg.cgroupRoot()
 	tg.writeManifest("podlevel.yaml", podYAML{name: "podlevel", grace: 2,

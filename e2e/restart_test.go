@@ -188,6 +188,7 @@ func TestContainerdRestart(t *testing.T) {
 // starts tug again: the new tug removes the deleted pod's containers,
 // namespaces, volumes and logs, and leaves the other pod alone.
 func TestAdoptionRemovesOrphans(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
 		tg.writeManifest("stays.yaml", shPod("stays", tg.image, idle))
 		tg.writeManifest("orphan.yaml", cachePod("orphan", tg.image))

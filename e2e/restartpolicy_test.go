@@ -23,7 +23,7 @@ import (
 // once, then after 10, 20 and 40 s, and "tug pods" shows CrashLoopBackOff
 // and the restart count while it waits. About 75 s.
 func TestCrashLoopBackoff(t *testing.T) {
-	t.Parallel() // long and waiting: see the package doc
+	t.Parallel()
 	testCrashLoop(t, nil, []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second}, 3*time.Second)
 }
 
@@ -119,6 +119,7 @@ func testCrashLoop(t *testing.T, args []string, want []time.Duration, tolerance 
 // against the Kubernetes rules: the phase, whether the container was
 // restarted, and for init containers that the app never started.
 func TestRestartPolicies(t *testing.T) {
+	t.Parallel()
 	type check struct {
 		phase       pod.Phase
 		restarted   bool   // the failing container is restarted (else: never)

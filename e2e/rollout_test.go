@@ -188,6 +188,7 @@ const rolloutWeb = "mkdir -p /www && echo %s > /www/index.html && exec httpd -f 
 // the timeout, while the old container keeps serving HTTP on the same pod
 // IP all along (the image is pulled before the old container is stopped).
 func TestRolloutMissingImageRollsBack(t *testing.T) {
+	t.Parallel()
 	ref := testutil.RegistryImage(t)
 	registry := os.Getenv(testutil.EnvRegistry)
 	tg := startTug(t, tugOpts{args: rolloutArgs, beforeStart: func(tg *tug) { tg.relay(registry) }})
@@ -236,6 +237,7 @@ func TestRolloutMissingImageRollsBack(t *testing.T) {
 // is rolled back once it restarted more than tug.io/rollout-max-restarts
 // times; the good spec runs again.
 func TestRolloutCrashingUpdateRollsBack(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: rolloutArgs})
 	ann := map[string]string{"tug.io/rollout-max-restarts": "1", "tug.io/rollout-timeout": "60s"}
 	tg.writeManifest("crash.yaml", rolloutPod("crash", tg.image, fmt.Sprintf(rolloutWeb, "v1"), ann, ""))
@@ -250,6 +252,7 @@ func TestRolloutCrashingUpdateRollsBack(t *testing.T) {
 // succeeds is rolled back at its timeout; with tug.io/rollout-timeout "0"
 // the same update is left failing.
 func TestRolloutNeverReadyRollsBack(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: rolloutArgs})
 	readiness := "      readinessProbe:\n        httpGet: {path: %s, port: 8080}\n        periodSeconds: 1\n"
 	for _, tc := range []struct {
@@ -292,6 +295,7 @@ func TestRolloutNeverReadyRollsBack(t *testing.T) {
 // timeout (counted from when it was applied) and is rolled back; and tug
 // rollback / tug history work by hand.
 func TestRolloutSurvivesTugKill(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: rolloutArgs})
 	readiness := "      readinessProbe:\n        httpGet: {path: %s, port: 8080}\n        periodSeconds: 1\n"
 	ann := map[string]string{"tug.io/rollout-timeout": "12s"}
@@ -340,6 +344,7 @@ func TestRolloutSurvivesTugKill(t *testing.T) {
 // TestRolloutAtomicURLBundle: rolloutAtomicBundle with the bundles signed
 // and served at a URL.
 func TestRolloutAtomicURLBundle(t *testing.T) {
+	t.Parallel()
 	var srv *manifestServer
 	rolloutAtomicBundle(t, func(key string, version int, body string) {
 		a := answer{body: tugSign(t, key, body, "--version", strconv.Itoa(version))}
@@ -354,6 +359,7 @@ func TestRolloutAtomicURLBundle(t *testing.T) {
 // TestRolloutAtomicOCIBundle: rolloutAtomicBundle with the bundles pushed
 // by tug bundle push to a tag of a registry.
 func TestRolloutAtomicOCIBundle(t *testing.T) {
+	t.Parallel()
 	reg := startRegistry(t, registryOpts{})
 	ref := reg.Ref("tug/atomic:prod")
 	dir := t.TempDir()
@@ -438,6 +444,7 @@ func rolloutAtomicBundle(t *testing.T, publish func(key string, version int, bod
 // under a 3 s timeout and an 8 s window gets its last good spec, and a
 // later crashing update is rolled back to it.
 func TestRolloutTimeoutShorterThanMinReady(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{args: append(append([]string(nil), rolloutArgs...), "--rollout-min-ready", "8s")})
 	short := map[string]string{"tug.io/rollout-timeout": "3s"}
 	tg.writeManifest("quick.yaml", rolloutPod("quick", tg.image, "echo v1; "+idle, short, ""))

@@ -25,6 +25,7 @@ const runOnceTimeout = 90 * time.Second
 // manifest, it exits non-zero. Each time the pods keep running after tug
 // exits, as with the kubelet's --runonce.
 func TestRunOnce(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{noStart: true, beforeStart: func(tg *tug) {
 		tg.writeManifest("ro-a.yaml", shPod("ro-a", tg.image, idle))
 		tg.writeManifest("ro-b.yaml", shPod("ro-b", tg.image, idle))

@@ -18,6 +18,7 @@ import (
 // with nothing left to end it (the leak check of the harness fails on a
 // shim left behind).
 func TestStopOverExitedContainer(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	for round := range 3 {
 		name := fmt.Sprintf("done%d", round)
@@ -39,6 +40,7 @@ func TestStopOverExitedContainer(t *testing.T) {
 // has group 2000, and the file already there has group 2000 and group
 // read-write; a hostPath is left alone.
 func TestFSGroupVolumes(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	host := t.TempDir()
 	if err := os.Chmod(host, 0o755); err != nil {
@@ -103,6 +105,7 @@ spec:
 // container restarted); removing the pod leaves no holder and no shim (the
 // leak check of the harness).
 func TestShareProcessNamespace(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("shared.yaml", podYAML{name: "shared",
 		containers: []ctrYAML{

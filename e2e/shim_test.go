@@ -21,6 +21,7 @@ import (
 // down exactly the containers it served, and tug restarts them into a new
 // shim.
 func TestShimGrouping(t *testing.T) {
+	t.Parallel()
 	for _, grouping := range []string{"pod", "node"} {
 		t.Run(grouping, func(t *testing.T) {
 			tg := startTug(t, tugOpts{args: []string{"--shim-grouping=" + grouping, "--crash-loop-back-off-initial=100ms"}})

@@ -243,6 +243,7 @@ const readyProbe = "      readinessProbe:\n        exec: {command: [cat, /tmp/re
 // back, and as a heartbeat; the document verifies with the device's key,
 // and no secret shows in tug's output.
 func TestStatusReport(t *testing.T) {
+	t.Parallel()
 	tg, r, secrets := statusTug(t, rolloutArgs...)
 	tg.writeManifest("flip.yaml", rolloutPod("flip", tg.image, idle, nil, readyProbe))
 	ann := map[string]string{"tug.io/rollout-max-restarts": "1", "tug.io/rollout-timeout": "60s"}
@@ -310,6 +311,7 @@ func TestStatusReport(t *testing.T) {
 // back-off; once it answers again the first document is the latest state,
 // and no backlog of older documents follows.
 func TestStatusReportOutage(t *testing.T) {
+	t.Parallel()
 	tg, r, secrets := statusTug(t)
 	tg.writeManifest("flip.yaml", rolloutPod("flip", tg.image, "touch /tmp/ready; "+idle, nil, readyProbe))
 	r.waitDoc(tg, startTimeout, 0, "flip ready", func(d statusreport.Document) error {

@@ -69,7 +69,7 @@ func (n *notifySocket) since(t0 time.Time, sub string) []notifyMsg {
 // says why; a tug started again after the kill adopts the pod's
 // container instead of restarting it.
 func TestSystemdNotify(t *testing.T) {
-	t.Parallel() // long and waiting: see the package doc
+	t.Parallel()
 	n := newNotifySocket(t)
 	tg := startTug(t, tugOpts{
 		env: []string{"NOTIFY_SOCKET=" + n.path, "WATCHDOG_USEC=2000000"},

@@ -99,7 +99,7 @@ func (tg *tug) checkpointFile() string {
 // after a key rotation), no bad answer removes the URL's pods; only a
 // valid, verified empty answer does.
 func TestURLBadAnswerKeepsPods(t *testing.T) {
-	t.Parallel() // long and waiting: see the package doc
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	body := twoPods(image, idle)
 	srv := newManifestServer(t, good(body))
@@ -191,6 +191,7 @@ func TestURLBadAnswerKeepsPods(t *testing.T) {
 // (rotation); a tug restart keeps the version floor; long validators are
 // not kept.
 func TestURLSignedBundles(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	keys := t.TempDir()
 	keyPair(t, keys, "old")
@@ -288,6 +289,7 @@ func TestURLSignedBundles(t *testing.T) {
 // values reach the server and nothing else: not tug's log, not `tug pods`,
 // not /manifests, not the checkpoint, not the containers' labels.
 func TestURLSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	const (
 		password = "pw-Secret-1111"
@@ -400,6 +402,7 @@ func TestURLSecretsNeverShown(t *testing.T) {
 // TestURLRedirects: at most 5 hops, never from https to http, and the
 // custom headers go only to the configured origin.
 func TestURLRedirects(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	body := shPod("redir", image, idle)
 	const apiKey = "key-Secret-5555"
@@ -500,6 +503,7 @@ func TestURLRedirects(t *testing.T) {
 // CA that replaces the system roots: works with the certificate, not
 // without (not ready, pods untouched), nor with a server of another CA.
 func TestURLMutualTLS(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	dir := t.TempDir()
 	ca1, ca2 := testutil.NewCA(t, "fleet CA"), testutil.NewCA(t, "other CA")

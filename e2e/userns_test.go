@@ -54,6 +54,7 @@ func uidMap(pid uint32) (uint32, error) {
 // the mapped ID; across a restart of tug the containers are adopted and a
 // pod created afterwards does not get a block the others hold.
 func TestUserNamespacePods(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{beforeStart: func(tg *tug) {
 		tg.writeManifest("usera.yaml", usernsPod("usera", tg.image))
 		tg.writeManifest("userb.yaml", usernsPod("userb", tg.image))
@@ -144,6 +145,7 @@ func TestUserNamespacePods(t *testing.T) {
 // a pod of the URL source without hostUsers: false is refused (Blocked,
 // with the reason in its status and in tug pods), and one with it runs.
 func TestUserNamespaceRequiredForURLPods(t *testing.T) {
+	t.Parallel()
 	image, _ := testutil.TestImage(t)
 	srv := newManifestServer(t, good(shPod("urlhost", image, idle)+"---\n"+usernsPod("urlown", image)))
 	tg := urlTug(t, srv.url, "--url-user-namespaces", "required")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestVolumes(t *testing.T) {
+	t.Parallel()
 	tg := startTug(t, tugOpts{})
 	hostDir := filepath.Join(tg.base, "host-data")
 	if err := os.Mkdir(hostDir, 0o755); err != nil {
