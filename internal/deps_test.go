@@ -195,17 +195,21 @@ var allowedImports = map[string]allowed{
 	}},
 	// The event ring: a leaf over pod.
 	"tug/internal/events": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
-	// The client subcommands: api's client and the pod and event types it
-	// returns; manifest reads the files of "tug validate"; source for the manifest file rules "tug validate" shares with
-	// the file source and the envelope "tug sign" seals; policy for "tug
-	// validate --policy" (the policy itself comes from agent/); yaml.v3
-	// prints "tug inspect -o yaml"; pflag parses the GNU-style flags; x/sys
-	// for the terminal of "tug exec -it" (raw mode, window size). Not
-	// config: agent/ passes its defaults. containerd's remotes resolver
-	// for "tug bundle push" and "pull", as the agent's OCI source uses it.
-	"tug/internal/cli": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/manifest", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/bundle", "tug/internal/policy", "tug/internal/registry"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys",
-		"github.com/containerd/containerd/v2"}},
+	// The agent's client subcommands: api's client and the pod and event
+	// types it returns; source for the OCI source's prefix "tug pods"
+	// shows; yaml.v3 prints "tug inspect -o yaml"; pflag parses the
+	// GNU-style flags; x/sys for the terminal of "tug exec -it" (raw mode,
+	// window size). Not config: agent/ passes its defaults.
+	"tug/internal/cli": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/api", "tug/internal/events",
+		"tug/internal/source", "tug/internal/cli/cmdflag", "tug/internal/cli/offline"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys"}},
+	// The subcommands on files and bundles: manifest and source read them
+	// as the agent would, bundle seals and checks them, policy for
+	// "tug validate --policy", registry and containerd's remotes resolver
+	// for "tug bundle push" and "pull", as the agent's OCI source uses them.
+	"tug/internal/cli/offline": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/source", "tug/internal/bundle",
+		"tug/internal/policy", "tug/internal/registry", "tug/internal/cli/cmdflag"}, modules: []string{"github.com/spf13/pflag", "github.com/containerd/containerd/v2"}},
+	// How every subcommand parses its flags.
+	"tug/internal/cli/cmdflag": {modules: []string{"github.com/spf13/pflag"}},
 	// Test code only: the one package that may import testing; manifest
 	// and pod for the parsing helpers of other packages' tests.
 	"tug/internal/testutil": {testing: true, internal: []string{"tug/internal/manifest", "tug/internal/pod"}, modules: []string{

@@ -1,9 +1,9 @@
-// Package cli holds tug's client subcommands: those that ask the running
-// agent through its API socket (pods, describe, top, inspect, logs, exec,
-// restart, node, events, rollback, history) and those that work on manifest
-// files offline (validate, sign, verify), plus completion and version. Each
-// command parses its own flags and returns the process exit code: 0, 1
-// when it failed, 2 for a usage error.
+// Package cli holds tug's client subcommands that ask the running agent
+// through its API socket (pods, describe, top, inspect, logs, exec,
+// restart, node, events, rollback, history), plus completion and version,
+// and lists them with those of package offline (validate, sign, verify,
+// bundle). Each command parses its own flags (package cmdflag) and returns
+// the process exit code: 0, 1 when it failed, 2 for a usage error.
 //
 // agent/ builds the Env (the defaults that come from the agent's
 // configuration and the admission policy), lists Commands beside its own
@@ -16,7 +16,8 @@ import (
 	"fmt"
 	"io"
 
-	"tug/internal/policy"
+	"tug/internal/cli/cmdflag"
+	"tug/internal/cli/offline"
 )
 
 // Env is what the client commands take from the agent's wiring.
@@ -33,7 +34,7 @@ type Env struct {
 	// "tug run" would with otherwise default settings: levels maps a source
 	// name to its level's flag value; allowPrivileged and
 	// allowHostStateMounts are the flags of those names.
-	Policy func(levels map[string]string, allowPrivileged, allowHostStateMounts bool) *policy.Policy
+	Policy offline.PolicyFunc
 }
 
 // Command is one subcommand of tug.
@@ -50,7 +51,7 @@ type Command struct {
 func Commands(env Env) []Command {
 	return []Command{
 		{"validate", "[--policy LEVEL] PATH...  check manifest files or directories\n" +
-			"                         (and the admission policy of LEVEL: privileged, baseline, restricted)", noContext(env.validate)},
+			"                         (and the admission policy of LEVEL: privileged, baseline, restricted)", noContext(offline.Validate(env.Policy))},
 		{"pods", "[-w]          list the pods and broken manifests of the running agent, -w to follow them", env.listPods},
 		{"inspect", "POD        print one pod and its status as YAML", env.inspectPod},
 		{"describe", "POD       print one pod, its containers and its events, as kubectl describe does", env.describeCmd},
@@ -62,9 +63,9 @@ func Commands(env Env) []Command {
 		{"restart", "[-c CONTAINER] POD  stop a pod's running containers and start them again", env.restartCmd},
 		{"rollback", "POD       return a pod to its last good spec", env.rollbackCmd},
 		{"history", "POD        list a pod's last specs and what became of them", env.historyCmd},
-		{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", noContext(signCmd)},
-		{"verify", "--key PUB FILE.signed...  check a signed bundle as a device would, and show what it would apply", noContext(verifyCmd)},
-		{"bundle", "push|pull ...  push a signed bundle to an OCI registry (--manifest-oci), or show what a device would apply", bundleCmd},
+		{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", noContext(offline.Sign)},
+		{"verify", "--key PUB FILE.signed...  check a signed bundle as a device would, and show what it would apply", noContext(offline.Verify)},
+		{"bundle", "push|pull ...  push a signed bundle to an OCI registry (--manifest-oci), or show what a device would apply", offline.Bundle},
 		{"completion", "bash|zsh|fish  print the shell completion script", noContext(completionCmd)},
 		{"version", "           print the version", noContext(env.versionCmd)},
 	}
@@ -77,13 +78,13 @@ func noContext(run func(args []string, stdout, stderr io.Writer) int) func(conte
 
 // versionCmd is "tug version".
 func (e Env) versionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version")
-	pos, code, ok := parseFlags(fs, args, "usage: tug version\n\nPrints tug's version.\n", stdout, stderr)
+	fs := cmdflag.New("version")
+	pos, code, ok := cmdflag.Parse(fs, args, "usage: tug version\n\nPrints tug's version.\n", stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageError(stderr, "usage: tug version\n", "tug version takes no arguments")
+		return cmdflag.UsageError(stderr, "usage: tug version\n", "tug version takes no arguments")
 	}
 	fmt.Fprintln(stdout, "tug", e.Version)
 	return 0

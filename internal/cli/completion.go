@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/podview"
 )
 
@@ -70,13 +71,13 @@ complete -c tug -f -a '(__tug_complete)'
 
 // completionCmd is "tug completion SHELL".
 func completionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("completion")
-	pos, code, ok := parseFlags(fs, args, completionUsage, stdout, stderr)
+	fs := cmdflag.New("completion")
+	pos, code, ok := cmdflag.Parse(fs, args, completionUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 || completionScripts[pos[0]] == "" {
-		return usageError(stderr, completionUsage, "tug completion takes one shell: bash, zsh or fish")
+		return cmdflag.UsageError(stderr, completionUsage, "tug completion takes one shell: bash, zsh or fish")
 	}
 	fmt.Fprint(stdout, completionScripts[pos[0]])
 	return 0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/events"
 	"tug/internal/pod"
 	"tug/internal/podview"
@@ -37,14 +38,14 @@ is the name "tug pods" shows, or the name written in the manifest.
 // describeCmd is "tug describe POD". It returns the exit code: 1 when tug
 // cannot be asked or has no such pod, 2 for a usage error.
 func (e Env) describeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("describe")
+	fs := cmdflag.New("describe")
 	socket, ns := podFlags(fs, e.Socket)
-	pos, code, ok := parseFlags(fs, args, describeUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, describeUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, describeUsage, "tug describe takes one pod name")
+		return cmdflag.UsageError(stderr, describeUsage, "tug describe takes one pod name")
 	}
 	c := &api.Client{SocketPath: *socket}
 	d, err := readDescribed(ctx, c, *ns, pos[0])

@@ -14,8 +14,8 @@ import (
 	"tug/internal/podview"
 )
 
-// update rewrites the golden files under testdata/ (describe's, and the
-// .want files of testdata/bad) from what the commands print.
+// update rewrites describe's golden files under testdata/ from what it
+// prints.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // golden compares got with the file at path, or rewrites it with -update.

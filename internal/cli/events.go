@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/events"
 	"tug/internal/podview"
 )
@@ -31,21 +32,21 @@ last 1000 events in memory; they are gone when it restarts.
 // eventsCmd is "tug events". It returns the exit code: 1 when tug cannot be
 // asked, 2 for a usage error.
 func (e Env) eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("events")
+	fs := cmdflag.New("events")
 	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	ns := fs.StringP("namespace", "n", "", "only this `namespace`'s events (default: every namespace)")
 	all := allNamespacesFlag(fs)
 	watch := fs.BoolP("watch", "w", false, "after listing, print new events as they happen")
 	out := outputFlags(fs, formatTable)
-	pos, code, ok := parseFlags(fs, args, eventsUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, eventsUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 1 {
-		return usageError(stderr, eventsUsage, "tug events takes at most one pod name")
+		return cmdflag.UsageError(stderr, eventsUsage, "tug events takes at most one pod name")
 	}
 	if err := out.check(); err != nil {
-		return usageError(stderr, eventsUsage, err.Error())
+		return cmdflag.UsageError(stderr, eventsUsage, err.Error())
 	}
 	if *all {
 		*ns = ""

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 )
 
 const execUsage = `usage: tug exec [-c CONTAINER] [-n NAMESPACE] [-i] [-t] [--socket PATH] POD -- COMMAND [ARG...]
@@ -40,7 +41,7 @@ type execArgs struct {
 // order before "--", COMMAND and its arguments after it. ok is false when
 // the command must stop, with code its exit code (parseFlags's).
 func parseExecArgs(args []string, defaultSocket string, stdout, stderr io.Writer) (a execArgs, code int, ok bool) {
-	fs := newFlagSet("exec")
+	fs := cmdflag.New("exec")
 	socket, ns := podFlags(fs, defaultSocket)
 	fs.StringVarP(&a.container, "container", "c", "", "the `container` (default: the default-container annotation's, or the first)")
 	fs.BoolVarP(&a.stdin, "stdin", "i", false, "forward stdin to the command")
@@ -50,20 +51,20 @@ func parseExecArgs(args []string, defaultSocket string, stdout, stderr io.Writer
 	if dash >= 0 {
 		flags, a.command = args[:dash], args[dash+1:]
 	}
-	pos, code, ok := parseFlags(fs, flags, execUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, flags, execUsage, stdout, stderr)
 	if !ok {
 		return a, code, false
 	}
 	a.socket, a.namespace = *socket, *ns
 	switch {
 	case len(pos) == 0:
-		return a, usageError(stderr, execUsage, "tug exec takes a pod name"), false
+		return a, cmdflag.UsageError(stderr, execUsage, "tug exec takes a pod name"), false
 	case len(pos) > 1 && dash < 0:
-		return a, usageError(stderr, execUsage, "the command goes after --: tug exec "+pos[0]+" -- "+strings.Join(pos[1:], " ")), false
+		return a, cmdflag.UsageError(stderr, execUsage, "the command goes after --: tug exec "+pos[0]+" -- "+strings.Join(pos[1:], " ")), false
 	case len(pos) > 1:
-		return a, usageError(stderr, execUsage, "tug exec takes one pod name"), false
+		return a, cmdflag.UsageError(stderr, execUsage, "tug exec takes one pod name"), false
 	case len(a.command) == 0 || a.command[0] == "":
-		return a, usageError(stderr, execUsage, "no command: give it after --"), false
+		return a, cmdflag.UsageError(stderr, execUsage, "no command: give it after --"), false
 	}
 	a.pod = pos[0]
 	return a, 0, true

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/podview"
 )
 
@@ -30,7 +31,7 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 // logsCmd is "tug logs". It returns the exit code: 1 when tug cannot be
 // asked or refuses, 2 for a usage error.
 func (e Env) logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("logs")
+	fs := cmdflag.New("logs")
 	socket, ns := podFlags(fs, e.Socket)
 	var container string
 	var o api.LogOptions
@@ -40,15 +41,15 @@ func (e Env) logsCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.IntVar(&o.TailLines, "tail", -1, "print only the last `N` lines (-1: all)")
 	fs.DurationVar(&o.Since, "since", 0, "print only lines newer than this `duration` (5s, 2m, 3h)")
 	fs.BoolVar(&o.Timestamps, "timestamps", false, "prefix each line with its RFC3339Nano time")
-	pos, code, ok := parseFlags(fs, args, logsUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, logsUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, logsUsage, "tug logs takes one pod name")
+		return cmdflag.UsageError(stderr, logsUsage, "tug logs takes one pod name")
 	}
 	if o.Since < 0 {
-		return usageError(stderr, logsUsage, "--since must be positive")
+		return cmdflag.UsageError(stderr, logsUsage, "--since must be positive")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/podview"
 )
 
@@ -24,18 +25,18 @@ print the Node object (-o wide is the table, which has every column).
 // showNode is "tug node": the node's conditions as kubectl describe node
 // prints them, or the Node as JSON.
 func (e Env) showNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("node")
+	fs := cmdflag.New("node")
 	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	out := outputFlags(fs, formatTable)
-	pos, code, ok := parseFlags(fs, args, nodeUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, nodeUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 0 {
-		return usageError(stderr, nodeUsage, "tug node takes no arguments")
+		return cmdflag.UsageError(stderr, nodeUsage, "tug node takes no arguments")
 	}
 	if err := out.check(); err != nil {
-		return usageError(stderr, nodeUsage, err.Error())
+		return cmdflag.UsageError(stderr, nodeUsage, err.Error())
 	}
 	v, err := (&api.Client{SocketPath: *socket}).Node(ctx)
 	if err == nil {

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/pod"
 	"tug/internal/podview"
 	"tug/internal/source"
@@ -51,21 +52,21 @@ name written in the manifest.
 // listPods is "tug pods". It returns the exit code: 1 when tug cannot be
 // asked, 2 for a usage error.
 func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("pods")
+	fs := cmdflag.New("pods")
 	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	ns := fs.StringP("namespace", "n", "", "list only the pods of this `namespace`")
 	all := allNamespacesFlag(fs)
 	out := outputFlags(fs, formatTable)
 	watch := fs.BoolP("watch", "w", false, "after listing, print a row each time a pod changes")
-	pos, code, ok := parseFlags(fs, args, podsUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, podsUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
-		return usageError(stderr, podsUsage, "tug pods takes no arguments (use tug inspect POD or tug describe POD for one pod)")
+		return cmdflag.UsageError(stderr, podsUsage, "tug pods takes no arguments (use tug inspect POD or tug describe POD for one pod)")
 	}
 	if err := out.check(); err != nil {
-		return usageError(stderr, podsUsage, err.Error())
+		return cmdflag.UsageError(stderr, podsUsage, err.Error())
 	}
 	if *all {
 		*ns = ""
@@ -74,7 +75,7 @@ func (e Env) listPods(ctx context.Context, args []string, stdout, stderr io.Writ
 	c := &api.Client{SocketPath: *socket}
 	if *watch {
 		if out.format == formatYAML || out.format == formatName {
-			return usageError(stderr, podsUsage, "tug pods -w prints a table or JSON lines, not "+out.format)
+			return cmdflag.UsageError(stderr, podsUsage, "tug pods -w prints a table or JSON lines, not "+out.format)
 		}
 		return watchPods(ctx, c, tableOptions{wide: out.format == formatWide, namespace: *ns, noHeaders: out.noHeaders}, out.format == formatJSON, stdout, stderr)
 	}
@@ -128,18 +129,18 @@ func writePodNames(w io.Writer, pods []podview.View) error {
 // inspectPod is "tug inspect POD". It returns the exit code: 1 when tug
 // cannot be asked or has no such pod, 2 for a usage error.
 func (e Env) inspectPod(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("inspect")
+	fs := cmdflag.New("inspect")
 	socket, ns := podFlags(fs, e.Socket)
 	out := outputFlags(fs, formatYAML)
-	pos, code, ok := parseFlags(fs, args, inspectUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, inspectUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, inspectUsage, "tug inspect takes one pod name")
+		return cmdflag.UsageError(stderr, inspectUsage, "tug inspect takes one pod name")
 	}
 	if err := out.check(); err != nil {
-		return usageError(stderr, inspectUsage, err.Error())
+		return cmdflag.UsageError(stderr, inspectUsage, err.Error())
 	}
 	client := &api.Client{SocketPath: *socket}
 	v, err := client.Pod(ctx, *ns, pos[0])

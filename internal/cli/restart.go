@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 )
 
 const restartUsage = `usage: tug restart [-c CONTAINER] [-n NAMESPACE] [--socket PATH] POD
@@ -30,15 +31,15 @@ type restartArgs struct {
 // parseRestartArgs parses the arguments of "tug restart". ok is false when
 // the command must stop, with code its exit code (parseFlags's).
 func parseRestartArgs(args []string, defaultSocket string, stdout, stderr io.Writer) (a restartArgs, code int, ok bool) {
-	fs := newFlagSet("restart")
+	fs := cmdflag.New("restart")
 	socket, ns := podFlags(fs, defaultSocket)
 	fs.StringVarP(&a.container, "container", "c", "", "restart only this `container`")
-	pos, code, ok := parseFlags(fs, args, restartUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, restartUsage, stdout, stderr)
 	if !ok {
 		return a, code, false
 	}
 	if len(pos) != 1 {
-		return a, usageError(stderr, restartUsage, "tug restart takes one pod name"), false
+		return a, cmdflag.UsageError(stderr, restartUsage, "tug restart takes one pod name"), false
 	}
 	a.socket, a.namespace, a.pod = *socket, *ns, pos[0]
 	return a, 0, true

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/pod"
 	"tug/internal/redact"
 )
@@ -38,17 +39,17 @@ Superseded), with its last good spec and the spec held back.
 
 // rollbackCmd is "tug rollback POD".
 func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("rollback")
+	fs := cmdflag.New("rollback")
 	socket, ns := podFlags(fs, e.Socket)
 	source := fs.String("source", "", "roll back every pod of this manifest `file or URL` instead of one pod")
-	pos, code, ok := parseFlags(fs, args, rollbackUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, rollbackUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	c := &api.Client{SocketPath: *socket}
 	if *source != "" {
 		if len(pos) != 0 {
-			return usageError(stderr, rollbackUsage, "tug rollback --source takes no pod name")
+			return cmdflag.UsageError(stderr, rollbackUsage, "tug rollback --source takes no pod name")
 		}
 		if err := c.RollbackFile(ctx, *source); err != nil {
 			fmt.Fprintln(stderr, "tug:", err)
@@ -58,7 +59,7 @@ func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.W
 		return 0
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, rollbackUsage, "tug rollback takes one pod name")
+		return cmdflag.UsageError(stderr, rollbackUsage, "tug rollback takes one pod name")
 	}
 	if err := c.Rollback(ctx, *ns, pos[0]); err != nil {
 		fmt.Fprintln(stderr, "tug:", err)
@@ -70,18 +71,18 @@ func (e Env) rollbackCmd(ctx context.Context, args []string, stdout, stderr io.W
 
 // historyCmd is "tug history POD".
 func (e Env) historyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("history")
+	fs := cmdflag.New("history")
 	socket, ns := podFlags(fs, e.Socket)
 	out := outputFlags(fs, formatTable)
-	pos, code, ok := parseFlags(fs, args, historyUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, historyUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, historyUsage, "tug history takes one pod name")
+		return cmdflag.UsageError(stderr, historyUsage, "tug history takes one pod name")
 	}
 	if err := out.check(); err != nil {
-		return usageError(stderr, historyUsage, err.Error())
+		return cmdflag.UsageError(stderr, historyUsage, err.Error())
 	}
 	c := &api.Client{SocketPath: *socket}
 	h, err := c.History(ctx, *ns, pos[0])

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/api"
+	"tug/internal/cli/cmdflag"
 )
 
 const topUsage = `usage: tug top [--containers] [-n NAMESPACE | -A] [-o wide|json|yaml|name] [--no-headers] [--socket PATH] [POD]
@@ -35,22 +36,22 @@ const topWindow = time.Second
 // topCmd is "tug top". It returns the exit code: 1 when tug cannot be asked
 // or POD has no running container, 2 for a usage error.
 func (e Env) topCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("top")
+	fs := cmdflag.New("top")
 	socket := fs.String("socket", e.Socket, "`path` of tug's API socket")
 	var ns string
 	fs.StringVarP(&ns, "namespace", "n", "", "only this `namespace`'s pods (default: every namespace; \"default\" for POD)")
 	all := allNamespacesFlag(fs)
 	containers := fs.Bool("containers", false, "a row per container")
 	out := outputFlags(fs, formatTable)
-	pos, code, ok := parseFlags(fs, args, topUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, topUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 1 {
-		return usageError(stderr, topUsage, "tug top takes at most one pod name")
+		return cmdflag.UsageError(stderr, topUsage, "tug top takes at most one pod name")
 	}
 	if err := out.check(); err != nil {
-		return usageError(stderr, topUsage, err.Error())
+		return cmdflag.UsageError(stderr, topUsage, err.Error())
 	}
 	if *all {
 		ns = ""

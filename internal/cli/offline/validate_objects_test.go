@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestValidateObjectRefs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := testEnv.validate(tt.args, &stdout, &stderr)
+			code := testValidate(tt.args, &stdout, &stderr)
 			if code != tt.code || stdout.String() != tt.stdout || stderr.String() != tt.stderr {
 				t.Errorf("validate %v = %d, want %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s\nwant:\n%s",
 					tt.args, code, tt.code, stdout.String(), tt.stdout, stderr.String(), tt.stderr)

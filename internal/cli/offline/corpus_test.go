@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bufio"
@@ -68,7 +68,7 @@ func TestCorpusRealworld(t *testing.T) {
 				t.Fatalf("no expectation for %s in testdata/corpus-realworld.txt", name)
 			}
 			var stdout, stderr bytes.Buffer
-			code := testEnv.validate([]string{f}, &stdout, &stderr)
+			code := testValidate([]string{f}, &stdout, &stderr)
 			var errs []string
 			for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
 				if line != "" && !strings.HasPrefix(line, "warning: ") {

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func TestValidateGolden(t *testing.T) {
 		n++
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := testEnv.validate(append(args[filepath.Base(file)], file), &stdout, &stderr)
+			code := testValidate(append(args[filepath.Base(file)], file), &stdout, &stderr)
 			// The source of a policy message is the directory's absolute path.
 			got := strings.ReplaceAll(stderr.String(), dir, "DIR")
 			got = "exit " + strconv.Itoa(code) + "\n" + got

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -49,7 +49,7 @@ func TestSignCmd(t *testing.T) {
 
 	var out, errb bytes.Buffer
 	before := time.Now()
-	if rc := signCmd([]string{"--key", keyFile, a, b}, &out, &errb); rc != 0 {
+	if rc := Sign([]string{"--key", keyFile, a, b}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}
 	for _, f := range []string{a, b} {
@@ -61,7 +61,7 @@ func TestSignCmd(t *testing.T) {
 		}
 	}
 	o := filepath.Join(dir, "out.bundle")
-	if rc := signCmd([]string{"--key", keyFile, "--version", "7", "--not-after", "2099-01-01T00:00:00Z", "--node", "kiosk-*", "--node", "gw1", "-o", o, a}, &out, &errb); rc != 0 {
+	if rc := Sign([]string{"--key", keyFile, "--version", "7", "--not-after", "2099-01-01T00:00:00Z", "--node", "kiosk-*", "--node", "gw1", "-o", o, a}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}
 	env := open(o)
@@ -85,7 +85,7 @@ func TestSignCmd(t *testing.T) {
 		{[]string{"--key", keyFile, filepath.Join(dir, "missing.yaml")}, 1, "missing.yaml"},
 	} {
 		errb.Reset()
-		if rc := signCmd(tc.args, &out, &errb); rc != tc.rc || !strings.Contains(errb.String(), tc.msg) {
+		if rc := Sign(tc.args, &out, &errb); rc != tc.rc || !strings.Contains(errb.String(), tc.msg) {
 			t.Errorf("sign %v: rc %d, stderr %q; want %d with %q", tc.args, rc, errb.String(), tc.rc, tc.msg)
 		}
 	}
@@ -109,7 +109,7 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 	run("pkey", "-in", key, "-pubout", "-out", pubFile)
 	os.WriteFile(file, []byte("apiVersion: v1\nkind: PodList\nitems: []\n"), 0o644)
 	var out, errb bytes.Buffer
-	if rc := signCmd([]string{"--key", key, file}, &out, &errb); rc != 0 {
+	if rc := Sign([]string{"--key", key, file}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}
 	sealed, _ := os.ReadFile(file + ".signed")
@@ -145,7 +145,7 @@ func TestSignRefusesInvalidManifest(t *testing.T) {
 	file := filepath.Join(dir, "pods.yaml")
 	os.WriteFile(file, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, imagee: busybox}]}\n"), 0o644)
 	var out, errb bytes.Buffer
-	if rc := signCmd([]string{"--key", keyFile, file}, &out, &errb); rc != 1 {
+	if rc := Sign([]string{"--key", keyFile, file}, &out, &errb); rc != 1 {
 		t.Fatalf("rc %d, want 1; stderr: %s", rc, errb.String())
 	}
 	if !strings.Contains(errb.String(), file+":4:") || !strings.Contains(errb.String(), "imagee") {

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -13,21 +13,21 @@ import (
 // TestValidateExamples checks that the example manifests shipped in
 // manifests/ pass "tug validate", given as files or as their directory.
 func TestValidateExamples(t *testing.T) {
-	files, err := filepath.Glob("../../manifests/*.yaml")
+	files, err := filepath.Glob("../../../manifests/*.yaml")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no example manifests in ../../manifests (%v)", err)
+		t.Fatalf("no example manifests in ../../../manifests (%v)", err)
 	}
 	tests := []struct {
 		name string
 		args []string
 	}{
 		{"files", files},
-		{"directory", []string{"../../manifests"}},
+		{"directory", []string{"../../../manifests"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := testEnv.validate(tt.args, &stdout, &stderr); code != 0 {
+			if code := testValidate(tt.args, &stdout, &stderr); code != 0 {
 				t.Fatalf("validate %v = %d, want 0; stderr:\n%s", tt.args, code, stderr.String())
 			}
 			if stderr.Len() > 0 {
@@ -105,7 +105,7 @@ spec:
 				t.Fatal(err)
 			}
 			var stdout, stderr bytes.Buffer
-			code := testEnv.validate([]string{file}, &stdout, &stderr)
+			code := testValidate([]string{file}, &stdout, &stderr)
 			if code == 0 {
 				t.Fatalf("validate = 0 for a broken manifest; stdout:\n%s", stdout.String())
 			}
@@ -144,7 +144,7 @@ func TestValidateFileLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stdout, stderr bytes.Buffer
-			if code := testEnv.validate([]string{path}, &stdout, &stderr); code != tt.want {
+			if code := testValidate([]string{path}, &stdout, &stderr); code != tt.want {
 				t.Fatalf("validate = %d, want %d; stdout %q stderr %q", code, tt.want, stdout.String(), stderr.String())
 			}
 			if tt.want != 0 && (!strings.Contains(stderr.String(), "over 10485760 bytes") || strings.Contains(stdout.String(), "ok")) {
@@ -192,7 +192,7 @@ spec:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := testEnv.validate(tt.args, &stdout, &stderr); code != tt.code {
+			if code := testValidate(tt.args, &stdout, &stderr); code != tt.code {
 				t.Fatalf("validate %v = %d, want %d; stderr:\n%s", tt.args, code, tt.code, stderr.String())
 			}
 			if tt.want != "" && !strings.Contains(stderr.String(), tt.want) {
@@ -234,7 +234,7 @@ func TestValidateEmpty(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := testEnv.validate([]string{tt.path}, &stdout, &stderr); code != tt.wantCode || !strings.Contains(stderr.String(), tt.wantErr) {
+			if code := testValidate([]string{tt.path}, &stdout, &stderr); code != tt.wantCode || !strings.Contains(stderr.String(), tt.wantErr) {
 				t.Errorf("validate = %d, stderr %q; want %d and %q", code, stderr.String(), tt.wantCode, tt.wantErr)
 			}
 		})

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func TestBundleRefusesBeforePushing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := bundleCmd(context.Background(), tt.args, &stdout, &stderr)
+			code := Bundle(context.Background(), tt.args, &stdout, &stderr)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.inStderr) {
 				t.Fatalf("tug bundle %q = %d, stderr:\n%s\nwant %d and %q", tt.args, code, stderr.String(), tt.code, tt.inStderr)
 			}

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tug/internal/bundle"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/registry"
@@ -51,10 +52,10 @@ credentials of --registry-credentials (a docker config.json).
 // bundleTimeout bounds a push or a pull.
 const bundleTimeout = 2 * time.Minute
 
-// bundleCmd implements "tug bundle".
-func bundleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Bundle implements "tug bundle".
+func Bundle(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return usageError(stderr, bundleUsage, "bundle: push or pull?")
+		return cmdflag.UsageError(stderr, bundleUsage, "bundle: push or pull?")
 	}
 	switch args[0] {
 	case "push":
@@ -68,7 +69,7 @@ func bundleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprint(stdout, "Flags of push:\n"+push.FlagUsages()+"\nFlags of pull:\n"+pull.FlagUsages())
 		return 0
 	}
-	return usageError(stderr, bundleUsage, fmt.Sprintf("bundle: unknown command %q (push or pull)", args[0]))
+	return cmdflag.UsageError(stderr, bundleUsage, fmt.Sprintf("bundle: unknown command %q (push or pull)", args[0]))
 }
 
 // registryFlags say how "tug bundle" reaches a registry: as the agent
@@ -96,7 +97,7 @@ func (f registryFlags) resolver(ctx context.Context, stderr io.Writer) remotes.R
 }
 
 func bundlePushFlags() (*pflag.FlagSet, signFlags, *bool, registryFlags) {
-	fs := newFlagSet("bundle push")
+	fs := cmdflag.New("bundle push")
 	sf := addSignFlags(fs)
 	unsigned := fs.Bool("unsigned", false, "push the bare manifests, unsigned (no --key)")
 	return fs, sf, unsigned, addRegistryFlags(fs)
@@ -111,7 +112,7 @@ type pullFlags struct {
 }
 
 func bundlePullFlags() (*pflag.FlagSet, pullFlags) {
-	fs := newFlagSet("bundle pull")
+	fs := cmdflag.New("bundle pull")
 	host, _ := os.Hostname()
 	return fs, pullFlags{
 		keys:       fs.StringArray("verify-key", nil, "ed25519 public key `file` (PEM), or a directory of *.pem, as --manifest-verify-key (repeatable: any one verifies)"),
@@ -123,15 +124,15 @@ func bundlePullFlags() (*pflag.FlagSet, pullFlags) {
 
 func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, sf, unsigned, rf := bundlePushFlags()
-	pos, code, ok := parseFlags(fs, args, bundleUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, bundleUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) < 2 {
-		return usageError(stderr, bundleUsage, "bundle push: want FILE... REF")
+		return cmdflag.UsageError(stderr, bundleUsage, "bundle push: want FILE... REF")
 	}
 	if (*sf.key == "") == !*unsigned {
-		return usageError(stderr, bundleUsage, "bundle push: give --key, or --unsigned")
+		return cmdflag.UsageError(stderr, bundleUsage, "bundle push: give --key, or --unsigned")
 	}
 	files, ref := pos[:len(pos)-1], pos[len(pos)-1]
 	bad := false
@@ -170,7 +171,7 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !*unsigned {
 		var err error
 		if hdr, err = sf.header(now); err != nil {
-			return usageError(stderr, bundleUsage, "bundle push: "+err.Error())
+			return cmdflag.UsageError(stderr, bundleUsage, "bundle push: "+err.Error())
 		}
 		priv, err := sf.privateKey()
 		if err != nil {
@@ -208,12 +209,12 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, pf := bundlePullFlags()
 	keyFiles, node, minVersion := pf.keys, pf.node, pf.minVersion
-	pos, code, ok := parseFlags(fs, args, bundleUsage, stdout, stderr)
+	pos, code, ok := cmdflag.Parse(fs, args, bundleUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, bundleUsage, "bundle pull: want one REF")
+		return cmdflag.UsageError(stderr, bundleUsage, "bundle pull: want one REF")
 	}
 	ref := pos[0]
 	keys, err := bundle.LoadPublicKeys(*keyFiles)

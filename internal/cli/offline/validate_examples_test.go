@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -124,7 +124,7 @@ spec:
 				t.Fatal(err)
 			}
 			var stdout, stderr bytes.Buffer
-			if code := testEnv.validate([]string{path}, &stdout, &stderr); code != 0 {
+			if code := testValidate([]string{path}, &stdout, &stderr); code != 0 {
 				t.Fatalf("validate %s = %d, want 0; stderr:\n%s", tt.name, code, stderr.String())
 			}
 			if stderr.Len() > 0 {

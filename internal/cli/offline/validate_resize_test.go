@@ -1,4 +1,4 @@
-package cli
+package offline
 
 // websiteResizeExamples, checked by TestValidateKubernetesExamples, are the manifests of the Kubernetes website's pages
 // on pod-level resources (tasks/configure-pod-container/assign-pod-level-resources)

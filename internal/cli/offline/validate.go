@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/bundle"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/policy"
@@ -32,22 +33,22 @@ applies the admission policy of that level.
 // validate checks each manifest file (or every manifest in a directory)
 // exactly as the agent would, prints every problem as
 // "file:line:col: field.path: message", and returns 1 if there was any.
-// With --policy LEVEL it also applies the admission policy e.Policy builds,
+// With --policy LEVEL it also applies the admission policy policyOf builds,
 // as an agent with that level for the file's source and otherwise default
 // settings (--allow-privileged and --allow-host-state-mounts may be given
 // too) would, and prints each violation as "file:line:col: field.path:
 // message".
-func (e Env) validate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("validate")
+func validate(policyOf PolicyFunc, args []string, stdout, stderr io.Writer) int {
+	fs := cmdflag.New("validate")
 	level := fs.String("policy", "", "also check the admission policy of this level: privileged, baseline or restricted")
 	allowPrivileged := fs.Bool("allow-privileged", false, "with --policy: as an agent run with --allow-privileged")
 	allowHostStateMounts := fs.Bool("allow-host-state-mounts", false, "with --policy: as an agent run with --allow-host-state-mounts")
-	paths, code, ok := parseFlags(fs, args, validateUsage, stdout, stderr)
+	paths, code, ok := cmdflag.Parse(fs, args, validateUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(paths) == 0 {
-		return usageError(stderr, validateUsage, "tug validate needs a file or directory")
+		return cmdflag.UsageError(stderr, validateUsage, "tug validate needs a file or directory")
 	}
 	if *level != "" {
 		if _, err := policy.ParseLevel(*level); err != nil {
@@ -106,7 +107,7 @@ func (e Env) validate(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if *level != "" {
-			pl := e.Policy(map[string]string{src: *level}, *allowPrivileged, *allowHostStateMounts)
+			pl := policyOf(map[string]string{src: *level}, *allowPrivileged, *allowHostStateMounts)
 			blocked := false
 			for i, p := range pods {
 				var perr *policy.Error

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"crypto/ed25519"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/bundle"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/manifest"
 	"tug/internal/pod"
 )
@@ -26,22 +27,22 @@ for --manifest-verify-key. Exits 1 when a device would refuse a bundle.
 
 `
 
-// verifyCmd is "tug verify".
-func verifyCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify")
+// Verify is "tug verify".
+func Verify(args []string, stdout, stderr io.Writer) int {
+	fs := cmdflag.New("verify")
 	keys := fs.StringArray("key", nil, "ed25519 public key `file` (PEM), or a directory of *.pem (repeatable: any one verifies)")
 	host, _ := os.Hostname()
 	node := fs.String("node", host, "the `name` of the node the bundle must be for")
 	minVersion := fs.Uint64("min-version", 0, "refuse a bundle older than this `version` (what the device runs)")
-	files, code, ok := parseFlags(fs, args, verifyUsage, stdout, stderr)
+	files, code, ok := cmdflag.Parse(fs, args, verifyUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(*keys) == 0 {
-		return usageError(stderr, verifyUsage, "verify: --key is required")
+		return cmdflag.UsageError(stderr, verifyUsage, "verify: --key is required")
 	}
 	if len(files) == 0 {
-		return usageError(stderr, verifyUsage, "verify: no bundle to check")
+		return cmdflag.UsageError(stderr, verifyUsage, "verify: no bundle to check")
 	}
 	pubs, err := bundle.LoadPublicKeys(*keys)
 	if err != nil {

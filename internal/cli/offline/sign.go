@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"crypto/ed25519"
@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tug/internal/bundle"
+	"tug/internal/cli/cmdflag"
 	"tug/internal/manifest"
 	"tug/internal/pod"
 )
@@ -103,27 +104,27 @@ func validManifest(body []byte, file string, stderr io.Writer) bool {
 	return true
 }
 
-// signCmd implements "tug sign".
-func signCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sign")
+// Sign implements "tug sign".
+func Sign(args []string, stdout, stderr io.Writer) int {
+	fs := cmdflag.New("sign")
 	sf := addSignFlags(fs)
 	out := fs.StringP("output", "o", "", "output `file` (one FILE only; default FILE.signed)")
-	files, code, ok := parseFlags(fs, args, signUsage, stdout, stderr)
+	files, code, ok := cmdflag.Parse(fs, args, signUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if *sf.key == "" {
-		return usageError(stderr, signUsage, "sign: --key is required")
+		return cmdflag.UsageError(stderr, signUsage, "sign: --key is required")
 	}
 	if len(files) == 0 {
-		return usageError(stderr, signUsage, "sign: no file to sign")
+		return cmdflag.UsageError(stderr, signUsage, "sign: no file to sign")
 	}
 	if *out != "" && len(files) > 1 {
-		return usageError(stderr, signUsage, "sign: -o takes one FILE")
+		return cmdflag.UsageError(stderr, signUsage, "sign: -o takes one FILE")
 	}
 	hdr, err := sf.header(time.Now())
 	if err != nil {
-		return usageError(stderr, signUsage, "sign: "+err.Error())
+		return cmdflag.UsageError(stderr, signUsage, "sign: "+err.Error())
 	}
 	priv, err := sf.privateKey()
 	if err != nil {

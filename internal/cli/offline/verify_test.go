@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ func TestVerifyCmd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := verifyCmd(tt.args, &stdout, &stderr)
+			code := Verify(tt.args, &stdout, &stderr)
 			if code != tt.wantCode || !strings.Contains(stdout.String(), tt.wantStdout) || !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("tug verify %q = %d\nstdout %q (want %q)\nstderr %q (want %q)", tt.args, code, stdout.String(), tt.wantStdout, stderr.String(), tt.wantStderr)
 			}
