@@ -169,7 +169,7 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz: $$name ($$pkg) for $(FUZZ_TIME)"; \
-		$(GO) test -list "^$$name\$$" $$pkg | grep -qx "$$name" || { echo "fuzz: no fuzz target $$name in $$pkg"; exit 1; }; \
+		$(GO) test -list "^$$name\$$" $$pkg | grep -x "$$name" >/dev/null || { echo "fuzz: no fuzz target $$name in $$pkg"; exit 1; }; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) -parallel 2 $$pkg || exit 1; \
 	done
 
