@@ -75,14 +75,3 @@ func (s *podSyncer) syncDevices(p *pod.Pod) {
 	}
 }
 
-// deviceWait reports whether container c of p waits for its devices (as
-// the pod's last syncDevices found them), and notes its waiting reason
-// DeviceUnavailable when it does.
-func (s *podSyncer) deviceWait(p *pod.Pod, c *pod.Container) bool {
-	g := s.notes.goneDevices(p.Metadata.UID, c.Name)
-	if len(g) == 0 {
-		return false
-	}
-	s.notes.wait(p.Metadata.UID, c.Name, ReasonDeviceUnavailable, "device "+strings.Join(g, ", ")+" unavailable")
-	return true
-}

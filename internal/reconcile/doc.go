@@ -23,8 +23,9 @@
 // every configured source has reported, then removed.
 //
 // Files: loop.go (Config, Loop, Run: the one select; --max-pods), worker.go
-// (one goroutine per pod), sync.go (one pod's sync: admission, sandbox,
-// containers), backoff.go (CrashBackoff), housekeeping.go (orphans and
+// (one goroutine per pod), plan.go (planPod: what each of a pod's
+// containers needs, decided from what the sync read, pure), sync.go (one
+// pod's sync: admission, sandbox, then carrying the plan out), backoff.go (CrashBackoff), housekeeping.go (orphans and
 // leftovers), notes.go (what workers learnt that the runtime cannot tell),
 // status.go (the status view; terminatingStatus, the update condition),
 // view.go (what the API serves), interfaces.go (what it needs from others).

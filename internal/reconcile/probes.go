@@ -49,13 +49,6 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 	return true
 }
 
-// restartNow reports whether exited container last was stopped by a
-// requested restart: it starts again at once, whatever the restart policy
-// and back-off.
-func (s *podSyncer) restartNow(p *pod.Pod, last *pod.RuntimeContainer) bool {
-	return last.State == pod.RunExited && s.notes.restartRequested(p.Metadata.UID, last.ID)
-}
-
 // probeStatus applies the probes' results to a container's status: a
 // running container is ready and started as its probes say, and a
 // container a probe killed shows why.

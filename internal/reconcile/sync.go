@@ -72,7 +72,8 @@ func (r *syncResult) after(d time.Duration) {
 // each init container run to success in order, then every app container
 // running with its current spec hash. A container whose hash changed is
 // recreated; the others are left alone. An exited container is restarted
-// as the restart policy says, once its crash back-off has passed.
+// as the restart policy says, once its crash back-off has passed. What each
+// container needs is planned by planPod and carried out by carryOut.
 //
 // Admission comes first: a pod the policy refuses gets no sandbox and no
 // container; a refused update keeps the last admitted version running (see
@@ -151,37 +152,10 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		}
 	}
 	s.notes.syncFailed(uid, "")
-	byName := groupByName(all)
 	if s.probes != nil {
 		s.probes.Sync(p, all, sb)
 	}
-
-	// Containers that are no longer in the manifest go first.
-	wanted := map[string]bool{}
-	for _, c := range p.Spec.InitContainers {
-		wanted[c.Name] = true
-	}
-	for _, c := range p.Spec.Containers {
-		wanted[c.Name] = true
-	}
-	for name, recs := range byName {
-		if !wanted[name] {
-			if err := s.removeAll(ctx, p, recs); err != nil {
-				return res, err
-			}
-			delete(byName, name)
-		}
-	}
-
-	if ok, err := s.syncInit(ctx, wait, p, sb, byName, &res); !ok || err != nil {
-		return res, err
-	}
-	var errs []error
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		errs = append(errs, s.syncApp(ctx, p, c, sb, byName[c.Name], &res))
-	}
-	return res, errors.Join(errs...)
+	return res, s.carryOut(ctx, wait, p, sb, all, &res)
 }
 
 // admitted asks the admission policy about p and returns the version of the
@@ -243,183 +217,158 @@ func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error
 	return sb, nil
 }
 
-// syncInit runs the init containers in order, each to success. Once the app
-// containers have run, init containers are not run again unless their spec
-// changed; then the app containers are stopped and the whole sequence runs
-// anew, so init containers always finish before app containers start. It
-// reports whether the app containers may run: false (with no error) while
-// an init container waits for its back-off, or when one failed under
-// restartPolicy Never, which fails the pod.
-func (s *podSyncer) syncInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, byName map[string][]pod.RuntimeContainer, res *syncResult) (bool, error) {
-	if len(p.Spec.InitContainers) == 0 {
-		return true, nil
-	}
-	changed := false
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		if last := latest(byName[c.Name]); last != nil && last.SpecHash != pod.ContainerHash(p, c) {
-			changed = true
+// carryOut plans the pod's containers and acts on the plan: containers no
+// longer in the manifest go, then the init phase, then the app containers.
+// When an init container runs to success, the pod's containers are listed
+// and planned again, and the next init container follows in the same sync.
+func (s *podSyncer) carryOut(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer, res *syncResult) error {
+	for {
+		f := s.facts(p, sb, all)
+		pl := planPod(p, f)
+		for _, name := range pl.remove {
+			if err := s.removeAll(ctx, p, f.byName[name]); err != nil {
+				return err
+			}
 		}
-	}
-	appsStarted := false
-	for _, c := range p.Spec.Containers {
-		if len(byName[c.Name]) > 0 {
-			appsStarted = true
+		if pl.resetApps {
+			for _, c := range p.Spec.Containers {
+				if err := s.removeAll(ctx, p, f.byName[c.Name]); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	if appsStarted && !changed {
-		// The init phase is over; its sidecars stay running.
+		again, err := s.actInit(ctx, wait, p, sb, pl, res)
+		if err != nil || !pl.initDone && !again {
+			return err
+		}
+		if again {
+			if all, err = s.rt.PodContainers(ctx, p.Metadata.UID); err != nil {
+				return fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
+			}
+			continue
+		}
 		var errs []error
-		for i := range p.Spec.InitContainers {
-			if c := &p.Spec.InitContainers[i]; c.IsSidecar() {
-				errs = append(errs, s.syncSidecar(ctx, p, c, sb, byName[c.Name], res))
+		for _, st := range pl.apps {
+			_, _, err := s.act(ctx, wait, p, sb, st, res)
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// actInit acts on the plan's init steps. In the init phase it stops at the
+// first step that blocks the next or fails; again says an init container
+// ran to success and the pod is to be planned again. Once the phase is
+// over, every sidecar's step runs, and their errors are joined.
+func (s *podSyncer) actInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, pl podPlan, res *syncResult) (again bool, err error) {
+	var errs []error
+	for _, st := range pl.init {
+		blocked, again, err := s.act(ctx, wait, p, sb, st, res)
+		if !st.inInit {
+			errs = append(errs, err) // a sidecar beside the app containers
+			continue
+		}
+		if err != nil || again || blocked {
+			return again, err
+		}
+	}
+	return false, errors.Join(errs...)
+}
+
+// facts gathers what planPod needs besides the pod: its containers by name
+// and what tug noted of them.
+func (s *podSyncer) facts(p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer) podFacts {
+	uid := p.Metadata.UID
+	f := podFacts{
+		byName:       groupByName(all),
+		cgroupParent: sb.CgroupParent,
+		restartAsked: map[string]bool{},
+		goneDevices:  map[string][]string{},
+		due:          s.backoff.Due,
+		now:          s.now.Now(),
+	}
+	for _, recs := range f.byName {
+		if last := latest(recs); last != nil && s.notes.restartRequested(uid, last.ID) {
+			f.restartAsked[last.ID] = true
+		}
+	}
+	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			if g := s.notes.goneDevices(uid, c.Name); len(g) > 0 {
+				f.goneDevices[c.Name] = g
 			}
 		}
-		return true, errors.Join(errs...)
 	}
-	if changed {
-		for _, c := range p.Spec.Containers {
-			if err := s.removeAll(ctx, p, byName[c.Name]); err != nil {
-				return false, err
-			}
-			delete(byName, c.Name)
+	if s.probes != nil {
+		f.started = s.probes.Started
+	}
+	return f
+}
+
+// act carries out one container's step. blocked says the init containers
+// after it wait; again, that an init container ran to success and the pod
+// is to be planned again.
+func (s *podSyncer) act(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, st step, res *syncResult) (blocked, again bool, err error) {
+	uid, c := p.Metadata.UID, st.c
+	switch st.action {
+	case actKeep:
+		if !st.inInit {
+			s.notes.clear(uid, c.Name)
 		}
+		if s.unhealthy(ctx, p, c, st.last, res) {
+			return true, false, nil
+		}
+		if st.gate {
+			res.after(time.Second) // its startup probe gates the next init container
+			return true, false, nil
+		}
+		return false, false, nil
+	case actDone:
+		if !st.init {
+			s.notes.clear(uid, c.Name)
+		}
+		return false, false, nil
+	case actStop:
+		if err := s.stopContainer(ctx, p, c, *st.last, p.GracePeriod(), nil); err != nil {
+			return false, false, fmt.Errorf("stop sidecar %q: %w", c.Name, err)
+		}
+		return false, false, nil
+	case actBackOff:
+		s.notes.wait(uid, c.Name, pod.ReasonCrashLoopBackOff, backoffMessage(st.until.Sub(st.last.FinishedAt), p, c.Name))
+		s.event(p, c.Name, eventWarning, reasonBackOff, "Back-off restarting failed container "+c.Name+" in pod "+p.Metadata.Name)
+		res.after(st.until.Sub(s.now.Now()))
+		return true, false, nil
+	case actWaitDevice:
+		s.notes.wait(uid, c.Name, ReasonDeviceUnavailable, "device "+strings.Join(st.devices, ", ")+" unavailable")
+		return true, false, nil
+	case actFail:
+		return true, false, nil // the pod has failed for good
 	}
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		recs := byName[c.Name]
-		last := latest(recs)
-		hash := pod.ContainerHash(p, c)
-		current := last != nil && last.SpecHash == hash
-		if c.IsSidecar() {
-			// Started in order, then left running: the next init
-			// container starts once the sidecar runs.
-			if current && last.State == pod.RunRunning {
-				if s.unhealthy(ctx, p, c, last, res) {
-					return false, nil
-				}
-				if s.probes != nil && !s.probes.Started(last.ID, c) {
-					// Its startup probe gates the next init container.
-					res.after(time.Second)
-					return false, nil
-				}
-				continue
-			}
-			if s.deviceWait(p, c) {
-				return false, nil
-			}
-			if current && last.State == pod.RunExited && !s.restartNow(p, last) && !s.backedOff(p, c.Name, last, res) {
-				return false, nil
-			}
-			if _, err := s.start(ctx, p, c, true, recs, sb); err != nil {
-				return false, err
-			}
-			if s.probes != nil && c.StartupProbe != nil {
+	id := ""
+	if st.action == actWaitExit {
+		id = st.last.ID // still running from before: wait for it
+	} else {
+		if id, err = s.start(ctx, p, c, st.init, st.recs, sb); err != nil {
+			return true, false, err
+		}
+		if !st.init || c.IsSidecar() {
+			if st.gate {
 				res.after(time.Second) // its startup probe gates the next one
-				return false, nil
+				return true, false, nil
 			}
-			continue
-		}
-		id := ""
-		switch {
-		case current && last.State == pod.RunExited && last.ExitCode == 0:
-			continue
-		case current && last.State == pod.RunExited && p.Spec.RestartPolicy == pod.RestartNever:
-			return false, nil // the pod has failed for good
-		case current && last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
-			return false, nil
-		case current && last.State == pod.RunRunning:
-			id = last.ID // still running from before: wait for it
-		case s.deviceWait(p, c):
-			return false, nil
-		default:
-			var err error
-			if id, err = s.start(ctx, p, c, true, recs, sb); err != nil {
-				return false, err
-			}
-		}
-		code, err := s.rt.WaitContainer(wait, id)
-		if err != nil {
-			return false, fmt.Errorf("wait for init container %q: %w", c.Name, err)
-		}
-		if code != 0 {
-			// Let the next sync read the exit back and apply the back-off.
-			res.after(time.Millisecond)
-			return false, nil
+			return false, false, nil
 		}
 	}
-	return true, nil
-}
-
-// syncApp keeps one app container running with the current spec, restarting
-// an exited one as the pod's restart policy says, after its back-off.
-func (s *podSyncer) syncApp(ctx context.Context, p *pod.Pod, c *pod.Container, sb pod.Sandbox, recs []pod.RuntimeContainer, res *syncResult) error {
-	last := latest(recs)
-	switch {
-	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
-		// new, or changed: start replaces the old container
-	case last.State == pod.RunRunning && last.CgroupParent != "" && last.CgroupParent != sb.CgroupParent:
-		// The pod's QoS class changed with another container's resources:
-		// this one still runs in the old class's cgroup. Start moves it.
-	case last.State == pod.RunRunning:
-		s.notes.clear(p.Metadata.UID, c.Name)
-		s.unhealthy(ctx, p, c, last, res)
-		return nil
-	case s.restartNow(p, last):
-		// stopped by a requested restart: it starts again at once
-	case last.State == pod.RunExited && !restartsIn(p, last):
-		s.notes.clear(p.Metadata.UID, c.Name)
-		return nil
-	case s.deviceWait(p, c):
-		// Its device is gone: it waits for it, not for a back-off,
-		// and a change of the devices syncs the pod again.
-		return nil
-	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
-		return nil
-	}
-	if s.deviceWait(p, c) {
-		return nil // new, changed or asked to restart: it waits as well
-	}
-	_, err := s.start(ctx, p, c, false, recs, sb)
-	return err
-}
-
-// syncSidecar keeps a sidecar init container running beside the app
-// containers: restarted whatever its exit code (after its back-off), as a
-// container of a restartPolicy Always pod, until the app containers are
-// done for good (a Job's pod that completed), when it is stopped.
-func (s *podSyncer) syncSidecar(ctx context.Context, p *pod.Pod, c *pod.Container, sb pod.Sandbox, recs []pod.RuntimeContainer, res *syncResult) error {
-	last := latest(recs)
-	if appsDone(p, s.appRecords(ctx, p)) {
-		if last != nil && last.State == pod.RunRunning {
-			return s.stopOnly(ctx, p, *last)
-		}
-		return nil
-	}
-	switch {
-	case last == nil, last.SpecHash != pod.ContainerHash(p, c):
-	case last.State == pod.RunRunning:
-		s.notes.clear(p.Metadata.UID, c.Name)
-		s.unhealthy(ctx, p, c, last, res)
-		return nil
-	case s.deviceWait(p, c):
-		return nil
-	case s.restartNow(p, last):
-	case last.State == pod.RunExited && !s.backedOff(p, c.Name, last, res):
-		return nil
-	}
-	_, err := s.start(ctx, p, c, true, recs, sb)
-	return err
-}
-
-// appRecords lists the pod's app containers' records (nil on error: then
-// the sidecars are kept, the safe side).
-func (s *podSyncer) appRecords(ctx context.Context, p *pod.Pod) map[string][]pod.RuntimeContainer {
-	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
+	code, err := s.rt.WaitContainer(wait, id)
 	if err != nil {
-		return nil
+		return true, false, fmt.Errorf("wait for init container %q: %w", c.Name, err)
 	}
-	return groupByName(all)
+	if code != 0 {
+		// Let the next sync read the exit back and apply the back-off.
+		res.after(time.Millisecond)
+		return true, false, nil
+	}
+	return false, true, nil
 }
 
 // appsDone reports whether every app container of p has exited and will
@@ -435,28 +384,6 @@ func appsDone(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
 		}
 	}
 	return true
-}
-
-// stopOnly stops a container and keeps its record (for its status).
-func (s *podSyncer) stopOnly(ctx context.Context, p *pod.Pod, r pod.RuntimeContainer) error {
-	if err := s.stopContainer(ctx, p, containerSpec(p, r.Name), r, p.GracePeriod(), nil); err != nil {
-		return fmt.Errorf("stop sidecar %q: %w", r.Name, err)
-	}
-	return nil
-}
-
-// backedOff reports whether the exited container last may restart now. If
-// not, it notes CrashLoopBackOff and asks for a sync when it may.
-func (s *podSyncer) backedOff(p *pod.Pod, name string, last *pod.RuntimeContainer, res *syncResult) bool {
-	due := s.backoff.Due(last)
-	wait := due.Sub(s.now.Now())
-	if wait <= 0 {
-		return true
-	}
-	s.notes.wait(p.Metadata.UID, name, pod.ReasonCrashLoopBackOff, backoffMessage(due.Sub(last.FinishedAt), p, name))
-	s.event(p, name, eventWarning, reasonBackOff, "Back-off restarting failed container "+name+" in pod "+p.Metadata.Name)
-	res.after(wait)
-	return false
 }
 
 // start runs the next attempt of c. It first stops and removes the
