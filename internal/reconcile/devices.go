@@ -74,4 +74,3 @@ func (s *podSyncer) syncDevices(p *pod.Pod) {
 		}
 	}
 }
-

@@ -67,16 +67,20 @@ func TestPlanPod(t *testing.T) {
 			want: "apps: app keep, side keep",
 		},
 		{
-			name:   "a changed image: that container is replaced, the other kept",
-			pod:    web(),
-			recs:   func(p *pod.Pod) []pod.RuntimeContainer { return []pod.RuntimeContainer{running(p, "app", 0), running(p, "side", 0)} },
+			name: "a changed image: that container is replaced, the other kept",
+			pod:  web(),
+			recs: func(p *pod.Pod) []pod.RuntimeContainer {
+				return []pod.RuntimeContainer{running(p, "app", 0), running(p, "side", 0)}
+			},
 			change: newImage,
 			want:   "apps: app start(changed), side keep",
 		},
 		{
-			name:   "a resize without in-place resize: the container is recreated",
-			pod:    web(),
-			recs:   func(p *pod.Pod) []pod.RuntimeContainer { return []pod.RuntimeContainer{running(p, "app", 0), running(p, "side", 0)} },
+			name: "a resize without in-place resize: the container is recreated",
+			pod:  web(),
+			recs: func(p *pod.Pod) []pod.RuntimeContainer {
+				return []pod.RuntimeContainer{running(p, "app", 0), running(p, "side", 0)}
+			},
 			change: moreMemory,
 			want:   "apps: app start(changed), side keep",
 		},
