@@ -22,6 +22,7 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/podconfig"
 	"tug/internal/podlogs"
+	"tug/internal/podplan"
 	"tug/internal/podruntime"
 	"tug/internal/podview"
 	"tug/internal/policy"
@@ -377,7 +378,7 @@ func loopConfig(cfg config.Config, h host, in inputs, rp runtimeParts, np nodePa
 		Desired: in.src.store, Sources: in.src.names, Admission: admission{policy: pl, devices: rp.devs},
 		Updates: in.src.store.Updates(), Events: np.lifecycle.Events(),
 		ResyncPeriod: cfg.SyncFrequency, MaxPods: cfg.MaxPods, Pressure: c.pressure,
-		Backoff: &reconcile.CrashBackoff{
+		Backoff: &podplan.CrashBackoff{
 			Initial: cfg.CrashLoopBackOffInitial,
 			Max:     cfg.CrashLoopBackOffMax,
 			Reset:   cfg.CrashLoopBackOffReset,

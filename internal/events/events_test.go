@@ -4,17 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"tug/internal/pod"
+	"tug/internal/testutil"
 )
-
-func testPod(name string) *pod.Pod {
-	p := &pod.Pod{}
-	p.Metadata.Name, p.Metadata.Namespace, p.Metadata.UID = name, "default", "uid-"+name
-	p.Spec.InitContainers = []pod.Container{{Name: "setup"}}
-	p.Spec.Containers = []pod.Container{{Name: "app"}}
-	return p
-}
 
 func TestRing(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -59,7 +50,7 @@ func TestRing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := New(tt.size, func() time.Time { return t0 }, "node1")
 			for _, e := range tt.record {
-				r.Event(testPod(e.pod), e.container, e.typ, e.reason, e.msg)
+				r.Event(testutil.Pod(e.pod, testutil.WithInit("setup")), e.container, e.typ, e.reason, e.msg)
 			}
 			got := r.List(0)
 			if len(got) != len(tt.want) {
@@ -86,7 +77,7 @@ func itoa(n int) string { return string(rune('0' + n)) }
 
 func TestRingNil(t *testing.T) {
 	var r *Ring
-	r.Event(testPod("a"), "", Normal, "Started", "") // must not panic
+	r.Event(testutil.Pod("a", testutil.WithInit("setup")), "", Normal, "Started", "") // must not panic
 	New(1, nil, "").Event(nil, "", Normal, "Started", "")
 }
 
@@ -102,7 +93,7 @@ func TestWait(t *testing.T) {
 		}
 		got <- evs
 	}()
-	r.Event(testPod("a"), "app", Normal, "Started", "s")
+	r.Event(testutil.Pod("a", testutil.WithInit("setup")), "app", Normal, "Started", "s")
 	evs := <-got
 	if len(evs) != 1 || evs[0].Reason != "Started" {
 		t.Fatalf("Wait = %+v", evs)

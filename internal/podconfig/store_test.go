@@ -11,14 +11,11 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 func mkPod(source, name, image string) *pod.Pod {
-	p := &pod.Pod{APIVersion: "v1", Kind: "Pod"}
-	p.Metadata.Namespace, p.Metadata.Name = "default", name
-	p.Metadata.UID = pod.UID(source, "default", name)
-	p.Spec.Containers = []pod.Container{{Name: "c", Image: image}}
-	return p
+	return testutil.Pod(name, testutil.WithUID(pod.UID(source, "default", name)), testutil.WithApps("c"), testutil.WithImage(image))
 }
 
 // good returns a parsed file of source holding pods given as "name:image".

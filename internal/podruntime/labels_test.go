@@ -14,15 +14,11 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 func testPod(name string) *pod.Pod {
-	p := &pod.Pod{
-		Metadata: pod.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:     pod.PodSpec{Containers: []pod.Container{{Name: "app", Image: "busybox:1.35"}}},
-	}
-	p.Metadata.UID = pod.UID("file:/etc/tug/manifests", "default", name)
-	return p
+	return testutil.Pod(name, testutil.WithUID(pod.UID("file:/etc/tug/manifests", "default", name)))
 }
 
 func TestContainerID(t *testing.T) {

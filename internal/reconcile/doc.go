@@ -23,12 +23,12 @@
 // every configured source has reported, then removed.
 //
 // Files: loop.go (Config, Loop, Run: the one select; --max-pods), worker.go
-// (one goroutine per pod), plan.go (planPod: what each of a pod's
-// containers needs, decided from what the sync read, pure), sync.go (one
-// pod's sync: admission, sandbox, then carrying the plan out), backoff.go (CrashBackoff), housekeeping.go (orphans and
-// leftovers), notes.go (what workers learnt that the runtime cannot tell),
-// status.go (the status view; terminatingStatus, the update condition),
-// view.go (what the API serves), interfaces.go (what it needs from others).
+// (one goroutine per pod), sync.go (one pod's sync: admission, sandbox,
+// then carrying out the plan package podplan computes), housekeeping.go
+// (orphans and leftovers), notes.go (what workers learnt that the runtime
+// cannot tell), status.go (the status view; terminatingStatus, the update
+// condition), view.go (what the API serves), interfaces.go (what it needs
+// from others).
 //
 // A pod given devices reports the tug.io/DevicesReady condition; while one
 // is gone its containers that exit wait with reason DeviceUnavailable
@@ -36,6 +36,6 @@
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
 // Cgroups, Ownership, Admission, Devices) and imports pod, podconfig and pleg (for
-// their change and event types), clock and redact only; never podruntime,
+// their change and event types), podplan, clock and redact only; never podruntime,
 // network, qos, policy or source, which agent/ connects to it.
 package reconcile

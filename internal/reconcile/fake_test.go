@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
+	"tug/internal/testutil"
 )
 
 // fakeRuntime holds containers in memory, like containerd would by labels.
@@ -255,19 +257,11 @@ func (c *fakeCgroups) List() ([]string, error) {
 
 // testPod builds a pod with the given init and app container names.
 func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
-	p := &pod.Pod{APIVersion: "v1", Kind: "Pod"}
-	p.Metadata = pod.ObjectMeta{Name: "web-node", Namespace: "default", UID: "uid-web"}
-	p.Spec.RestartPolicy = policy
-	for _, n := range inits {
-		p.Spec.InitContainers = append(p.Spec.InitContainers, pod.Container{Name: n, Image: "busybox:1.35"})
-	}
-	for _, n := range apps {
-		p.Spec.Containers = append(p.Spec.Containers, pod.Container{Name: n, Image: "busybox:1.35", Args: []string{"sleep", "1000"}})
-	}
-	return p
+	return testutil.Pod("web-node", testutil.WithUID("uid-web"), testutil.WithRestartPolicy(policy),
+		testutil.WithInit(inits...), testutil.WithApps(apps...))
 }
 
 // newTestSyncer returns a syncer whose back-off never delays (Initial 0).
 func newTestSyncer(rt Runtime, sb Sandbox) *podSyncer {
-	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &statusNotes{}, backoff: &CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
+	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &statusNotes{}, backoff: &podplan.CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
 }

@@ -17,6 +17,7 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podplan"
 	"tug/internal/podview"
 )
 
@@ -49,7 +50,7 @@ type Config struct {
 	// and a refused update leaves the last admitted version running.
 	Admission Admission
 	// Backoff times the restarts of exited containers.
-	Backoff *CrashBackoff
+	Backoff *podplan.CrashBackoff
 	// MaxPods is how many pods tug runs at most (--max-pods; 0: no limit).
 	// Pods beyond it are not started and report OutOfpods until others are
 	// removed. Which pods run is deterministic: pods that already have
@@ -158,7 +159,7 @@ func New(cfg Config) *Loop {
 		cfg.HousekeepingPeriod = 2 * time.Second
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = &CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
+		cfg.Backoff = &podplan.CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
 	n := &statusNotes{now: cfg.Clock}
 	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, rec: cfg.Recorder, pressure: cfg.Pressure}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // Progress is how far a pod's spec is applied, read from the same records
@@ -39,9 +40,9 @@ var failureReasons = map[string]bool{
 // Progress reports how far p (the spec applied now) has got.
 func (l *Loop) Progress(p *pod.Pod) Progress {
 	pr := Progress{Status: l.Status(p), Current: true, Attempts: map[string]int{}}
-	byName := groupByName(l.cfg.Cache.PodContainers(p.Metadata.UID))
+	byName := podplan.GroupByName(l.cfg.Cache.PodContainers(p.Metadata.UID))
 	check := func(c *pod.Container) {
-		last := latest(byName[c.Name])
+		last := podplan.Latest(byName[c.Name])
 		if last == nil || (last.SpecHash != pod.ContainerHash(p, c) && !resizeOnly(p, c, last)) {
 			pr.Current = false
 			return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // Resizer applies an in-place resize to a running container (implemented
@@ -73,7 +74,7 @@ func (s *podSyncer) planResize(p *pod.Pod, byName map[string][]pod.RuntimeContai
 			if init && !c.IsSidecar() {
 				continue
 			}
-			last := latest(byName[c.Name])
+			last := podplan.Latest(byName[c.Name])
 			if last == nil || last.SpecHash == pod.ContainerHash(p, c) {
 				continue
 			}
@@ -131,7 +132,7 @@ func resizeOnly(p *pod.Pod, c *pod.Container, last *pod.RuntimeContainer) bool {
 // of a running pod does not change with a resize. It returns p itself
 // when there is none.
 func allocatedPod(p *pod.Pod, recs []pod.RuntimeContainer) *pod.Pod {
-	byName := groupByName(recs)
+	byName := podplan.GroupByName(recs)
 	out := p
 	for _, it := range []struct {
 		list []pod.Container
@@ -139,7 +140,7 @@ func allocatedPod(p *pod.Pod, recs []pod.RuntimeContainer) *pod.Pod {
 	}{{p.Spec.InitContainers, true}, {p.Spec.Containers, false}} {
 		for i := range it.list {
 			c := &it.list[i]
-			last := latest(byName[c.Name])
+			last := podplan.Latest(byName[c.Name])
 			if last == nil || last.SpecHash == pod.ContainerHash(p, c) || !resizeOnly(p, c, last) {
 				continue
 			}

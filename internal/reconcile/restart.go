@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // ErrNotRunning: a restart was asked for a container that does not run.
@@ -31,11 +32,11 @@ const restartMessage = "restart requested by tug restart"
 func (l *Loop) Restart(uid string, containers []string) error {
 	var byName map[string][]pod.RuntimeContainer
 	if l.cfg.Cache != nil {
-		byName = groupByName(l.cfg.Cache.PodContainers(uid))
+		byName = podplan.GroupByName(l.cfg.Cache.PodContainers(uid))
 	}
 	ids := make([]string, 0, len(containers))
 	for _, name := range containers {
-		last := latest(byName[name])
+		last := podplan.Latest(byName[name])
 		if last == nil || last.State != pod.RunRunning {
 			return fmt.Errorf("container %s is not running: %w", name, ErrNotRunning)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // eventLog records the events of a Loop or a syncer.
@@ -47,7 +48,7 @@ func TestRestartRequested(t *testing.T) {
 	evs := &eventLog{}
 	l := New(Config{Runtime: f, Sandbox: &fakeSandbox{}, Network: &fakeNetwork{}, Cgroups: &fakeCgroups{},
 		Cache: fakeCache{f}, Recorder: evs, Log: discard(), ResyncPeriod: time.Hour,
-		Backoff: &CrashBackoff{Initial: time.Hour, Max: time.Hour, Reset: 10 * time.Hour}})
+		Backoff: &podplan.CrashBackoff{Initial: time.Hour, Max: time.Hour, Reset: 10 * time.Hour}})
 	p := testPod(pod.RestartNever, nil, []string{"app", "side"})
 	sync := func() {
 		t.Helper()

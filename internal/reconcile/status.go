@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // computeStatus derives a pod's Kubernetes-shaped status from its manifest,
@@ -16,7 +17,7 @@ import (
 // conditions). Pure: conditions' transition times come from prev, and the
 // caller stores the returned conditions for the next call.
 func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time.Time) pod.Status {
-	byName := groupByName(recs)
+	byName := podplan.GroupByName(recs)
 	st := pod.Status{StartTime: startTime(recs, n.firstSeen)}
 	var blocked *blockedUpdate
 	// ran reports, for c's status cs, what runs of a previous spec of c:
@@ -196,7 +197,7 @@ func (b *blockedUpdate) message() string {
 // outdated returns the newest record of container c of p when it was
 // created from another spec than c's, else nil.
 func outdated(p *pod.Pod, c *pod.Container, recs []pod.RuntimeContainer) *pod.RuntimeContainer {
-	last := latest(recs)
+	last := podplan.Latest(recs)
 	if last == nil || last.SpecHash == pod.ContainerHash(p, c) {
 		return nil
 	}
@@ -236,8 +237,8 @@ func terminatingMeta(p *pod.Pod, since time.Time) pod.ObjectMeta {
 // and will not be retried.
 func jobOver(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
 	for _, c := range p.Spec.Containers {
-		last := latest(byName[c.Name])
-		if last == nil || last.State != pod.RunExited || restartsIn(p, last) {
+		last := podplan.Latest(byName[c.Name])
+		if last == nil || last.State != pod.RunExited || podplan.RestartsIn(p, last) {
 			return false
 		}
 	}
@@ -266,7 +267,7 @@ func podWaiting(n podNotes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod
 // (waiting when a note says so), the previous run as lastState.
 func containerStatus(c *pod.Container, recs []pod.RuntimeContainer, w pod.StateWaiting, init bool) pod.ContainerStatus {
 	cs := pod.ContainerStatus{Name: c.Name, Image: c.Image}
-	last := latest(recs)
+	last := podplan.Latest(recs)
 	var prev *pod.RuntimeContainer
 	for i := range recs {
 		if r := &recs[i]; last != nil && r.ID != last.ID && r.State == pod.RunExited && (prev == nil || r.Attempt > prev.Attempt) {

@@ -12,6 +12,7 @@ import (
 
 	"tug/internal/clock"
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // podSyncer drives one pod's containers towards its manifest. The state it
@@ -26,7 +27,7 @@ type podSyncer struct {
 	cg      Cgroups
 	admit   Admission // nil admits every pod
 	notes   *statusNotes
-	backoff *CrashBackoff
+	backoff *podplan.CrashBackoff
 	now     clock.Clock
 	log     *slog.Logger  // nil: no log
 	rec     eventRecorder // nil: no events
@@ -73,7 +74,7 @@ func (r *syncResult) after(d time.Duration) {
 // running with its current spec hash. A container whose hash changed is
 // recreated; the others are left alone. An exited container is restarted
 // as the restart policy says, once its crash back-off has passed. What each
-// container needs is planned by planPod and carried out by carryOut.
+// container needs is planned by podplan.Compute and carried out by carryOut.
 //
 // Admission comes first: a pod the policy refuses gets no sandbox and no
 // container; a refused update keeps the last admitted version running (see
@@ -99,7 +100,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if s.resizer != nil {
 		if recs, err := s.rt.PodContainers(ctx, uid); err == nil {
 			listed, haveList = recs, true
-			plan = s.planResize(p, groupByName(listed), &res)
+			plan = s.planResize(p, podplan.GroupByName(listed), &res)
 		}
 	}
 	sandboxPod := p
@@ -224,21 +225,21 @@ func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error
 func (s *podSyncer) carryOut(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer, res *syncResult) error {
 	for {
 		f := s.facts(p, sb, all)
-		pl := planPod(p, f)
-		for _, name := range pl.remove {
-			if err := s.removeAll(ctx, p, f.byName[name]); err != nil {
+		pl := podplan.Compute(p, f)
+		for _, name := range pl.Remove {
+			if err := s.removeAll(ctx, p, f.ByName[name]); err != nil {
 				return err
 			}
 		}
-		if pl.resetApps {
+		if pl.ResetApps {
 			for _, c := range p.Spec.Containers {
-				if err := s.removeAll(ctx, p, f.byName[c.Name]); err != nil {
+				if err := s.removeAll(ctx, p, f.ByName[c.Name]); err != nil {
 					return err
 				}
 			}
 		}
 		again, err := s.actInit(ctx, wait, p, sb, pl, res)
-		if err != nil || !pl.initDone && !again {
+		if err != nil || !pl.InitDone && !again {
 			return err
 		}
 		if again {
@@ -248,7 +249,7 @@ func (s *podSyncer) carryOut(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 			continue
 		}
 		var errs []error
-		for _, st := range pl.apps {
+		for _, st := range pl.Apps {
 			_, _, err := s.act(ctx, wait, p, sb, st, res)
 			errs = append(errs, err)
 		}
@@ -260,11 +261,11 @@ func (s *podSyncer) carryOut(ctx, wait context.Context, p *pod.Pod, sb pod.Sandb
 // first step that blocks the next or fails; again says an init container
 // ran to success and the pod is to be planned again. Once the phase is
 // over, every sidecar's step runs, and their errors are joined.
-func (s *podSyncer) actInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, pl podPlan, res *syncResult) (again bool, err error) {
+func (s *podSyncer) actInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, pl podplan.Plan, res *syncResult) (again bool, err error) {
 	var errs []error
-	for _, st := range pl.init {
+	for _, st := range pl.Init {
 		blocked, again, err := s.act(ctx, wait, p, sb, st, res)
-		if !st.inInit {
+		if !st.InInit {
 			errs = append(errs, err) // a sidecar beside the app containers
 			continue
 		}
@@ -275,32 +276,32 @@ func (s *podSyncer) actInit(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbo
 	return false, errors.Join(errs...)
 }
 
-// facts gathers what planPod needs besides the pod: its containers by name
+// facts gathers what podplan.Compute needs besides the pod: its containers by name
 // and what tug noted of them.
-func (s *podSyncer) facts(p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer) podFacts {
+func (s *podSyncer) facts(p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer) podplan.Facts {
 	uid := p.Metadata.UID
-	f := podFacts{
-		byName:       groupByName(all),
-		cgroupParent: sb.CgroupParent,
-		restartAsked: map[string]bool{},
-		goneDevices:  map[string][]string{},
-		due:          s.backoff.Due,
-		now:          s.now.Now(),
+	f := podplan.Facts{
+		ByName:       podplan.GroupByName(all),
+		CgroupParent: sb.CgroupParent,
+		RestartAsked: map[string]bool{},
+		GoneDevices:  map[string][]string{},
+		Due:          s.backoff.Due,
+		Now:          s.now.Now(),
 	}
-	for _, recs := range f.byName {
-		if last := latest(recs); last != nil && s.notes.restartRequested(uid, last.ID) {
-			f.restartAsked[last.ID] = true
+	for _, recs := range f.ByName {
+		if last := podplan.Latest(recs); last != nil && s.notes.restartRequested(uid, last.ID) {
+			f.RestartAsked[last.ID] = true
 		}
 	}
 	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range list {
 			if g := s.notes.goneDevices(uid, c.Name); len(g) > 0 {
-				f.goneDevices[c.Name] = g
+				f.GoneDevices[c.Name] = g
 			}
 		}
 	}
 	if s.probes != nil {
-		f.started = s.probes.Started
+		f.Started = s.probes.Started
 	}
 	return f
 }
@@ -308,51 +309,51 @@ func (s *podSyncer) facts(p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer
 // act carries out one container's step. blocked says the init containers
 // after it wait; again, that an init container ran to success and the pod
 // is to be planned again.
-func (s *podSyncer) act(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, st step, res *syncResult) (blocked, again bool, err error) {
-	uid, c := p.Metadata.UID, st.c
-	switch st.action {
-	case actKeep:
-		if !st.inInit {
+func (s *podSyncer) act(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, st podplan.Step, res *syncResult) (blocked, again bool, err error) {
+	uid, c := p.Metadata.UID, st.Container
+	switch st.Action {
+	case podplan.Keep:
+		if !st.InInit {
 			s.notes.clear(uid, c.Name)
 		}
-		if s.unhealthy(ctx, p, c, st.last, res) {
+		if s.unhealthy(ctx, p, c, st.Last, res) {
 			return true, false, nil
 		}
-		if st.gate {
+		if st.Gate {
 			res.after(time.Second) // its startup probe gates the next init container
 			return true, false, nil
 		}
 		return false, false, nil
-	case actDone:
-		if !st.init {
+	case podplan.Done:
+		if !st.Init {
 			s.notes.clear(uid, c.Name)
 		}
 		return false, false, nil
-	case actStop:
-		if err := s.stopContainer(ctx, p, c, *st.last, p.GracePeriod(), nil); err != nil {
+	case podplan.Stop:
+		if err := s.stopContainer(ctx, p, c, *st.Last, p.GracePeriod(), nil); err != nil {
 			return false, false, fmt.Errorf("stop sidecar %q: %w", c.Name, err)
 		}
 		return false, false, nil
-	case actBackOff:
-		s.notes.wait(uid, c.Name, pod.ReasonCrashLoopBackOff, backoffMessage(st.until.Sub(st.last.FinishedAt), p, c.Name))
+	case podplan.BackOff:
+		s.notes.wait(uid, c.Name, pod.ReasonCrashLoopBackOff, backoffMessage(st.Until.Sub(st.Last.FinishedAt), p, c.Name))
 		s.event(p, c.Name, eventWarning, reasonBackOff, "Back-off restarting failed container "+c.Name+" in pod "+p.Metadata.Name)
-		res.after(st.until.Sub(s.now.Now()))
+		res.after(st.Until.Sub(s.now.Now()))
 		return true, false, nil
-	case actWaitDevice:
-		s.notes.wait(uid, c.Name, ReasonDeviceUnavailable, "device "+strings.Join(st.devices, ", ")+" unavailable")
+	case podplan.WaitDevice:
+		s.notes.wait(uid, c.Name, ReasonDeviceUnavailable, "device "+strings.Join(st.Devices, ", ")+" unavailable")
 		return true, false, nil
-	case actFail:
+	case podplan.Fail:
 		return true, false, nil // the pod has failed for good
 	}
 	id := ""
-	if st.action == actWaitExit {
-		id = st.last.ID // still running from before: wait for it
+	if st.Action == podplan.WaitExit {
+		id = st.Last.ID // still running from before: wait for it
 	} else {
-		if id, err = s.start(ctx, p, c, st.init, st.recs, sb); err != nil {
+		if id, err = s.start(ctx, p, c, st.Init, st.Recs, sb); err != nil {
 			return true, false, err
 		}
-		if !st.init || c.IsSidecar() {
-			if st.gate {
+		if !st.Init || c.IsSidecar() {
+			if st.Gate {
 				res.after(time.Second) // its startup probe gates the next one
 				return true, false, nil
 			}
@@ -371,28 +372,13 @@ func (s *podSyncer) act(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, s
 	return false, true, nil
 }
 
-// appsDone reports whether every app container of p has exited and will
-// not be restarted.
-func appsDone(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
-	if byName == nil {
-		return false
-	}
-	for _, c := range p.Spec.Containers {
-		last := latest(byName[c.Name])
-		if last == nil || last.State != pod.RunExited || restartsIn(p, last) {
-			return false
-		}
-	}
-	return true
-}
-
 // start runs the next attempt of c. It first stops and removes the
 // container's other records, keeping only the latest if it exited with the
 // current spec (for its exit status), so a pod holds at most two containers
 // per name. A failure is noted as the container's waiting reason.
 func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, recs []pod.RuntimeContainer, sb pod.Sandbox) (string, error) {
 	attempt := 0
-	last := latest(recs)
+	last := podplan.Latest(recs)
 	if last != nil {
 		attempt = last.Attempt + 1
 	}
@@ -595,64 +581,4 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// restartsIn reports whether exited container last of p is started again:
-// as its restart policy says (an app container's own restartPolicy and
-// restartPolicyRules, else the pod's), except in a Job's pod, where a
-// failed container is retried until it has failed backoffLimit+1 times
-// (each try a new pod in Kubernetes, a new attempt here), whatever the
-// policy.
-func restartsIn(p *pod.Pod, last *pod.RuntimeContainer) bool {
-	if p.BackoffLimit != nil {
-		return last.ExitCode != 0 && last.Attempt < int(*p.BackoffLimit)
-	}
-	if c := appContainer(p, last.Name); c != nil && !last.Init {
-		return c.RestartsAfter(p.Spec.RestartPolicy, last.ExitCode)
-	}
-	return restarts(p.Spec.RestartPolicy, last.ExitCode)
-}
-
-// appContainer returns p's app container name, or nil.
-func appContainer(p *pod.Pod, name string) *pod.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	return nil
-}
-
-// restarts reports whether a container that exited with code is started
-// again under policy.
-func restarts(policy pod.RestartPolicy, code int) bool {
-	switch policy {
-	case pod.RestartAlways:
-		return true
-	case pod.RestartOnFailure:
-		return code != 0
-	default:
-		return false
-	}
-}
-
-// groupByName groups containers by their manifest name, keeping the
-// runtime's order (oldest first).
-func groupByName(all []pod.RuntimeContainer) map[string][]pod.RuntimeContainer {
-	m := map[string][]pod.RuntimeContainer{}
-	for _, c := range all {
-		m[c.Name] = append(m[c.Name], c)
-	}
-	return m
-}
-
-// latest returns the record with the highest attempt, or nil.
-func latest(recs []pod.RuntimeContainer) *pod.RuntimeContainer {
-	var l *pod.RuntimeContainer
-	for i := range recs {
-		if l == nil || recs[i].Attempt >= l.Attempt {
-			l = &recs[i]
-		}
-	}
-	return l
 }

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"tug/internal/clock"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/reconcile"
+	"tug/internal/testutil"
 )
 
 // fakeStore is the pod store: the wanted pods and the pins set.
@@ -68,8 +69,8 @@ func (f *fakePods) Progress(p *pod.Pod) reconcile.Progress {
 }
 
 func testPod(annotations map[string]string) *pod.Pod {
-	return &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "0123abcd-0000-0000-0000-000000000001", Annotations: annotations},
-		Spec: pod.PodSpec{Containers: []pod.Container{{Name: "main", Image: "busybox"}}}}
+	return testutil.Pod("web", testutil.WithUID("0123abcd-0000-0000-0000-000000000001"), testutil.WithAnnotations(annotations),
+		testutil.WithApps("main"), testutil.WithImage("busybox"))
 }
 
 func ready(since time.Time, attempt int) reconcile.Progress {
@@ -195,7 +196,7 @@ func TestRollback(t *testing.T) {
 				if last := hist.Entries[len(hist.Entries)-1]; last.Hash != "B" || last.Outcome != OutcomeRolledBack || last.Reason == "" {
 					t.Errorf("history ends with %+v", last)
 				}
-				if n := testutil.ToFloat64(h.c.total.WithLabelValues("rolled_back")); n != 1 {
+				if n := promtest.ToFloat64(h.c.total.WithLabelValues("rolled_back")); n != 1 {
 					t.Errorf("rolled_back = %v", n)
 				}
 			} else if cond != nil {
@@ -358,7 +359,7 @@ func TestAtomicBundle(t *testing.T) {
 	}
 	h.store.mu.Unlock()
 	h.step(10 * time.Minute)
-	if n := testutil.ToFloat64(h.c.total.WithLabelValues("rolled_back")); n != 2 {
+	if n := promtest.ToFloat64(h.c.total.WithLabelValues("rolled_back")); n != 2 {
 		t.Errorf("rolled_back = %v, want 2 (one per pod)", n)
 	}
 	// Version 3 is tried.

@@ -7,6 +7,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // TestImageVolumeMounts: Prepare leaves an image volume to the runtime, and
@@ -14,7 +15,7 @@ import (
 // noexec, whatever its readOnly says.
 func TestImageVolumeMounts(t *testing.T) {
 	m := testManager(t)
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	p.Spec.Volumes = []pod.Volume{{Name: "assets", Image: &pod.ImageVolumeSource{Reference: "tug.test/assets:v1", PullPolicy: pod.PullNever}}}
 	c := &p.Spec.Containers[0]
 	c.VolumeMounts = []pod.VolumeMount{

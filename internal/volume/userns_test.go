@@ -15,7 +15,7 @@ import (
 func TestPrepareUserNamespace(t *testing.T) {
 	testutil.RequireRoot(t) // chown to another ID, tmpfs
 	m := testManager(t)
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	fsGroup := int64(2000)
 	p.Spec.SecurityContext = &pod.PodSecurityContext{FSGroup: &fsGroup}
 	p.Spec.Volumes = []pod.Volume{

@@ -175,7 +175,7 @@ func mustDo(t *testing.T, err error) {
 
 func volumePod(t *testing.T, hostDir string) *pod.Pod {
 	t.Helper()
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	p.Spec.Volumes = []pod.Volume{
 		{Name: "host", HostPath: &pod.HostPathVolumeSource{Path: hostDir, Type: pod.HostPathDirectoryOrCreate}},
 		{Name: "scratch", EmptyDir: &pod.EmptyDirVolumeSource{}},
@@ -359,7 +359,7 @@ func TestPreparePodKeepsEmptyDirMode(t *testing.T) {
 
 func TestPreparePodHostNetworkHostname(t *testing.T) {
 	m := testManager(t)
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	p.Spec.HostNetwork = true
 	if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestPreparePodHostNetworkHostname(t *testing.T) {
 
 func TestPreparePodLongNameHostname(t *testing.T) {
 	m := testManager(t)
-	p := testPod(strings.Repeat("a", 62) + "-node1")
+	p := testutil.Pod(strings.Repeat("a", 62) + "-node1")
 	if err := m.Prepare(p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestPreparePodLongNameHostname(t *testing.T) {
 
 func TestPreparePodErrors(t *testing.T) {
 	m := testManager(t)
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	p.Spec.Volumes = []pod.Volume{
 		{Name: "a", HostPath: &pod.HostPathVolumeSource{Path: "/no/such/dir", Type: pod.HostPathDirectory}},
 		{Name: "b", HostPath: &pod.HostPathVolumeSource{Path: "/dev/null", Type: pod.HostPathFile}},
@@ -402,7 +402,7 @@ func TestPreparePodErrors(t *testing.T) {
 func TestMemoryEmptyDir(t *testing.T) {
 	testutil.RequireRoot(t) // mounting a tmpfs needs root
 	m := testManager(t)
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	limit := pod.MustParseQuantity("1Mi")
 	p.Spec.Volumes = []pod.Volume{
 		{Name: "mem", EmptyDir: &pod.EmptyDirVolumeSource{Medium: pod.StorageMediumMemory}},
@@ -456,11 +456,4 @@ func countMountsWith(t *testing.T, filter mountinfo.FilterFunc) int {
 		t.Fatal(err)
 	}
 	return len(ms)
-}
-
-// testPod is a pod with one container, named name.
-func testPod(name string) *pod.Pod {
-	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + name}}
-	p.Spec.Containers = []pod.Container{{Name: "app", Image: "busybox:1.35"}}
-	return p
 }

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 const mi = 1 << 20
@@ -111,14 +112,12 @@ func (f *fakeEvents) Event(p *pod.Pod, _, typ, reason, _ string) {
 // mkPod makes a pod of one container "c" with the given memory request
 // (bytes, 0 for none) and volumes.
 func mkPod(uid string, memRequest int64, vols ...pod.Volume) *pod.Pod {
-	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: uid, Namespace: "default", UID: uid}}
-	c := pod.Container{Name: "c"}
+	p := testutil.Pod(uid, testutil.WithUID(uid), testutil.WithApps("c"))
 	if memRequest > 0 {
 		q := pod.MustParseQuantity(formatQuantity(SignalMemoryAvailable, memRequest))
-		c.Resources.Requests = pod.ResourceList{pod.ResourceMemory: q}
-		c.Resources.Limits = pod.ResourceList{pod.ResourceMemory: q}
+		p.Spec.Containers[0].Resources.Requests = pod.ResourceList{pod.ResourceMemory: q}
+		p.Spec.Containers[0].Resources.Limits = pod.ResourceList{pod.ResourceMemory: q}
 	}
-	p.Spec.Containers = []pod.Container{c}
 	p.Spec.Volumes = vols
 	return p
 }
@@ -287,7 +286,7 @@ func TestSynchronize(t *testing.T) {
 			if want := []string{tt.wantUID + ":Warning:Evicted"}; !slices.Equal(events.reasons, want) {
 				t.Errorf("events %q, want %q", events.reasons, want)
 			}
-			if n := testutil.ToFloat64(m.evictions.WithLabelValues(string(tt.wantSignal))); n != 1 {
+			if n := promtest.ToFloat64(m.evictions.WithLabelValues(string(tt.wantSignal))); n != 1 {
 				t.Errorf("kubelet_evictions{eviction_signal=%q} = %v, want 1", tt.wantSignal, n)
 			}
 		})

@@ -1,4 +1,4 @@
-package reconcile
+package podplan
 
 import (
 	"fmt"
@@ -8,23 +8,24 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
-// TestPlanPod pins planPod's decisions: for a pod and what the sync read
+// TestPlanPod pins Compute's decisions: for a pod and what the sync read
 // (its containers' records, the restarts asked for, the devices gone, the
 // back-offs, the startup probes), what each container needs.
 func TestPlanPod(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	web := func() *pod.Pod { return testPod(pod.RestartAlways, nil, []string{"app", "side"}) }
-	withInit := func() *pod.Pod { return testPod(pod.RestartAlways, []string{"setup", "migrate"}, []string{"app"}) }
+	web := func() *pod.Pod { return testutil.Pod("web", testutil.WithApps("app", "side")) }
+	withInit := func() *pod.Pod { return testutil.Pod("web", testutil.WithInit("setup", "migrate")) }
 	job := func() *pod.Pod {
-		p := testPod(pod.RestartOnFailure, nil, []string{"app"})
+		p := testutil.Pod("job", testutil.WithRestartPolicy(pod.RestartOnFailure))
 		limit := int32(2)
 		p.BackoffLimit = &limit
 		return p
 	}
 	withSidecar := func() *pod.Pod {
-		p := testPod(pod.RestartNever, []string{"proxy", "setup"}, []string{"app"})
+		p := testutil.Pod("web", testutil.WithRestartPolicy(pod.RestartNever), testutil.WithInit("proxy", "setup"))
 		always := pod.RestartAlways
 		p.Spec.InitContainers[0].RestartPolicy = &always
 		p.Spec.InitContainers[0].StartupProbe = &pod.Probe{}
@@ -50,7 +51,7 @@ func TestPlanPod(t *testing.T) {
 		// the records then hold the old spec's hash.
 		recs   func(p *pod.Pod) []pod.RuntimeContainer
 		change func(p *pod.Pod) *pod.Pod
-		facts  func(f *podFacts)
+		facts  func(f *Facts)
 		want   string
 	}{
 		{
@@ -90,7 +91,7 @@ func TestPlanPod(t *testing.T) {
 			recs: func(p *pod.Pod) []pod.RuntimeContainer {
 				return []pod.RuntimeContainer{exited(p, "app", 3, 1, now.Add(-2*time.Second)), running(p, "side", 0)}
 			},
-			facts: func(f *podFacts) { f.due = func(*pod.RuntimeContainer) time.Time { return now.Add(8 * time.Second) } },
+			facts: func(f *Facts) { f.Due = func(*pod.RuntimeContainer) time.Time { return now.Add(8 * time.Second) } },
 			want:  "apps: app back-off(10s after exit), side keep",
 		},
 		{
@@ -99,7 +100,7 @@ func TestPlanPod(t *testing.T) {
 			recs: func(p *pod.Pod) []pod.RuntimeContainer {
 				return []pod.RuntimeContainer{exited(p, "app", 3, 1, now.Add(-20*time.Second)), running(p, "side", 0)}
 			},
-			facts: func(f *podFacts) { f.due = func(*pod.RuntimeContainer) time.Time { return now.Add(-10 * time.Second) } },
+			facts: func(f *Facts) { f.Due = func(*pod.RuntimeContainer) time.Time { return now.Add(-10 * time.Second) } },
 			want:  "apps: app start(restart), side keep",
 		},
 		{
@@ -108,7 +109,7 @@ func TestPlanPod(t *testing.T) {
 			recs: func(p *pod.Pod) []pod.RuntimeContainer {
 				return []pod.RuntimeContainer{exited(p, "app", 0, 137, now), running(p, "side", 0)}
 			},
-			facts: func(f *podFacts) { f.restartAsked["app-0"] = true },
+			facts: func(f *Facts) { f.RestartAsked["app-0"] = true },
 			want:  "apps: app start(asked), side keep",
 		},
 		{
@@ -124,7 +125,7 @@ func TestPlanPod(t *testing.T) {
 		{
 			name:  "waiting for a device: new containers wait, not start",
 			pod:   web(),
-			facts: func(f *podFacts) { f.goneDevices["app"] = []string{"/dev/ttyUSB0"} },
+			facts: func(f *Facts) { f.GoneDevices["app"] = []string{"/dev/ttyUSB0"} },
 			want:  "apps: app wait-device(/dev/ttyUSB0), side start(new)",
 		},
 		{
@@ -133,7 +134,7 @@ func TestPlanPod(t *testing.T) {
 			recs: func(p *pod.Pod) []pod.RuntimeContainer {
 				return []pod.RuntimeContainer{running(p, "app", 0), running(p, "side", 0)}
 			},
-			facts: func(f *podFacts) { f.goneDevices["app"] = []string{"/dev/ttyUSB0"} },
+			facts: func(f *Facts) { f.GoneDevices["app"] = []string{"/dev/ttyUSB0"} },
 			want:  "apps: app keep, side keep",
 		},
 		{
@@ -142,9 +143,9 @@ func TestPlanPod(t *testing.T) {
 			recs: func(p *pod.Pod) []pod.RuntimeContainer {
 				return []pod.RuntimeContainer{exited(p, "app", 1, 1, now), running(p, "side", 0)}
 			},
-			facts: func(f *podFacts) {
-				f.goneDevices["app"] = []string{"/dev/ttyUSB0"}
-				f.due = func(*pod.RuntimeContainer) time.Time { return now.Add(time.Minute) }
+			facts: func(f *Facts) {
+				f.GoneDevices["app"] = []string{"/dev/ttyUSB0"}
+				f.Due = func(*pod.RuntimeContainer) time.Time { return now.Add(time.Minute) }
 			},
 			want: "apps: app wait-device(/dev/ttyUSB0), side keep",
 		},
@@ -234,8 +235,8 @@ func TestPlanPod(t *testing.T) {
 		{
 			name: "a sidecar starts and its startup probe gates the next init container",
 			pod:  withSidecar(),
-			facts: func(f *podFacts) {
-				f.started = func(string, *pod.Container) bool { return false }
+			facts: func(f *Facts) {
+				f.Started = func(string, *pod.Container) bool { return false }
 			},
 			want: "init: proxy start(new) gated",
 		},
@@ -247,8 +248,8 @@ func TestPlanPod(t *testing.T) {
 				r.Init = true
 				return []pod.RuntimeContainer{r}
 			},
-			facts: func(f *podFacts) {
-				f.started = func(string, *pod.Container) bool { return true }
+			facts: func(f *Facts) {
+				f.Started = func(string, *pod.Container) bool { return true }
 			},
 			want: "init: proxy keep, setup start(new)",
 		},
@@ -283,18 +284,18 @@ func TestPlanPod(t *testing.T) {
 			if tt.change != nil {
 				p = tt.change(p)
 			}
-			f := podFacts{
-				byName:       groupByName(recs),
-				cgroupParent: "/tug/burstable/poduid-web",
-				restartAsked: map[string]bool{},
-				goneDevices:  map[string][]string{},
-				due:          func(*pod.RuntimeContainer) time.Time { return now.Add(-time.Second) },
-				now:          now,
+			f := Facts{
+				ByName:       GroupByName(recs),
+				CgroupParent: "/tug/burstable/poduid-web",
+				RestartAsked: map[string]bool{},
+				GoneDevices:  map[string][]string{},
+				Due:          func(*pod.RuntimeContainer) time.Time { return now.Add(-time.Second) },
+				Now:          now,
 			}
 			if tt.facts != nil {
 				tt.facts(&f)
 			}
-			if got := describePlan(planPod(p, f)); got != tt.want {
+			if got := describePlan(Compute(p, f)); got != tt.want {
 				t.Errorf("plan:\n got %s\nwant %s", got, tt.want)
 			}
 		})
@@ -303,45 +304,45 @@ func TestPlanPod(t *testing.T) {
 
 // describePlan writes a plan as one line, e.g. "remove: old; init: setup
 // done; apps: app start(new)".
-func describePlan(pl podPlan) string {
+func describePlan(pl Plan) string {
 	var parts []string
-	if len(pl.remove) > 0 {
-		parts = append(parts, "remove: "+strings.Join(pl.remove, ", "))
+	if len(pl.Remove) > 0 {
+		parts = append(parts, "remove: "+strings.Join(pl.Remove, ", "))
 	}
-	if pl.resetApps {
+	if pl.ResetApps {
 		parts = append(parts, "reset apps")
 	}
-	steps := func(label string, sts []step) {
+	steps := func(label string, sts []Step) {
 		if len(sts) == 0 {
 			return
 		}
 		var s []string
 		for _, st := range sts {
-			d := st.c.Name + " " + st.action.String()
-			switch st.action {
-			case actStart:
-				d += "(" + st.why + ")"
-			case actBackOff:
-				d += fmt.Sprintf("(%v after exit)", st.until.Sub(st.last.FinishedAt))
-			case actWaitDevice:
-				d += "(" + strings.Join(st.devices, ", ") + ")"
+			d := st.Container.Name + " " + st.Action.String()
+			switch st.Action {
+			case Start:
+				d += "(" + st.Why + ")"
+			case BackOff:
+				d += fmt.Sprintf("(%v after exit)", st.Until.Sub(st.Last.FinishedAt))
+			case WaitDevice:
+				d += "(" + strings.Join(st.Devices, ", ") + ")"
 			}
-			if st.gate {
+			if st.Gate {
 				d += " gated"
 			}
 			s = append(s, d)
 		}
 		parts = append(parts, label+": "+strings.Join(s, ", "))
 	}
-	if len(pl.init) > 0 && !pl.init[0].inInit {
-		steps("sidecars", pl.init)
+	if len(pl.Init) > 0 && !pl.Init[0].InInit {
+		steps("sidecars", pl.Init)
 	} else {
-		steps("init", pl.init)
+		steps("init", pl.Init)
 	}
-	if pl.initDone != (len(pl.apps) > 0) {
-		parts = append(parts, fmt.Sprintf("initDone=%v", pl.initDone))
+	if pl.InitDone != (len(pl.Apps) > 0) {
+		parts = append(parts, fmt.Sprintf("initDone=%v", pl.InitDone))
 	}
-	steps("apps", pl.apps)
+	steps("apps", pl.Apps)
 	return strings.Join(parts, "; ")
 }
 
@@ -350,7 +351,7 @@ func describePlan(pl podPlan) string {
 func running(p *pod.Pod, name string, attempt int) pod.RuntimeContainer {
 	return pod.RuntimeContainer{
 		ID: fmt.Sprintf("%s-%d", name, attempt), Name: name, PodUID: p.Metadata.UID, Attempt: attempt,
-		SpecHash: pod.ContainerHash(p, containerSpec(p, name)), State: pod.RunRunning,
+		SpecHash: pod.ContainerHash(p, specOf(p, name)), State: pod.RunRunning,
 		CgroupParent: "/tug/burstable/poduid-web",
 	}
 }
@@ -369,4 +370,16 @@ func exitedInit(p *pod.Pod, name string, attempt, code int, finished time.Time) 
 	r := exited(p, name, attempt, code, finished)
 	r.Init = true
 	return r
+}
+
+// specOf returns the container of p named name.
+func specOf(p *pod.Pod, name string) *pod.Container {
+	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package reconcile
+package podplan
 
 import (
 	"strings"
