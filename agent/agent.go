@@ -26,6 +26,7 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/podconfig"
 	"tug/internal/podruntime"
+	"tug/internal/podstatus"
 	"tug/internal/policy"
 	"tug/internal/qos"
 	"tug/internal/reconcile"
@@ -48,10 +49,10 @@ var (
 	_ reconcile.Devices        = (*devices.Manager)(nil)
 	_ pleg.Lister              = (*podruntime.Runtime)(nil)
 	_ source.Sink              = (*podconfig.Store)(nil)
-	_ reconcile.Snapshot       = (*podconfig.Store)(nil)
-	_ reconcile.PodStatuser    = (*reconcile.Loop)(nil)
-	_ reconcile.PullMessages   = (*podruntime.Runtime)(nil)
-	_ api.StatusSource         = reconcile.StatusView{}
+	_ podstatus.Snapshot       = (*podconfig.Store)(nil)
+	_ podstatus.PodStatuser    = (*reconcile.Loop)(nil)
+	_ podstatus.PullMessages   = (*podruntime.Runtime)(nil)
+	_ api.StatusSource         = podstatus.Served{}
 	_ api.HealthChecker        = health{}
 	_ api.EventSource          = (*events.Ring)(nil)
 	_ api.SourceLister         = sourceStatus{}

@@ -24,6 +24,7 @@ import (
 	"tug/internal/podlogs"
 	"tug/internal/podplan"
 	"tug/internal/podruntime"
+	"tug/internal/podstatus"
 	"tug/internal/podview"
 	"tug/internal/policy"
 	"tug/internal/prober"
@@ -98,7 +99,7 @@ type control struct {
 	probes   *prober.Manager
 	rollouts *rollout.Controller
 	pids     *qos.PidsWatch
-	view     reconcile.StatusView
+	view     podstatus.Served
 	pressure *pressureRef
 }
 
@@ -328,7 +329,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	c.loop = reconcile.New(loopConfig(cfg, h, in, rp, np, c, tel, log))
 	resync = c.loop.Resync
 	store := in.src.store
-	c.view = reconcile.StatusView{Store: store, Loop: c.loop, Pulls: rp.rt, ImagesFromCache: rp.rt}
+	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.rt, ImagesFromCache: rp.rt}
 	var err error
 	c.rollouts, err = rollout.New(rollout.Config{
 		Dir:        filepath.Join(cfg.RootDir, "rollout"),

@@ -11,7 +11,7 @@ import (
 	"tug/internal/config"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
-	"tug/internal/reconcile"
+	"tug/internal/podstatus"
 )
 
 // errRunOnceFailed ends it when a pod failed, a manifest is broken, or the
@@ -24,7 +24,7 @@ var errRunOnceFailed = errors.New("runonce: a pod failed")
 // then prints the pods and returns nil, or errRunOnceFailed if any failed,
 // any manifest is broken, or RunOnceTimeout passed. The pods
 // keep running after tug exits, as with the kubelet's --runonce.
-func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view reconcile.StatusView, out io.Writer) error {
+func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, source string, view podstatus.Served, out io.Writer) error {
 	deadline := time.Now().Add(cfg.RunOnceTimeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -12,14 +12,14 @@ import (
 
 	"tug/internal/bundle"
 	"tug/internal/config"
-	"tug/internal/reconcile"
+	"tug/internal/podstatus"
 	"tug/internal/rollout"
 	"tug/internal/source"
 	"tug/internal/statusreport"
 )
 
 var (
-	_ statusreport.StatusSource  = reconcile.StatusView{}
+	_ statusreport.StatusSource  = podstatus.Served{}
 	_ statusreport.NodeSource    = nodeView{}
 	_ statusreport.RolloutSource = (*rollout.Controller)(nil)
 )

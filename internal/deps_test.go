@@ -78,7 +78,10 @@ var allowedImports = map[string]allowed{
 	// imports them (nor qos: reconcile→qos passed the old deny-list).
 	// What a pod's sync does, decided from what it read: pure, over pod.
 	"tug/internal/podplan": {internal: []string{"tug/internal/pod"}},
-	"tug/internal/reconcile": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/podplan", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
+	// A pod's status and what the API serves: pure, over the pod types,
+	// the store's file states and the API's wire types.
+	"tug/internal/podstatus": {internal: []string{"tug/internal/pod", "tug/internal/podplan", "tug/internal/podconfig", "tug/internal/podview"}},
+	"tug/internal/reconcile": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// The containerd adapter. Beyond containerd and runtime-spec (STYLE.md):
 	// containerd's API module, errdefs (its error kinds, and their gRPC
@@ -221,7 +224,7 @@ var allowedImports = map[string]allowed{
 	// The only place that builds concrete types and connects them: every
 	// internal package but testutil; cli for the client subcommands it
 	// dispatches to.
-	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli", "tug/internal/podplan",
+	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus",
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",

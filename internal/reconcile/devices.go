@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"tug/internal/pod"
+	"tug/internal/podstatus"
 )
 
 // Devices says which devices a pod's containers were given are gone
@@ -17,24 +18,16 @@ type Devices interface {
 	Gone(p *pod.Pod, c *pod.Container) (gone []string, has bool)
 }
 
-// Device reasons: the waiting reason of a container whose device is gone,
-// the reason of the pod's False tug.io/DevicesReady condition and of its
-// Warning event; and the Normal event when every device is back.
-const (
-	ReasonDeviceUnavailable = "DeviceUnavailable"
-	reasonDeviceAvailable   = "DeviceAvailable"
-)
+// reasonDeviceAvailable is the Normal event's reason when every device of
+// a pod is back (podstatus.ReasonDeviceUnavailable is the Warning's, when
+// one goes).
+const reasonDeviceAvailable = "DeviceAvailable"
 
 // devicesNote is what the last sync found of a pod's devices.
 type devicesNote struct {
 	has    bool                // a container of the pod was given a device
 	gone   []string            // the devices that are not present, sorted
 	byName map[string][]string // gone, by the name of the container given them
-}
-
-// message is the DevicesReady condition's message.
-func (d devicesNote) message() string {
-	return "device " + strings.Join(d.gone, ", ") + " unavailable; the containers that use it are not restarted until it is back"
 }
 
 // syncDevices notes which of p's devices are gone, and reports a change
@@ -62,7 +55,7 @@ func (s *podSyncer) syncDevices(p *pod.Pod) {
 	switch {
 	case slices.Equal(prev.gone, d.gone):
 	case len(d.gone) > 0:
-		s.event(p, "", eventWarning, ReasonDeviceUnavailable, "Device "+strings.Join(d.gone, ", ")+" unavailable")
+		s.event(p, "", eventWarning, podstatus.ReasonDeviceUnavailable, "Device "+strings.Join(d.gone, ", ")+" unavailable")
 		if s.log != nil {
 			s.log.Warn("device of a pod unavailable; the containers that use it are not restarted until it is back",
 				"pod", p.FullName(), "uid", p.Metadata.UID, "devices", d.gone)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podstatus"
 )
 
 // fakeDevices gives container "dev" a device, gone while gone is set.
@@ -72,19 +73,19 @@ func TestDeviceGone(t *testing.T) {
 		}
 	}
 	st := status()
-	if c := devicesReady(st); c.Status != "False" || c.Reason != ReasonDeviceUnavailable || c.Message == "" {
-		t.Errorf("DevicesReady %+v with the device gone, want False %s with a message", c, ReasonDeviceUnavailable)
+	if c := devicesReady(st); c.Status != "False" || c.Reason != podstatus.ReasonDeviceUnavailable || c.Message == "" {
+		t.Errorf("DevicesReady %+v with the device gone, want False %s with a message", c, podstatus.ReasonDeviceUnavailable)
 	}
 	for _, cs := range st.ContainerStatuses {
 		switch {
-		case cs.Name == "dev" && (cs.RestartCount != 0 || cs.State.Waiting == nil || cs.State.Waiting.Reason != ReasonDeviceUnavailable):
-			t.Errorf("dev: restartCount %d, state %+v; want 0, waiting %s", cs.RestartCount, cs.State, ReasonDeviceUnavailable)
+		case cs.Name == "dev" && (cs.RestartCount != 0 || cs.State.Waiting == nil || cs.State.Waiting.Reason != podstatus.ReasonDeviceUnavailable):
+			t.Errorf("dev: restartCount %d, state %+v; want 0, waiting %s", cs.RestartCount, cs.State, podstatus.ReasonDeviceUnavailable)
 		case cs.Name == "plain" && cs.RestartCount != 1:
 			t.Errorf("plain: restartCount %d, want 1", cs.RestartCount)
 		}
 	}
-	if n := countOf(rec.reasons, ReasonDeviceUnavailable); n != 1 {
-		t.Errorf("%d %s events in %v, want 1", n, ReasonDeviceUnavailable, rec.reasons)
+	if n := countOf(rec.reasons, podstatus.ReasonDeviceUnavailable); n != 1 {
+		t.Errorf("%d %s events in %v, want 1", n, podstatus.ReasonDeviceUnavailable, rec.reasons)
 	}
 
 	devs.gone = false

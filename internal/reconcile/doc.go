@@ -4,12 +4,11 @@
 // cgroup and place on the pod network, init containers one at a time to
 // success, then the app containers, restarted with a crash back-off and
 // recreated only when their spec hash changed; a removed pod is stopped and
-// everything made for it removed. It also computes each pod's status (the
-// kubelet's phase, condition and container-state rules) from the runtime's
-// containers and the notes the workers leave: a removed pod is listed as
-// terminating (with its deletionTimestamp) until its worker has removed it,
-// and an update whose new containers cannot start while the old ones run
-// is the pod's False tug.io/UpdateReady condition.
+// everything made for it removed. Each pod's status is podstatus.Compute
+// of the runtime's containers and the notes the workers leave: a removed
+// pod is listed as terminating (with its deletionTimestamp) until its
+// worker has removed it, and an update whose new containers cannot start
+// while the old ones run is the pod's False tug.io/UpdateReady condition.
 //
 // Before anything of a pod is created it is admitted, and it may be refused.
 // Words, as in docs/decisions.md ("Vocabulary"): a pod the admission policy
@@ -26,9 +25,8 @@
 // (one goroutine per pod), sync.go (one pod's sync: admission, sandbox,
 // then carrying out the plan package podplan computes), housekeeping.go
 // (orphans and leftovers), notes.go (what workers learnt that the runtime
-// cannot tell), status.go (the status view; terminatingStatus, the update
-// condition), view.go (what the API serves), interfaces.go (what it needs
-// from others).
+// cannot tell, and the podstatus.Notes made of it), interfaces.go (what it
+// needs from others).
 //
 // A pod given devices reports the tug.io/DevicesReady condition; while one
 // is gone its containers that exit wait with reason DeviceUnavailable

@@ -9,10 +9,6 @@ import (
 	"tug/internal/pod"
 )
 
-// ReasonEvicted is the status reason of a pod the eviction manager evicted
-// (phase Failed), as the kubelet's.
-const ReasonEvicted = "Evicted"
-
 // evictionRetry is how long an evicted pod stays down at least, and how
 // often it asks Pressure whether it may start again.
 const evictionRetry = 10 * time.Second

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podstatus"
 )
 
 type fakePressure struct{ ok bool }
@@ -58,9 +59,9 @@ func TestSyncEvicted(t *testing.T) {
 		wantReason string
 		wantMsg    string
 	}{
-		{"evicted: everything removed", 0, true, false, ReasonEvicted, msg},
-		{"still within the retry time", 5 * time.Second, true, false, ReasonEvicted, msg},
-		{"node pressure holds it", 6 * time.Second, false, false, ReasonEvicted, "The node had condition: [MemoryPressure]. "},
+		{"evicted: everything removed", 0, true, false, podstatus.ReasonEvicted, msg},
+		{"still within the retry time", 5 * time.Second, true, false, podstatus.ReasonEvicted, msg},
+		{"node pressure holds it", 6 * time.Second, false, false, podstatus.ReasonEvicted, "The node had condition: [MemoryPressure]. "},
 		{"pressure gone: started again", 10 * time.Second, true, true, "", ""},
 	}
 	for _, st := range steps {

@@ -18,6 +18,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podconfig"
 	"tug/internal/podplan"
+	"tug/internal/podstatus"
 	"tug/internal/podview"
 )
 
@@ -366,7 +367,7 @@ func (l *Loop) Terminating() []podview.View {
 			nn.probes = l.cfg.Prober
 			st = computeStatus(p, recs, nn, now)
 		})
-		st = terminatingStatus(st, r.since)
+		st = podstatus.Terminating(st, r.since)
 		if l.cfg.Network != nil {
 			if ip := l.cfg.Network.HostIP(); ip.IsValid() {
 				st.HostIP = ip.String()
@@ -375,7 +376,7 @@ func (l *Loop) Terminating() []podview.View {
 		if l.cfg.Cgroups != nil {
 			st.QOSClass = l.cfg.Cgroups.QOSClass(allocatedPod(p, recs))
 		}
-		out = append(out, podview.View{APIVersion: "v1", Kind: "Pod", Metadata: terminatingMeta(p, r.since), Spec: p.Spec, Status: st})
+		out = append(out, podview.View{APIVersion: "v1", Kind: "Pod", Metadata: podstatus.TerminatingMeta(p, r.since), Spec: p.Spec, Status: st})
 	}
 	sortViews(out)
 	return out

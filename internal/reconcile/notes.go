@@ -7,6 +7,7 @@ import (
 
 	"tug/internal/clock"
 	"tug/internal/pod"
+	"tug/internal/podstatus"
 )
 
 // statusNotes holds what the workers learned that the runtime cannot say: why a
@@ -216,4 +217,27 @@ func (n *statusNotes) peek(uid string, f func(p *podNotes)) {
 		return
 	}
 	f(&podNotes{})
+}
+
+// forStatus is what podstatus.Compute needs of n. Its Conditions is n's
+// map: Compute's change to it is kept.
+func (n podNotes) forStatus() podstatus.Notes {
+	s := podstatus.Notes{
+		Waiting: n.waiting, SyncErr: n.syncErr, Refused: n.refused, Blocked: n.blocked,
+		FailedAs: n.failedAs, Admitted: n.admitted != nil, IP: n.ip, Conditions: n.conditions,
+		FirstSeen: n.firstSeen, Killed: n.killed, HasDevices: n.devices.has, GoneDevices: n.devices.gone,
+		ResizeConds: n.resizeConds,
+	}
+	if n.probes != nil {
+		s.Probes = n.probes
+	}
+	if n.evicted != nil {
+		s.Evicted, s.EvictedMessage = true, n.evicted.message
+	}
+	return s
+}
+
+// computeStatus is p's status from its records recs and the notes n.
+func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time.Time) pod.Status {
+	return podstatus.Compute(p, recs, n.forStatus(), now)
 }

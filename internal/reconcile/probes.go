@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"tug/internal/pod"
@@ -47,26 +46,4 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 	}
 	res.after(time.Millisecond) // read the exit back and restart it
 	return true
-}
-
-// probeStatus applies the probes' results to a container's status: a
-// running container is ready and started as its probes say, and a
-// container a probe killed shows why.
-func probeStatus(n podNotes, c *pod.Container, cs *pod.ContainerStatus, init bool) {
-	for _, t := range []*pod.StateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-		if t != nil {
-			if msg := n.killed[strings.TrimPrefix(t.ContainerID, "containerd://")]; msg != "" {
-				t.Message = msg
-			}
-		}
-	}
-	if n.probes == nil || cs.State.Running == nil || (init && !c.IsSidecar()) {
-		return
-	}
-	id := strings.TrimPrefix(cs.ContainerID, "containerd://")
-	cs.Ready = n.probes.Ready(id, c)
-	if !init {
-		started := n.probes.Started(id, c)
-		cs.Started = &started
-	}
 }

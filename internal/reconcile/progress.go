@@ -3,6 +3,7 @@ package reconcile
 import (
 	"tug/internal/pod"
 	"tug/internal/podplan"
+	"tug/internal/podstatus"
 )
 
 // Progress is how far a pod's spec is applied, read from the same records
@@ -26,15 +27,6 @@ type Progress struct {
 	// CreateContainerError, CreateContainerConfigError, Blocked), and
 	// Message its text; "" when there is none.
 	Failure, Message string
-}
-
-// failureReasons are the waiting reasons that fail an update at once.
-var failureReasons = map[string]bool{
-	pod.ReasonErrImagePull:               true,
-	pod.ReasonImagePullBackOff:           true,
-	pod.ReasonErrImageNeverPull:          true,
-	pod.ReasonCreateContainerError:       true,
-	pod.ReasonCreateContainerConfigError: true,
 }
 
 // Progress reports how far p (the spec applied now) has got.
@@ -66,7 +58,7 @@ func (l *Loop) Progress(p *pod.Pod) Progress {
 			return
 		}
 		for _, name := range containerNames(p) {
-			if w := n.waiting[name]; failureReasons[w.Reason] {
+			if w := n.waiting[name]; podstatus.FailureReason(w.Reason) {
 				pr.Failure, pr.Message = w.Reason, name+": "+w.Message
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/pod"
 	"tug/internal/podplan"
+	"tug/internal/podstatus"
 )
 
 // podSyncer drives one pod's containers towards its manifest. The state it
@@ -340,7 +341,7 @@ func (s *podSyncer) act(ctx, wait context.Context, p *pod.Pod, sb pod.Sandbox, s
 		res.after(st.Until.Sub(s.now.Now()))
 		return true, false, nil
 	case podplan.WaitDevice:
-		s.notes.wait(uid, c.Name, ReasonDeviceUnavailable, "device "+strings.Join(st.Devices, ", ")+" unavailable")
+		s.notes.wait(uid, c.Name, podstatus.ReasonDeviceUnavailable, "device "+strings.Join(st.Devices, ", ")+" unavailable")
 		return true, false, nil
 	case podplan.Fail:
 		return true, false, nil // the pod has failed for good
@@ -435,7 +436,7 @@ func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Co
 		reason := startErrorReason(err, prev)
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
 		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
-		if !failureReasons[prev] {
+		if !podstatus.FailureReason(prev) {
 			// Once per blocked update, not on every retry.
 			s.event(p, c.Name, eventWarning, reasonUpdateBlocked, fmt.Sprintf(
 				"Update of container %s to image %s blocked (%s); the container of its previous spec keeps running", c.Name, c.Image, reason))
@@ -581,4 +582,9 @@ func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.Runtim
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// backoffMessage is the kubelet's CrashLoopBackOff message.
+func backoffMessage(d time.Duration, p *pod.Pod, name string) string {
+	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d.Round(time.Second), name, p.FullName())
 }

@@ -11,6 +11,7 @@ import (
 	"tug/internal/clock"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podstatus"
 )
 
 // TestComputeStatusUpdateBlocked: a container whose newest record ran from
@@ -166,7 +167,7 @@ func TestTerminatingStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := pod.Status{Phase: pod.PhaseRunning, Conditions: []pod.Condition{
 				{Type: pod.ConditionInitialized, Status: "True", LastTransitionTime: t0}, tt.ready}}
-			st := terminatingStatus(in, since)
+			st := podstatus.Terminating(in, since)
 			c := findCondition(st, pod.ConditionReady)
 			if c.Status != "False" || c.Reason != pod.ReasonTerminating || !c.LastTransitionTime.Equal(tt.wantAt) || c.Message == "" {
 				t.Errorf("Ready = %+v, want False, %s, since %v", *c, pod.ReasonTerminating, tt.wantAt)
@@ -182,7 +183,7 @@ func TestTerminatingStatus(t *testing.T) {
 	p := testPod(pod.RestartAlways, nil, []string{"app"})
 	grace := int64(8)
 	p.Spec.TerminationGracePeriodSeconds = &grace
-	m := terminatingMeta(p, since.In(time.FixedZone("CET", 3600)))
+	m := podstatus.TerminatingMeta(p, since.In(time.FixedZone("CET", 3600)))
 	if m.DeletionTimestamp == nil || !m.DeletionTimestamp.Equal(since) || m.DeletionTimestamp.Location() != time.UTC ||
 		m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds != 8 || p.Metadata.DeletionTimestamp != nil {
 		t.Errorf("metadata %+v, want deleted at %v (UTC) with 8 s of grace, the pod's own unchanged", m, since)
@@ -254,7 +255,7 @@ func TestLoopTerminating(t *testing.T) {
 			if cs := v.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Running == nil {
 				t.Errorf("container statuses %+v, want app still running", cs)
 			}
-			view := StatusView{Store: fakeSnapshot{}, Loop: l}
+			view := podstatus.Served{Store: fakeSnapshot{}, Loop: l}
 			if readd {
 				updates <- []podconfig.Change{{Op: podconfig.Add, Pod: podWithArg("v2")}}
 				// The loop applies changes in order: once a later one is
@@ -269,7 +270,7 @@ func TestLoopTerminating(t *testing.T) {
 				}
 			} else {
 				if pods := view.Pods(); len(pods) != 1 || pods[0].Metadata.DeletionTimestamp == nil {
-					t.Errorf("StatusView.Pods() = %+v, want the pod being removed", pods)
+					t.Errorf("Served.Pods() = %+v, want the pod being removed", pods)
 				}
 				close(release)
 				deadline := time.Now().Add(5 * time.Second)
@@ -280,7 +281,7 @@ func TestLoopTerminating(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 				if pods := view.Pods(); len(pods) != 0 {
-					t.Errorf("StatusView.Pods() = %+v after the kill, want none", pods)
+					t.Errorf("Served.Pods() = %+v after the kill, want none", pods)
 				}
 			}
 			cancel()
@@ -383,3 +384,12 @@ func TestSyncUpdateBlockedOnPull(t *testing.T) {
 		t.Errorf("UpdateReady %+v after the manifest went back, want none", *c)
 	}
 }
+
+// fakeSnapshot is a pod store with the given pods and files.
+type fakeSnapshot struct {
+	pods  []*pod.Pod
+	files []podconfig.FileState
+}
+
+func (s fakeSnapshot) Pods() []*pod.Pod             { return s.pods }
+func (s fakeSnapshot) Files() []podconfig.FileState { return s.files }

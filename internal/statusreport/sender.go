@@ -24,7 +24,7 @@ import (
 )
 
 // StatusSource gives the pods and the manifest files as the status API
-// serves them (implemented by reconcile.StatusView). Safe for concurrent use.
+// serves them (implemented by podstatus.Served). Safe for concurrent use.
 type StatusSource interface {
 	Pods() []podview.View
 	Manifests() []podview.ManifestStatus

@@ -1,4 +1,4 @@
-package reconcile
+package podstatus
 
 import (
 	"fmt"
@@ -16,19 +16,20 @@ type Snapshot interface {
 	Files() []podconfig.FileState
 }
 
-// PodStatuser computes the observed status of pods (implemented by Loop).
+// PodStatuser computes the observed status of pods (implemented by
+// reconcile.Loop).
 type PodStatuser interface {
 	Status(p *pod.Pod) pod.Status
 	Orphans() []podview.View
 	Terminating() []podview.View
 }
 
-// StatusView is the status the API serves (it fills api.StatusSource): every
+// Served is the status the API serves (it fills api.StatusSource): every
 // desired pod with the status the loop computes, the pods being removed
 // (with their deletionTimestamp) until their containers are gone, the pods
 // of sources that are no longer configured until they are removed, and
 // every manifest file with the fetch state of its source.
-type StatusView struct {
+type Served struct {
 	Store Snapshot
 	Loop  PodStatuser
 	// Fetch returns the fetch state of each URL source, by source name.
@@ -152,7 +153,7 @@ func withCondition(st pod.Status, cond *pod.Condition) pod.Status {
 // Pods returns every desired pod with its status, then the pods being
 // removed (but for one the store wants again: that is an update of it),
 // then the orphans.
-func (v StatusView) Pods() []podview.View {
+func (v Served) Pods() []podview.View {
 	pods := v.Store.Pods()
 	out := make([]podview.View, 0, len(pods))
 	desired := make(map[string]bool, len(pods))
@@ -185,7 +186,7 @@ func (v StatusView) Pods() []podview.View {
 }
 
 // Manifests returns the state of every manifest file.
-func (v StatusView) Manifests() []podview.ManifestStatus {
+func (v Served) Manifests() []podview.ManifestStatus {
 	files := v.Store.Files()
 	out := make([]podview.ManifestStatus, 0, len(files))
 	for _, f := range files {

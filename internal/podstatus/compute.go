@@ -1,4 +1,10 @@
-package reconcile
+// Package podstatus owns a pod's status: computed from its manifest, its
+// containers' records and what the sync loop noted (Compute, by the
+// kubelet's rules: the phase, the state shown for a restarting container,
+// the Initialized/ContainersReady/Ready conditions, tug's own DevicesReady
+// and UpdateReady), and the status the API serves (Served): every pod with
+// the conditions other components add, and every manifest file's state.
+package podstatus
 
 import (
 	"fmt"
@@ -10,15 +16,94 @@ import (
 	"tug/internal/podplan"
 )
 
-// computeStatus derives a pod's Kubernetes-shaped status from its manifest,
+// Notes is what the sync loop learned of a pod that its containers'
+// records cannot say.
+type Notes struct {
+	// Waiting is why a container waits, by container name
+	// (CrashLoopBackOff, ErrImagePull, ...).
+	Waiting map[string]pod.StateWaiting
+	// SyncErr is why the pod's last sync failed ("" when it did not).
+	SyncErr string
+	// Refused is why the node does not run the pod now (HostPortInUse,
+	// OutOfpods).
+	Refused pod.StateWaiting
+	// Blocked is why admission refused the pod's current version ("" if
+	// admitted).
+	Blocked string
+	// FailedAs is the pod's reason when that refusal fails it
+	// (NodeAffinity, Taint), and Admitted whether a version of it was
+	// admitted since tug started.
+	FailedAs string
+	Admitted bool
+	// IP is the pod's address, once its sandbox is set up.
+	IP string
+	// Conditions are the pod's conditions as last computed, by type: the
+	// transition times come from them. Compute drops UpdateReady from it
+	// once no update is blocked.
+	Conditions map[string]pod.Condition
+	FirstSeen  time.Time
+	// Evicted is set while the pod is evicted, with EvictedMessage the
+	// eviction manager's message.
+	Evicted        bool
+	EvictedMessage string
+	// Killed holds the probe messages of the containers a probe failure
+	// stopped, by container ID.
+	Killed map[string]string
+	// Probes gives running containers' readiness and startup (nil: no
+	// probes).
+	Probes Prober
+	// HasDevices: a container of the pod was given a device;
+	// GoneDevices are those that are not present, sorted.
+	HasDevices  bool
+	GoneDevices []string
+	// ResizeConds are the PodResizePending or PodResizeInProgress
+	// conditions of the pod's last resize (none when it was applied).
+	ResizeConds []pod.Condition
+}
+
+// Prober says what a running container's probes found.
+type Prober interface {
+	Ready(id string, c *pod.Container) bool
+	Started(id string, c *pod.Container) bool
+}
+
+// Reasons of the pod and its conditions that the sync loop sets.
+const (
+	// ReasonEvicted is the reason of a pod the eviction manager evicted.
+	ReasonEvicted = "Evicted"
+	// ReasonDeviceUnavailable is the waiting reason of a container whose
+	// device is gone and of the pod's False tug.io/DevicesReady condition.
+	ReasonDeviceUnavailable = "DeviceUnavailable"
+)
+
+// FailureReason reports whether a waiting reason fails an update at once
+// (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, CreateContainerError,
+// CreateContainerConfigError).
+func FailureReason(reason string) bool { return failureReasons[reason] }
+
+// failureReasons are the waiting reasons that fail an update at once.
+var failureReasons = map[string]bool{
+	pod.ReasonErrImagePull:               true,
+	pod.ReasonImagePullBackOff:           true,
+	pod.ReasonErrImageNeverPull:          true,
+	pod.ReasonCreateContainerError:       true,
+	pod.ReasonCreateContainerConfigError: true,
+}
+
+// DevicesMessage is the DevicesReady condition's message for gone devices.
+func DevicesMessage(gone []string) string {
+	return "device " + strings.Join(gone, ", ") + " unavailable; the containers that use it are not restarted until it is back"
+}
+
+// Compute derives a pod's Kubernetes-shaped status from its manifest,
 // its containers as the runtime reports them, and what the workers noted.
 // It follows the kubelet's rules (getPhase, the container state shown for
 // a restarting container, the Initialized/ContainersReady/Ready
 // conditions). Pure: conditions' transition times come from prev, and the
 // caller stores the returned conditions for the next call.
-func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time.Time) pod.Status {
+func Compute(p *pod.Pod, recs []pod.RuntimeContainer, n Notes, now time.Time) pod.Status {
 	byName := podplan.GroupByName(recs)
-	st := pod.Status{StartTime: startTime(recs, n.firstSeen)}
+	st := pod.Status{StartTime: startTime(recs, n.FirstSeen)}
 	var blocked *blockedUpdate
 	// ran reports, for c's status cs, what runs of a previous spec of c:
 	// its image is what the status reports, and an update of c that waits
@@ -31,7 +116,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 		if old.Image != "" {
 			cs.Image = old.Image
 		}
-		if w := n.waiting[c.Name]; blocked == nil && sidecarOrApp && old.State == pod.RunRunning && failureReasons[w.Reason] {
+		if w := n.Waiting[c.Name]; blocked == nil && sidecarOrApp && old.State == pod.RunRunning && failureReasons[w.Reason] {
 			blocked = &blockedUpdate{container: c.Name, image: c.Image, waiting: w}
 		}
 	}
@@ -39,7 +124,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	initDone, initFailed := true, false
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.waiting[c.Name]), true)
+		cs := containerStatus(c, byName[c.Name], podWaiting(n, byName[c.Name], n.Waiting[c.Name]), true)
 		probeStatus(n, c, &cs, true)
 		ran(c, &cs, c.IsSidecar())
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
@@ -66,7 +151,7 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 	var unready []string
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
-		w := podWaiting(n, byName[c.Name], n.waiting[c.Name])
+		w := podWaiting(n, byName[c.Name], n.Waiting[c.Name])
 		if !initDone && w.Reason == "" {
 			w.Reason = pod.ReasonPodInitializing
 		}
@@ -131,48 +216,48 @@ func computeStatus(p *pod.Pod, recs []pod.RuntimeContainer, n podNotes, now time
 			st.Message = fmt.Sprintf("Job has reached the specified backoff limit (%d)", *p.BackoffLimit)
 		}
 	}
-	if n.syncErr != "" {
-		st.Reason, st.Message = "SyncError", n.syncErr
+	if n.SyncErr != "" {
+		st.Reason, st.Message = "SyncError", n.SyncErr
 	}
-	if n.refused.Reason != "" {
-		st.Reason, st.Message = n.refused.Reason, n.refused.Message
+	if n.Refused.Reason != "" {
+		st.Reason, st.Message = n.Refused.Reason, n.Refused.Message
 	}
-	if n.blocked != "" {
-		st.Reason, st.Message = pod.ReasonBlocked, n.blocked
+	if n.Blocked != "" {
+		st.Reason, st.Message = pod.ReasonBlocked, n.Blocked
 	}
-	if n.failedAs != "" && n.admitted == nil {
+	if n.FailedAs != "" && !n.Admitted {
 		// Refused by node admission and never run: Failed, as the kubelet
 		// leaves a static pod that does not fit the node.
-		st.Phase, st.Reason = pod.PhaseFailed, n.failedAs
+		st.Phase, st.Reason = pod.PhaseFailed, n.FailedAs
 	}
-	if n.evicted != nil {
-		st.Phase, st.Reason, st.Message = pod.PhaseFailed, ReasonEvicted, n.evicted.message
+	if n.Evicted {
+		st.Phase, st.Reason, st.Message = pod.PhaseFailed, ReasonEvicted, n.EvictedMessage
 	}
-	if n.ip != "" {
-		st.PodIP, st.PodIPs = n.ip, []pod.PodIP{{IP: n.ip}}
+	if n.IP != "" {
+		st.PodIP, st.PodIPs = n.IP, []pod.PodIP{{IP: n.IP}}
 	}
 
 	allReady := ready == len(p.Spec.Containers)
 	st.Conditions = []pod.Condition{
-		condition(n.conditions, pod.ConditionInitialized, initDone, now, "ContainersNotInitialized"),
-		withMessage(condition(n.conditions, pod.ConditionContainersReady, allReady, now, "ContainersNotReady"), unready),
-		withMessage(condition(n.conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"), unready),
-		condition(n.conditions, pod.ConditionPodScheduled, true, now, ""),
+		condition(n.Conditions, pod.ConditionInitialized, initDone, now, "ContainersNotInitialized"),
+		withMessage(condition(n.Conditions, pod.ConditionContainersReady, allReady, now, "ContainersNotReady"), unready),
+		withMessage(condition(n.Conditions, pod.ConditionReady, allReady, now, "ContainersNotReady"), unready),
+		condition(n.Conditions, pod.ConditionPodScheduled, true, now, ""),
 	}
-	if n.devices.has {
-		c := condition(n.conditions, pod.ConditionDevicesReady, len(n.devices.gone) == 0, now, ReasonDeviceUnavailable)
+	if n.HasDevices {
+		c := condition(n.Conditions, pod.ConditionDevicesReady, len(n.GoneDevices) == 0, now, ReasonDeviceUnavailable)
 		if c.Status == "False" {
-			c.Message = n.devices.message()
+			c.Message = DevicesMessage(n.GoneDevices)
 		}
 		st.Conditions = append(st.Conditions, c)
 	}
-	st.Conditions = append(st.Conditions, n.resizeConds...)
+	st.Conditions = append(st.Conditions, n.ResizeConds...)
 	if blocked != nil {
-		c := condition(n.conditions, pod.ConditionUpdateReady, false, now, blocked.waiting.Reason)
+		c := condition(n.Conditions, pod.ConditionUpdateReady, false, now, blocked.waiting.Reason)
 		c.Message = blocked.message()
 		st.Conditions = append(st.Conditions, c)
-	} else if n.conditions != nil {
-		delete(n.conditions, pod.ConditionUpdateReady)
+	} else if n.Conditions != nil {
+		delete(n.Conditions, pod.ConditionUpdateReady)
 	}
 	return st
 }
@@ -204,10 +289,10 @@ func outdated(p *pod.Pod, c *pod.Container, recs []pod.RuntimeContainer) *pod.Ru
 	return last
 }
 
-// terminatingStatus is st, the status of a pod being removed since since,
+// Terminating is st, the status of a pod being removed since since,
 // with its Ready condition False (reason PodTerminating) from then on: the
 // pod no longer serves, whatever its containers' readiness said.
-func terminatingStatus(st pod.Status, since time.Time) pod.Status {
+func Terminating(st pod.Status, since time.Time) pod.Status {
 	st.Conditions = slices.Clone(st.Conditions)
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
@@ -223,9 +308,9 @@ func terminatingStatus(st pod.Status, since time.Time) pod.Status {
 	return st
 }
 
-// terminatingMeta is p's metadata with the deletion fields of a pod being
+// TerminatingMeta is p's metadata with the deletion fields of a pod being
 // removed since since.
-func terminatingMeta(p *pod.Pod, since time.Time) pod.ObjectMeta {
+func TerminatingMeta(p *pod.Pod, since time.Time) pod.ObjectMeta {
 	m := p.Metadata
 	at := since.UTC()
 	grace := int64(p.GracePeriod() / time.Second)
@@ -248,17 +333,17 @@ func jobOver(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
 // podWaiting is w, or, for a container with no record and no reason of
 // its own, why the whole pod is not run: blocked by the admission policy,
 // or refused (HostPortInUse, OutOfpods).
-func podWaiting(n podNotes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod.StateWaiting {
+func podWaiting(n Notes, recs []pod.RuntimeContainer, w pod.StateWaiting) pod.StateWaiting {
 	if w.Reason != "" || len(recs) != 0 {
 		return w
 	}
 	switch {
-	case n.failedAs != "":
-		return pod.StateWaiting{Reason: n.failedAs, Message: "the pod does not match this node"}
-	case n.blocked != "":
+	case n.FailedAs != "":
+		return pod.StateWaiting{Reason: n.FailedAs, Message: "the pod does not match this node"}
+	case n.Blocked != "":
 		return pod.StateWaiting{Reason: pod.ReasonBlocked, Message: "the pod is blocked by the admission policy"}
-	case n.refused.Reason != "":
-		return n.refused
+	case n.Refused.Reason != "":
+		return n.Refused
 	}
 	return w
 }
@@ -390,11 +475,6 @@ func startTime(recs []pod.RuntimeContainer, firstSeen time.Time) *time.Time {
 	return &t
 }
 
-// backoffMessage is the kubelet's CrashLoopBackOff message.
-func backoffMessage(d time.Duration, p *pod.Pod, name string) string {
-	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d.Round(time.Second), name, p.FullName())
-}
-
 // computeResources is the cpu and memory of l (nil if neither).
 func computeResources(l pod.ResourceList) pod.ResourceList {
 	var out pod.ResourceList
@@ -407,4 +487,26 @@ func computeResources(l pod.ResourceList) pod.ResourceList {
 		}
 	}
 	return out
+}
+
+// probeStatus applies the probes' results to a container's status: a
+// running container is ready and started as its probes say, and a
+// container a probe killed shows why.
+func probeStatus(n Notes, c *pod.Container, cs *pod.ContainerStatus, init bool) {
+	for _, t := range []*pod.StateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+		if t != nil {
+			if msg := n.Killed[strings.TrimPrefix(t.ContainerID, "containerd://")]; msg != "" {
+				t.Message = msg
+			}
+		}
+	}
+	if n.Probes == nil || cs.State.Running == nil || (init && !c.IsSidecar()) {
+		return
+	}
+	id := strings.TrimPrefix(cs.ContainerID, "containerd://")
+	cs.Ready = n.Probes.Ready(id, c)
+	if !init {
+		started := n.Probes.Started(id, c)
+		cs.Started = &started
+	}
 }

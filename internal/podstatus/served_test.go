@@ -1,4 +1,4 @@
-package reconcile
+package podstatus
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ func TestViewTerminating(t *testing.T) {
 	gone.Metadata.Name, gone.Metadata.UID = "gone", "u-gone"
 	replaced := podview.View{Kind: "Pod"}
 	replaced.Metadata.Name, replaced.Metadata.UID = "web", "u-web"
-	v := StatusView{Store: fakeSnapshot{pods: []*pod.Pod{web}},
+	v := Served{Store: fakeSnapshot{pods: []*pod.Pod{web}},
 		Loop: fakeStatuser{terminating: []podview.View{gone, replaced}, orphans: []podview.View{{Kind: "Pod"}}}}
 	pods := v.Pods()
 	if len(pods) != 3 || pods[0].Metadata.Name != "web" || pods[0].Status.Message != "status of web" || pods[1].Metadata.Name != "gone" {
@@ -46,7 +46,7 @@ func TestViewTerminating(t *testing.T) {
 func TestView(t *testing.T) {
 	web := &pod.Pod{}
 	web.Metadata.Name = "web"
-	v := StatusView{
+	v := Served{
 		Store: fakeSnapshot{
 			pods: []*pod.Pod{web},
 			files: []podconfig.FileState{
@@ -88,7 +88,7 @@ func TestViewPIDLimitCondition(t *testing.T) {
 	bomb, web := &pod.Pod{}, &pod.Pod{}
 	bomb.Metadata.Name, web.Metadata.Name = "bomb", "web"
 	cond := &pod.Condition{Type: pod.ConditionPIDLimitReached, Status: "True", Reason: pod.ReasonPIDLimitReached, Message: "limit of 300"}
-	v := StatusView{Store: fakeSnapshot{pods: []*pod.Pod{bomb, web}}, Loop: fakeStatuser{},
+	v := Served{Store: fakeSnapshot{pods: []*pod.Pod{bomb, web}}, Loop: fakeStatuser{},
 		PIDLimits: fakePodConditions{"bomb": cond}}
 	pods := v.Pods()
 	got := pods[0].Status
