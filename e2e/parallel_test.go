@@ -21,6 +21,8 @@ var runsAlone = map[string]string{
 	"TestKill9Twenty":           "wants /healthz within 2 s of each of 20 restarts",
 	"TestQoSCPUEnforcement":     "spins one core with two pods to compare their CPU weights",
 	"TestLogOutputDiskBound":    "writes logs as fast as the disk takes them",
+	"TestCrashLoopBackoffFlags": "measures each restart's back-off to ±700 ms",
+	"TestSubPathSymlinkRace":    "flips a symlink at full speed for a minute against as many starts as it can get",
 }
 
 // TestSuiteRunsInParallel keeps the suite parallel: every test's first
