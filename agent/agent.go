@@ -25,6 +25,7 @@ import (
 	"tug/internal/network"
 	"tug/internal/pleg"
 	"tug/internal/podconfig"
+	"tug/internal/podexec"
 	"tug/internal/podruntime"
 	"tug/internal/podstatus"
 	"tug/internal/policy"
@@ -188,11 +189,11 @@ func (h health) Healthy(ctx context.Context) error {
 	return errors.Join(h.pleg.Healthy(), h.runtime.Ping(ctx))
 }
 
-// execer runs tug exec's commands through podruntime.
-type execer struct{ rt *podruntime.Runtime }
+// execer runs tug exec's commands through podexec.
+type execer struct{ ex *podexec.Execer }
 
 func (e execer) Exec(ctx context.Context, id string, cmd []string, s api.ExecStreams) (api.ExecProcess, error) {
-	p, err := e.rt.Exec(ctx, id, cmd, podruntime.ExecStreams{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr,
+	p, err := e.ex.Exec(ctx, id, cmd, podexec.Streams{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr,
 		TTY: s.TTY, Width: s.Width, Height: s.Height})
 	if err != nil {
 		return nil, err

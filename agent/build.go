@@ -320,7 +320,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	// The prober asks the loop for a sync when a liveness probe fails.
 	var resync func(uid string)
 	c.probes = prober.New(prober.Config{
-		Exec:       rp.rt.ExecSync,
+		Exec:       rp.rt.Execer().ExecSync,
 		Notify:     func(uid string) { resync(uid) },
 		Events:     tel.ring,
 		Registerer: tel.registry,
@@ -385,7 +385,7 @@ func loopConfig(cfg config.Config, h host, in inputs, rp runtimeParts, np nodePa
 			Reset:   cfg.CrashLoopBackOffReset,
 		},
 		Log: log.With("component", "reconcile"), Registerer: tel.registry, Recorder: tel.ring,
-		Claims: in.src.store, ClaimDirs: rp.rt, Prober: c.probes, Hooks: prober.Hooks{Exec: rp.rt.ExecSync},
+		Claims: in.src.store, ClaimDirs: rp.rt, Prober: c.probes, Hooks: prober.Hooks{Exec: rp.rt.Execer().ExecSync},
 		PodDirs: rp.rt, Images: rp.rt,
 		// A container whose image a power cut damaged gets the image
 		// repaired (removed, pulled or imported again).
@@ -465,7 +465,7 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 		Node: nodeView{name: h.name, m: r.evictions, devices: rp.devs}, LogsDir: cfg.PodLogsDir,
 		Journal:  logsJournal(cfg.ContainerLogDriver, log),
 		Registry: tel.registry, Sources: srcStatus, Events: tel.ring, Rollouts: c.rollouts,
-		Exec: execer{rp.rt}, Restarts: c.loop}
+		Exec: execer{rp.rt.Execer()}, Restarts: c.loop}
 	if r.cgErr == nil {
 		server.Stats = podStats{containers: np.lifecycle, cgroups: r.cgroups}
 	}

@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"tug/internal/podlabels"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
-
-	"tug/internal/podruntime"
 )
 
 // queryTimeout bounds one look at containerd.
@@ -33,10 +32,10 @@ type ctr struct {
 	ExitedAt time.Time // when Status is Stopped
 }
 
-func (c ctr) UID() string  { return c.Labels[podruntime.LabelPodUID] }
-func (c ctr) Name() string { return c.Labels[podruntime.LabelContainer] }
+func (c ctr) UID() string  { return c.Labels[podlabels.LabelPodUID] }
+func (c ctr) Name() string { return c.Labels[podlabels.LabelContainer] }
 func (c ctr) Attempt() int {
-	n, err := strconv.Atoi(c.Labels[podruntime.LabelAttempt])
+	n, err := strconv.Atoi(c.Labels[podlabels.LabelAttempt])
 	if err != nil {
 		return -1
 	}
@@ -52,7 +51,7 @@ func (c ctr) exit() (code int, at time.Time, ok bool) {
 	if c.Status != "" {
 		return 0, time.Time{}, false
 	}
-	s, found := c.Labels[podruntime.LabelExitCode]
+	s, found := c.Labels[podlabels.LabelExitCode]
 	if !found {
 		return 0, time.Time{}, false
 	}
@@ -60,7 +59,7 @@ func (c ctr) exit() (code int, at time.Time, ok bool) {
 	if err != nil {
 		return 0, time.Time{}, false
 	}
-	at, err = time.Parse(time.RFC3339Nano, c.Labels[podruntime.LabelFinishedAt])
+	at, err = time.Parse(time.RFC3339Nano, c.Labels[podlabels.LabelFinishedAt])
 	if err != nil {
 		return 0, time.Time{}, false
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/podruntime"
 	"tug/internal/podview"
 )
@@ -41,16 +42,16 @@ func TestContainerIDTakenIsNotRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := &pod.Pod{Metadata: pod.ObjectMeta{Name: staticName("collide"), Namespace: "default", UID: tg.uid("collide")}}
-	id := podruntime.ContainerID(victim, "main", 0)
+	id := podlabels.ContainerID(victim, "main", 0)
 	planted, err := tg.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithNewSnapshot(id+"-planted", img),
 		containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")),
 		containerd.WithRuntime("io.containerd.runc.v2", nil),
 		containerd.WithContainerLabels(map[string]string{
-			podruntime.LabelPodName:      "someone-else",
-			podruntime.LabelPodNamespace: "elsewhere",
-			podruntime.LabelContainer:    "main",
+			podlabels.LabelPodName:      "someone-else",
+			podlabels.LabelPodNamespace: "elsewhere",
+			podlabels.LabelContainer:    "main",
 		}),
 	)
 	if err != nil {
@@ -86,7 +87,7 @@ func TestContainerIDTakenIsNotRemoved(t *testing.T) {
 		t.Errorf("the planted container's task is %s (pid %d, was %d), want it running untouched", st.Status, task.Pid(), pid)
 	}
 	labels, err := planted.Labels(ctx)
-	if err != nil || labels[podruntime.LabelPodName] != "someone-else" {
+	if err != nil || labels[podlabels.LabelPodName] != "someone-else" {
 		t.Errorf("the planted container's labels = %v, %v", labels, err)
 	}
 	if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil {

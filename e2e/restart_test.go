@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
-	"tug/internal/podruntime"
+	"tug/internal/podlabels"
 	"tug/internal/podview"
 	"tug/internal/testutil"
 )
@@ -268,8 +268,8 @@ func (tg *tug) sameTasks(want map[string]ctr) error {
 			continue
 		case c.Status != containerd.Running || c.PID != w.PID:
 			problems = append(problems, fmt.Sprintf("%v, was pid %d running", c, w.PID))
-		case c.Attempt() != 0 || c.Labels[podruntime.LabelRestartCount] != "0":
-			problems = append(problems, fmt.Sprintf("%v has restart count %q", c, c.Labels[podruntime.LabelRestartCount]))
+		case c.Attempt() != 0 || c.Labels[podlabels.LabelRestartCount] != "0":
+			problems = append(problems, fmt.Sprintf("%v has restart count %q", c, c.Labels[podlabels.LabelRestartCount]))
 		}
 		seen++
 	}

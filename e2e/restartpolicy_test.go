@@ -14,7 +14,7 @@ import (
 	"github.com/containerd/typeurl/v2"
 
 	"tug/internal/pod"
-	"tug/internal/podruntime"
+	"tug/internal/podlabels"
 	"tug/internal/podview"
 )
 
@@ -301,7 +301,7 @@ func (tg *tug) recordTaskStarts() *taskStarts {
 				lctx, lcancel := context.WithTimeout(ctx, queryTimeout)
 				if c, err := tg.client.LoadContainer(lctx, start.ContainerID); err == nil {
 					if labels, err := c.Labels(lctx); err == nil {
-						s.container = labels[podruntime.LabelContainer]
+						s.container = labels[podlabels.LabelContainer]
 						s.attempt = ctr{Labels: labels}.Attempt()
 					}
 				}

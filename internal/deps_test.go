@@ -83,6 +83,12 @@ var allowedImports = map[string]allowed{
 	"tug/internal/podstatus": {internal: []string{"tug/internal/pod", "tug/internal/podplan", "tug/internal/podconfig", "tug/internal/podview"}},
 	"tug/internal/reconcile": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podconfig", "tug/internal/pleg", "tug/internal/clock"},
 		modules: []string{"github.com/prometheus/client_golang"}},
+	// The labels tug writes on containerd containers and reads back as a
+	// pod's container records: pure, over pod.
+	"tug/internal/podlabels": {internal: []string{"tug/internal/pod"}},
+	// Commands in a container's task: the containerd client, errdefs and
+	// runtime-spec for the exec's process.
+	"tug/internal/podexec": {modules: []string{"github.com/containerd/containerd/v2", "github.com/containerd/errdefs", "github.com/opencontainers/runtime-spec"}},
 	// The containerd adapter. Beyond containerd and runtime-spec (STYLE.md):
 	// containerd's API module, errdefs (its error kinds, and their gRPC
 	// mapping), typeurl (its event payloads), image-spec and
@@ -90,7 +96,7 @@ var allowedImports = map[string]allowed{
 	// containerd's client speaks; x/sys for the log driver's fds and mounts.
 	// objects gives the values of env as a container starts.
 	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/clock",
-		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/images", "tug/internal/volume",
+		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/podexec", "tug/internal/podlabels", "tug/internal/images", "tug/internal/volume",
 		"tug/internal/registry"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api",
 		"github.com/containerd/errdefs", "github.com/containerd/errdefs/pkg",
@@ -224,7 +230,7 @@ var allowedImports = map[string]allowed{
 	// The only place that builds concrete types and connects them: every
 	// internal package but testutil; cli for the client subcommands it
 	// dispatches to.
-	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus",
+	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podexec",
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",

@@ -23,6 +23,7 @@ import (
 
 	"tug/internal/pleg"
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/podruntime"
 	"tug/internal/testutil"
 )
@@ -388,7 +389,7 @@ func BenchmarkRelist100(b *testing.B) {
 	var lc, lt time.Duration
 	for range rounds {
 		t := time.Now()
-		if _, err := client.ContainerService().List(nctx, `labels."`+podruntime.LabelPodUID+`"`); err != nil {
+		if _, err := client.ContainerService().List(nctx, `labels."`+podlabels.LabelPodUID+`"`); err != nil {
 			b.Fatal(err)
 		}
 		lc += time.Since(t)

@@ -16,6 +16,7 @@ import (
 
 	"tug/internal/clock"
 	"tug/internal/images"
+	"tug/internal/podexec"
 	"tug/internal/podlogs"
 	"tug/internal/registry"
 	"tug/internal/volume"
@@ -300,4 +301,10 @@ func (r *Runtime) Close() error {
 // namespace from the context, not from the client's default.
 func (r *Runtime) ctx(ctx context.Context) context.Context {
 	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+// Execer returns what runs commands in the containers' tasks, on the
+// runtime's client and namespace.
+func (r *Runtime) Execer() *podexec.Execer {
+	return podexec.New(r.client, r.cfg.Namespace, r.log)
 }

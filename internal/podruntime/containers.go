@@ -22,6 +22,7 @@ import (
 
 	"tug/internal/objects"
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/podlogs"
 	"tug/internal/specopts"
 	"tug/internal/volume"
@@ -86,7 +87,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
-	id := ContainerID(p, c.Name, attempt)
+	id := podlabels.ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
 
 	// 2. The image.
@@ -155,9 +156,9 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
 		r.withSnapshot(id, img, sb.UserNS),
 		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, specOpts...)...),
-		containerd.WithContainerLabels(containerLabels(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
+		containerd.WithContainerLabels(podlabels.ForContainer(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
-		containerd.WithAdditionalContainerLabels(imageVolumeLabels(imageVolumes)),
+		containerd.WithAdditionalContainerLabels(podlabels.ImageVolumes(imageVolumes)),
 		withStopSignal(stopSignal(c, imgConfig)),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
@@ -205,7 +206,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	// 12. The start, recorded before it happens so that a relist woken by
 	// the start event sees it and a quick exit never precedes it.
 	started := r.cfg.Clock.Now()
-	if _, err := cont.SetLabels(ctx, map[string]string{LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
+	if _, err := cont.SetLabels(ctx, map[string]string{podlabels.LabelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		log.Warn("record start time", "err", err)
 	}
 	r.records.changed()
@@ -323,8 +324,8 @@ func (r *Runtime) removeLeftover(ctx context.Context, id, uid, name string) erro
 		if err != nil {
 			return fmt.Errorf("load container %s: %w", id, err)
 		}
-		if !ownedBy(labels, uid, name) {
-			return fmt.Errorf("%w: %s (pod uid %q, container %q)", ErrContainerIDTaken, id, labels[LabelPodUID], labels[LabelContainer])
+		if !podlabels.OwnedBy(labels, uid, name) {
+			return fmt.Errorf("%w: %s (pod uid %q, container %q)", ErrContainerIDTaken, id, labels[podlabels.LabelPodUID], labels[podlabels.LabelContainer])
 		}
 		r.log.Info("removing leftover container", "container", id)
 		if err := r.deleteContainer(ctx, cont); err != nil {
@@ -466,10 +467,10 @@ func (r *Runtime) exitFromLabels(ctx context.Context, cont containerd.Container)
 	if err != nil {
 		return 0, fmt.Errorf("wait for container %s: %w", cont.ID(), notFound(err))
 	}
-	if code, _, ok := labelExit(labels); ok {
+	if code, _, ok := podlabels.ReadExit(labels); ok {
 		return code, nil
 	}
-	if _, started := labels[LabelStartedAt]; started {
+	if _, started := labels[podlabels.LabelStartedAt]; started {
 		return unknownExitCode, nil
 	}
 	return 0, fmt.Errorf("wait for container %s: %w", cont.ID(), ErrNoTask)
@@ -570,8 +571,8 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 	defer r.reaps.done()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	rec := containers.Container{ID: id, Labels: exitLabels(code, at)}
-	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt)
+	rec := containers.Container{ID: id, Labels: podlabels.Exit(code, at)}
+	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+podlabels.LabelExitCode, "labels."+podlabels.LabelFinishedAt)
 	r.records.changed()
 	if err != nil {
 		return fmt.Errorf("record exit status: %w", err)

@@ -1,9 +1,9 @@
 // Package podruntime is tug's containerd adapter: it creates a pod's
-// containers labelled with the pod's identity and runs their tasks, reads
-// the labelled containers back as pod.RuntimeContainer values (listing,
-// events, exit status, termination messages), execs into them, groups
+// containers labelled with the pod's identity (package podlabels) and runs
+// their tasks, reads the labelled containers back as pod.RuntimeContainer
+// values (listing, events, exit status, termination messages), groups
 // their shims, and holds a pod's PID namespace when its containers share
-// one. A container start is a sequence of steps, each one call into a
+// one; package podexec runs commands in their tasks. A container start is a sequence of steps, each one call into a
 // package of its own: images makes the image present, volume prepares
 // and stages what the container mounts, specopts builds its OCI spec, and
 // podlogs sets up where its output goes.

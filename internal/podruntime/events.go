@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+	"tug/internal/podlabels"
 
 	eventtypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -41,7 +42,7 @@ const (
 // for each, from this goroutine, one at a time: wake must return quickly
 // (pleg.PLEG.Wake never blocks).
 //
-// On an OOM event it first records LabelOOMKilled on the container (bounded
+// On an OOM event it first records podlabels.LabelOOMKilled on the container (bounded
 // by a 5 s timeout), so that a listing reports OOMKilled, also after tug
 // restarts; then it wakes. When the stream breaks (containerd restarting)
 // it resubscribes after a backoff of 100 ms doubling to 5 s, and logs only
@@ -96,13 +97,13 @@ func oomContainerID(env *events.Envelope) (string, bool) {
 	return oom.ContainerID, true
 }
 
-// recordOOM sets LabelOOMKilled on container id. A container already gone
+// recordOOM sets podlabels.LabelOOMKilled on container id. A container already gone
 // is not an error.
 func (r *Runtime) recordOOM(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(ctx, oomLabelTimeout)
 	defer cancel()
-	rec := containers.Container{ID: id, Labels: map[string]string{LabelOOMKilled: "true"}}
-	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelOOMKilled)
+	rec := containers.Container{ID: id, Labels: map[string]string{podlabels.LabelOOMKilled: "true"}}
+	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+podlabels.LabelOOMKilled)
 	r.records.changed()
 	if err != nil {
 		if !errdefs.IsNotFound(err) && ctx.Err() == nil {

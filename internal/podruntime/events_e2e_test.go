@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 )
 
 // watch runs WatchEvents on e until the test ends and returns the channel
@@ -117,7 +118,7 @@ func TestE2EOOMKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := ContainerID(p, c.Name, 0)
+	id := podlabels.ContainerID(p, c.Name, 0)
 	cont, err := e.r.client.NewContainer(e.ctx, id,
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(e.r.cfg.Snapshotter),
@@ -125,7 +126,7 @@ func TestE2EOOMKilled(t *testing.T) {
 		containerd.WithNewSpec(oci.WithImageConfig(img),
 			oci.WithProcessArgs("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\0' a); echo survived`),
 			oci.WithMemoryLimit(16<<20)),
-		containerd.WithContainerLabels(containerLabels(p, c, false, 0, img.Target().Digest.String(), "")),
+		containerd.WithContainerLabels(podlabels.ForContainer(p, c, false, 0, img.Target().Digest.String(), "")),
 		containerd.WithRuntime(runcRuntime, nil),
 	)
 	if err != nil {
@@ -158,8 +159,8 @@ func TestE2EOOMKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if labels[LabelOOMKilled] != "true" {
-		t.Errorf("label %s = %q, want true", LabelOOMKilled, labels[LabelOOMKilled])
+	if labels[podlabels.LabelOOMKilled] != "true" {
+		t.Errorf("label %s = %q, want true", podlabels.LabelOOMKilled, labels[podlabels.LabelOOMKilled])
 	}
 	if err := e.r.RemoveContainer(e.ctx, id); err != nil {
 		t.Fatal(err)

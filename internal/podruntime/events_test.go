@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/typeurl/v2"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 )
 
 func TestTaskEventFilters(t *testing.T) {
@@ -82,14 +83,14 @@ func TestOOMContainerID(t *testing.T) {
 }
 
 func TestOOMKilledLabel(t *testing.T) {
-	labels := map[string]string{LabelPodUID: "u", LabelExitCode: "137"}
+	labels := map[string]string{podlabels.LabelPodUID: "u", podlabels.LabelExitCode: "137"}
 	var rc pod.RuntimeContainer
-	fromLabels(labels, &rc)
+	podlabels.Record(labels, &rc)
 	if rc.OOMKilled {
 		t.Error("OOMKilled without the label")
 	}
-	labels[LabelOOMKilled] = "true"
-	fromLabels(labels, &rc)
+	labels[podlabels.LabelOOMKilled] = "true"
+	podlabels.Record(labels, &rc)
 	if !rc.OOMKilled {
 		t.Error("OOMKilled false with the label")
 	}

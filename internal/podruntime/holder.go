@@ -16,15 +16,16 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/specopts"
 )
 
 // LabelHolder marks the PID namespace holder of a pod with
 // shareProcessNamespace (its value is the pod's uid). It is not
-// LabelPodUID, so the holder is in no listing of the pod's containers (a
+// podlabels.LabelPodUID, so the holder is in no listing of the pod's containers (a
 // sandbox detail, like the pause container in Kubernetes); CleanupPod
 // removes it with the pod.
-const LabelHolder = labelPrefix + "pid-holder"
+const LabelHolder = podlabels.Prefix + "pid-holder"
 
 // holderExe is where the holder's rootfs has tug's own binary (bound
 // read-only from the running executable: tug is static).

@@ -12,6 +12,7 @@ import (
 
 	"tug/internal/images"
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/volume"
 )
 
@@ -20,9 +21,9 @@ import (
 // removes it with its pod); the others say whose it is and what it holds.
 const (
 	labelGCRoot          = "containerd.io/gc.root"
-	labelImageVolumeUID  = labelPrefix + "image-volume.pod-uid"
-	labelImageVolumeRef  = labelPrefix + "image-volume.image"
-	labelImageVolumeID   = labelPrefix + "image-volume.digest"
+	labelImageVolumeUID  = podlabels.Prefix + "image-volume.pod-uid"
+	labelImageVolumeRef  = podlabels.Prefix + "image-volume.image"
+	labelImageVolumeID   = podlabels.Prefix + "image-volume.digest"
 	imageVolumeKeyPrefix = "tug-image-volume/"
 )
 

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/errdefs/pkg/errgrpc"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 )
 
 // ListContainers returns all of tug's containers in the namespace (those
@@ -37,7 +38,7 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]pod.RuntimeContainer, e
 		ids = append(ids, t.ID)
 	}
 	recs, err := r.records.get(ctx, r.cfg.Clock.Now(), ids, func(ctx context.Context) ([]containers.Container, error) {
-		return r.client.ContainerService().List(ctx, `labels."`+LabelPodUID+`"`)
+		return r.client.ContainerService().List(ctx, `labels."`+podlabels.LabelPodUID+`"`)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
@@ -56,7 +57,7 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]pod.RuntimeContainer, e
 // caller's.
 func (r *Runtime) PodContainers(ctx context.Context, uid string) ([]pod.RuntimeContainer, error) {
 	ctx = r.ctx(ctx)
-	recs, err := r.client.ContainerService().List(ctx, `labels."`+LabelPodUID+`"==`+strconv.Quote(uid))
+	recs, err := r.client.ContainerService().List(ctx, `labels."`+podlabels.LabelPodUID+`"==`+strconv.Quote(uid))
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
@@ -90,7 +91,7 @@ func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Con
 		if p != nil && p.Status == tasktypes.Status_STOPPED {
 			r.reapAsync(ctx, rec.ID, p.ExitStatus, rc.FinishedAt)
 		}
-		if _, hasExit := rec.Labels[LabelExitCode]; p == nil && !hasExit && !rc.StartedAt.IsZero() {
+		if _, hasExit := rec.Labels[podlabels.LabelExitCode]; p == nil && !hasExit && !rc.StartedAt.IsZero() {
 			// The task looks gone unseen: make sure (a task list skips a
 			// task whose shim did not answer) and that the container is
 			// still there, then record the unknown exit once.
@@ -100,7 +101,7 @@ func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Con
 			// since the list.
 			p := r.getTask(ctx, rec.ID)
 			cur, err := r.client.ContainerService().Get(ctx, rec.ID)
-			switch _, recorded := cur.Labels[LabelExitCode]; {
+			switch _, recorded := cur.Labels[podlabels.LabelExitCode]; {
 			case errdefs.IsNotFound(err):
 				continue
 			case p != nil:
@@ -132,7 +133,7 @@ func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Con
 // never started is created.
 func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.RuntimeContainer, bool) {
 	rc := pod.RuntimeContainer{ID: rec.ID, Image: rec.Image, CreatedAt: rec.CreatedAt}
-	if !fromLabels(rec.Labels, &rc) {
+	if !podlabels.Record(rec.Labels, &rc) {
 		return rc, false
 	}
 	switch {
@@ -154,7 +155,7 @@ func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.Runti
 			rc.State = pod.RunUnknown
 		}
 	default:
-		if code, at, ok := labelExit(rec.Labels); ok {
+		if code, at, ok := podlabels.ReadExit(rec.Labels); ok {
 			rc.State, rc.ExitCode, rc.FinishedAt = pod.RunExited, code, at
 		} else if !rc.StartedAt.IsZero() {
 			rc.State, rc.ExitCode = pod.RunExited, unknownExitCode
@@ -171,8 +172,8 @@ func runtimeContainer(rec containers.Container, p *tasktypes.Process) (pod.Runti
 // check again. It returns the time recorded.
 func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
 	now := r.cfg.Clock.Now()
-	rec := containers.Container{ID: id, Labels: exitLabels(unknownExitCode, now)}
-	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+LabelExitCode, "labels."+LabelFinishedAt)
+	rec := containers.Container{ID: id, Labels: podlabels.Exit(unknownExitCode, now)}
+	_, err := r.client.ContainerService().Update(ctx, rec, "labels."+podlabels.LabelExitCode, "labels."+podlabels.LabelFinishedAt)
 	r.records.changed()
 	if err != nil {
 		if !errdefs.IsNotFound(err) {
@@ -219,14 +220,14 @@ type ContainerSpec struct {
 // state, oldest first: what the pods were given (host ID blocks, device
 // nodes), as containerd holds it whatever tug's own files say.
 func (r *Runtime) ContainerSpecs(ctx context.Context) ([]ContainerSpec, error) {
-	recs, err := r.client.ContainerService().List(r.ctx(ctx), `labels."`+LabelPodUID+`"`)
+	recs, err := r.client.ContainerService().List(r.ctx(ctx), `labels."`+podlabels.LabelPodUID+`"`)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	slices.SortStableFunc(recs, func(a, b containers.Container) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	out := make([]ContainerSpec, 0, len(recs))
 	for _, rec := range recs {
-		if uid := rec.Labels[LabelPodUID]; uid != "" && rec.Spec != nil {
+		if uid := rec.Labels[podlabels.LabelPodUID]; uid != "" && rec.Spec != nil {
 			out = append(out, ContainerSpec{PodUID: uid, Spec: rec.Spec.GetValue()})
 		}
 	}

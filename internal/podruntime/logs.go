@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/podlogs"
 )
 
@@ -95,8 +96,8 @@ func (r *Runtime) containerEvent(ctx context.Context, id, reason, message string
 	if err != nil {
 		return
 	}
-	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], UID: labels[LabelPodUID]}}
-	r.event(p, labels[LabelContainer], "Warning", reason, message)
+	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: labels[podlabels.LabelPodName], Namespace: labels[podlabels.LabelPodNamespace], UID: labels[podlabels.LabelPodUID]}}
+	r.event(p, labels[podlabels.LabelContainer], "Warning", reason, message)
 }
 
 // killTask kills container id's task with SIGKILL.

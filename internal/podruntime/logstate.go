@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/podlogs"
 )
 
@@ -16,12 +17,12 @@ func (r *Runtime) identifyAttempt(uid, container string, attempt int) (id, cri s
 	ctx, cancel := context.WithTimeout(r.ctx(context.Background()), DefaultConnectTimeout)
 	defer cancel()
 	recs, err := r.client.ContainerService().List(ctx,
-		`labels."`+LabelPodUID+`"==`+strconv.Quote(uid)+`,labels."`+LabelContainer+`"==`+strconv.Quote(container)+
-			`,labels."`+LabelAttempt+`"==`+strconv.Quote(strconv.Itoa(attempt)))
+		`labels."`+podlabels.LabelPodUID+`"==`+strconv.Quote(uid)+`,labels."`+podlabels.LabelContainer+`"==`+strconv.Quote(container)+
+			`,labels."`+podlabels.LabelAttempt+`"==`+strconv.Quote(strconv.Itoa(attempt)))
 	if err != nil || len(recs) != 1 {
 		return "", "", false
 	}
 	l := recs[0].Labels
-	p := &pod.Pod{Metadata: pod.ObjectMeta{UID: uid, Name: l[LabelPodName], Namespace: l[LabelPodNamespace]}}
+	p := &pod.Pod{Metadata: pod.ObjectMeta{UID: uid, Name: l[podlabels.LabelPodName], Namespace: l[podlabels.LabelPodNamespace]}}
 	return recs[0].ID, podlogs.ContainerPath(r.cfg.LogsDir, p, container, attempt), true
 }

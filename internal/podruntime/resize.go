@@ -8,6 +8,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 )
 
 // ResizeContainer applies res, the cgroup values of a resized container,
@@ -29,7 +30,7 @@ func (r *Runtime) ResizeContainer(ctx context.Context, id string, res pod.LinuxR
 	if err := task.Update(ctx, containerd.WithResources(updateResources(res))); err != nil {
 		return fmt.Errorf("resize container %s: %w", id, err)
 	}
-	_, err = cont.SetLabels(ctx, map[string]string{LabelSpecHash: hash, LabelResources: resourcesLabel(allocated)})
+	_, err = cont.SetLabels(ctx, map[string]string{podlabels.LabelSpecHash: hash, podlabels.LabelResources: podlabels.Resources(allocated)})
 	r.records.changed()
 	if err != nil {
 		return fmt.Errorf("resize container %s: label: %w", id, err)

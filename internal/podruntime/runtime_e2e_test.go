@@ -32,6 +32,7 @@ import (
 
 	"tug/internal/images"
 	"tug/internal/pod"
+	"tug/internal/podlabels"
 	"tug/internal/podlogs"
 	"tug/internal/specopts"
 	"tug/internal/testutil"
@@ -292,8 +293,8 @@ func TestE2EStartLogStopRemove(t *testing.T) {
 	e := newEnv(t, false)
 	p := e.newPod(t, "echo hello; echo oops >&2; sleep 30")
 	id := e.start(t, p, 0, pod.Namespaces{})
-	if id != ContainerID(p, "app", 0) {
-		t.Errorf("id = %q, want %q", id, ContainerID(p, "app", 0))
+	if id != podlabels.ContainerID(p, "app", 0) {
+		t.Errorf("id = %q, want %q", id, podlabels.ContainerID(p, "app", 0))
 	}
 	e.waitLog(t, p, 0, "stdout", "hello")
 	e.waitLog(t, p, 0, "stderr", "oops")
@@ -769,7 +770,7 @@ func TestE2ETaskVanished(t *testing.T) {
 	if all, _ := e.r.ListContainers(e.ctx); len(all) != 1 || all[0].ExitCode != unknownExitCode || all[0].FinishedAt.IsZero() {
 		t.Errorf("ListContainers = %+v", all)
 	}
-	if labels, _ := cont.Labels(e.ctx); labels[LabelExitCode] != "255" {
+	if labels, _ := cont.Labels(e.ctx); labels[podlabels.LabelExitCode] != "255" {
 		t.Errorf("the unknown exit was not recorded: %v", labels)
 	}
 	if code, err := e.r.WaitContainer(e.ctx, id); err != nil || code != unknownExitCode {
@@ -779,7 +780,7 @@ func TestE2ETaskVanished(t *testing.T) {
 	// A container that never had a task is created; Wait says so.
 	noTask := "notask"
 	if _, err := e.r.client.NewContainer(e.ctx, noTask, containerd.WithNewSpec(), containerd.WithContainerLabels(map[string]string{
-		LabelPodUID: p.Metadata.UID, LabelContainer: "other", LabelAttempt: "0",
+		podlabels.LabelPodUID: p.Metadata.UID, podlabels.LabelContainer: "other", podlabels.LabelAttempt: "0",
 	})); err != nil {
 		t.Fatal(err)
 	}

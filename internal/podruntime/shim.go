@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"tug/internal/podlabels"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
@@ -27,7 +28,7 @@ const shimGroupAnnotation = "io.containerd.runc.v2.group"
 
 // LabelShimGroup is the shim group a container was created in (see
 // shimGroupFor).
-const LabelShimGroup = labelPrefix + "shim-group"
+const LabelShimGroup = podlabels.Prefix + "shim-group"
 
 // shimGroupFor returns the shim group for a new container (id) of the pod
 // with UID uid: the group of the newest container of the pod (of any pod
@@ -48,7 +49,7 @@ const LabelShimGroup = labelPrefix + "shim-group"
 // What remains is a task that exits and is deleted while the new one is
 // being created: see docs/decisions.md.
 func (r *Runtime) shimGroupFor(ctx context.Context, uid, id string) (group string, release func(), err error) {
-	key, filter, fresh := uid, `labels."`+LabelPodUID+`"==`+strconv.Quote(uid), "tug-pod-"+id
+	key, filter, fresh := uid, `labels."`+podlabels.LabelPodUID+`"==`+strconv.Quote(uid), "tug-pod-"+id
 	if r.cfg.ShimGrouping == ShimGroupingNode {
 		key, filter, fresh = "", `labels."`+LabelShimGroup+`"`, "tug-node-"+id
 	}

@@ -1,4 +1,12 @@
-package podruntime
+// Package podlabels owns the labels tug writes on the containerd
+// containers it creates and reads back as a pod's container records
+// (pod.RuntimeContainer): the pod's and the container's identity, the spec
+// hash, the attempt, the pod cgroup, the resources applied, and the start
+// and exit that outlive the task and tug (ForContainer, Record, Exit,
+// ReadExit), and the containerd IDs of a pod's containers (ContainerID).
+// containerd is the source of truth: a restarted tug finds its containers
+// by these labels.
+package podlabels
 
 import (
 	"crypto/sha256"
@@ -15,46 +23,47 @@ import (
 // Labels tug puts on each of its containers. The identity labels are set at
 // creation; the state labels are added later (start time after the task
 // starts, exit code and time when tug deletes the task, the OOM flag when
-// containerd reports an OOM kill in the container: see WatchEvents), so that
+// containerd reports an OOM kill in the container: podruntime's WatchEvents), so that
 // the state outlives the task and tug.
 const (
-	labelPrefix       = "io.tug."
-	LabelPodUID       = labelPrefix + "pod.uid"
-	LabelPodName      = labelPrefix + "pod.name"
-	LabelPodNamespace = labelPrefix + "pod.namespace"
-	LabelPodSource    = labelPrefix + "pod.source"
-	LabelPodGrace     = labelPrefix + "pod.grace-seconds"
-	LabelContainer    = labelPrefix + "container.name"
-	LabelInit         = labelPrefix + "container.init"
-	LabelSpecHash     = labelPrefix + "container.hash"
-	LabelAttempt      = labelPrefix + "container.attempt"
-	LabelRestartCount = labelPrefix + "container.restart-count"
-	LabelImageID      = labelPrefix + "image.id"
+	// Prefix starts every label tug writes.
+	Prefix            = "io.tug."
+	LabelPodUID       = Prefix + "pod.uid"
+	LabelPodName      = Prefix + "pod.name"
+	LabelPodNamespace = Prefix + "pod.namespace"
+	LabelPodSource    = Prefix + "pod.source"
+	LabelPodGrace     = Prefix + "pod.grace-seconds"
+	LabelContainer    = Prefix + "container.name"
+	LabelInit         = Prefix + "container.init"
+	LabelSpecHash     = Prefix + "container.hash"
+	LabelAttempt      = Prefix + "container.attempt"
+	LabelRestartCount = Prefix + "container.restart-count"
+	LabelImageID      = Prefix + "image.id"
 	// LabelImageVolumePrefix + a volume's name holds the image ID
 	// ("name@digest") of the image volume the container mounts.
-	LabelImageVolumePrefix = labelPrefix + "image-volume-id."
+	LabelImageVolumePrefix = Prefix + "image-volume-id."
 	// LabelCgroupParent is the pod cgroup the container was created in
 	// (pod.Sandbox.CgroupParent), so that a container left in the cgroup of
 	// the pod's earlier QoS class is seen and recreated.
-	LabelCgroupParent = labelPrefix + "cgroup-parent"
-	LabelStartedAt    = labelPrefix + "started-at"
-	LabelExitCode     = labelPrefix + "exit-code"
-	LabelFinishedAt   = labelPrefix + "finished-at"
+	LabelCgroupParent = Prefix + "cgroup-parent"
+	LabelStartedAt    = Prefix + "started-at"
+	LabelExitCode     = Prefix + "exit-code"
+	LabelFinishedAt   = Prefix + "finished-at"
 	// LabelOOMKilled is "true" once containerd reported an OOM kill in the
 	// container's cgroup (a /tasks/oom event) during this attempt, as
 	// containerd's CRI records reason OOMKilled.
-	LabelOOMKilled = labelPrefix + "oom-killed"
+	LabelOOMKilled = Prefix + "oom-killed"
 	// LabelResources is the JSON of the container's resources as last
 	// applied to it (at creation, or by an in-place resize): its
 	// allocated resources.
-	LabelResources = labelPrefix + "container.resources"
+	LabelResources = Prefix + "container.resources"
 )
 
 // maxIDLen is containerd's limit on identifiers.
 const maxIDLen = 76
 
-// containerLabels returns the identity labels of container c of pod p.
-func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID, cgroupParent string) map[string]string {
+// ForContainer returns the identity labels of container c of pod p.
+func ForContainer(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID, cgroupParent string) map[string]string {
 	return map[string]string{
 		LabelCgroupParent: cgroupParent,
 		LabelPodUID:       p.Metadata.UID,
@@ -68,13 +77,13 @@ func containerLabels(p *pod.Pod, c *pod.Container, init bool, attempt int, image
 		LabelAttempt:      strconv.Itoa(attempt),
 		LabelRestartCount: strconv.Itoa(attempt),
 		LabelImageID:      imageID,
-		LabelResources:    resourcesLabel(c.Resources),
+		LabelResources:    Resources(c.Resources),
 	}
 }
 
-// imageVolumeLabels returns the labels of a container's image volumes,
+// ImageVolumes returns the labels of a container's image volumes,
 // from their image IDs by volume name.
-func imageVolumeLabels(ids map[string]string) map[string]string {
+func ImageVolumes(ids map[string]string) map[string]string {
 	out := make(map[string]string, len(ids))
 	for name, id := range ids {
 		out[LabelImageVolumePrefix+name] = id
@@ -82,8 +91,8 @@ func imageVolumeLabels(ids map[string]string) map[string]string {
 	return out
 }
 
-// resourcesLabel is the value of LabelResources for r.
-func resourcesLabel(r pod.Resources) string {
+// Resources is the value of LabelResources for r.
+func Resources(r pod.Resources) string {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "" // plain data: cannot fail
@@ -91,9 +100,9 @@ func resourcesLabel(r pod.Resources) string {
 	return string(b)
 }
 
-// fromLabels fills the identity and label-held state fields of rc from
+// Record fills the identity and label-held state fields of rc from
 // labels. It reports false when the labels are not tug's.
-func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
+func Record(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	uid, ok := labels[LabelPodUID]
 	if !ok {
 		return false
@@ -130,16 +139,16 @@ func fromLabels(labels map[string]string, rc *pod.RuntimeContainer) bool {
 	return true
 }
 
-// exitLabels records a task's exit on its container.
-func exitLabels(code uint32, at time.Time) map[string]string {
+// Exit records a task's exit on its container.
+func Exit(code uint32, at time.Time) map[string]string {
 	return map[string]string{
 		LabelExitCode:   strconv.FormatUint(uint64(code), 10),
 		LabelFinishedAt: at.UTC().Format(time.RFC3339Nano),
 	}
 }
 
-// labelExit returns the exit recorded by exitLabels, if any.
-func labelExit(labels map[string]string) (code int, at time.Time, ok bool) {
+// ReadExit returns the exit recorded by Exit, if any.
+func ReadExit(labels map[string]string) (code int, at time.Time, ok bool) {
 	s, ok := labels[LabelExitCode]
 	if !ok {
 		return 0, time.Time{}, false
@@ -193,9 +202,9 @@ func ContainerID(p *pod.Pod, containerName string, attempt int) string {
 	return podName + "_" + ctr + suffix
 }
 
-// ownedBy reports whether a container's labels say it is container name of
+// OwnedBy reports whether a container's labels say it is container name of
 // the pod with this UID.
-func ownedBy(labels map[string]string, uid, name string) bool {
+func OwnedBy(labels map[string]string, uid, name string) bool {
 	return labels[LabelPodUID] == uid && labels[LabelContainer] == name
 }
 

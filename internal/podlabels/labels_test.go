@@ -1,4 +1,4 @@
-package podruntime
+package podlabels
 
 import (
 	"crypto/sha256"
@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/identifiers"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"tug/internal/pod"
 	"tug/internal/testutil"
@@ -110,8 +107,8 @@ func TestOwnedBy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ownedBy(tt.labels, "u1", "app"); got != tt.want {
-				t.Errorf("ownedBy = %v, want %v", got, tt.want)
+			if got := OwnedBy(tt.labels, "u1", "app"); got != tt.want {
+				t.Errorf("OwnedBy = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -127,7 +124,7 @@ func TestLabelsRoundTrip(t *testing.T) {
 		Limits:   pod.ResourceList{pod.ResourceMemory: pod.MustParseQuantity("64Mi")},
 		Requests: pod.ResourceList{pod.ResourceMemory: pod.MustParseQuantity("64Mi"), pod.ResourceCPU: pod.MustParseQuantity("250m")},
 	}
-	labels := containerLabels(p, c, true, 3, "sha256:abc", "/tugpods/podu")
+	labels := ForContainer(p, c, true, 3, "sha256:abc", "/tugpods/podu")
 	for k := range labels {
 		if !strings.HasPrefix(k, "io.tug.") {
 			t.Errorf("label %q lacks the io.tug. prefix", k)
@@ -138,12 +135,12 @@ func TestLabelsRoundTrip(t *testing.T) {
 	}
 	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	labels[LabelStartedAt] = started.Format(time.RFC3339Nano)
-	for k, v := range imageVolumeLabels(map[string]string{"assets": "tug.test/assets:v1@sha256:def"}) {
+	for k, v := range ImageVolumes(map[string]string{"assets": "tug.test/assets:v1@sha256:def"}) {
 		labels[k] = v
 	}
 	var rc pod.RuntimeContainer
-	if !fromLabels(labels, &rc) {
-		t.Fatal("fromLabels rejected tug's labels")
+	if !Record(labels, &rc) {
+		t.Fatal("Record rejected tug's labels")
 	}
 	want := pod.RuntimeContainer{
 		PodUID: p.Metadata.UID, PodName: "web-node1", Namespace: "default", Name: "app",
@@ -156,84 +153,15 @@ func TestLabelsRoundTrip(t *testing.T) {
 	}
 	rc.Allocated = nil
 	if rc != want {
-		t.Errorf("fromLabels =\n%+v, want\n%+v", rc, want)
+		t.Errorf("Record =\n%+v, want\n%+v", rc, want)
 	}
-	if fromLabels(map[string]string{"other": "x"}, &rc) {
-		t.Error("fromLabels accepted a container that is not tug's")
+	if Record(map[string]string{"other": "x"}, &rc) {
+		t.Error("Record accepted a container that is not tug's")
 	}
 
 	at := time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)
-	code, gotAt, ok := labelExit(exitLabels(3, at))
+	code, gotAt, ok := ReadExit(Exit(3, at))
 	if !ok || code != 3 || !gotAt.Equal(at) {
 		t.Errorf("exit labels round trip = %d %v %v", code, gotAt, ok)
-	}
-}
-
-func TestRuntimeContainerState(t *testing.T) {
-	p := testPod("web-node1")
-	base := containerLabels(p, &p.Spec.Containers[0], false, 0, "sha256:abc", "")
-	withLabels := func(extra map[string]string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
-	}
-	exited := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	startedLabel := map[string]string{LabelStartedAt: exited.Add(-time.Minute).Format(time.RFC3339Nano)}
-	tests := []struct {
-		name   string
-		labels map[string]string
-		proc   *tasktypes.Process
-		state  pod.RunState
-		code   int
-		pid    uint32
-	}{
-		{name: "running", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_RUNNING, Pid: 42}, state: pod.RunRunning, pid: 42},
-		{name: "created task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_CREATED, Pid: 41}, state: pod.RunCreated, pid: 41},
-		{name: "stopped task", labels: withLabels(startedLabel), proc: &tasktypes.Process{Status: tasktypes.Status_STOPPED, ExitStatus: 3, ExitedAt: timestamppb.New(exited)}, state: pod.RunExited, code: 3},
-		{name: "unknown task", labels: base, proc: &tasktypes.Process{Status: tasktypes.Status_UNKNOWN}, state: pod.RunUnknown},
-		{name: "task deleted by tug", labels: withLabels(exitLabels(137, exited)), state: pod.RunExited, code: 137},
-		{name: "task vanished", labels: withLabels(startedLabel), state: pod.RunExited, code: unknownExitCode},
-		{name: "never started", labels: base, state: pod.RunCreated},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := containers.Container{ID: "id", Image: "docker.io/library/busybox:1.35", Labels: tt.labels, CreatedAt: exited.Add(-time.Hour)}
-			rc, ok := runtimeContainer(rec, tt.proc)
-			if !ok {
-				t.Fatal("not tug's")
-			}
-			if rc.State != tt.state || rc.ExitCode != tt.code || rc.PID != tt.pid {
-				t.Errorf("state %s code %d pid %d, want %s %d %d", rc.State, rc.ExitCode, rc.PID, tt.state, tt.code, tt.pid)
-			}
-			if tt.state == pod.RunExited && tt.code != unknownExitCode && !rc.FinishedAt.Equal(exited) {
-				t.Errorf("finished at %v, want %v", rc.FinishedAt, exited)
-			}
-			if rc.Image != rec.Image || rc.ImageID != "sha256:abc" || !rc.CreatedAt.Equal(rec.CreatedAt) {
-				t.Errorf("image %q id %q created %v", rc.Image, rc.ImageID, rc.CreatedAt)
-			}
-		})
-	}
-}
-
-func TestImageVolumeID(t *testing.T) {
-	tests := []struct {
-		name   string
-		labels map[string]string
-		want   string
-	}{
-		{"tag", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact:v2", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact:v2@sha256:aa"},
-		{"pinned", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact@sha256:aa", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact@sha256:aa"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := imageID(tt.labels); got != tt.want {
-				t.Errorf("imageID = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }

@@ -1,19 +1,55 @@
-package podruntime
+package podexec
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"syscall"
+	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
+
+// Execer runs commands in containers' tasks of one containerd namespace.
+// Its methods are safe for concurrent use.
+type Execer struct {
+	client    *containerd.Client
+	namespace string
+	log       *slog.Logger
+}
+
+// New returns an Execer on client for the containers of namespace,
+// logging what it cannot clean up to log.
+func New(client *containerd.Client, namespace string, log *slog.Logger) *Execer {
+	return &Execer{client: client, namespace: namespace, log: log}
+}
+
+// Errors of an exec's container.
+var (
+	// ErrNoContainer means there is no container with the given ID.
+	ErrNoContainer = errors.New("podexec: container not found")
+	// ErrNoTask means the container has no task to run a command in.
+	ErrNoTask = errors.New("podexec: container has no task")
+)
+
+// Timeouts of the clean-up of an exec process, on a context of its own.
+const (
+	killTimeout    = 10 * time.Second // for the killed process to exit
+	cleanupTimeout = 30 * time.Second // for its deletion
+)
+
+func (r *Execer) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.namespace)
+}
 
 // execOutputMax bounds the output kept of an exec (probes and hooks keep
 // the first 10 KiB for their message; the rest is read and dropped).
@@ -25,7 +61,7 @@ const execOutputMax = 64 << 10
 // first 64 KiB). When ctx ends first the exec process is killed (SIGKILL),
 // waited for and deleted, and the error wraps ctx.Err(): no exec process
 // outlives the call. Probes and lifecycle hooks run through it.
-func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string) (int, []byte, error) {
+func (r *Execer) ExecSync(ctx context.Context, id string, cmd []string) (int, []byte, error) {
 	if len(cmd) == 0 {
 		return 0, nil, fmt.Errorf("exec in %s: empty command", id)
 	}
@@ -84,10 +120,10 @@ func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string) (int, [
 
 // execTarget returns container id's task and its process spec, the base
 // of an exec's.
-func (r *Runtime) execTarget(nsctx context.Context, id string) (containerd.Task, *specs.Process, error) {
+func (r *Execer) execTarget(nsctx context.Context, id string) (containerd.Task, *specs.Process, error) {
 	cont, err := r.client.LoadContainer(nsctx, id)
 	if errdefs.IsNotFound(err) {
-		return nil, nil, fmt.Errorf("exec in %s: %w", id, ErrContainerNotFound)
+		return nil, nil, fmt.Errorf("exec in %s: %w", id, ErrNoContainer)
 	} else if err != nil {
 		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
 	}

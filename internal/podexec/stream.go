@@ -1,4 +1,4 @@
-package podruntime
+package podexec
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// ExecStreams are the streams of an interactive exec (tug exec).
-type ExecStreams struct {
+// Streams are the streams of an interactive exec (tug exec).
+type Streams struct {
 	// Stdin feeds the command's stdin, closed when it ends; nil: none.
 	Stdin io.Reader
 	// Stdout and Stderr receive its output; with TTY the terminal sends
@@ -26,24 +26,24 @@ type ExecStreams struct {
 	Width, Height uint16
 }
 
-// ExecStartError is a command that Exec could not start. Its ExitCode is
+// StartError is a command that Exec could not start. Its ExitCode is
 // what a shell says of such a command: 127 when it is not found, 126 when
 // it cannot be run.
-type ExecStartError struct {
+type StartError struct {
 	Code int
 	Err  error
 }
 
-func (e *ExecStartError) Error() string { return e.Err.Error() }
-func (e *ExecStartError) Unwrap() error { return e.Err }
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
 
 // ExitCode is 126 or 127.
-func (e *ExecStartError) ExitCode() int { return e.Code }
+func (e *StartError) ExitCode() int { return e.Code }
 
-// ExecProcess is a command that Exec started. Its methods are safe for
+// Process is a command that Exec started. Its methods are safe for
 // concurrent use; Wait is called once.
-type ExecProcess struct {
-	r      *Runtime
+type Process struct {
+	r      *Execer
 	id     string // the container's
 	execID string
 	ctx    context.Context // the caller's: its end kills the process
@@ -56,8 +56,8 @@ type ExecProcess struct {
 // user, environment, working directory and capabilities), with the
 // streams s, and returns it running. When ctx ends, the process is killed
 // (SIGKILL) and Wait returns: no exec process outlives its caller. A
-// command that cannot be started is an *ExecStartError.
-func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, s ExecStreams) (*ExecProcess, error) {
+// command that cannot be started is an *StartError.
+func (r *Execer) Exec(ctx context.Context, id string, cmd []string, s Streams) (*Process, error) {
 	if len(cmd) == 0 {
 		return nil, fmt.Errorf("exec in %s: empty command", id)
 	}
@@ -73,7 +73,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, s ExecStrea
 	if s.TTY && s.Width > 0 && s.Height > 0 {
 		pspec.ConsoleSize = &specs.Box{Width: uint(s.Width), Height: uint(s.Height)}
 	}
-	e := &ExecProcess{r: r, id: id, execID: newExecID(), ctx: ctx, nsctx: nsctx}
+	e := &Process{r: r, id: id, execID: newExecID(), ctx: ctx, nsctx: nsctx}
 	// The end of stdin closes the process's: containerd's shim holds the
 	// stdin fifo open for writing until it is told to (CloseIO), as ctr
 	// exec does it.
@@ -107,7 +107,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, s ExecStrea
 	}
 	if err := proc.Start(nsctx); err != nil {
 		e.delete()
-		return nil, &ExecStartError{Code: startFailureCode(err), Err: fmt.Errorf("exec in %s: start %q: %w", id, cmd[0], err)}
+		return nil, &StartError{Code: startFailureCode(err), Err: fmt.Errorf("exec in %s: start %q: %w", id, cmd[0], err)}
 	}
 	return e, nil
 }
@@ -125,7 +125,7 @@ func startFailureCode(err error) int {
 }
 
 // Resize sets the size of the process's terminal (no-op without one).
-func (e *ExecProcess) Resize(ctx context.Context, width, height uint16) error {
+func (e *Process) Resize(ctx context.Context, width, height uint16) error {
 	if err := e.proc.Resize(e.r.ctx(ctx), uint32(width), uint32(height)); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("resize exec in %s: %w", e.id, err)
 	}
@@ -135,7 +135,7 @@ func (e *ExecProcess) Resize(ctx context.Context, width, height uint16) error {
 // Wait waits for the process to exit and its output to be copied, deletes
 // it, and returns its exit code. When Exec's ctx ends first the process is
 // killed, waited for and deleted, and the error wraps ctx.Err().
-func (e *ExecProcess) Wait() (int, error) {
+func (e *Process) Wait() (int, error) {
 	defer e.delete()
 	select {
 	case st := <-e.exited:
@@ -162,7 +162,7 @@ func (e *ExecProcess) Wait() (int, error) {
 
 // delete removes the exec process (killing it if it still runs), on a
 // context of its own.
-func (e *ExecProcess) delete() {
+func (e *Process) delete() {
 	dctx, cancel := context.WithTimeout(e.nsctx, cleanupTimeout)
 	defer cancel()
 	if _, err := e.proc.Delete(dctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
