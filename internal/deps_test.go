@@ -28,8 +28,13 @@ var allowedImports = map[string]allowed{
 	// types: plain data every package shares, so the standard library only.
 	"tug/internal/pod": {},
 	// Reading manifests: the strict decoder works on yaml.v3's node tree
-	// (positions for file:line:col errors) and fills pod's types.
-	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// (positions for file:line:col errors), fills pod's types and
+	// validates them with podvalidate.
+	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest", "tug/internal/fieldpath", "tug/internal/podvalidate"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// A pod's rules, over pod's types alone; field paths as Kubernetes
+	// writes them.
+	"tug/internal/podvalidate": {internal: []string{"tug/internal/pod", "tug/internal/fieldpath"}},
+	"tug/internal/fieldpath":   {},
 	// The status API's shapes (a pod with its status, the pod list, the
 	// node, each manifest file's state): plain data made of pod's types.
 	"tug/internal/podview": {internal: []string{"tug/internal/pod"}},

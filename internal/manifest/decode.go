@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -48,6 +49,22 @@ func newNodeIndex() *nodeIndex {
 	}
 }
 
+// Find, KeyAt, Has, Quiet and FailedUnder make the index the
+// podvalidate.Positions of its document.
+func (x *nodeIndex) Find(path string) (line, col int) {
+	p := x.find(path)
+	return p.line, p.col
+}
+
+func (x *nodeIndex) KeyAt(path string) (line, col int, ok bool) {
+	p, ok := x.keys[path]
+	return p.line, p.col, ok
+}
+
+func (x *nodeIndex) Has(path string) bool         { return x.has(path) }
+func (x *nodeIndex) Quiet(path string) bool       { return x.quiet(path) }
+func (x *nodeIndex) FailedUnder(path string) bool { return x.badIn[path] }
+
 // find returns the position of path's value or, for a value that is not in
 // the manifest, of its nearest written ancestor (for a missing field: the
 // mapping that should hold it).
@@ -59,7 +76,7 @@ func (x *nodeIndex) find(path string) position {
 		if path == "" {
 			return position{}
 		}
-		path = parentPath(path)
+		path = fieldpath.Parent(path)
 	}
 }
 
@@ -73,7 +90,7 @@ func (x *nodeIndex) has(path string) bool {
 func (x *nodeIndex) markBad(path string) {
 	x.bad[path] = true
 	for path != "" {
-		path = parentPath(path)
+		path = fieldpath.Parent(path)
 		if x.badIn[path] {
 			return
 		}
@@ -91,37 +108,9 @@ func (x *nodeIndex) quiet(path string) bool {
 		if path == "" {
 			return false
 		}
-		path = parentPath(path)
+		path = fieldpath.Parent(path)
 	}
 }
-
-// parentPath strips the last element of a field path: "a.b[2]" -> "a.b",
-// "a.b" -> "a", "a" -> "".
-func parentPath(path string) string {
-	if strings.HasSuffix(path, "]") {
-		if i := strings.LastIndexByte(path, '['); i >= 0 {
-			return path[:i]
-		}
-	}
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[:i]
-	}
-	return ""
-}
-
-// joinPath appends a field name to a path.
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// indexPath appends a list index to a path.
-func indexPath(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
-
-// keyPath appends a map key to a path, as Kubernetes does: labels[app].
-func keyPath(path, key string) string { return path + "[" + key + "]" }
 
 // decoder decodes one YAML document. Its zero value is not usable; see
 // newDecoder.
@@ -250,7 +239,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	info := structInfos[t]
 	d.pairs(n, path, func(k, val *yaml.Node, name string) {
-		fpath := joinPath(path, name)
+		fpath := fieldpath.Join(path, name)
 		msg, ignored := ignoredFields[t][name]
 		if i, ok := info.fields[name]; ok {
 			if ignored { // kept, yet warned about (serviceAccountName: for the downward API only)
@@ -284,7 +273,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 // unknownField reports a key that is not a Kubernetes field of this type,
 // at the path the field would have.
 func (d *decoder) unknownField(k *yaml.Node, path, name string, info *structInfo) {
-	fpath := joinPath(path, name)
+	fpath := fieldpath.Join(path, name)
 	if s := info.suggest(name); s != "" {
 		d.report(k, fpath, "unknown field %q (did you mean %q?)", name, s)
 		return
@@ -353,7 +342,7 @@ func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		d.decode(item, s.Index(i), indexPath(path, i))
+		d.decode(item, s.Index(i), fieldpath.Index(path, i))
 	}
 	v.Set(s)
 }
@@ -367,7 +356,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 	elem := v.Type().Elem()
 	d.pairs(n, path, func(k, val *yaml.Node, key string) {
-		kpath := keyPath(path, key)
+		kpath := fieldpath.Key(path, key)
 		d.index.keys[kpath] = posOf(k)
 		e := reflect.New(elem).Elem()
 		d.decode(val, e, kpath)

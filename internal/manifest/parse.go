@@ -16,7 +16,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
+	"tug/internal/podvalidate"
 )
 
 // ParseOptions says where the bytes came from and how to name the pods.
@@ -315,7 +317,7 @@ func (p *parser) list(d *decoder, root *yaml.Node) {
 		return
 	}
 	for i, item := range items.Content {
-		path := indexPath("items", i)
+		path := fieldpath.Index("items", i)
 		item, ok := d.resolve(item, path)
 		if !ok {
 			return
@@ -328,7 +330,7 @@ func (p *parser) list(d *decoder, root *yaml.Node) {
 			p.object(d, item, kind.Value, path)
 			continue
 		} else if kind != nil && kind.Value != "Pod" {
-			d.fail(kind, joinPath(path, "kind"), "unsupported kind %q: the items of a List must be Pods", kind.Value)
+			d.fail(kind, fieldpath.Join(path, "kind"), "unsupported kind %q: the items of a List must be Pods", kind.Value)
 			continue
 		}
 		p.pod(d, item, path)
@@ -341,7 +343,7 @@ func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
 	pd := new(pod.Pod)
 	d.decode(n, reflect.ValueOf(pd).Elem(), prefix)
 	p.checkAPIVersion(d, prefix, pd.APIVersion)
-	if kind := joinPath(prefix, "kind"); pd.Kind == "" && !d.index.quiet(kind) {
+	if kind := fieldpath.Join(prefix, "kind"); pd.Kind == "" && !d.index.quiet(kind) {
 		d.errs = append(d.errs, d.errorAt(kind, "required"))
 	}
 	pod.SetDefaults(pd)
@@ -350,14 +352,13 @@ func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
 		return // cut short: validating the rest would only add noise
 	}
 
-	v := &validator{file: p.file, prefix: prefix, index: d.index}
-	v.pod(pd)
-	d.errs = append(d.errs, v.errs...)
-	d.warns = append(d.warns, v.warns...)
+	errs, warns := podvalidate.Pod(pd, podvalidate.Where{File: p.file, Prefix: prefix, At: d.index})
+	d.errs = append(d.errs, errs...)
+	d.warns = append(d.warns, warns...)
 
 	if m := pd.Metadata; m.ManifestName != "" {
 		key := m.Namespace + "/" + m.Name
-		namePath := joinPath(prefix, "metadata.name")
+		namePath := fieldpath.Join(prefix, "metadata.name")
 		if line, dup := p.seen[key]; dup {
 			d.errs = append(d.errs, d.errorAt(namePath, fmt.Sprintf("pod %q is already defined at line %d", pod.Truncate(m.Namespace+"/"+m.ManifestName), line)))
 		} else {
@@ -370,7 +371,7 @@ func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
 
 // checkAPIVersion reports an apiVersion other than v1.
 func (p *parser) checkAPIVersion(d *decoder, prefix, apiVersion string) {
-	path := joinPath(prefix, "apiVersion")
+	path := fieldpath.Join(prefix, "apiVersion")
 	switch {
 	case d.index.quiet(path):
 	case apiVersion == "":

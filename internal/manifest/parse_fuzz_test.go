@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/podvalidate"
 )
 
 // FuzzParse checks that Parse never panics, that a failure is made of
@@ -46,7 +47,7 @@ func FuzzParse(f *testing.F) {
 			if len(p.Spec.Containers) == 0 {
 				t.Errorf("pod %d (%s): no containers", i, p.FullName())
 			}
-			if err := Validate(p); err != nil {
+			if err := podvalidate.Validate(p); err != nil {
 				t.Errorf("pod %d (%s): Validate after Parse: %v", i, p.FullName(), err)
 			}
 			_ = p.Hash()

@@ -4,13 +4,17 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
+	"tug/internal/podvalidate"
 )
 
 // Parsed is what one file holds: its pods and the objects beside them.
@@ -36,7 +40,7 @@ func (pf Parsed) Position(i int, path string) (filePath string, line, col int) {
 		return path, 0, 0
 	}
 	w := pf.where[i]
-	filePath = joinPath(w.prefix, path)
+	filePath = fieldpath.Join(w.prefix, path)
 	pos := w.index.find(filePath)
 	return filePath, pos.line, pos.col
 }
@@ -74,12 +78,12 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 	var apiVersion string
 	check := func(key string, ok bool, format string, args ...any) {
 		if !ok {
-			d.errs = append(d.errs, d.errorAt(joinPath(prefix, key), fmt.Sprintf(format, args...)))
+			d.errs = append(d.errs, d.errorAt(fieldpath.Join(prefix, key), fmt.Sprintf(format, args...)))
 		}
 	}
 	dataKeys := func(field string, m map[string]string, b64 bool) {
-		for _, k := range sortedKeys(m) {
-			kp := keyPath(field, k)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kp := fieldpath.Key(field, k)
 			if !configMapKey.MatchString(k) || k == "." || k == ".." || strings.HasPrefix(k, "..") {
 				check(kp, false, "invalid key %q: must consist of alphanumeric characters, '-', '_' or '.', and not start with '..'", pod.Truncate(k))
 				continue
@@ -154,15 +158,13 @@ func (p *parser) object(d *decoder, n *yaml.Node, kind, prefix string) {
 		return
 	}
 	meta.ManifestName = meta.Name
-	v := &validator{file: p.file, prefix: prefix, index: d.index}
-	v.metadata(meta)
-	d.errs = append(d.errs, v.errs...)
+	d.errs = append(d.errs, podvalidate.Metadata(meta, podvalidate.Where{File: p.file, Prefix: prefix, At: d.index})...)
 	if o.Name != "" {
 		key := o.Key()
 		if line, dup := p.seenObj[key]; dup {
-			d.errs = append(d.errs, d.errorAt(joinPath(prefix, "metadata.name"), fmt.Sprintf("%s %q is already defined at line %d", kind, pod.Truncate(o.Namespace+"/"+o.Name), line)))
+			d.errs = append(d.errs, d.errorAt(fieldpath.Join(prefix, "metadata.name"), fmt.Sprintf("%s %q is already defined at line %d", kind, pod.Truncate(o.Namespace+"/"+o.Name), line)))
 		} else {
-			p.seenObj[key] = d.index.find(joinPath(prefix, "metadata.name")).line
+			p.seenObj[key] = d.index.find(fieldpath.Join(prefix, "metadata.name")).line
 		}
 	}
 	p.objects = append(p.objects, o)
@@ -189,7 +191,7 @@ func (p *parser) claim(d *decoder, o *pod.Object, s *pod.PersistentVolumeClaimSp
 		switch m {
 		case "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod":
 		default:
-			check(indexPath("spec.accessModes", i), false, "unsupported value %q: must be \"ReadWriteOnce\", \"ReadOnlyMany\", \"ReadWriteMany\" or \"ReadWriteOncePod\"", pod.Truncate(m))
+			check(fieldpath.Index("spec.accessModes", i), false, "unsupported value %q: must be \"ReadWriteOnce\", \"ReadOnlyMany\", \"ReadWriteMany\" or \"ReadWriteOncePod\"", pod.Truncate(m))
 		}
 	}
 	switch s.VolumeMode {
@@ -201,7 +203,7 @@ func (p *parser) claim(d *decoder, o *pod.Object, s *pod.PersistentVolumeClaimSp
 	}
 	check("spec.volumeName", s.VolumeName == "", "%sbinding a claim to a named PersistentVolume needs the API server; remove volumeName (tug backs a claim with a local directory)", msgAPIServer)
 	for name, q := range s.Resources.Requests {
-		path := keyPath("spec.resources.requests", string(name))
+		path := fieldpath.Key("spec.resources.requests", string(name))
 		if name != "storage" {
 			check(path, false, "unsupported resource %q: a claim requests \"storage\"", pod.Truncate(string(name)))
 			continue
@@ -211,16 +213,16 @@ func (p *parser) claim(d *decoder, o *pod.Object, s *pod.PersistentVolumeClaimSp
 		o.StorageRequest = &q
 	}
 	for name, q := range s.Resources.Limits {
-		path := keyPath("spec.resources.limits", string(name))
+		path := fieldpath.Key("spec.resources.limits", string(name))
 		check(path, name == "storage", "unsupported resource %q: a claim limits \"storage\"", pod.Truncate(string(name)))
 		if r := o.StorageRequest; name == "storage" && r != nil {
 			check(path, q.MilliValue() >= r.MilliValue(), "must not be less than the request")
 		}
 	}
 	if sc := s.StorageClassName; sc != nil && *sc != "" {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(joinPath(prefix, "spec.storageClassName")).line, pod.Truncate(*sc)))
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(fieldpath.Join(prefix, "spec.storageClassName")).line, pod.Truncate(*sc)))
 	}
 	if s.Selector != nil {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find(joinPath(prefix, "spec.selector")).line))
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find(fieldpath.Join(prefix, "spec.selector")).line))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/podvalidate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -82,7 +83,7 @@ func TestParseGood(t *testing.T) {
 			}
 			out := make([]parsedPod, 0, len(pods))
 			for _, p := range pods {
-				if err := Validate(p); err != nil {
+				if err := podvalidate.Validate(p); err != nil {
 					t.Errorf("Validate(%s) after Parse: %v", p.FullName(), err)
 				}
 				pp := parsedPod{Pod: p, ManifestName: p.Metadata.ManifestName, Hash: p.Hash(), ContainerHashes: map[string]string{}}
@@ -406,7 +407,7 @@ func TestValidate(t *testing.T) {
 			p := valid()
 			tt.modify(p)
 			got := ""
-			if err := Validate(p); err != nil {
+			if err := podvalidate.Validate(p); err != nil {
 				got = err.Error()
 			}
 			if got != tt.want {

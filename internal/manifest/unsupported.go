@@ -6,11 +6,12 @@ import (
 	"slices"
 
 	"tug/internal/pod"
+	"tug/internal/podvalidate"
 )
 
 // Messages for Kubernetes fields that tug reads but does not implement.
 const (
-	msgNotYet        = "not supported by tug yet"
+	msgNotYet        = podvalidate.NotYet
 	msgServerIgnored = "ignored: written by the Kubernetes API server, not part of a manifest"
 	msgServerSet     = "written by the Kubernetes API server, not part of a manifest; remove it"
 	msgUIDDerived    = "tug derives the pod UID from the source and the pod name; remove it"

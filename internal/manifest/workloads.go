@@ -5,6 +5,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -108,7 +109,7 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 	var template *yaml.Node
 	backoff := int32(-1)
 	d.pairs(spec, "spec", func(k, v *yaml.Node, field string) {
-		path := joinPath("spec", field)
+		path := fieldpath.Join("spec", field)
 		switch field {
 		case "template":
 			template = v
@@ -160,7 +161,7 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 		case "spec":
 			tspec = v
 		default:
-			d.report(k, joinPath("spec.template", field), "unknown field %q", field)
+			d.report(k, fieldpath.Join("spec.template", field), "unknown field %q", field)
 		}
 	})
 	podName := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name.Value + "-pod", Line: name.Line, Column: name.Column}

@@ -1,8 +1,16 @@
-package manifest
+// Package podvalidate checks a defaulted pod with the rules the Kubernetes
+// API server and the kubelet apply, where tug implements the field, and
+// tug's own (its volumes, devices, probes, resize, capabilities): every
+// problem at once, each a *pod.FieldError naming its field path, and the
+// fields accepted but ignored on a node as warnings. With the Positions of
+// a parsed manifest each error points at the line and column that wrote
+// the field; package manifest validates what it parses with it.
+package podvalidate
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"path"
@@ -11,6 +19,7 @@ import (
 	"strings"
 	"unicode"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -18,69 +27,110 @@ import (
 // annotations (keys and values).
 const maxAnnotationsSize = 256 << 10
 
-// Validate checks a defaulted pod with the rules Parse applies, the
-// kubelet's where tug implements the field, and returns every problem,
-// joined, each a *pod.FieldError with a field path but no file position. Parse
-// already validates what it returns; Validate is for pods built in code. The
-// name checks use Metadata.ManifestName when set (the name as written) and
-// Metadata.Name otherwise.
+// Validate checks a defaulted pod built in code and returns every
+// problem, joined, each a *pod.FieldError with a field path but no file
+// position. The name checks use Metadata.ManifestName when set (the name
+// as written) and Metadata.Name otherwise.
 func Validate(p *pod.Pod) error {
 	v := &validator{}
 	v.pod(p)
 	return errors.Join(v.errs...)
 }
 
-// validator collects the problems of one pod. With an index (from Parse) it
-// positions each error at the offending node, and keeps quiet where decoding
-// already failed.
+// Positions says where a manifest wrote each field path (package
+// manifest's decoder records them).
+type Positions interface {
+	// Find returns the line and column of path's value or, for a value
+	// that is not written, of its nearest written ancestor.
+	Find(path string) (line, col int)
+	// KeyAt returns the position of the mapping key naming path.
+	KeyAt(path string) (line, col int, ok bool)
+	// Has reports whether the manifest wrote path.
+	Has(path string) bool
+	// Quiet reports whether decoding failed at path: validation keeps
+	// quiet there.
+	Quiet(path string) bool
+	// FailedUnder reports whether decoding failed somewhere below path.
+	FailedUnder(path string) bool
+}
+
+// Where is the place of a pod being validated: its file, the path of the
+// pod in the document ("" or "items[2]"), and where the document wrote
+// each field (nil: no positions).
+type Where struct {
+	File   string
+	Prefix string
+	At     Positions
+}
+
+// Pod checks the defaulted pod p, parsed at w, and returns its problems
+// and its warnings (fields accepted but ignored on a node), each a
+// *pod.FieldError.
+func Pod(p *pod.Pod, w Where) (errs, warns []error) {
+	v := &validator{file: w.File, prefix: w.Prefix, at: w.At}
+	v.pod(p)
+	return v.errs, v.warns
+}
+
+// Metadata checks an object's metadata (its name, namespace, labels and
+// annotations), parsed at w, as a pod's.
+func Metadata(m *pod.ObjectMeta, w Where) []error {
+	v := &validator{file: w.File, prefix: w.Prefix, at: w.At}
+	v.metadata(m)
+	return v.errs
+}
+
+// validator collects the problems of one pod. With Positions (from a
+// parsed manifest) it positions each error at the offending node, and
+// keeps quiet where decoding already failed.
 type validator struct {
 	file   string
-	prefix string     // path of the pod in the document: "" or "items[2]"
-	index  *nodeIndex // nil for Validate
+	prefix string    // path of the pod in the document: "" or "items[2]"
+	at     Positions // nil for Validate
 	errs   []error
 	warns  []error // *pod.FieldError: accepted, ignored on a node
 }
 
 // fail reports a problem with the value at path (relative to the pod).
 func (v *validator) fail(p, format string, args ...any) {
-	full := joinPath(v.prefix, p)
-	var pos position
-	if v.index != nil {
-		if v.index.quiet(full) {
+	full := fieldpath.Join(v.prefix, p)
+	var line, col int
+	if v.at != nil {
+		if v.at.Quiet(full) {
 			return
 		}
-		pos = v.index.find(full)
+		line, col = v.at.Find(full)
 	}
-	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: line, Col: col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // failKey reports a problem with key of the map at p, positioned at the key.
 func (v *validator) failKey(p, key, format string, args ...any) {
-	full := joinPath(v.prefix, p)
-	var pos position
-	if v.index != nil {
-		kp := keyPath(full, key)
-		if v.index.quiet(kp) {
+	full := fieldpath.Join(v.prefix, p)
+	var line, col int
+	if v.at != nil {
+		kp := fieldpath.Key(full, key)
+		if v.at.Quiet(kp) {
 			return
 		}
 		var ok bool
-		if pos, ok = v.index.keys[kp]; !ok {
-			pos = v.index.find(full)
+		if line, col, ok = v.at.KeyAt(kp); !ok {
+			line, col = v.at.Find(full)
 		}
 	}
-	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: line, Col: col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // written reports whether the manifest set the field at p (false without an
-// index).
+// Positions).
 func (v *validator) written(p string) bool {
-	return v.index != nil && v.index.has(joinPath(v.prefix, p))
+	return v.at != nil && v.at.Has(fieldpath.Join(v.prefix, p))
 }
 
 // failedUnder reports whether decoding failed somewhere below p, for checks
 // that would only repeat that failure.
 func (v *validator) failedUnder(p string) bool {
-	return v.index != nil && v.index.badIn[joinPath(v.prefix, p)]
+	return v.at != nil && v.at.FailedUnder(fieldpath.Join(v.prefix, p))
 }
 
 func (v *validator) pod(p *pod.Pod) {
@@ -109,16 +159,16 @@ func (v *validator) metadata(m *pod.ObjectMeta) {
 	case !pod.IsDNS1123Label(m.Namespace):
 		v.fail("metadata.namespace", "invalid namespace %q: %s", m.Namespace, pod.DNS1123LabelMsg)
 	}
-	for _, k := range sortedKeys(m.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("metadata.labels", k, "invalid key %q: %s", k, msg)
 		}
 		if msg := pod.LabelValueError(m.Labels[k]); msg != "" {
-			v.fail(keyPath("metadata.labels", k), "invalid value %q: %s", m.Labels[k], msg)
+			v.fail(fieldpath.Key("metadata.labels", k), "invalid value %q: %s", m.Labels[k], msg)
 		}
 	}
 	size := 0
-	for _, k := range sortedKeys(m.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(m.Annotations)) {
 		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("metadata.annotations", k, "invalid key %q: %s", k, msg)
 		}
@@ -126,26 +176,17 @@ func (v *validator) metadata(m *pod.ObjectMeta) {
 	}
 	if val, ok := m.Annotations[pod.AnnotationRolloutTimeout]; ok {
 		if _, err := pod.ParseRolloutTimeout(val); err != nil {
-			v.fail(keyPath("metadata.annotations", pod.AnnotationRolloutTimeout), "invalid value: %v", err)
+			v.fail(fieldpath.Key("metadata.annotations", pod.AnnotationRolloutTimeout), "invalid value: %v", err)
 		}
 	}
 	if val, ok := m.Annotations[pod.AnnotationRolloutMaxRestarts]; ok {
 		if _, err := pod.ParseRolloutMaxRestarts(val); err != nil {
-			v.fail(keyPath("metadata.annotations", pod.AnnotationRolloutMaxRestarts), "invalid value: %v", err)
+			v.fail(fieldpath.Key("metadata.annotations", pod.AnnotationRolloutMaxRestarts), "invalid value: %v", err)
 		}
 	}
 	if size > maxAnnotationsSize {
 		v.fail("metadata.annotations", "annotations are %d bytes in total, more than %d", size, maxAnnotationsSize)
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func (v *validator) spec(s *pod.PodSpec) {
@@ -178,10 +219,10 @@ func (v *validator) spec(s *pod.PodSpec) {
 	}
 	names := make(map[string]string) // container name -> path of its first use
 	for i := range s.InitContainers {
-		v.container(indexPath("spec.initContainers", i), &s.InitContainers[i], true, s.HostNetwork, volumes, names)
+		v.container(fieldpath.Index("spec.initContainers", i), &s.InitContainers[i], true, s.HostNetwork, volumes, names)
 	}
 	for i := range s.Containers {
-		v.container(indexPath("spec.containers", i), &s.Containers[i], false, s.HostNetwork, volumes, names)
+		v.container(fieldpath.Index("spec.containers", i), &s.Containers[i], false, s.HostNetwork, volumes, names)
 	}
 	v.hostPortConflicts(s.Containers)
 	v.os(s)
@@ -213,7 +254,7 @@ func (v *validator) os(s *pod.PodSpec) {
 			if l == nil || l.StopSignal == nil {
 				continue
 			}
-			p := indexPath(list.path, i) + ".lifecycle.stopSignal"
+			p := fieldpath.Index(list.path, i) + ".lifecycle.stopSignal"
 			switch {
 			case s.OS == nil:
 				v.fail(p, "may not be set for containers with empty `spec.os.name`")
@@ -229,7 +270,7 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 	names := make(map[string]bool, len(vols))
 	for i := range vols {
 		vol := &vols[i]
-		p := indexPath("spec.volumes", i)
+		p := fieldpath.Index("spec.volumes", i)
 		switch {
 		case vol.Name == "":
 			v.fail(p+".name", "required")
@@ -294,7 +335,7 @@ func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool
 	case names[c.Name] != "":
 		v.fail(p+".name", "duplicate container name %q (also %s)", c.Name, names[c.Name])
 	default:
-		names[c.Name] = joinPath(v.prefix, p)
+		names[c.Name] = fieldpath.Join(v.prefix, p)
 	}
 
 	switch {
@@ -317,7 +358,7 @@ func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool
 		v.fail(p+".env", "%d entries: tug takes at most %d per container", len(c.Env), pod.MaxEnv)
 	}
 	for i, e := range c.Env {
-		ep := indexPath(p+".env", i)
+		ep := fieldpath.Index(p+".env", i)
 		switch {
 		case e.Name == "":
 			v.fail(ep+".name", "required")
@@ -340,7 +381,7 @@ func (v *validator) ports(p string, ports []pod.ContainerPort, init, hostNetwork
 	names := make(map[string]int)
 	seen := make(map[string]int) // containerPort/protocol -> index
 	for i, port := range ports {
-		pp := indexPath(p+".ports", i)
+		pp := fieldpath.Index(p+".ports", i)
 		if port.Name != "" {
 			if !pod.IsIANASvcName(port.Name) {
 				v.fail(pp+".name", "invalid name %q: %s", port.Name, pod.IANASvcNameMsg)
@@ -408,7 +449,7 @@ func (v *validator) hostPortConflicts(containers []pod.Container) {
 			case !dup:
 				seen[key] = owner{ci, pi}
 			case first.container != ci:
-				v.fail(indexPath(indexPath("spec.containers", ci)+".ports", pi)+".hostPort",
+				v.fail(fieldpath.Index(fieldpath.Index("spec.containers", ci)+".ports", pi)+".hostPort",
 					"host port %s is also published by spec.containers[%d].ports[%d]", key, first.container, first.port)
 			}
 		}
@@ -439,7 +480,7 @@ func (v *validator) imageVolume(p string, img *pod.ImageVolumeSource) {
 func (v *validator) volumeMounts(p string, mounts []pod.VolumeMount, volumes map[string]bool) {
 	paths := make(map[string]int)
 	for i, m := range mounts {
-		mp := indexPath(p+".volumeMounts", i)
+		mp := fieldpath.Index(p+".volumeMounts", i)
 		switch {
 		case m.Name == "":
 			v.fail(mp+".name", "required")
@@ -480,12 +521,12 @@ func (v *validator) securityContext(p string, sc *pod.SecurityContext) {
 	if c := sc.Capabilities; c != nil {
 		for i, name := range c.Add {
 			if msg := capabilityError(name); msg != "" {
-				v.fail(indexPath(p+".capabilities.add", i), "invalid capability %q: %s", name, msg)
+				v.fail(fieldpath.Index(p+".capabilities.add", i), "invalid capability %q: %s", name, msg)
 			}
 		}
 		for i, name := range c.Drop {
 			if msg := capabilityError(name); msg != "" {
-				v.fail(indexPath(p+".capabilities.drop", i), "invalid capability %q: %s", name, msg)
+				v.fail(fieldpath.Index(p+".capabilities.drop", i), "invalid capability %q: %s", name, msg)
 			}
 		}
 	}
@@ -559,9 +600,9 @@ func (v *validator) resources(p string, r *pod.Resources) {
 			case !slices.Contains(resourceNames, name):
 				v.failKey(list.path, string(name), "unsupported resource %q: must be \"cpu\", \"memory\" or \"ephemeral-storage\"", name)
 			case q.MilliValue() < 0:
-				v.fail(keyPath(list.path, string(name)), "must be greater than or equal to 0")
+				v.fail(fieldpath.Key(list.path, string(name)), "must be greater than or equal to 0")
 			case name != pod.ResourceCPU && q.MilliValue()%1000 != 0:
-				v.fail(keyPath(list.path, string(name)), "must be a whole number of bytes, not %s", q)
+				v.fail(fieldpath.Key(list.path, string(name)), "must be a whole number of bytes, not %s", q)
 			}
 		}
 	}
@@ -572,7 +613,7 @@ func (v *validator) resources(p string, r *pod.Resources) {
 			continue // checked by extendedResource
 		}
 		if ok && req.MilliValue() > limit.MilliValue() && limit.MilliValue() >= 0 {
-			v.fail(keyPath(p+".requests", string(name)), "must be less than or equal to %s limit of %s", name, limit)
+			v.fail(fieldpath.Key(p+".requests", string(name)), "must be less than or equal to %s limit of %s", name, limit)
 		}
 	}
 }
@@ -590,7 +631,7 @@ func extendedName(name pod.ResourceName) bool {
 // node must declare it (--device-resource), or the pod is refused.
 func (v *validator) extendedResource(p, listPath string, name pod.ResourceName, q pod.Quantity, r *pod.Resources) {
 	isRequest := listPath == p+".requests"
-	if isRequest && !v.written(keyPath(listPath, string(name))) && v.index != nil {
+	if isRequest && !v.written(fieldpath.Key(listPath, string(name))) && v.at != nil {
 		return // a limit defaults the request: reported on the limit
 	}
 	domain, _, _ := strings.Cut(string(name), "/")
@@ -599,15 +640,15 @@ func (v *validator) extendedResource(p, listPath string, name pod.ResourceName, 
 	case domain == "" || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io"):
 		v.failKey(listPath, string(name), "unsupported resource %q: must be \"cpu\", \"memory\", \"ephemeral-storage\" or an extended resource outside the kubernetes.io domain", name)
 	case q.MilliValue() < 0 || q.MilliValue()%1000 != 0:
-		v.fail(keyPath(listPath, string(name)), "must be a whole number of devices, not %s", q)
+		v.fail(fieldpath.Key(listPath, string(name)), "must be a whole number of devices, not %s", q)
 	case isRequest && !hasLimit:
-		v.fail(keyPath(listPath, string(name)), "a limit must be set as well: an extended resource cannot be overcommitted")
+		v.fail(fieldpath.Key(listPath, string(name)), "a limit must be set as well: an extended resource cannot be overcommitted")
 	case isRequest && limit.MilliValue() != q.MilliValue():
-		v.fail(keyPath(listPath, string(name)), "must be equal to %s limit of %s", name, limit)
-	case isRequest && v.written(keyPath(p+".limits", string(name))):
+		v.fail(fieldpath.Key(listPath, string(name)), "must be equal to %s limit of %s", name, limit)
+	case isRequest && v.written(fieldpath.Key(p+".limits", string(name))):
 		// Reported on the limit.
 	default:
-		v.warnAt(keyPath(listPath, string(name)), fmt.Sprintf("extended resource %q: the node must declare it (tug run --device-resource), or the pod is refused with status OutOf%s", name, name))
+		v.warnAt(fieldpath.Key(listPath, string(name)), fmt.Sprintf("extended resource %q: the node must declare it (tug run --device-resource), or the pod is refused with status OutOf%s", name, name))
 	}
 }
 
@@ -652,7 +693,7 @@ func (v *validator) dns(s *pod.PodSpec) {
 	}
 	for i, ns := range c.Nameservers {
 		if !isPlainIP(ns) {
-			v.fail(indexPath("spec.dnsConfig.nameservers", i), "invalid IP address %q: %s", ns, plainIPMsg)
+			v.fail(fieldpath.Index("spec.dnsConfig.nameservers", i), "invalid IP address %q: %s", ns, plainIPMsg)
 		}
 	}
 	if len(c.Searches) > maxDNSSearches {
@@ -662,14 +703,14 @@ func (v *validator) dns(s *pod.PodSpec) {
 	for i, d := range c.Searches {
 		total += len(d) + 1
 		if !pod.IsDNS1123Subdomain(strings.TrimSuffix(d, ".")) {
-			v.fail(indexPath("spec.dnsConfig.searches", i), "invalid search domain %q: %s", d, pod.DNS1123SubdomainMsg)
+			v.fail(fieldpath.Index("spec.dnsConfig.searches", i), "invalid search domain %q: %s", d, pod.DNS1123SubdomainMsg)
 		}
 	}
 	if total > maxDNSSearchLength {
 		v.fail("spec.dnsConfig.searches", "must not be longer than %d characters in total", maxDNSSearchLength)
 	}
 	for i, o := range c.Options {
-		p := indexPath("spec.dnsConfig.options", i)
+		p := fieldpath.Index("spec.dnsConfig.options", i)
 		switch {
 		case o.Name == "":
 			v.fail(p+".name", "required")
@@ -751,3 +792,7 @@ func (v *validator) appArmorProfile(p string, ap *pod.AppArmorProfile) {
 		v.fail(p+".type", "unsupported value %q: must be \"RuntimeDefault\", \"Unconfined\" or \"Localhost\"", ap.Type)
 	}
 }
+
+// NotYet is said of a Kubernetes field tug reads but does not implement
+// yet.
+const NotYet = "not supported by tug yet"

@@ -1,10 +1,13 @@
-package manifest
+package podvalidate
 
 import (
+	"maps"
 	"math"
 	"path"
 	"regexp"
+	"slices"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -16,12 +19,12 @@ var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0
 
 // warnAt records a warning for the field at p (relative to the pod).
 func (v *validator) warnAt(p, msg string) {
-	full := joinPath(v.prefix, p)
-	var pos position
-	if v.index != nil {
-		pos = v.index.find(full)
+	full := fieldpath.Join(v.prefix, p)
+	var line, col int
+	if v.at != nil {
+		line, col = v.at.Find(full)
 	}
-	v.warns = append(v.warns, &pod.FieldError{File: v.file, Line: pos.line, Col: pos.col, Path: full, Msg: msg})
+	v.warns = append(v.warns, &pod.FieldError{File: v.file, Line: line, Col: col, Path: full, Msg: msg})
 }
 
 // podFields checks the pod-level fields of points 4 to 6.
@@ -38,12 +41,12 @@ func (v *validator) podFields(s *pod.PodSpec) {
 		}
 		for i, g := range sc.SupplementalGroups {
 			if g < 0 || g > math.MaxInt32 {
-				v.fail(indexPath("spec.securityContext.supplementalGroups", i), "must be between 0 and 2147483647, inclusive")
+				v.fail(fieldpath.Index("spec.securityContext.supplementalGroups", i), "must be between 0 and 2147483647, inclusive")
 			}
 		}
 		names := map[string]bool{}
 		for i, sy := range sc.Sysctls {
-			p := indexPath("spec.securityContext.sysctls", i)
+			p := fieldpath.Index("spec.securityContext.sysctls", i)
 			switch {
 			case sy.Name == "":
 				v.fail(p+".name", "required")
@@ -71,17 +74,17 @@ func (v *validator) podFields(s *pod.PodSpec) {
 			}
 		}
 		if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace {
-			v.fail("spec.shareProcessNamespace", "%s: one PID namespace for the containers of a pod with hostUsers: false; remove one of them", msgNotYet)
+			v.fail("spec.shareProcessNamespace", "%s: one PID namespace for the containers of a pod with hostUsers: false; remove one of them", NotYet)
 		}
 	}
 	for i, a := range s.HostAliases {
-		p := indexPath("spec.hostAliases", i)
+		p := fieldpath.Index("spec.hostAliases", i)
 		if !isPlainIP(a.IP) {
 			v.fail(p+".ip", "%s, got %q", plainIPMsg, a.IP)
 		}
 		for j, h := range a.Hostnames {
 			if !pod.IsDNS1123Subdomain(h) {
-				v.fail(indexPath(p+".hostnames", j), "invalid hostname %q: %s", h, pod.DNS1123SubdomainMsg)
+				v.fail(fieldpath.Index(p+".hostnames", j), "invalid hostname %q: %s", h, pod.DNS1123SubdomainMsg)
 			}
 		}
 	}
@@ -92,7 +95,7 @@ func (v *validator) podFields(s *pod.PodSpec) {
 		v.fail("spec.subdomain", "invalid subdomain %q: %s", s.Subdomain, pod.DNS1123LabelMsg)
 	}
 	v.hostnameOverride(s)
-	for _, k := range sortedKeys(s.NodeSelector) {
+	for _, k := range slices.Sorted(maps.Keys(s.NodeSelector)) {
 		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("spec.nodeSelector", k, "invalid key %q: %s", k, msg)
 		}
@@ -104,15 +107,15 @@ func (v *validator) podFields(s *pod.PodSpec) {
 		}
 		for i, t := range a.NodeAffinity.Required.NodeSelectorTerms {
 			for j, r := range t.MatchExpressions {
-				v.nodeSelectorRequirement(indexPath(indexPath(p, i)+".matchExpressions", j), r, false)
+				v.nodeSelectorRequirement(fieldpath.Index(fieldpath.Index(p, i)+".matchExpressions", j), r, false)
 			}
 			for j, r := range t.MatchFields {
-				v.nodeSelectorRequirement(indexPath(indexPath(p, i)+".matchFields", j), r, true)
+				v.nodeSelectorRequirement(fieldpath.Index(fieldpath.Index(p, i)+".matchFields", j), r, true)
 			}
 		}
 	}
 	for i, t := range s.Tolerations {
-		p := indexPath("spec.tolerations", i)
+		p := fieldpath.Index("spec.tolerations", i)
 		switch t.Operator {
 		case "", "Equal":
 			if t.Key == "" {
@@ -250,7 +253,7 @@ func (v *validator) restartPolicyRules(p string, c *pod.Container, init bool) {
 		v.fail(rp, "must have at most %d rules, got %d", maxRestartRules, len(c.RestartPolicyRules))
 	}
 	for i, r := range c.RestartPolicyRules {
-		ip := indexPath(rp, i)
+		ip := fieldpath.Index(rp, i)
 		switch r.Action {
 		case pod.RestartRuleRestart:
 		case "":
@@ -275,9 +278,9 @@ func (v *validator) restartPolicyRules(p string, c *pod.Container, init bool) {
 		for j, code := range e.Values {
 			switch {
 			case code < 0:
-				v.fail(indexPath(ip+".exitCodes.values", j), "must be greater than or equal to 0")
+				v.fail(fieldpath.Index(ip+".exitCodes.values", j), "must be greater than or equal to 0")
 			case seen[code]:
-				v.fail(indexPath(ip+".exitCodes.values", j), "duplicate value %d", code)
+				v.fail(fieldpath.Index(ip+".exitCodes.values", j), "duplicate value %d", code)
 			}
 			seen[code] = true
 		}

@@ -1,10 +1,11 @@
-package manifest
+package podvalidate
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -17,7 +18,7 @@ var resizeResources = []pod.ResourceName{pod.ResourceCPU, pod.ResourceMemory}
 func (v *validator) resize(s *pod.PodSpec) {
 	for i := range s.InitContainers {
 		c := &s.InitContainers[i]
-		p := indexPath("spec.initContainers", i)
+		p := fieldpath.Index("spec.initContainers", i)
 		if len(c.ResizePolicy) > 0 && !c.IsSidecar() {
 			v.fail(p+".resizePolicy", "must not be set for an init container that is not a sidecar (restartPolicy: Always): it is never resized")
 			continue
@@ -25,7 +26,7 @@ func (v *validator) resize(s *pod.PodSpec) {
 		v.resizePolicy(p, c, s.RestartPolicy)
 	}
 	for i := range s.Containers {
-		v.resizePolicy(indexPath("spec.containers", i), &s.Containers[i], s.RestartPolicy)
+		v.resizePolicy(fieldpath.Index("spec.containers", i), &s.Containers[i], s.RestartPolicy)
 	}
 	if s.Resources != nil {
 		v.podResources(s)
@@ -42,7 +43,7 @@ func (v *validator) resizePolicy(p string, c *pod.Container, podRestart pod.Rest
 	}
 	seen := map[pod.ResourceName]bool{}
 	for i, r := range c.ResizePolicy {
-		rp := indexPath(p+".resizePolicy", i)
+		rp := fieldpath.Index(p+".resizePolicy", i)
 		switch {
 		case r.ResourceName == "":
 			v.fail(rp+".resourceName", "required")
@@ -79,7 +80,7 @@ func (v *validator) podResources(s *pod.PodSpec) {
 	}{{p + ".limits", r.Limits}, {p + ".requests", r.Requests}} {
 		for _, name := range sortedResourceNames(list.rl) {
 			q := list.rl[name]
-			if list.path == p+".requests" && v.index != nil && !v.written(keyPath(list.path, string(name))) {
+			if list.path == p+".requests" && v.at != nil && !v.written(fieldpath.Key(list.path, string(name))) {
 				continue // a limit's default: reported on the limit
 			}
 			switch {
@@ -88,23 +89,23 @@ func (v *validator) podResources(s *pod.PodSpec) {
 			case !slices.Contains(resizeResources, name):
 				v.failKey(list.path, string(name), "unsupported resource %q: pod-level resources must be \"cpu\" or \"memory\"", name)
 			case q.MilliValue() < 0:
-				v.fail(keyPath(list.path, string(name)), "must be greater than or equal to 0")
+				v.fail(fieldpath.Key(list.path, string(name)), "must be greater than or equal to 0")
 			case name == pod.ResourceMemory && q.MilliValue()%1000 != 0:
-				v.fail(keyPath(list.path, string(name)), "must be a whole number of bytes, not %s", q)
+				v.fail(fieldpath.Key(list.path, string(name)), "must be a whole number of bytes, not %s", q)
 			}
 		}
 	}
 	for _, name := range resizeResources {
 		req, hasReq := r.Requests[name]
 		limit, hasLimit := r.Limits[name]
-		if hasReq && hasLimit && req.MilliValue() > limit.MilliValue() && v.written(keyPath(p+".requests", string(name))) {
-			v.fail(keyPath(p+".requests", string(name)), "must be less than or equal to %s limit of %s", name, limit)
+		if hasReq && hasLimit && req.MilliValue() > limit.MilliValue() && v.written(fieldpath.Key(p+".requests", string(name))) {
+			v.fail(fieldpath.Key(p+".requests", string(name)), "must be less than or equal to %s limit of %s", name, limit)
 		}
 		if hasReq {
 			if sum := aggregateRequest(s, name); req.MilliValue() < sum {
-				path := keyPath(p+".requests", string(name))
+				path := fieldpath.Key(p+".requests", string(name))
 				if !v.written(path) {
-					path = keyPath(p+".limits", string(name)) // the request is the limit's default
+					path = fieldpath.Key(p+".limits", string(name)) // the request is the limit's default
 				}
 				v.fail(path, "must be greater than or equal to the containers' aggregate %s request of %s", name, formatMilli(name, sum))
 			}
@@ -118,7 +119,7 @@ func (v *validator) podResources(s *pod.PodSpec) {
 		}{{"spec.initContainers", s.InitContainers}, {"spec.containers", s.Containers}} {
 			for i, c := range list.cs {
 				if cl, ok := c.Resources.Limits[name]; ok && cl.MilliValue() > limit.MilliValue() {
-					v.fail(keyPath(indexPath(list.path, i)+".resources.limits", string(name)), "must be less than or equal to the pod-level %s limit of %s", name, limit)
+					v.fail(fieldpath.Key(fieldpath.Index(list.path, i)+".resources.limits", string(name)), "must be less than or equal to the pod-level %s limit of %s", name, limit)
 				}
 			}
 		}

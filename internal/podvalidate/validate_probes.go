@@ -1,8 +1,9 @@
-package manifest
+package podvalidate
 
 import (
 	"strings"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -122,7 +123,7 @@ func (v *validator) handler(p string, h pod.ProbeHandler, ports []pod.ContainerP
 			v.fail(p+".httpGet.path", "must start with '/'")
 		}
 		for i, hd := range g.HTTPHeaders {
-			hp := indexPath(p+".httpGet.httpHeaders", i) + ".name"
+			hp := fieldpath.Index(p+".httpGet.httpHeaders", i) + ".name"
 			if hd.Name == "" || !validHeaderName(hd.Name) {
 				v.fail(hp, "invalid HTTP header name %q", hd.Name)
 			}

@@ -1,9 +1,10 @@
-package manifest
+package podvalidate
 
 import (
 	"path"
 	"strings"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 )
 
@@ -52,7 +53,7 @@ func (v *validator) objectVolume(p string, vol *pod.Volume) {
 		v.mode(p+".projected.defaultMode", s.DefaultMode)
 		paths := map[string]bool{}
 		for i, src := range s.Sources {
-			sp := indexPath(p+".projected.sources", i)
+			sp := fieldpath.Index(p+".projected.sources", i)
 			n := 0
 			if c := src.ConfigMap; c != nil {
 				n++
@@ -69,7 +70,7 @@ func (v *validator) objectVolume(p string, vol *pod.Volume) {
 				v.downwardFiles(sp+".downwardAPI.items", c.Items)
 				for j, f := range c.Items {
 					if paths[f.Path] {
-						v.fail(indexPath(sp+".downwardAPI.items", j)+".path", "duplicate path %q in the projected volume", f.Path)
+						v.fail(fieldpath.Index(sp+".downwardAPI.items", j)+".path", "duplicate path %q in the projected volume", f.Path)
 					}
 					paths[f.Path] = true
 				}
@@ -115,7 +116,7 @@ func (v *validator) relPath(p, file string) {
 // items checks the key-to-path list of a configMap or secret source.
 func (v *validator) items(p string, items []pod.KeyToPath) {
 	for i, it := range items {
-		ip := indexPath(p, i)
+		ip := fieldpath.Index(p, i)
 		if it.Key == "" {
 			v.fail(ip+".key", "required")
 		}
@@ -127,7 +128,7 @@ func (v *validator) items(p string, items []pod.KeyToPath) {
 // downwardFiles checks the files of a downwardAPI volume or projection.
 func (v *validator) downwardFiles(p string, files []pod.DownwardAPIVolumeFile) {
 	for i, f := range files {
-		fp := indexPath(p, i)
+		fp := fieldpath.Index(p, i)
 		v.relPath(fp+".path", f.Path)
 		v.mode(fp+".mode", f.Mode)
 		switch {
@@ -195,7 +196,7 @@ func (v *validator) envSources(p string, c *pod.Container) {
 		if e.ValueFrom == nil {
 			continue
 		}
-		ep := indexPath(p+".env", i)
+		ep := fieldpath.Index(p+".env", i)
 		if e.Value != "" {
 			v.fail(ep+".valueFrom", "may not be set with value")
 		}
@@ -232,7 +233,7 @@ func (v *validator) envSources(p string, c *pod.Container) {
 		}
 	}
 	for i, e := range c.EnvFrom {
-		ep := indexPath(p+".envFrom", i)
+		ep := fieldpath.Index(p+".envFrom", i)
 		switch {
 		case e.ConfigMapRef != nil && e.SecretRef != nil:
 			v.fail(ep, "only one of configMapRef or secretRef may be set")
@@ -293,7 +294,7 @@ func (v *validator) envFiles(s *pod.PodSpec) {
 				}
 				name := e.ValueFrom.FileKeyRef.VolumeName
 				if name != "" && !emptyDirs[name] {
-					v.fail(indexPath(indexPath(list.path, i)+".env", j)+".valueFrom.fileKeyRef.volumeName",
+					v.fail(fieldpath.Index(fieldpath.Index(list.path, i)+".env", j)+".valueFrom.fileKeyRef.volumeName",
 						"%q is not an emptyDir volume of the pod: an env file is read from an emptyDir", name)
 				}
 			}
