@@ -56,14 +56,10 @@ func (s *podSyncer) syncDevices(p *pod.Pod) {
 	case slices.Equal(prev.gone, d.gone):
 	case len(d.gone) > 0:
 		s.event(p, "", eventWarning, podstatus.ReasonDeviceUnavailable, "Device "+strings.Join(d.gone, ", ")+" unavailable")
-		if s.log != nil {
-			s.log.Warn("device of a pod unavailable; the containers that use it are not restarted until it is back",
-				"pod", p.FullName(), "uid", p.Metadata.UID, "devices", d.gone)
-		}
+		s.log.Warn("device of a pod unavailable; the containers that use it are not restarted until it is back",
+			"pod", p.FullName(), "uid", p.Metadata.UID, "devices", d.gone)
 	default:
 		s.event(p, "", eventNormal, reasonDeviceAvailable, "Every device of the pod is available")
-		if s.log != nil {
-			s.log.Info("devices of a pod available again", "pod", p.FullName(), "uid", p.Metadata.UID)
-		}
+		s.log.Info("devices of a pod available again", "pod", p.FullName(), "uid", p.Metadata.UID)
 	}
 }

@@ -90,9 +90,7 @@ func (s *podSyncer) syncEvicted(ctx context.Context, p *pod.Pod, res *syncResult
 		}
 		s.notes.mu.Unlock()
 		s.backoff.Forget(uid)
-		if s.log != nil {
-			s.log.Warn("pod evicted", "pod", p.FullName(), "uid", uid, "message", ev.message)
-		}
+		s.log.Warn("pod evicted", "pod", p.FullName(), "uid", uid, "message", ev.message)
 	}
 	if wait := evictionRetry - s.now.Now().Sub(ev.at); wait > 0 {
 		res.after(wait)
@@ -114,8 +112,6 @@ func (s *podSyncer) syncEvicted(ctx context.Context, p *pod.Pod, res *syncResult
 		pn.evicted = nil
 	}
 	s.notes.mu.Unlock()
-	if s.log != nil {
-		s.log.Info("starting evicted pod again", "pod", p.FullName(), "uid", uid)
-	}
+	s.log.Info("starting evicted pod again", "pod", p.FullName(), "uid", uid)
 	return false, nil
 }

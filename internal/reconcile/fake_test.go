@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/netip"
 	"slices"
@@ -263,5 +264,6 @@ func testPod(policy pod.RestartPolicy, inits, apps []string) *pod.Pod {
 
 // newTestSyncer returns a syncer whose back-off never delays (Initial 0).
 func newTestSyncer(rt Runtime, sb Sandbox) *podSyncer {
-	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &statusNotes{}, backoff: &podplan.CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now}
+	return &podSyncer{rt: rt, sb: sb, net: &fakeNetwork{}, cg: &fakeCgroups{}, notes: &statusNotes{}, backoff: &podplan.CrashBackoff{Max: time.Minute, Reset: time.Hour}, now: time.Now,
+		log: slog.New(slog.DiscardHandler)}
 }

@@ -73,12 +73,10 @@ func (s *podSyncer) postStart(ctx context.Context, p *pod.Pod, c *pod.Container,
 	uid := p.Metadata.UID
 	msg := "PostStartHook failed: " + err.Error()
 	s.event(p, c.Name, eventWarning, reasonFailedPostStartHook, msg)
-	if s.log != nil {
-		s.log.Warn("postStart hook failed; stopping the container", "pod", p.FullName(), "uid", uid, "container", c.Name, "err", err)
-	}
+	s.log.Warn("postStart hook failed; stopping the container", "pod", p.FullName(), "uid", uid, "container", c.Name, "err", err)
 	s.notes.killedFor(uid, id, msg)
 	r := pod.RuntimeContainer{ID: id, Name: c.Name, State: pod.RunRunning}
-	if serr := s.stopContainer(ctx, p, c, r, p.GracePeriod(), &sb); serr != nil && s.log != nil {
+	if serr := s.stopContainer(ctx, p, c, r, p.GracePeriod(), &sb); serr != nil {
 		s.log.Warn("stop container after postStart failure", "pod", p.FullName(), "uid", uid, "container", c.Name, "err", serr)
 	}
 	s.notes.wait(uid, c.Name, reasonPostStartHookError, msg)
@@ -105,9 +103,7 @@ func (s *podSyncer) stopContainer(ctx context.Context, p *pod.Pod, c *pod.Contai
 		if err != nil {
 			msg := "PreStopHook failed: " + err.Error()
 			s.event(p, c.Name, eventWarning, reasonFailedPreStopHook, msg)
-			if s.log != nil {
-				s.log.Warn("preStop hook failed", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
-			}
+			s.log.Warn("preStop hook failed", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
 		}
 		grace = max(grace-s.now.Now().Sub(start), minStopGrace)
 	}

@@ -89,15 +89,11 @@ func (s *podSyncer) repairImage(ctx context.Context, p *pod.Pod, c *pod.Containe
 	}
 	if err := s.repairer.RepairImage(ctx, p, c, damage); err != nil {
 		s.event(p, c.Name, eventWarning, reasonImageRepairFailed, fmt.Sprintf("Image %q is damaged (%v); repair failed: %v", c.Image, damage, err))
-		if s.log != nil {
-			s.log.Warn("damaged image not repaired", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", err)
-		}
+		s.log.Warn("damaged image not repaired", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", err)
 		return false
 	}
 	s.event(p, c.Name, eventWarning, reasonImageRepaired, fmt.Sprintf(
 		"Image %q was damaged (%v): its snapshots and content were removed and it was fetched again", c.Image, damage))
-	if s.log != nil {
-		s.log.Warn("repaired damaged image", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", damage)
-	}
+	s.log.Warn("repaired damaged image", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", damage)
 	return true
 }

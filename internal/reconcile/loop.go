@@ -66,7 +66,8 @@ type Config struct {
 	// Clock tells the time of status changes, back-off and housekeeping;
 	// nil: the system clock.
 	Clock clock.Clock
-	Log   *slog.Logger
+	// Log is where the loop and its workers log; nil: nowhere.
+	Log *slog.Logger
 	// Claims and ClaimDirs, when both set, let housekeeping remove the
 	// directory of a PersistentVolumeClaim no source defines any more and
 	// no pod uses.
@@ -158,6 +159,9 @@ func New(cfg Config) *Loop {
 	}
 	if cfg.HousekeepingPeriod == 0 {
 		cfg.HousekeepingPeriod = 2 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = &podplan.CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}

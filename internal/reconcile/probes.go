@@ -38,10 +38,8 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 	if grace != nil {
 		g = time.Duration(*grace) * time.Second
 	}
-	if s.log != nil {
-		s.log.Info("killing "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
-	}
-	if err := s.stopContainer(ctx, p, c, *last, g, nil); err != nil && s.log != nil {
+	s.log.Info("killing "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", msg)
+	if err := s.stopContainer(ctx, p, c, *last, g, nil); err != nil {
 		s.log.Warn("stop "+what, "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
 	}
 	res.after(time.Millisecond) // read the exit back and restart it

@@ -156,7 +156,7 @@ func allocatedPod(p *pod.Pod, recs []pod.RuntimeContainer) *pod.Pod {
 // noteResizeRefused reports a resize that cannot be applied.
 func (s *podSyncer) noteResizeRefused(p *pod.Pod, reason, msg string) {
 	c := pod.Condition{Type: pod.ConditionPodResizePending, Status: "True", Reason: reason, Message: msg}
-	if s.notes.resize(p.Metadata.UID, []pod.Condition{c}) && s.log != nil {
+	if s.notes.resize(p.Metadata.UID, []pod.Condition{c}) {
 		s.log.Warn("pod resize refused: "+reason, "pod", p.FullName(), "uid", p.Metadata.UID, "err", msg)
 	}
 }
@@ -192,9 +192,7 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePla
 			recs[i].SpecHash, recs[i].Allocated = hash, &allocated
 		}
 		s.event(p, c.Name, eventNormal, reasonResized, "Resized container "+c.Name+" in place")
-		if s.log != nil {
-			s.log.Info("container resized in place", "pod", p.FullName(), "uid", uid, "container", c.Name)
-		}
+		s.log.Info("container resized in place", "pod", p.FullName(), "uid", uid, "container", c.Name)
 	}
 	if _, err := s.cg.EnsurePod(ctx, out); err != nil {
 		failed = append(failed, fmt.Sprintf("pod cgroup: %v", err))
@@ -205,7 +203,7 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *resizePla
 	}
 	msg := strings.Join(failed, "; ")
 	cond := pod.Condition{Type: pod.ConditionPodResizeInProgress, Status: "True", Reason: reasonResizeError, Message: msg}
-	if s.notes.resize(uid, []pod.Condition{cond}) && s.log != nil {
+	if s.notes.resize(uid, []pod.Condition{cond}) {
 		s.log.Warn("pod resize failed; retried", "pod", p.FullName(), "uid", uid, "err", msg)
 	}
 	res.after(resizeRetry)

@@ -30,7 +30,7 @@ type podSyncer struct {
 	notes   *statusNotes
 	backoff *podplan.CrashBackoff
 	now     clock.Clock
-	log     *slog.Logger  // nil: no log
+	log     *slog.Logger
 	rec     eventRecorder // nil: no events
 	// pressure decides when an evicted pod may start again (nil: at once).
 	pressure Pressure
@@ -119,14 +119,14 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	if errors.As(err, &inUse) {
 		// Not a failure to retry with back-off: the pod waits for the port,
 		// and looks again soon (the pod holding it may be removed).
-		if s.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonHostPortInUse, Message: inUse.Error()}) && s.log != nil {
+		if s.notes.refuse(uid, pod.StateWaiting{Reason: pod.ReasonHostPortInUse, Message: inUse.Error()}) {
 			s.log.Warn("pod refused: "+pod.ReasonHostPortInUse+"; it starts when the port is free", "pod", p.FullName(), "uid", uid, "err", inUse)
 		}
 		s.notes.syncFailed(uid, "")
 		res.after(portRetry)
 		return res, nil
 	}
-	if s.notes.refuse(uid, pod.StateWaiting{}) && s.log != nil {
+	if s.notes.refuse(uid, pod.StateWaiting{}) {
 		s.log.Info("pod no longer refused", "pod", p.FullName(), "uid", uid)
 	}
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *podSyncer) admitted(p *pod.Pod) *pod.Pod {
 	}
 	err := s.admit.Admit(p)
 	run, changed := s.notes.admission(p, err)
-	if changed && s.log != nil {
+	if changed {
 		log := s.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "source", p.Metadata.Source)
 		switch {
 		case err == nil:
@@ -440,10 +440,8 @@ func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Co
 			// Once per blocked update, not on every retry.
 			s.event(p, c.Name, eventWarning, reasonUpdateBlocked, fmt.Sprintf(
 				"Update of container %s to image %s blocked (%s); the container of its previous spec keeps running", c.Name, c.Image, reason))
-			if s.log != nil {
-				s.log.Warn("container update blocked; the container of its previous spec keeps running",
-					"pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", err)
-			}
+			s.log.Warn("container update blocked; the container of its previous spec keeps running",
+				"pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", err)
 		}
 		return fmt.Errorf("image for container %q: %w", c.Name, err)
 	}
