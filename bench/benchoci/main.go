@@ -211,7 +211,7 @@ type readySink struct {
 	seen map[string]bool
 }
 
-func (s *readySink) Set(src string, ms []pod.Manifest) {
+func (s *readySink) Set(src string, ms []pod.SourceFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(ms) == 1 && ms[0].Err == nil && len(ms[0].Pods) > 0 {
@@ -386,6 +386,6 @@ type prefixSink struct {
 	device string
 }
 
-func (p *prefixSink) Set(src string, ms []pod.Manifest) {
+func (p *prefixSink) Set(src string, ms []pod.SourceFile) {
 	p.s.Set(p.device+" "+src, ms)
 }

@@ -19,7 +19,7 @@ func TestObjectsBind(t *testing.T) {
 	user.Spec.Volumes = []pod.Volume{{Name: "cfg", ConfigMap: &pod.ConfigMapVolumeSource{Name: "settings"}}}
 	podFile := good("dir", "pod.yaml")
 	podFile.Pods = []*pod.Pod{user}
-	objFile := func(hash string, objs ...*pod.Object) pod.Manifest {
+	objFile := func(hash string, objs ...*pod.Object) pod.SourceFile {
 		m := good("dir", "objects.yaml")
 		m.Hash, m.Objects = hash, objs
 		return m
@@ -29,17 +29,17 @@ func TestObjectsBind(t *testing.T) {
 	tests := []struct {
 		name    string
 		source  string
-		files   []pod.Manifest
+		files   []pod.SourceFile
 		want    []Op
 		missing bool
 	}{
-		{"pod without its ConfigMap", "dir", []pod.Manifest{podFile}, []Op{Add}, true},
-		{"ConfigMap arrives", "dir", []pod.Manifest{podFile, objFile("1", cm("dir", "settings", "a"))}, []Op{Update}, false},
-		{"same again", "dir", []pod.Manifest{podFile, objFile("1", cm("dir", "settings", "a"))}, nil, false},
-		{"ConfigMap changes", "dir", []pod.Manifest{podFile, objFile("2", cm("dir", "settings", "b"))}, []Op{Update}, false},
-		{"unused object changes", "dir", []pod.Manifest{podFile, objFile("3", cm("dir", "settings", "b"), cm("dir", "other", "x"))}, nil, false},
-		{"another source's ConfigMap is not bound", "url", []pod.Manifest{{Origin: pod.Origin{Source: "url", File: "u"}, Hash: "u", Objects: []*pod.Object{cm("url", "settings", "z")}}}, nil, false},
-		{"ConfigMap removed", "dir", []pod.Manifest{podFile}, []Op{Update}, true},
+		{"pod without its ConfigMap", "dir", []pod.SourceFile{podFile}, []Op{Add}, true},
+		{"ConfigMap arrives", "dir", []pod.SourceFile{podFile, objFile("1", cm("dir", "settings", "a"))}, []Op{Update}, false},
+		{"same again", "dir", []pod.SourceFile{podFile, objFile("1", cm("dir", "settings", "a"))}, nil, false},
+		{"ConfigMap changes", "dir", []pod.SourceFile{podFile, objFile("2", cm("dir", "settings", "b"))}, []Op{Update}, false},
+		{"unused object changes", "dir", []pod.SourceFile{podFile, objFile("3", cm("dir", "settings", "b"), cm("dir", "other", "x"))}, nil, false},
+		{"another source's ConfigMap is not bound", "url", []pod.SourceFile{{Origin: pod.Origin{Source: "url", File: "u"}, Hash: "u", Objects: []*pod.Object{cm("url", "settings", "z")}}}, nil, false},
+		{"ConfigMap removed", "dir", []pod.SourceFile{podFile}, []Op{Update}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

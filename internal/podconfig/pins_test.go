@@ -26,13 +26,13 @@ func TestPins(t *testing.T) {
 		}
 	}
 	v1 := good(src, "web.yaml", "web:v1", "db:d1")
-	if got := show(s.Apply(src, []pod.Manifest{v1})); len(got) != 2 {
+	if got := show(s.Apply(src, []pod.SourceFile{v1})); len(got) != 2 {
 		t.Fatalf("first apply: %v", got)
 	}
 	goodWeb := s.Pods()[1] // default/web
 	goodHash := s.Wanted()[1].Hash
 	v2 := good(src, "web.yaml", "web:v2", "db:d1")
-	s.Apply(src, []pod.Manifest{v2})
+	s.Apply(src, []pod.SourceFile{v2})
 	failed := s.Wanted()[1]
 	if failed.Pod.Spec.Containers[0].Image != "v2" || failed.Pinned {
 		t.Fatalf("wanted %+v", failed)
@@ -51,10 +51,10 @@ func TestPins(t *testing.T) {
 		t.Errorf("applied image %s while pinned, want v1", img)
 	}
 	// The same content again changes nothing; a new content is applied.
-	if got := show(s.Apply(src, []pod.Manifest{v2})); len(got) != 0 {
+	if got := show(s.Apply(src, []pod.SourceFile{v2})); len(got) != 0 {
 		t.Errorf("same content: %v", got)
 	}
-	if got, want := show(s.Apply(src, []pod.Manifest{good(src, "web.yaml", "web:v3", "db:d1")})), []string{"UPDATE default/web v3"}; !slices.Equal(got, want) {
+	if got, want := show(s.Apply(src, []pod.SourceFile{good(src, "web.yaml", "web:v3", "db:d1")})), []string{"UPDATE default/web v3"}; !slices.Equal(got, want) {
 		t.Errorf("new content: %v, want %v", got, want)
 	}
 	// A pin with no good pod removes the pod while it applies.
@@ -73,13 +73,13 @@ func TestFilePins(t *testing.T) {
 	s := New()
 	go s.Run(t.Context()) //nolint:errcheck // returns nil
 	v1 := good(src, src, "web:v1", "db:d1")
-	s.Apply(src, []pod.Manifest{v1})
+	s.Apply(src, []pod.SourceFile{v1})
 	goodPods, goodHashes := s.Pods(), []string{}
 	for _, d := range s.Wanted() {
 		goodHashes = append(goodHashes, d.Hash)
 	}
 	v2 := good(src, src, "web:v2", "extra:x1") // db dropped, extra added
-	s.Apply(src, []pod.Manifest{v2})
+	s.Apply(src, []pod.SourceFile{v2})
 	done := make(chan []string)
 	go func() { done <- show(<-s.Updates()) }()
 	s.SetPins(nil, []FilePin{{Origin: pod.Origin{Source: src, File: src}, Failed: v2.Hash, Pods: goodPods, Hashes: goodHashes}})
@@ -95,7 +95,7 @@ func TestFilePins(t *testing.T) {
 			t.Errorf("Wanted %s not pinned", d.Pod.FullName())
 		}
 	}
-	if got, want := show(s.Apply(src, []pod.Manifest{good(src, src, "web:v3", "db:d3")})), []string{"UPDATE default/db d3", "UPDATE default/web v3"}; !slices.Equal(got, want) {
+	if got, want := show(s.Apply(src, []pod.SourceFile{good(src, src, "web:v3", "db:d3")})), []string{"UPDATE default/db d3", "UPDATE default/web v3"}; !slices.Equal(got, want) {
 		t.Errorf("new content: %v, want %v", got, want)
 	}
 }

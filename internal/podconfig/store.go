@@ -127,7 +127,7 @@ type Pin struct {
 // dropped come back.
 type FilePin struct {
 	Origin pod.Origin
-	// Failed is the content hash (pod.Manifest.Hash) that must not be
+	// Failed is the content hash (pod.SourceFile.Hash) that must not be
 	// applied.
 	Failed string
 	// Pods are the good content's pods, bound to its objects, and Hashes
@@ -219,14 +219,14 @@ func (s *Store) rank(source string) int {
 // included) and returns the changes it causes: Remove, then Update, then
 // Add, each sorted by pod full name. The returned slice belongs to the
 // caller.
-func (s *Store) Apply(source string, manifests []pod.Manifest) []Change {
+func (s *Store) Apply(source string, manifests []pod.SourceFile) []Change {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.apply(source, manifests)
 }
 
 // apply is Apply with s.mu held.
-func (s *Store) apply(source string, manifests []pod.Manifest) []Change {
+func (s *Store) apply(source string, manifests []pod.SourceFile) []Change {
 	now := s.now.Now()
 	s.ready[source] = true
 
@@ -485,7 +485,7 @@ func errString(err error) string {
 // never waits for the sync loop, so a busy loop holds back no source and
 // no rollback; lists arrive in the order they were computed. Set
 // implements source.Sink.
-func (s *Store) Set(source string, manifests []pod.Manifest) {
+func (s *Store) Set(source string, manifests []pod.SourceFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queue(s.apply(source, manifests))

@@ -19,8 +19,8 @@ func mkPod(source, name, image string) *pod.Pod {
 }
 
 // good returns a parsed file of source holding pods given as "name:image".
-func good(source, file string, pods ...string) pod.Manifest {
-	m := pod.Manifest{Origin: pod.Origin{Source: source, File: file}}
+func good(source, file string, pods ...string) pod.SourceFile {
+	m := pod.SourceFile{Origin: pod.Origin{Source: source, File: file}}
 	for _, s := range pods {
 		name, image, _ := strings.Cut(s, ":")
 		m.Pods = append(m.Pods, mkPod(source, name, image))
@@ -29,8 +29,8 @@ func good(source, file string, pods ...string) pod.Manifest {
 	return m
 }
 
-func bad(source, file string) pod.Manifest {
-	return pod.Manifest{
+func bad(source, file string) pod.SourceFile {
+	return pod.SourceFile{
 		Origin: pod.Origin{Source: source, File: file},
 		Err:    fmt.Errorf("%s:1:1: broken", file),
 		Hash:   "broken-" + file,
@@ -49,7 +49,7 @@ func TestApply(t *testing.T) {
 	const A, B = "file:/a", "http://b"
 	type step struct {
 		source string
-		files  []pod.Manifest
+		files  []pod.SourceFile
 		want   []string          // the changes, shown by show
 		errs   map[string]string // file -> substring of its Err ("" = nil)
 	}
@@ -61,11 +61,11 @@ func TestApply(t *testing.T) {
 		{
 			name: "add update remove ordering",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1", "y:v1"), good(A, "b.yaml", "z:v1")},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1", "y:v1"), good(A, "b.yaml", "z:v1")},
 					want: []string{"ADD default/x v1", "ADD default/y v1", "ADD default/z v1"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v2"), good(A, "b.yaml", "z:v1"), good(A, "c.yaml", "w:v1", "a:v1")},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v2"), good(A, "b.yaml", "z:v1"), good(A, "c.yaml", "w:v1", "a:v1")},
 					want: []string{"REMOVE default/y v1", "UPDATE default/x v2", "ADD default/a v1", "ADD default/w v1"}},
-				{source: A, files: []pod.Manifest{good(A, "c.yaml", "w:v1", "a:v1")},
+				{source: A, files: []pod.SourceFile{good(A, "c.yaml", "w:v1", "a:v1")},
 					want: []string{"REMOVE default/x v2", "REMOVE default/z v1"}},
 			},
 			pods: []string{"a:v1", "w:v1"},
@@ -73,44 +73,44 @@ func TestApply(t *testing.T) {
 		{
 			name: "no-op snapshot yields no changes",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}}, // same content, new pod values
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}}, // same content, new pod values
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}},
 			},
 			pods: []string{"x:v1"},
 		},
 		{
 			name: "same pod with other bytes is no update",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
-				{source: A, files: []pod.Manifest{func() pod.Manifest { m := good(A, "a.yaml", "x:v1"); m.Hash = "comment added"; return m }()}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
+				{source: A, files: []pod.SourceFile{func() pod.SourceFile { m := good(A, "a.yaml", "x:v1"); m.Hash = "comment added"; return m }()}},
 			},
 			pods: []string{"x:v1"},
 		},
 		{
 			name: "broken file keeps last good",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
-				{source: A, files: []pod.Manifest{bad(A, "a.yaml")}, errs: map[string]string{"a.yaml": "a.yaml:1:1: broken"}},
-				{source: A, files: []pod.Manifest{bad(A, "a.yaml")}, errs: map[string]string{"a.yaml": "broken"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v2")}, want: []string{"UPDATE default/x v2"}, errs: map[string]string{"a.yaml": ""}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
+				{source: A, files: []pod.SourceFile{bad(A, "a.yaml")}, errs: map[string]string{"a.yaml": "a.yaml:1:1: broken"}},
+				{source: A, files: []pod.SourceFile{bad(A, "a.yaml")}, errs: map[string]string{"a.yaml": "broken"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v2")}, want: []string{"UPDATE default/x v2"}, errs: map[string]string{"a.yaml": ""}},
 			},
 			pods: []string{"x:v2"},
 		},
 		{
 			name: "broken new file adds nothing",
 			steps: []step{
-				{source: A, files: []pod.Manifest{bad(A, "a.yaml")}, errs: map[string]string{"a.yaml": "broken"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}, errs: map[string]string{"a.yaml": ""}},
+				{source: A, files: []pod.SourceFile{bad(A, "a.yaml")}, errs: map[string]string{"a.yaml": "broken"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}, errs: map[string]string{"a.yaml": ""}},
 			},
 			pods: []string{"x:v1"},
 		},
 		{
 			name: "file removed while broken removes its last good pods",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1"), good(A, "b.yaml", "y:v1")}, want: []string{"ADD default/x v1", "ADD default/y v1"}},
-				{source: A, files: []pod.Manifest{bad(A, "a.yaml"), good(A, "b.yaml", "y:v1")}},
-				{source: A, files: []pod.Manifest{good(A, "b.yaml", "y:v1")}, want: []string{"REMOVE default/x v1"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1"), good(A, "b.yaml", "y:v1")}, want: []string{"ADD default/x v1", "ADD default/y v1"}},
+				{source: A, files: []pod.SourceFile{bad(A, "a.yaml"), good(A, "b.yaml", "y:v1")}},
+				{source: A, files: []pod.SourceFile{good(A, "b.yaml", "y:v1")}, want: []string{"REMOVE default/x v1"}},
 			},
 			pods: []string{"y:v1"},
 		},
@@ -118,21 +118,21 @@ func TestApply(t *testing.T) {
 			name: "sources are independent",
 			steps: []step{
 				// B has not reported: A's pods are applied at once.
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
-				{source: B, files: []pod.Manifest{good(B, "b", "y:v1")}, want: []string{"ADD default/y v1"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1")}, want: []string{"ADD default/x v1"}},
+				{source: B, files: []pod.SourceFile{good(B, "b", "y:v1")}, want: []string{"ADD default/y v1"}},
 				{source: B, files: nil, want: []string{"REMOVE default/y v1"}},
-				{source: B, files: []pod.Manifest{bad(B, "b")}},
+				{source: B, files: []pod.SourceFile{bad(B, "b")}},
 			},
 			pods: []string{"x:v1"},
 		},
 		{
 			name: "duplicate in first snapshot: lexically first file wins",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "b.yaml", "x:v2", "y:v1"), good(A, "a.yaml", "x:v1")},
+				{source: A, files: []pod.SourceFile{good(A, "b.yaml", "x:v2", "y:v1"), good(A, "a.yaml", "x:v1")},
 					want: []string{"ADD default/x v1", "ADD default/y v1"},
 					errs: map[string]string{"a.yaml": "", "b.yaml": "pod default/x is already defined in a.yaml"}},
 				// a.yaml drops x: b.yaml's copy takes over (same source, same UID).
-				{source: A, files: []pod.Manifest{good(A, "b.yaml", "x:v2", "y:v1"), good(A, "a.yaml")},
+				{source: A, files: []pod.SourceFile{good(A, "b.yaml", "x:v2", "y:v1"), good(A, "a.yaml")},
 					want: []string{"UPDATE default/x v2"}, errs: map[string]string{"b.yaml": ""}},
 			},
 			pods: []string{"x:v2", "y:v1"},
@@ -140,12 +140,12 @@ func TestApply(t *testing.T) {
 		{
 			name: "duplicate: the first file by name wins, even over the running pod",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "b.yaml", "x:v2")}, want: []string{"ADD default/x v2"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1", "w:v1"), good(A, "b.yaml", "x:v2")},
+				{source: A, files: []pod.SourceFile{good(A, "b.yaml", "x:v2")}, want: []string{"ADD default/x v2"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1", "w:v1"), good(A, "b.yaml", "x:v2")},
 					want: []string{"UPDATE default/x v1", "ADD default/w v1"},
 					errs: map[string]string{"a.yaml": "", "b.yaml": "pod default/x is already defined in a.yaml (source file:/a), whose copy runs"}},
 				// a.yaml broken: its last good x keeps running.
-				{source: A, files: []pod.Manifest{bad(A, "a.yaml"), good(A, "b.yaml", "x:v2")},
+				{source: A, files: []pod.SourceFile{bad(A, "a.yaml"), good(A, "b.yaml", "x:v2")},
 					errs: map[string]string{"a.yaml": "broken", "b.yaml": "already defined in a.yaml"}},
 			},
 			pods: []string{"w:v1", "x:v1"},
@@ -153,13 +153,13 @@ func TestApply(t *testing.T) {
 		{
 			name: "duplicate across sources: the file source wins",
 			steps: []step{
-				{source: B, files: []pod.Manifest{good(B, "b", "x:vB")}, want: []string{"ADD default/x vB"}},
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:vA", "y:vA")},
+				{source: B, files: []pod.SourceFile{good(B, "b", "x:vB")}, want: []string{"ADD default/x vB"}},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:vA", "y:vA")},
 					want: []string{"REMOVE default/x vB", "ADD default/x vA", "ADD default/y vA"},
 					errs: map[string]string{"a.yaml": "", "b": "pod default/x is already defined in a.yaml (source file:/a)"}},
-				{source: B, files: []pod.Manifest{good(B, "b", "x:vB2")}, errs: map[string]string{"a.yaml": "", "b": "already defined in a.yaml"}},
+				{source: B, files: []pod.SourceFile{good(B, "b", "x:vB2")}, errs: map[string]string{"a.yaml": "", "b": "already defined in a.yaml"}},
 				// The file drops x: the URL's copy runs.
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "y:vA")}, want: []string{"REMOVE default/x vA", "ADD default/x vB2"},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "y:vA")}, want: []string{"REMOVE default/x vA", "ADD default/x vB2"},
 					errs: map[string]string{"b": ""}},
 			},
 			pods: []string{"x:vB2", "y:vA"},
@@ -167,7 +167,7 @@ func TestApply(t *testing.T) {
 		{
 			name: "duplicate within one file",
 			steps: []step{
-				{source: A, files: []pod.Manifest{good(A, "a.yaml", "x:v1", "x:v2")}, want: []string{"ADD default/x v1"},
+				{source: A, files: []pod.SourceFile{good(A, "a.yaml", "x:v1", "x:v2")}, want: []string{"ADD default/x v1"},
 					errs: map[string]string{"a.yaml": "pod default/x is already defined in a.yaml"}},
 			},
 			pods: []string{"x:v1"},
@@ -212,7 +212,7 @@ func TestApply(t *testing.T) {
 
 func TestDuplicateErrorIs(t *testing.T) {
 	s := New()
-	s.Apply("s", []pod.Manifest{good("s", "a.yaml", "x:v1"), good("s", "b.yaml", "x:v1")})
+	s.Apply("s", []pod.SourceFile{good("s", "a.yaml", "x:v1"), good("s", "b.yaml", "x:v1")})
 	var de *DuplicateError
 	f := s.Files()[1]
 	if !errors.As(f.Err, &de) || de.Pod != "default/x" || de.File != "a.yaml" {
@@ -227,7 +227,7 @@ func TestFiles(t *testing.T) {
 	tick := func() time.Time { now = now.Add(time.Second); return now }
 
 	t0 := now
-	s.Apply(src, []pod.Manifest{good(src, "a.yaml", "x:v1", "y:v1")})
+	s.Apply(src, []pod.SourceFile{good(src, "a.yaml", "x:v1", "y:v1")})
 	goodHash := good(src, "a.yaml", "x:v1", "y:v1").Hash
 	check := func(step string, want FileState) {
 		t.Helper()
@@ -246,20 +246,20 @@ func TestFiles(t *testing.T) {
 	check("first", want)
 
 	tick()
-	s.Apply(src, []pod.Manifest{good(src, "a.yaml", "x:v1", "y:v1")})
+	s.Apply(src, []pod.SourceFile{good(src, "a.yaml", "x:v1", "y:v1")})
 	check("no-op keeps LastChange", want)
 
 	t2 := tick()
-	s.Apply(src, []pod.Manifest{bad(src, "a.yaml")})
+	s.Apply(src, []pod.SourceFile{bad(src, "a.yaml")})
 	want.Err, want.Hash, want.LastChange = errors.New("broken"), "broken-a.yaml", t2
 	check("broken", want)
 
 	tick()
-	s.Apply(src, []pod.Manifest{bad(src, "a.yaml")})
+	s.Apply(src, []pod.SourceFile{bad(src, "a.yaml")})
 	check("still broken", want)
 
 	t4 := tick()
-	s.Apply(src, []pod.Manifest{good(src, "a.yaml", "x:v1", "y:v1")})
+	s.Apply(src, []pod.SourceFile{good(src, "a.yaml", "x:v1", "y:v1")})
 	want.Err, want.Hash, want.LastChange = nil, goodHash, t4
 	check("fixed", want)
 }
@@ -278,9 +278,9 @@ func TestSetQueuesForRun(t *testing.T) {
 		t.Fatalf("Ready(a)=%v Ready(b)=%v, want true false", s.Ready("a"), s.Ready("b"))
 	}
 	// Nobody receives yet: none of these may block.
-	s.Set("a", []pod.Manifest{good("a", "f", "x:v1")})
+	s.Set("a", []pod.SourceFile{good("a", "f", "x:v1")})
 	s.Set("a", nil)
-	s.Set("a", []pod.Manifest{good("a", "f", "x:v2")})
+	s.Set("a", []pod.SourceFile{good("a", "f", "x:v2")})
 	s.SetPins(nil, nil) // no pins: no changes
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -323,8 +323,8 @@ func TestOpString(t *testing.T) {
 // every pod changes (update) or nothing does (noop).
 func BenchmarkApply(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
-		snap := func(image string) []pod.Manifest {
-			ms := make([]pod.Manifest, n)
+		snap := func(image string) []pod.SourceFile {
+			ms := make([]pod.SourceFile, n)
 			for i := range ms {
 				ms[i] = good("file:/m", fmt.Sprintf("p%04d.yaml", i), fmt.Sprintf("p%04d:%s", i, image))
 			}
@@ -363,7 +363,7 @@ func TestOwns(t *testing.T) {
 		t.Fatalf("empty store: ready=%v wanted=%v", ready, wanted)
 	}
 	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}}
-	s.Apply("file:/a", []pod.Manifest{{Origin: pod.Origin{Source: "file:/a", File: "/a/web.yaml"}, Pods: []*pod.Pod{p}}})
+	s.Apply("file:/a", []pod.SourceFile{{Origin: pod.Origin{Source: "file:/a", File: "/a/web.yaml"}, Pods: []*pod.Pod{p}}})
 	tests := []struct {
 		source, uid         string
 		wantReady, wantWant bool
@@ -388,7 +388,7 @@ func TestSourceOrderDecidesDuplicates(t *testing.T) {
 		t.Run(first+" reports first", func(t *testing.T) {
 			s := New()
 			s.SetSourceOrder(file, url)
-			snaps := map[string][]pod.Manifest{file: {good(file, "web.yaml", "x:file")}, url: {good(url, "u", "x:url")}}
+			snaps := map[string][]pod.SourceFile{file: {good(file, "web.yaml", "x:file")}, url: {good(url, "u", "x:url")}}
 			second := map[string]string{file: url, url: file}[first]
 			s.Apply(first, snaps[first])
 			s.Apply(second, snaps[second])

@@ -67,7 +67,7 @@ const (
 )
 
 // Dir is the drop-in directory source. Each report to the sink is the full
-// snapshot of the directory: one pod.Manifest per candidate file (*.yaml,
+// snapshot of the directory: one pod.SourceFile per candidate file (*.yaml,
 // *.yml, *.json; not dotfiles, editor leftovers such as *~, *.swp, #*#, or
 // subdirectories), broken files included with their error.
 //
@@ -114,7 +114,7 @@ type Dir struct {
 
 type fileEntry struct {
 	key statKey
-	m   pod.Manifest
+	m   pod.SourceFile
 }
 
 type observation struct {
@@ -361,7 +361,7 @@ func (d *Dir) scanAndReport(ctx context.Context) (wait bool) {
 // scan lists the directory and returns its snapshot, and whether some file
 // waits for a quiet period. A missing directory is an empty snapshot; an
 // unreadable one is an error.
-func (d *Dir) scan(now time.Time) (snap []pod.Manifest, wait bool, err error) {
+func (d *Dir) scan(now time.Time) (snap []pod.SourceFile, wait bool, err error) {
 	entries, err := os.ReadDir(d.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
@@ -401,7 +401,7 @@ func (d *Dir) scan(now time.Time) (snap []pod.Manifest, wait bool, err error) {
 			delete(present, name) // gone, or a dangling symlink
 			continue
 		case err != nil:
-			d.files[name] = &fileEntry{m: pod.Manifest{Origin: d.origin(path), Err: err}}
+			d.files[name] = &fileEntry{m: pod.SourceFile{Origin: d.origin(path), Err: err}}
 			snap = append(snap, d.files[name].m)
 			continue
 		case !fi.Mode().IsRegular():
@@ -449,7 +449,7 @@ func (d *Dir) scan(now time.Time) (snap []pod.Manifest, wait bool, err error) {
 
 // capTotal turns the files of snap (in name order) that take the
 // directory past MaxTotalSize into errors: their pods are not applied.
-func (d *Dir) capTotal(snap []pod.Manifest) {
+func (d *Dir) capTotal(snap []pod.SourceFile) {
 	var total int64
 	for i := range snap {
 		e := d.files[filepath.Base(snap[i].File)]
@@ -483,7 +483,7 @@ func (d *Dir) isQuiet(name string, key statKey, now time.Time) bool {
 // the open fails. The parse result of prev is reused when the bytes are the
 // same.
 func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
-	e := &fileEntry{key: key, m: pod.Manifest{Origin: d.origin(path)}}
+	e := &fileEntry{key: key, m: pod.SourceFile{Origin: d.origin(path)}}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0) // a FIFO swapped in must not block us
 	if err != nil {
 		e.m.Err = err // *fs.PathError: names the file
@@ -543,7 +543,7 @@ func (d *Dir) read(path string, key statKey, prev *fileEntry) *fileEntry {
 func (d *Dir) origin(path string) pod.Origin { return pod.Origin{Source: d.name, File: path} }
 
 // logFile logs a file's error when it changes.
-func (d *Dir) logFile(m pod.Manifest) {
+func (d *Dir) logFile(m pod.SourceFile) {
 	text := ""
 	if m.Err != nil {
 		text = m.Err.Error()
@@ -591,7 +591,7 @@ func (d *Dir) setWatchErr(err error) {
 }
 
 // signature summarises a snapshot: equal signatures, nothing to report.
-func signature(snap []pod.Manifest) string {
+func signature(snap []pod.SourceFile) string {
 	var b strings.Builder
 	for _, m := range snap {
 		b.WriteString(m.File)

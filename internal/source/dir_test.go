@@ -31,12 +31,12 @@ type fakeSink struct {
 type snapshot struct {
 	source string
 	at     time.Time
-	files  []pod.Manifest
+	files  []pod.SourceFile
 }
 
 func newFakeSink() *fakeSink { return &fakeSink{snaps: make(chan snapshot, 1000)} }
 
-func (s *fakeSink) Set(source string, ms []pod.Manifest) {
+func (s *fakeSink) Set(source string, ms []pod.SourceFile) {
 	snap := snapshot{source: source, at: time.Now(), files: slices.Clone(ms)}
 	s.mu.Lock()
 	s.all = append(s.all, snap)
@@ -100,13 +100,13 @@ func (snap snapshot) names() []string {
 	return out
 }
 
-func (snap snapshot) file(name string) (pod.Manifest, bool) {
+func (snap snapshot) file(name string) (pod.SourceFile, bool) {
 	for _, m := range snap.files {
 		if filepath.Base(m.File) == name {
 			return m, true
 		}
 	}
-	return pod.Manifest{}, false
+	return pod.SourceFile{}, false
 }
 
 // hasPod reports whether file name is in the snapshot, without error, with

@@ -34,5 +34,5 @@ import (
 // currently sees, broken ones included (their Manifest.Err set), and does
 // not block. podconfig.Store implements it.
 type Sink interface {
-	Set(source string, manifests []pod.Manifest)
+	Set(source string, manifests []pod.SourceFile)
 }

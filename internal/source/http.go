@@ -93,7 +93,7 @@ type fetchError struct {
 func (e *fetchError) Error() string { return e.err.Error() }
 func (e *fetchError) Unwrap() error { return e.err }
 
-// HTTP is the manifest URL source. Each report is one pod.Manifest whose
+// HTTP is the manifest URL source. Each report is one pod.SourceFile whose
 // Origin.Source and Origin.File are the URL. What it does with what it
 // fetched, and with failures, is remote's.
 type HTTP struct {

@@ -43,4 +43,4 @@ func FuzzHTTPBody(f *testing.F) {
 
 type countingSink struct{ n int }
 
-func (s *countingSink) Set(string, []pod.Manifest) { s.n++ }
+func (s *countingSink) Set(string, []pod.SourceFile) { s.n++ }

@@ -139,14 +139,14 @@ func (f *httpFixture) newSource(tweak ...func(*HTTPConfig)) *HTTP {
 func (f *httpFixture) poll() { f.h.poll(context.Background()) }
 
 // lastGood returns the last Set without error.
-func (f *httpFixture) lastGood() (pod.Manifest, bool) {
+func (f *httpFixture) lastGood() (pod.SourceFile, bool) {
 	h := f.sink.history()
 	for i := len(h) - 1; i >= 0; i-- {
 		if len(h[i].files) == 1 && h[i].files[0].Err == nil {
 			return h[i].files[0], true
 		}
 	}
-	return pod.Manifest{}, false
+	return pod.SourceFile{}, false
 }
 
 func (f *httpFixture) sets() int { return len(f.sink.history()) }

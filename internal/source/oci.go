@@ -68,7 +68,7 @@ const (
 )
 
 // OCI is the manifest source of one bundle artifact in an OCI registry
-// (the artifact's format: package bundle). Each report is one pod.Manifest
+// (the artifact's format: package bundle). Each report is one pod.SourceFile
 // whose Origin.Source and Origin.File are its name, OCIPrefix+Ref.
 //
 // Each poll resolves the reference (one HEAD request); only a digest other

@@ -157,7 +157,7 @@ func newOCIFixture(t *testing.T, ckpt string, keys ...ed25519.PublicKey) *ociFix
 }
 
 // lastManifest returns the last snapshot's one manifest.
-func (f *ociFixture) lastManifest() pod.Manifest {
+func (f *ociFixture) lastManifest() pod.SourceFile {
 	f.t.Helper()
 	h := f.sink.history()
 	if len(h) == 0 {

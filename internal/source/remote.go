@@ -200,14 +200,14 @@ func (r *remote) polled(ctx context.Context, err error, status func(st *podview.
 
 // report sends the accepted content, with err when the source is failing.
 func (r *remote) report(ctx context.Context, err error) {
-	m := pod.Manifest{Origin: r.origin, Hash: r.acc.hash, Version: r.acc.version, Err: err}
+	m := pod.SourceFile{Origin: r.origin, Hash: r.acc.hash, Version: r.acc.version, Err: err}
 	if err == nil {
 		m.Pods, m.Objects = r.acc.pods, r.acc.objects
 		r.reportedErr = ""
 	} else {
 		r.reportedErr = err.Error()
 	}
-	r.sink.Set(r.name, []pod.Manifest{m})
+	r.sink.Set(r.name, []pod.SourceFile{m})
 }
 
 func (r *remote) logState(err error) {

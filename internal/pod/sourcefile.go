@@ -10,11 +10,11 @@ type Origin struct {
 	File   string
 }
 
-// Manifest is what a source read from one file (or URL): the pods it
+// SourceFile is what a source read from one file (or URL): the pods it
 // defines, or the error that kept it from being read. A source reports every
 // file it sees, broken ones included, so that the store can keep the last
 // good version of a broken file's pods.
-type Manifest struct {
+type SourceFile struct {
 	Origin
 	Pods    []*Pod    // decoded, defaulted, validated and named; nil when Err != nil
 	Objects []*Object // the ConfigMaps, Secrets and claims beside them; nil when Err != nil
