@@ -15,9 +15,11 @@
 #                     of scripts/testenv.sh, which is brought down afterwards,
 #                     then e2e-containerd2, test-v2, test-systemd and test-powercut
 #   make e2e          the e2e suite alone (-tags e2e, -race, as root; packages one at a
-#                     time, the six long waiting tests that call t.Parallel together at
-#                     the end): brings the test environment up, prints the daemons' logs
-#                     on failure, brings it down (E2E_TIMEOUT, default 40m)
+#                     time, a package's tests E2E_PARALLEL (8) at once but those of
+#                     e2e/parallel_test.go's runsAlone; the ten slowest listed at the
+#                     end, the verbose output kept in E2E_LOG): brings the test
+#                     environment up, prints the daemons' logs on failure, brings it
+#                     down (E2E_TIMEOUT, default 40m)
 #   make e2e-containerd2
 #                     a named subset of the e2e suite (E2E_CONTAINERD2_TESTS:
 #                     containers, init containers, tasks, exec, shims, pulls,
