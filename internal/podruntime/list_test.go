@@ -13,12 +13,8 @@ import (
 	"tug/internal/testutil"
 )
 
-func testPod(name string) *pod.Pod {
-	return testutil.Pod(name, testutil.WithUID(pod.UID("file:/etc/tug/manifests", "default", name)))
-}
-
 func TestRuntimeContainerState(t *testing.T) {
-	p := testPod("web-node1")
+	p := testutil.Pod("web-node1")
 	base := podlabels.ForContainer(p, &p.Spec.Containers[0], false, 0, "sha256:abc", "")
 	withLabels := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
