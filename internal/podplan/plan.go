@@ -1,10 +1,12 @@
 // Package podplan decides what a pod's sync does: which of its containers
 // start, are kept, back off, wait for a device or an init container, stop,
 // or go (Compute), from what the sync read (the pod, its containers'
-// records, what tug noted, the time), and when a crashed container may
-// restart (CrashBackoff). Compute changes nothing and calls nothing that
-// does, so a table test pins each decision; package reconcile carries the
-// plan out, as the kubelet's SyncPod carries out computePodActions.
+// records, what tug noted, the time); what an evicted pod needs
+// (Evicted); the order a removed pod's containers stop in (KillOrder); and
+// when a crashed container may restart (CrashBackoff). They change nothing
+// and call nothing that does, so table tests pin each decision; package
+// reconcile carries the plans out, as the kubelet's SyncPod carries out
+// computePodActions.
 package podplan
 
 import (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 )
 
 // evictionRetry is how long an evicted pod stays down at least, and how
@@ -54,9 +55,9 @@ func (l *Loop) Evicted(uid string) bool {
 	return p != nil && p.evicted != nil
 }
 
-// syncEvicted handles an evicted pod: it removes what the pod runs (once),
-// and keeps it down until it may start again. down reports that the sync
-// must stop here.
+// syncEvicted carries out an evicted pod's plan (podplan.Evicted): it
+// removes what the pod runs (once), and keeps it down until it may start
+// again. down reports that the sync must stop here.
 func (s *podSyncer) syncEvicted(ctx context.Context, p *pod.Pod, res *syncResult) (down bool, err error) {
 	uid := p.Metadata.UID
 	s.notes.mu.Lock()
@@ -68,7 +69,14 @@ func (s *podSyncer) syncEvicted(ctx context.Context, p *pod.Pod, res *syncResult
 	if ev.at.IsZero() {
 		return false, nil
 	}
-	if !ev.done {
+	admits := func() (bool, string) {
+		if s.pressure == nil {
+			return true, ""
+		}
+		return s.pressure.Admit(p, s.cg != nil && s.cg.QOSClass(p) == "BestEffort")
+	}
+	st := podplan.Evicted(podplan.Eviction{At: ev.at, Done: ev.done}, s.now.Now(), evictionRetry, admits)
+	if st.Remove {
 		q := *p
 		grace := int64(ev.grace / time.Second)
 		q.Spec.TerminationGracePeriodSeconds = &grace
@@ -92,20 +100,16 @@ func (s *podSyncer) syncEvicted(ctx context.Context, p *pod.Pod, res *syncResult
 		s.backoff.Forget(uid)
 		s.log.Warn("pod evicted", "pod", p.FullName(), "uid", uid, "message", ev.message)
 	}
-	if wait := evictionRetry - s.now.Now().Sub(ev.at); wait > 0 {
-		res.after(wait)
-		return true, nil
-	}
-	if s.pressure != nil {
-		if ok, msg := s.pressure.Admit(p, s.cg != nil && s.cg.QOSClass(p) == "BestEffort"); !ok {
+	if !st.Until.IsZero() {
+		if st.Message != "" {
 			s.notes.mu.Lock()
 			if pn := s.notes.pods[uid]; pn != nil && pn.evicted != nil {
-				pn.evicted.message = msg
+				pn.evicted.message = st.Message
 			}
 			s.notes.mu.Unlock()
-			res.after(evictionRetry)
-			return true, nil
 		}
+		res.after(st.Until.Sub(s.now.Now()))
+		return true, nil
 	}
 	s.notes.mu.Lock()
 	if pn := s.notes.pods[uid]; pn != nil {

@@ -501,21 +501,8 @@ func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", p.FullName(), err)
 	}
-	// Sidecars go after the app containers they serve, in reverse order.
-	var apps []pod.RuntimeContainer
-	sidecars := map[string][]pod.RuntimeContainer{}
-	for _, r := range all {
-		if c := initContainer(p, r.Name); r.Init && c != nil && c.IsSidecar() {
-			sidecars[r.Name] = append(sidecars[r.Name], r)
-			continue
-		}
-		apps = append(apps, r)
-	}
-	if err := s.removeAll(ctx, p, apps); err != nil {
-		return err
-	}
-	for i := len(p.Spec.InitContainers) - 1; i >= 0; i-- {
-		if err := s.removeAll(ctx, p, sidecars[p.Spec.InitContainers[i].Name]); err != nil {
+	for _, wave := range podplan.KillOrder(p, all) {
+		if err := s.removeAll(ctx, p, wave); err != nil {
 			return err
 		}
 	}
