@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 	"tug/internal/podview"
 	"tug/internal/redact"
 )
@@ -263,7 +264,7 @@ func (l *Loop) Status(p *pod.Pod) pod.Status {
 		}
 	}
 	if l.cfg.Cgroups != nil {
-		st.QOSClass = l.cfg.Cgroups.QOSClass(allocatedPod(p, recs))
+		st.QOSClass = l.cfg.Cgroups.QOSClass(podplan.Allocated(p, recs))
 	}
 	return st
 }

@@ -378,7 +378,7 @@ func (l *Loop) Terminating() []podview.View {
 			}
 		}
 		if l.cfg.Cgroups != nil {
-			st.QOSClass = l.cfg.Cgroups.QOSClass(allocatedPod(p, recs))
+			st.QOSClass = l.cfg.Cgroups.QOSClass(podplan.Allocated(p, recs))
 		}
 		out = append(out, podview.View{APIVersion: "v1", Kind: "Pod", Metadata: podstatus.TerminatingMeta(p, r.since), Spec: p.Spec, Status: st})
 	}

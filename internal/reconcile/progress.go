@@ -35,7 +35,7 @@ func (l *Loop) Progress(p *pod.Pod) Progress {
 	byName := podplan.GroupByName(l.cfg.Cache.PodContainers(p.Metadata.UID))
 	check := func(c *pod.Container) {
 		last := podplan.Latest(byName[c.Name])
-		if last == nil || (last.SpecHash != pod.ContainerHash(p, c) && !resizeOnly(p, c, last)) {
+		if last == nil || (last.SpecHash != pod.ContainerHash(p, c) && !podplan.ResizeOnly(p, c, last)) {
 			pr.Current = false
 			return
 		}

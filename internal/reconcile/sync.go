@@ -95,7 +95,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	// sandbox (whose pod cgroup a resize orders its writes around), and
 	// that listing, with the resized containers' records brought up to
 	// date, serves the whole sync.
-	var plan *resizePlan
+	var plan *podplan.ResizePlan
 	var listed []pod.RuntimeContainer
 	haveList := false
 	if s.resizer != nil {
@@ -106,13 +106,13 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	}
 	sandboxPod := p
 	switch {
-	case plan != nil && len(plan.items) == 0:
-		p, sandboxPod = plan.alloc, plan.alloc // refused: keep what runs
+	case plan != nil && len(plan.Items) == 0:
+		p, sandboxPod = plan.Alloc, plan.Alloc // refused: keep what runs
 	case plan != nil:
-		sandboxPod = plan.grow
+		sandboxPod = plan.Grow
 	}
 	sb, err := s.sandbox(ctx, sandboxPod)
-	if err == nil && plan != nil && len(plan.items) > 0 {
+	if err == nil && plan != nil && len(plan.Items) > 0 {
 		p = s.applyResize(ctx, p, plan, listed, &res)
 	}
 	var inUse *pod.HostPortInUseError
