@@ -122,7 +122,7 @@ func (e *env) newPod(tb testing.TB, name string, containers int) *pod.Pod {
 		})
 	}
 	p.Metadata.UID = pod.UID("e2e", "default", name+e.ns)
-	if err := e.rt.PreparePod(context.Background(), p, pod.Sandbox{}); err != nil {
+	if _, err := e.rt.PreparePod(context.Background(), p, pod.Sandbox{}); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {

@@ -195,7 +195,7 @@ func (e *env) newPod(t *testing.T, script string) *pod.Pod {
 		},
 	}
 	p.Metadata.UID = pod.UID("e2e", "default", name+e.r.cfg.Namespace)
-	if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
+	if _, err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -645,7 +645,7 @@ grep -q "10.244.0.7.*web" /etc/hosts && test -e /etc/resolv.conf && echo etc ok`
 		{Name: "scratch", MountPath: "/sub", SubPath: "a/b"},
 		{Name: "mem", MountPath: "/mem"},
 	}
-	if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+	if _, err := e.r.PreparePod(e.ctx, p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	id := e.start(t, p, 0, pod.Namespaces{})
@@ -735,7 +735,7 @@ func TestE2ENamespaces(t *testing.T) {
 	t.Run("hostNetwork", func(t *testing.T) {
 		p := e.newPod(t, `echo "hostname $(hostname)"; echo "etc-hostname $(cat /etc/hostname)"; echo "HOSTNAME=$HOSTNAME"`)
 		p.Spec.HostNetwork = true
-		if err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
+		if _, err := e.r.PreparePod(e.ctx, p, pod.Sandbox{}); err != nil {
 			t.Fatal(err)
 		}
 		id := e.start(t, p, 0, pod.Namespaces{})

@@ -73,13 +73,13 @@ func (r *Runtime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 // deferred clean-up); the staged mounts and the shim group are released
 // whatever happens.
 func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (_ string, retErr error) {
-	// 1. The request, and the pod's user namespace.
+	// 1. The request, and the pod's user namespace (PreparePod's sandbox
+	// carries it).
 	if err := r.checkStart(p, c); err != nil {
 		return "", err
 	}
-	sb, err := r.withUserNS(p, sb)
-	if err != nil {
-		return "", err
+	if p.UserNamespace() && sb.UserNS == nil {
+		return "", fmt.Errorf("pod %s has hostUsers: false, but its sandbox has no user namespace mapping (PreparePod gives it)", p.FullName())
 	}
 	id := podlabels.ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)

@@ -24,7 +24,7 @@ func testRuntime(t *testing.T) *Runtime {
 func TestCleanupPod(t *testing.T) {
 	r := testRuntime(t)
 	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}}
-	if err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
+	if _, err := r.PreparePod(context.Background(), p, pod.Sandbox{IP: "10.244.0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	logDir := r.podLogDir(p)

@@ -13,19 +13,21 @@ import (
 // PreparePod creates what the pod's containers mount (volume.Manager's
 // Prepare; owned by the pod's root for a pod in a user namespace of its
 // own, whose block of host IDs it takes) and, for a pod that shares its
-// process namespace, its PID namespace holder. It is idempotent.
-func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) error {
+// process namespace, its PID namespace holder, and returns sb with the
+// pod's user namespace mapping: the sandbox StartContainer takes. It is
+// idempotent.
+func (r *Runtime) PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) (pod.Sandbox, error) {
 	sb, err := r.withUserNS(p, sb)
 	if err != nil {
-		return err
+		return sb, err
 	}
 	if err := r.volumes.Prepare(p, sb); err != nil {
-		return err
+		return sb, err
 	}
 	if err := r.ensureHolder(r.ctx(ctx), p, sb); err != nil {
-		return fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
+		return sb, fmt.Errorf("prepare pod %s: %w", p.FullName(), err)
 	}
-	return nil
+	return sb, nil
 }
 
 // CleanupPod removes the pod's PID namespace holder, unmounts its tmpfs

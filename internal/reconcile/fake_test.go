@@ -40,7 +40,9 @@ func (f *fakeRuntime) PodContainers(_ context.Context, uid string) ([]pod.Runtim
 	return out, nil
 }
 
-func (f *fakeRuntime) PreparePod(context.Context, *pod.Pod, pod.Sandbox) error { return nil }
+func (f *fakeRuntime) PreparePod(_ context.Context, _ *pod.Pod, sb pod.Sandbox) (pod.Sandbox, error) {
+	return sb, nil
+}
 
 func (f *fakeRuntime) StartContainer(_ context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, _ pod.LinuxResources) (string, error) {
 	f.mu.Lock()

@@ -18,13 +18,16 @@ type Runtime interface {
 	// PreparePod creates what the pod's containers mount: emptyDir volumes
 	// (tmpfs for medium Memory), hostPath checks and creation by type, and the
 	// pod's /etc/hostname, /etc/hosts (with the sandbox's IP) and
-	// /etc/resolv.conf files. Idempotent.
-	PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) error
+	// /etc/resolv.conf files, and returns sb with what the pod's
+	// containers start in besides (its user namespace mapping, for a pod
+	// with hostUsers: false). Idempotent.
+	PreparePod(ctx context.Context, p *pod.Pod, sb pod.Sandbox) (pod.Sandbox, error)
 	// StartContainer makes the image present (honouring imagePullPolicy),
 	// creates the container with tug's labels and the OCI spec built from the
 	// pod, joins the sandbox (namespaces, a cgroup below its cgroup parent)
 	// with the given resources, sends its output to the pod's log file for
-	// this attempt and starts its task. It returns the container ID.
+	// this attempt and starts its task. sb is the one PreparePod returned.
+	// It returns the container ID.
 	StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error)
 	// WaitContainer blocks until the container's task has exited and
 	// returns its exit code (at once if it already has).

@@ -131,7 +131,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	}
 	if err != nil {
 		s.event(p, "", eventWarning, reasonFailedCreatePodSandBox, "Failed to create pod sandbox: "+err.Error())
-	} else if err = s.rt.PreparePod(ctx, p, sb); errors.Is(err, pod.ErrCreateContainerConfig) {
+	} else if sb, err = s.rt.PreparePod(ctx, p, sb); errors.Is(err, pod.ErrCreateContainerConfig) {
 		// A ConfigMap, Secret or claim a volume needs is missing: the
 		// containers wait, naming it, until an update brings it.
 		s.event(p, "", eventWarning, reasonFailedMount, err.Error())
