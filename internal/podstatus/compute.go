@@ -321,13 +321,7 @@ func TerminatingMeta(p *pod.Pod, since time.Time) pod.ObjectMeta {
 // jobOver reports whether every app container of a Job's pod has exited
 // and will not be retried.
 func jobOver(p *pod.Pod, byName map[string][]pod.RuntimeContainer) bool {
-	for _, c := range p.Spec.Containers {
-		last := podplan.Latest(byName[c.Name])
-		if last == nil || last.State != pod.RunExited || podplan.RestartsIn(p, last) {
-			return false
-		}
-	}
-	return len(p.Spec.Containers) > 0
+	return len(p.Spec.Containers) > 0 && podplan.AppsDone(p, byName)
 }
 
 // podWaiting is w, or, for a container with no record and no reason of
