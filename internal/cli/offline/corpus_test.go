@@ -18,20 +18,27 @@ import (
 // beside the repository a local clone was made from).
 const envCorpus = "TUG_CORPUS_REALWORLD"
 
-// corpusBesideRepo is ../shared/corpus/realworld seen from the repository
-// root, or, for a local clone (git clone . /tmp/x), seen from the
-// repository it was cloned from.
+// corpusBesideRepo is shared/corpus/realworld in the nearest directory
+// above the test that has one (../shared seen from the repository root), or,
+// for a local clone (git clone . /tmp/x), beside the repository it was
+// cloned from.
 func corpusBesideRepo() string {
 	rel := filepath.Join("shared", "corpus", "realworld")
-	dir := filepath.Join("..", "..", "..", rel) // from internal/cli
-	if _, err := os.Stat(dir); err == nil {
-		return dir
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
+				return filepath.Join(dir, rel)
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
 	}
 	out, err := exec.Command("git", "config", "--get", "remote.origin.url").Output()
 	if origin := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(origin) {
 		return filepath.Join(filepath.Dir(filepath.Clean(origin)), rel) // a clone of "." names its origin ".../repo/."
 	}
-	return dir
+	return rel
 }
 
 // TestCorpusRealworld runs "tug validate" on every file of the real-world
