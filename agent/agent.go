@@ -22,6 +22,8 @@ import (
 	"tug/internal/config"
 	"tug/internal/devices"
 	"tug/internal/events"
+	"tug/internal/imagehooks"
+	"tug/internal/lifecycle"
 	"tug/internal/network"
 	"tug/internal/pleg"
 	"tug/internal/podconfig"
@@ -29,6 +31,7 @@ import (
 	"tug/internal/podruntime"
 	"tug/internal/podstatus"
 	"tug/internal/policy"
+	"tug/internal/prober"
 	"tug/internal/qos"
 	"tug/internal/reconcile"
 	"tug/internal/redact"
@@ -47,19 +50,30 @@ var (
 	_ reconcile.Admission      = (*policy.Policy)(nil)
 	_ reconcile.Admission      = admission{}
 	_ podruntime.Devices       = (*devices.Manager)(nil)
-	_ reconcile.Devices        = (*devices.Manager)(nil)
-	_ pleg.Lister              = (*podruntime.Runtime)(nil)
-	_ source.Sink              = (*podconfig.Store)(nil)
-	_ podstatus.Snapshot       = (*podconfig.Store)(nil)
-	_ podstatus.PodStatuser    = (*reconcile.Loop)(nil)
-	_ podstatus.PullMessages   = (*podruntime.Runtime)(nil)
-	_ api.StatusSource         = podstatus.Served{}
-	_ api.HealthChecker        = health{}
-	_ api.EventSource          = (*events.Ring)(nil)
-	_ api.SourceLister         = sourceStatus{}
-	_ api.Restarter            = (*reconcile.Loop)(nil)
-	_ api.Execer               = execer{}
-	_ api.StatsSource          = podStats{}
+	// Each hook implements the stages it is listed for: a hook that lost
+	// a stage's method would be skipped at that stage without a word.
+	_ reconcile.FactsHook       = (*devices.Manager)(nil)
+	_ reconcile.ListedHook      = (*prober.Manager)(nil)
+	_ reconcile.HealthHook      = (*prober.Manager)(nil)
+	_ reconcile.ReadyHook       = (*prober.Manager)(nil)
+	_ reconcile.RemovedHook     = (*prober.Manager)(nil)
+	_ reconcile.PoststartHook   = lifecycle.Handlers{}
+	_ reconcile.PrestopHook     = lifecycle.Handlers{}
+	_ reconcile.PrestartHook    = imagehooks.PrePull{}
+	_ reconcile.StartFailedHook = (*imagehooks.Repair)(nil)
+	_ reconcile.ReadmitHook     = (*pressureRef)(nil)
+	_ pleg.Lister               = (*podruntime.Runtime)(nil)
+	_ source.Sink               = (*podconfig.Store)(nil)
+	_ podstatus.Snapshot        = (*podconfig.Store)(nil)
+	_ podstatus.PodStatuser     = (*reconcile.Loop)(nil)
+	_ podstatus.PullMessages    = (*podruntime.Runtime)(nil)
+	_ api.StatusSource          = podstatus.Served{}
+	_ api.HealthChecker         = health{}
+	_ api.EventSource           = (*events.Ring)(nil)
+	_ api.SourceLister          = sourceStatus{}
+	_ api.Restarter             = (*reconcile.Loop)(nil)
+	_ api.Execer                = execer{}
+	_ api.StatsSource           = podStats{}
 )
 
 // agentGCPercent is the agent's GOGC unless the environment sets one.

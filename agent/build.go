@@ -18,6 +18,8 @@ import (
 	"tug/internal/config"
 	"tug/internal/devices"
 	"tug/internal/events"
+	"tug/internal/imagehooks"
+	"tug/internal/lifecycle"
 	"tug/internal/network"
 	"tug/internal/pleg"
 	"tug/internal/podconfig"
@@ -378,22 +380,31 @@ func loopConfig(cfg config.Config, h host, in inputs, rp runtimeParts, np nodePa
 		Runtime: rp.rt, Sandbox: np.sandbox, Network: in.podNet, Cgroups: in.cgroups, Cache: cache,
 		Desired: in.src.store, Sources: in.src.names, Admission: admission{policy: pl, devices: rp.devs},
 		Updates: in.src.store.Updates(), Events: np.lifecycle.Events(),
-		ResyncPeriod: cfg.SyncFrequency, MaxPods: cfg.MaxPods, Pressure: c.pressure,
+		ResyncPeriod: cfg.SyncFrequency, MaxPods: cfg.MaxPods,
 		Backoff: &podplan.CrashBackoff{
 			Initial: cfg.CrashLoopBackOffInitial,
 			Max:     cfg.CrashLoopBackOffMax,
 			Reset:   cfg.CrashLoopBackOffReset,
 		},
 		Log: log.With("component", "reconcile"), Registerer: tel.registry, Recorder: tel.ring,
-		Claims: in.src.store, ClaimDirs: rp.rt, Prober: c.probes, Hooks: prober.Hooks{Exec: rp.rt.Execer().ExecSync},
-		PodDirs: rp.rt, Images: rp.rt,
-		// A container whose image a power cut damaged gets the image
-		// repaired (removed, pulled or imported again).
-		ImageRepairer: rp.rt,
+		Claims: in.src.store, ClaimDirs: rp.rt, PodDirs: rp.rt,
+		Hooks: []reconcile.Hook{
+			// A pod whose device is gone waits for it instead of crash-looping.
+			rp.devs,
+			c.probes,
+			lifecycle.Handlers{Exec: rp.rt.Execer().ExecSync},
+			// An update to an image that cannot be pulled keeps the old
+			// container serving.
+			imagehooks.PrePull{Pull: rp.rt.PullImage},
+			// A container whose image a power cut damaged gets the image
+			// repaired (removed, pulled or imported again).
+			imagehooks.NewRepair(imagehooks.RepairConfig{Repair: rp.rt.RepairImage, Events: tel.ring, Log: log.With("component", "reconcile")}),
+			// An evicted pod starts again once the node's pressure allows.
+			c.pressure,
+		},
 		// Containers whose resources alone change are resized in place.
 		Resizer: rp.rt, ResizeCgroups: in.cgroups,
-		// A pod whose device is gone waits for it instead of crash-looping.
-		Devices: rp.devs, DeviceChanges: rp.devs.Changes(),
+		DeviceChanges: rp.devs.Changes(),
 	}
 }
 

@@ -168,7 +168,11 @@ func (r *pressureRef) has(typ string) bool {
 	return false
 }
 
-func (r *pressureRef) Admit(p *pod.Pod, bestEffort bool) (bool, string) {
+// Name names the eviction manager as one of the sync loop's hooks.
+func (r *pressureRef) Name() string { return "eviction" }
+
+// Readmit reports whether evicted pod p may start again now.
+func (r *pressureRef) Readmit(p *pod.Pod, bestEffort bool) (bool, string) {
 	if r.m == nil {
 		return true, ""
 	}

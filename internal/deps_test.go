@@ -148,7 +148,7 @@ var allowedImports = map[string]allowed{
 	// hands to podruntime; atomicfile writes its allocations durably.
 	// fsnotify watches the device directories (hot-plug): the CDI library
 	// watches its spec directories with it, so it is linked already.
-	"tug/internal/devices": {internal: []string{"tug/internal/pod", "tug/internal/specopts", "tug/internal/atomicfile"}, modules: []string{
+	"tug/internal/devices": {internal: []string{"tug/internal/pod", "tug/internal/podplan", "tug/internal/specopts", "tug/internal/atomicfile"}, modules: []string{
 		"tags.cncf.io/container-device-interface", "github.com/opencontainers/runtime-spec",
 		"github.com/fsnotify/fsnotify",
 	}},
@@ -180,6 +180,11 @@ var allowedImports = map[string]allowed{
 	"tug/internal/prober": {internal: []string{"tug/internal/pod", "tug/internal/clock"}, modules: []string{
 		"google.golang.org/grpc", "golang.org/x/sys", "github.com/prometheus/client_golang",
 	}},
+	// The sync loop's hooks: lifecycle handlers run with the probes'
+	// actions; the image pre-pull and repair are given the runtime's pull
+	// and repair as functions.
+	"tug/internal/lifecycle":  {internal: []string{"tug/internal/pod", "tug/internal/prober"}},
+	"tug/internal/imagehooks": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// tug's own log lines, with sd-daemon priorities on the journal's
 	// stream: the standard library only.
 	"tug/internal/tuglog": {},
@@ -241,7 +246,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats", "tug/internal/userns",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
-		"tug/internal/prober", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
+		"tug/internal/prober", "tug/internal/lifecycle", "tug/internal/imagehooks", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
 		"tug/internal/remotewrite",
 		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog", "tug/internal/bundle",

@@ -20,6 +20,7 @@ import (
 
 	"tug/internal/atomicfile"
 	"tug/internal/pod"
+	"tug/internal/podplan"
 	"tug/internal/specopts"
 )
 
@@ -407,6 +408,28 @@ func (m *Manager) ContainerDevices(p *pod.Pod, c *pod.Container) ([]specopts.Dev
 		}
 	}
 	return nodes, cdiNames, nil
+}
+
+// Name names the manager as one of the sync loop's hooks.
+func (m *Manager) Name() string { return "devices" }
+
+// Facts tells a pod's plan which devices of each of its containers are
+// gone (f.GoneDevices, by container name) and whether any container was
+// given one (f.HasDevices): a container whose device is gone waits for it
+// instead of crash-looping.
+func (m *Manager) Facts(p *pod.Pod, f *podplan.Facts) {
+	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			gone, has := m.Gone(p, &list[i])
+			f.HasDevices = f.HasDevices || has
+			if len(gone) > 0 {
+				if f.GoneDevices == nil {
+					f.GoneDevices = map[string][]string{}
+				}
+				f.GoneDevices[list[i].Name] = gone
+			}
+		}
+	}
 }
 
 // Gone returns the devices container c of p was given that are not

@@ -30,6 +30,8 @@ type Facts struct {
 	// GoneDevices holds, by container name, the devices of the container
 	// that are gone.
 	GoneDevices map[string][]string
+	// HasDevices says a container of the pod was given a device.
+	HasDevices bool
 	// Due returns when an exited container's crash back-off ends.
 	Due func(last *pod.RuntimeContainer) time.Time
 	// Started reports whether a running container's startup probe has

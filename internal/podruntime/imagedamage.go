@@ -50,7 +50,7 @@ func (r *Runtime) withImageDamage(ctx context.Context, cont containerd.Container
 }
 
 // RepairImage removes c's image, found damaged, and pulls or imports it
-// again (images.Manager.Repair; it implements reconcile.ImageRepairer).
+// again (images.Manager.Repair; the sync loop's imagehooks.Repair calls it).
 // The snapshots of containers that have no live task (exited attempts,
 // leftovers) go with the image's chain; a running container's snapshot
 // that descends from it makes the repair fail (images.ErrImageInUse).

@@ -12,8 +12,3 @@ var (
 	// Execer.
 	ErrNoExecer = errors.New("prober: no execer for an exec action")
 )
-
-// ErrHookFailed means a lifecycle hook ran and failed (an exec that
-// exited non-zero, an HTTP status outside [200, 400), a refused
-// connection); the error's text says how.
-var ErrHookFailed = errors.New("prober: hook failed")

@@ -101,11 +101,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
-// Sync arms the probes of p's running containers (recs: the pod's
+// Name names the manager as one of the sync loop's hooks.
+func (m *Manager) Name() string { return "probes" }
+
+// Listed arms the probes of p's running containers (recs: the pod's
 // containers as the runtime lists them) and stops the workers of its
 // containers that no longer run. A probe whose spec changed is re-armed.
 // sb gives the pod's network namespace and address.
-func (m *Manager) Sync(p *pod.Pod, recs []pod.RuntimeContainer, sb pod.Sandbox) {
+func (m *Manager) Listed(p *pod.Pod, recs []pod.RuntimeContainer, sb pod.Sandbox) {
 	uid := p.Metadata.UID
 	running := map[string]bool{}
 	m.mu.Lock()
@@ -164,8 +167,8 @@ func (m *Manager) Sync(p *pod.Pod, recs []pod.RuntimeContainer, sb pod.Sandbox) 
 	}
 }
 
-// Remove stops the workers of every container of pod uid.
-func (m *Manager) Remove(uid string) {
+// Removed stops the workers of every container of pod uid.
+func (m *Manager) Removed(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, st := range m.containers {

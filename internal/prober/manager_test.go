@@ -77,7 +77,7 @@ func TestManagerStartupGatesLiveness(t *testing.T) {
 	c := pod.Container{Name: "main", LivenessProbe: execProbe("live", 2), ReadinessProbe: execProbe("ready", 1), StartupProbe: execProbe("startup", 100)}
 	p := &pod.Pod{Metadata: pod.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Spec: pod.PodSpec{Containers: []pod.Container{c}}}
 	recs := []pod.RuntimeContainer{{ID: "id1", Name: "main", State: pod.RunRunning, StartedAt: time.Now()}}
-	m.Sync(p, recs, pod.Sandbox{})
+	m.Listed(p, recs, pod.Sandbox{})
 
 	waitUntil(t, "two startup probes", func() bool { return s.count("startup") >= 2 })
 	if m.Started("id1", &c) || m.Ready("id1", &c) || s.count("live")+s.count("ready") != 0 {
@@ -104,7 +104,7 @@ func TestManagerStartupGatesLiveness(t *testing.T) {
 		t.Errorf("prober_probe_total{Liveness,failed} = %v, want 2", got)
 	}
 	// The container is gone: its state and series go too.
-	m.Sync(p, nil, pod.Sandbox{})
+	m.Listed(p, nil, pod.Sandbox{})
 	if _, _, bad := m.Unhealthy("id1"); bad || m.Ready("id1", &c) {
 		t.Error("state kept for a container that no longer runs")
 	}

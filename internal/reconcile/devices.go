@@ -5,18 +5,9 @@ import (
 	"strings"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 	"tug/internal/podstatus"
 )
-
-// Devices says which devices a pod's containers were given are gone
-// (implemented by devices.Manager): a USB stick pulled out, a CDI spec
-// removed.
-type Devices interface {
-	// Gone returns the devices container c of p was given that are not
-	// present now, each named for a message ("/dev/ttyUSB0 of
-	// tug.io/serial"), and whether c was given any device.
-	Gone(p *pod.Pod, c *pod.Container) (gone []string, has bool)
-}
 
 // reasonDeviceAvailable is the Normal event's reason when every device of
 // a pod is back (podstatus.ReasonDeviceUnavailable is the Warning's, when
@@ -30,24 +21,15 @@ type devicesNote struct {
 	byName map[string][]string // gone, by the name of the container given them
 }
 
-// syncDevices notes which of p's devices are gone, and reports a change
-// with an event: Warning DeviceUnavailable when one goes, Normal
-// DeviceAvailable when all are back. A container whose devices are gone
-// is not started (deviceWait).
-func (s *podSyncer) syncDevices(p *pod.Pod) {
-	if s.devices == nil {
-		return
-	}
-	d := devicesNote{byName: map[string][]string{}}
-	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range list {
-			gone, has := s.devices.Gone(p, &list[i])
-			d.has = d.has || has
-			if len(gone) > 0 {
-				d.byName[list[i].Name] = gone
-				d.gone = append(d.gone, gone...)
-			}
-		}
+// noteDevices notes which of p's devices are gone (f, as the FactsHooks
+// filled it), and reports a change with an event: Warning
+// DeviceUnavailable when one goes, Normal DeviceAvailable when all are
+// back. A container whose devices are gone is not started (the plan's
+// WaitDevice).
+func (s *podSyncer) noteDevices(p *pod.Pod, f podplan.Facts) {
+	d := devicesNote{has: f.HasDevices, byName: f.GoneDevices}
+	for _, gone := range f.GoneDevices {
+		d.gone = append(d.gone, gone...)
 	}
 	slices.Sort(d.gone)
 	d.gone = slices.Compact(d.gone)

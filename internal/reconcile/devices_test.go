@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tug/internal/pod"
+	"tug/internal/podplan"
 	"tug/internal/podstatus"
 )
 
@@ -21,6 +22,21 @@ func (f *fakeDevices) Gone(_ *pod.Pod, c *pod.Container) ([]string, bool) {
 		return []string{"/dev/ttyUSB0 of tug.io/serial"}, true
 	}
 	return nil, true
+}
+
+func (f *fakeDevices) Name() string { return "devices" }
+
+// Facts fills f from Gone, as devices.Manager does.
+func (f *fakeDevices) Facts(p *pod.Pod, facts *podplan.Facts) {
+	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			gone, has := f.Gone(p, &list[i])
+			facts.HasDevices = facts.HasDevices || has
+			if len(gone) > 0 {
+				facts.GoneDevices[list[i].Name] = gone
+			}
+		}
+	}
 }
 
 // fakeEvents records events' reasons.
@@ -39,7 +55,7 @@ func TestDeviceGone(t *testing.T) {
 	f := &fakeRuntime{}
 	s := newTestSyncer(f, &fakeSandbox{})
 	devs, rec := &fakeDevices{}, &fakeEvents{}
-	s.devices, s.rec = devs, rec
+	s.hooks, s.rec = sortHooks([]Hook{devs}), rec
 	p := testPod(pod.RestartAlways, nil, []string{"dev", "plain"})
 	status := func() pod.Status {
 		var st pod.Status

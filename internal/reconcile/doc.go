@@ -29,11 +29,15 @@
 // needs from others).
 //
 // A pod given devices reports the tug.io/DevicesReady condition; while one
-// is gone its containers that exit wait with reason DeviceUnavailable
-// instead of being restarted (devices.go).
+// is gone (a FactsHook says which) its containers that exit wait with
+// reason DeviceUnavailable instead of being restarted (devices.go).
+//
+// The optional parts of a sync (probes, lifecycle handlers, devices, image
+// pre-pull and repair, eviction's readmission) are hooks (hook.go): listed
+// in order in Config.Hooks, each implementing the stages it takes part in.
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
-// Cgroups, Ownership, Admission, Devices) and imports pod, podconfig and pleg (for
+// Cgroups, Ownership, Admission, the hook stages) and imports pod, podconfig and pleg (for
 // their change and event types), podplan, clock and redact only; never podruntime,
 // network, qos, policy or source, which agent/ connects to it.
 package reconcile

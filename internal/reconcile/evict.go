@@ -11,15 +11,8 @@ import (
 )
 
 // evictionRetry is how long an evicted pod stays down at least, and how
-// often it asks Pressure whether it may start again.
+// often it asks the ReadmitHooks whether it may start again.
 const evictionRetry = 10 * time.Second
-
-// Pressure is the eviction manager's admission under node pressure.
-type Pressure interface {
-	// Admit reports whether the pod may start now; when not, message
-	// says which node condition holds it.
-	Admit(p *pod.Pod, bestEffort bool) (ok bool, message string)
-}
 
 // evictedNote is what Evict recorded of a pod.
 type evictedNote struct {
@@ -34,7 +27,7 @@ type evictedNote struct {
 // volumes (emptyDirs included, as the kubelet deletes an evicted pod's),
 // its status is Failed/Evicted with message, and it is started again (a
 // new sandbox, empty emptyDirs, attempt 0) once it has been down for
-// evictionRetry and Pressure admits it: it is still wanted by its source.
+// evictionRetry and every ReadmitHook admits it: it is still wanted by its source.
 // Safe for concurrent use.
 func (l *Loop) Evict(_ context.Context, p *pod.Pod, message string, grace time.Duration) error {
 	l.notes.mu.Lock()
@@ -70,10 +63,7 @@ func (s *podSyncer) syncEvicted(ctx context.Context, p *pod.Pod, res *syncResult
 		return false, nil
 	}
 	admits := func() (bool, string) {
-		if s.pressure == nil {
-			return true, ""
-		}
-		return s.pressure.Admit(p, s.cg != nil && s.cg.QOSClass(p) == "BestEffort")
+		return s.hooks.readmit(p, s.cg != nil && s.cg.QOSClass(p) == "BestEffort")
 	}
 	st := podplan.Evicted(podplan.Eviction{At: ev.at, Done: ev.done}, s.now.Now(), evictionRetry, admits)
 	if st.Remove {

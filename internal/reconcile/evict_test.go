@@ -12,13 +12,15 @@ import (
 
 type fakePressure struct{ ok bool }
 
-func (f *fakePressure) Admit(*pod.Pod, bool) (bool, string) {
+func (f *fakePressure) Name() string { return "eviction" }
+
+func (f *fakePressure) Readmit(*pod.Pod, bool) (bool, string) {
 	return f.ok, "The node had condition: [MemoryPressure]. "
 }
 
 // TestSyncEvicted: an evicted pod loses its containers, sandbox and
 // volumes, shows Failed/Evicted with the eviction manager's message, stays
-// down for evictionRetry and while Pressure refuses it, then starts again
+// down for evictionRetry and while its ReadmitHook refuses it, then starts again
 // from attempt 0.
 func TestSyncEvicted(t *testing.T) {
 	ctx := context.Background()
@@ -30,7 +32,7 @@ func TestSyncEvicted(t *testing.T) {
 	s.now = clk
 	s.notes.now = clk
 	pressure := &fakePressure{}
-	s.pressure = pressure
+	s.hooks = sortHooks([]Hook{pressure})
 	l := newLoop(Config{Clock: clk}, podOps{})
 	l.notes = s.notes
 	p := testPod(pod.RestartAlways, nil, []string{"app"})

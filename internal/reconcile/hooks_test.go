@@ -16,11 +16,23 @@ type fakeHooks struct {
 	fail map[string]bool
 }
 
-func (h *fakeHooks) Run(_ context.Context, _ *pod.Pod, c *pod.Container, _ string, _ pod.Sandbox, lh *pod.LifecycleHandler) error {
-	kind := "preStop"
-	if c.Lifecycle.PostStart == lh {
-		kind = "postStart"
+func (h *fakeHooks) Name() string { return "lifecycle" }
+
+func (h *fakeHooks) Poststart(_ context.Context, _ *pod.Pod, c *pod.Container, _ string, _ pod.Sandbox) error {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return nil
 	}
+	return h.run("postStart", c)
+}
+
+func (h *fakeHooks) Prestop(_ context.Context, _ *pod.Pod, c *pod.Container, _ string, _ func() pod.Sandbox) (bool, error) {
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return false, nil
+	}
+	return true, h.run("preStop", c)
+}
+
+func (h *fakeHooks) run(kind string, c *pod.Container) error {
 	h.rt.mu.Lock()
 	h.rt.record(kind + " " + c.Name)
 	h.rt.mu.Unlock()
@@ -63,7 +75,7 @@ func TestHooks(t *testing.T) {
 			ctx := context.Background()
 			f := &fakeRuntime{}
 			s := newTestSyncer(f, &fakeSandbox{})
-			s.hooks = &fakeHooks{rt: f, fail: tt.fail}
+			s.hooks = sortHooks([]Hook{&fakeHooks{rt: f, fail: tt.fail}})
 			p := testPod(pod.RestartAlways, nil, []string{"app"})
 			preStop := *hook
 			p.Spec.Containers[0].Lifecycle = &pod.Lifecycle{PostStart: hook, PreStop: &preStop}
@@ -87,7 +99,7 @@ func TestPostStartFailureStopsTheContainer(t *testing.T) {
 	ctx := context.Background()
 	f := &fakeRuntime{}
 	s := newTestSyncer(f, &fakeSandbox{})
-	s.hooks = &fakeHooks{rt: f, fail: map[string]bool{"postStart": true}}
+	s.hooks = sortHooks([]Hook{&fakeHooks{rt: f, fail: map[string]bool{"postStart": true}}})
 	p := testPod(pod.RestartAlways, nil, []string{"app"})
 	hook := &pod.LifecycleHandler{Exec: &pod.ExecAction{Command: []string{"false"}}}
 	p.Spec.Containers[0].Lifecycle = &pod.Lifecycle{PostStart: hook}

@@ -255,7 +255,7 @@ func (l *Loop) Status(p *pod.Pod) pod.Status {
 	var st pod.Status
 	l.notes.with(p.Metadata.UID, now, func(n *podNotes) {
 		nn := *n
-		nn.probes = l.cfg.Prober
+		nn.probes = l.hooks.status()
 		st = computeStatus(p, recs, nn, now)
 	})
 	if l.cfg.Network != nil {

@@ -43,13 +43,6 @@ type Runtime interface {
 	CleanupPod(ctx context.Context, p *pod.Pod) error
 }
 
-// ImagePuller makes a container's image present as its imagePullPolicy
-// says, without creating anything (implemented by podruntime.Runtime). It
-// returns the errors StartContainer would (pod.ErrImagePull, ...).
-type ImagePuller interface {
-	PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) error
-}
-
 // Sandbox pins a pod's namespaces (implemented by network).
 type Sandbox interface {
 	// EnsureNamespaces creates (or finds) the pod's pinned net, ipc and uts
@@ -121,25 +114,6 @@ type ClaimRemover interface {
 	// RemoveClaims removes every claim directory whose key is not in keep
 	// and returns the directories removed.
 	RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error)
-}
-
-// Prober runs the probes of the pods' containers (implemented by
-// prober.Manager).
-type Prober interface {
-	// Sync arms the probes of p's running containers (recs: its
-	// containers) and stops those of containers that no longer run.
-	Sync(p *pod.Pod, recs []pod.RuntimeContainer, sb pod.Sandbox)
-	// Remove stops the probes of every container of pod uid.
-	Remove(uid string)
-	// Ready reports whether running container id (spec c) is ready: its
-	// startup and readiness probes succeeded (true without probes).
-	Ready(id string, c *pod.Container) bool
-	// Started reports whether its startup probe succeeded (true without).
-	Started(id string, c *pod.Container) bool
-	// Unhealthy reports a failed liveness or startup probe, with the
-	// message ("Liveness probe failed: ...") and the probe's
-	// terminationGracePeriodSeconds (nil: the pod's).
-	Unhealthy(id string) (msg string, grace *int64, bad bool)
 }
 
 // PodDirs lists and removes what pods leave on disk: their directory under

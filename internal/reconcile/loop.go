@@ -57,9 +57,6 @@ type Config struct {
 	// removed. Which pods run is deterministic: pods that already have
 	// containers (adopted after a restart) first, then by namespace/name.
 	MaxPods int
-	// Pressure, when set, is asked before an evicted pod is started again
-	// (the eviction manager's Admit); nil lets it start at once.
-	Pressure Pressure
 	// RetryMin and RetryMax bound the delay before a failed sync is retried
 	// (defaults 1 s and 1 min).
 	RetryMin, RetryMax time.Duration
@@ -73,23 +70,13 @@ type Config struct {
 	// no pod uses.
 	Claims    ClaimSet
 	ClaimDirs ClaimRemover
-	// Prober, when set, runs the containers' probes: a failed
-	// liveness or startup probe restarts the container, readiness sets
-	// its Ready. Nil: no probes, a running container is ready.
-	Prober Prober
-	// Hooks, when set, runs the containers' postStart and preStop hooks
-	//. Nil: hooks are not run.
-	Hooks Hooks
-	// Images, when set, pulls a changed container's image before its
-	// running predecessor is stopped: an update to an image that
-	// cannot be pulled leaves the old container serving.
-	Images ImagePuller
-	// ImageRepairer, when set, repairs an image a container failed to
-	// start from because its files or content are damaged
-	// (pod.ErrImageDamaged): removed, then pulled or imported again, then
-	// the start is tried again; at most once per back-off period per image
-	// (imagerepair.go). Nil: such a start fails like any other.
-	ImageRepairer ImageRepairer
+	// Hooks are the optional parts of every pod's sync (hook.go): the
+	// probes, the lifecycle handlers, the devices, the image pre-pull and
+	// repair, the eviction manager's admission. They run in this order at
+	// each stage. None: a running container is ready, a changed image is
+	// pulled as its container starts, an evicted pod starts again once
+	// evictionRetry is over.
+	Hooks []Hook
 	// Resizer and ResizeCgroups, when Resizer is set, resize running
 	// containers in place when only their resources change (KEP-1287).
 	// Nil: a change of resources recreates the container.
@@ -104,14 +91,9 @@ type Config struct {
 	// Recorder receives the pods' events (Created, Started, Killing,
 	// BackOff, Failed, FailedMount, ...); nil: none.
 	Recorder eventRecorder
-	// Devices, when set, says which devices of a pod are gone: its
-	// containers that use one are not started (they wait with reason
-	// DeviceUnavailable instead of crash-looping) and the pod reports a
-	// False tug.io/DevicesReady condition until it is back.
-	Devices Devices
 	// DeviceChanges, when set, delivers a value when the node's devices
 	// changed; every pod is synced then (a refused pod may fit, a pod's
-	// device may be gone or back).
+	// device may be gone or back: a FactsHook says which).
 	DeviceChanges <-chan struct{}
 }
 
@@ -119,6 +101,7 @@ type Config struct {
 type Loop struct {
 	cfg   Config
 	ops   podOps
+	hooks hooks
 	notes *statusNotes
 	now   clock.Clock
 
@@ -167,7 +150,7 @@ func New(cfg Config) *Loop {
 		cfg.Backoff = &podplan.CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
 	n := &statusNotes{now: cfg.Clock}
-	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, rec: cfg.Recorder, pressure: cfg.Pressure}
+	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, rec: cfg.Recorder, hooks: sortHooks(cfg.Hooks)}
 	workerDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kubelet_pod_worker_duration_seconds",
 		Help:    "Duration in seconds to sync a single pod, by operation type: create, sync or kill.",
@@ -177,12 +160,7 @@ func New(cfg Config) *Loop {
 		cfg.Registerer.MustRegister(workerDuration)
 	}
 	observe := func(op string, d time.Duration) { workerDuration.WithLabelValues(op).Observe(d.Seconds()) }
-	s.probes = cfg.Prober
-	s.hooks = cfg.Hooks
-	s.images = cfg.Images
 	s.resizer, s.resizeCg = cfg.Resizer, cfg.ResizeCgroups
-	s.devices = cfg.Devices
-	s.repairer, s.repairs = cfg.ImageRepairer, &repairBackoff{}
 	l := newLoop(cfg, podOps{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l
@@ -202,6 +180,7 @@ func newLoop(cfg Config, ops podOps) *Loop {
 	return &Loop{
 		cfg:       cfg,
 		ops:       ops,
+		hooks:     sortHooks(cfg.Hooks),
 		notes:     &statusNotes{now: cfg.Clock},
 		now:       cfg.Clock,
 		workers:   map[string]*worker{},
@@ -368,7 +347,7 @@ func (l *Loop) Terminating() []podview.View {
 		var st pod.Status
 		l.notes.peek(uid, func(n *podNotes) {
 			nn := *n
-			nn.probes = l.cfg.Prober
+			nn.probes = l.hooks.status()
 			st = computeStatus(p, recs, nn, now)
 		})
 		st = podstatus.Terminating(st, r.since)

@@ -38,7 +38,7 @@ type podNotes struct {
 	// askedAttempts counts, by container name, the attempts started
 	// because a restart was asked for.
 	askedAttempts map[string]int
-	probes        Prober // set by Status for computeStatus (nil: no probes)
+	probes        podstatus.Prober // set by Status for computeStatus (nil: no ReadyHook)
 	devices       devicesNote
 	// resizeConds are the PodResizePending or PodResizeInProgress
 	// conditions of the pod's last resize (none when it was applied).
@@ -171,17 +171,6 @@ func (n *statusNotes) devices(uid string, d devicesNote) (prev devicesNote) {
 	pn := n.pod(uid, n.now.Now())
 	prev, pn.devices = pn.devices, d
 	return prev
-}
-
-// goneDevices returns the devices of container name of pod uid that were
-// gone at the pod's last sync.
-func (n *statusNotes) goneDevices(uid, name string) []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if p := n.pods[uid]; p != nil {
-		return p.devices.byName[name]
-	}
-	return nil
 }
 
 // address records the pod's IP.

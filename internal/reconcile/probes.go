@@ -27,8 +27,8 @@ func (s *podSyncer) unhealthy(ctx context.Context, p *pod.Pod, c *pod.Container,
 		// it here.
 		msg, bad, what = restartMessage, true, "container to restart it"
 		s.event(p, c.Name, eventNormal, reasonKilling, "Container "+c.Name+" "+restartMessage)
-	case s.probes != nil:
-		msg, grace, bad = s.probes.Unhealthy(last.ID)
+	default:
+		msg, grace, bad = s.hooks.unhealthy(last.ID)
 	}
 	if !bad {
 		return false

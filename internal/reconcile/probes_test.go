@@ -19,7 +19,8 @@ type fakeProber struct {
 	byID     map[string]string // container ID -> name, from Sync
 }
 
-func (f *fakeProber) Sync(_ *pod.Pod, recs []pod.RuntimeContainer, _ pod.Sandbox) {
+func (f *fakeProber) Name() string { return "probes" }
+func (f *fakeProber) Listed(_ *pod.Pod, recs []pod.RuntimeContainer, _ pod.Sandbox) {
 	f.synced++
 	if f.byID == nil {
 		f.byID = map[string]string{}
@@ -28,7 +29,7 @@ func (f *fakeProber) Sync(_ *pod.Pod, recs []pod.RuntimeContainer, _ pod.Sandbox
 		f.byID[r.ID] = r.Name
 	}
 }
-func (f *fakeProber) Remove(uid string) { f.removed = append(f.removed, uid) }
+func (f *fakeProber) Removed(uid string) { f.removed = append(f.removed, uid) }
 func (f *fakeProber) Ready(id string, _ *pod.Container) bool {
 	return !f.notReady[f.byID[id]]
 }
@@ -46,7 +47,7 @@ func TestSyncKillsUnhealthy(t *testing.T) {
 	f := &fakeRuntime{}
 	s := newTestSyncer(f, &fakeSandbox{})
 	probes := &fakeProber{}
-	s.probes = probes
+	s.hooks = sortHooks([]Hook{probes})
 	p := testPod(pod.RestartAlways, nil, []string{"app", "side"})
 	for range 2 { // the second sync arms the probes of the running containers
 		if _, err := s.syncPod(ctx, ctx, p); err != nil {

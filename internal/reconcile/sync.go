@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,21 +31,9 @@ type podSyncer struct {
 	now     clock.Clock
 	log     *slog.Logger
 	rec     eventRecorder // nil: no events
-	// pressure decides when an evicted pod may start again (nil: at once).
-	pressure Pressure
-	// probes runs the containers' probes (nil: none).
-	probes Prober
-	// hooks runs the containers' lifecycle hooks (nil: none).
-	hooks Hooks
-	// images pulls a changed container's image before its predecessor
-	// stops (nil: the pull happens in StartContainer).
-	images ImagePuller
-	// devices says which of a pod's devices are gone (nil: none are).
-	devices Devices
-	// repairer repairs a damaged image, at most as often as repairs
-	// allows (nil: a damaged image is a start error like any other).
-	repairer ImageRepairer
-	repairs  *repairBackoff
+	// hooks are the optional parts of the sync (probes, lifecycle
+	// handlers, devices, image pre-pull and repair, eviction), by stage.
+	hooks hooks
 	// resizer resizes running containers in place, and resizeCg checks
 	// that a resize fits (nil resizer: every change of resources
 	// recreates the container; nil resizeCg: every resize fits).
@@ -87,7 +74,6 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		return res, nil
 	}
 	uid := p.Metadata.UID
-	s.syncDevices(p)
 	if down, err := s.syncEvicted(ctx, p, &res); down || err != nil {
 		return res, err
 	}
@@ -154,8 +140,8 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 		}
 	}
 	s.notes.syncFailed(uid, "")
-	if s.probes != nil {
-		s.probes.Sync(p, all, sb)
+	for _, k := range s.hooks.listed {
+		k.Listed(p, all, sb)
 	}
 	return res, s.carryOut(ctx, wait, p, sb, all, &res)
 }
@@ -286,6 +272,7 @@ func (s *podSyncer) facts(p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer
 		CgroupParent: sb.CgroupParent,
 		RestartAsked: map[string]bool{},
 		GoneDevices:  map[string][]string{},
+		Started:      s.hooks.Started,
 		Due:          s.backoff.Due,
 		Now:          s.now.Now(),
 	}
@@ -294,16 +281,10 @@ func (s *podSyncer) facts(p *pod.Pod, sb pod.Sandbox, all []pod.RuntimeContainer
 			f.RestartAsked[last.ID] = true
 		}
 	}
-	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range list {
-			if g := s.notes.goneDevices(uid, c.Name); len(g) > 0 {
-				f.GoneDevices[c.Name] = g
-			}
-		}
+	for _, k := range s.hooks.facts {
+		k.Facts(p, &f)
 	}
-	if s.probes != nil {
-		f.Started = s.probes.Started
-	}
+	s.noteDevices(p, f)
 	return f
 }
 
@@ -390,7 +371,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 		}
 		stale = append(stale, r)
 	}
-	if err := s.pullBeforeReplace(ctx, p, c, stale); err != nil {
+	if err := s.prestart(ctx, p, c, stale); err != nil {
 		return "", err
 	}
 	if err := s.removeAll(ctx, p, stale); err != nil {
@@ -398,7 +379,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	}
 	prev := s.notes.clear(p.Metadata.UID, c.Name) // the back-off it waited for is over
 	id, err := s.rt.StartContainer(ctx, p, c, init, attempt, sb, s.cg.Container(p, c))
-	if err != nil && s.repairImage(ctx, p, c, err) {
+	if err != nil && s.startFailed(ctx, p, c, err) {
 		id, err = s.rt.StartContainer(ctx, p, c, init, attempt, sb, s.cg.Container(p, c))
 	}
 	if err != nil {
@@ -419,19 +400,17 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	return id, nil
 }
 
-// pullBeforeReplace makes c's image (and its image volumes' images)
-// present before a running container of another image (or image volume)
-// is stopped to make way for it, so that an update to an
-// image that cannot be pulled leaves the old container serving (and the
-// rollout controller rolls the update back). A failure is noted as the
-// container's waiting reason, as start notes it.
-func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Container, stale []pod.RuntimeContainer) error {
-	if s.images == nil || !slices.ContainsFunc(stale, func(r pod.RuntimeContainer) bool {
-		return r.State == pod.RunRunning && (r.Image != c.Image || imageVolumesChanged(p, c, &r))
-	}) {
-		return nil
-	}
-	if err := s.images.PullImage(ctx, p, c); err != nil {
+// prestart runs the PrestartHooks of c before the records it replaces
+// (stale) are stopped, so that an update whose image cannot be pulled
+// leaves the old container serving (and the rollout controller rolls the
+// update back). A failure is noted as the container's waiting reason, as
+// start notes it.
+func (s *podSyncer) prestart(ctx context.Context, p *pod.Pod, c *pod.Container, stale []pod.RuntimeContainer) error {
+	for _, k := range s.hooks.prestart {
+		err := k.Prestart(ctx, p, c, stale)
+		if err == nil {
+			continue
+		}
 		prev := s.notes.clear(p.Metadata.UID, c.Name)
 		reason := startErrorReason(err, prev)
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
@@ -443,30 +422,18 @@ func (s *podSyncer) pullBeforeReplace(ctx context.Context, p *pod.Pod, c *pod.Co
 			s.log.Warn("container update blocked; the container of its previous spec keeps running",
 				"pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "image", c.Image, "err", err)
 		}
-		return fmt.Errorf("image for container %q: %w", c.Name, err)
+		return err
 	}
 	return nil
 }
 
-// imageVolumesChanged reports whether c mounts an image volume that running
-// container r did not mount from the image the volume names. The reference
-// is compared as written with r's normalised image ID ("busybox:1.36" with
-// "docker.io/library/busybox:1.36@sha256:..."); a form it cannot match
-// (no tag) counts as changed, which costs a pull check before the
-// replacement, never a missed one.
-func imageVolumesChanged(p *pod.Pod, c *pod.Container, r *pod.RuntimeContainer) bool {
-	for _, vm := range c.VolumeMounts {
-		for _, v := range p.Spec.Volumes {
-			if v.Name != vm.Name || v.Image == nil {
-				continue
-			}
-			id, ok := r.ImageVolume(v.Name)
-			ref := v.Image.Reference
-			same := id == ref || strings.HasSuffix(id, "/"+ref) || // pinned by digest
-				strings.HasPrefix(id, ref+"@") || strings.Contains(id, "/"+ref+"@")
-			if !ok || !same {
-				return true
-			}
+// startFailed asks the StartFailedHooks about a start of c that failed
+// with err, and reports whether one mended its cause (the start is then
+// tried again at once).
+func (s *podSyncer) startFailed(ctx context.Context, p *pod.Pod, c *pod.Container, err error) bool {
+	for _, k := range s.hooks.failed {
+		if k.StartFailed(ctx, p, c, err) {
+			return true
 		}
 	}
 	return false
@@ -494,8 +461,8 @@ func startErrorReason(err error, prev string) string {
 // with the pod's grace period), removes them, then the sandbox and what was
 // prepared for the pod.
 func (s *podSyncer) killPod(ctx context.Context, p *pod.Pod) error {
-	if s.probes != nil {
-		s.probes.Remove(p.Metadata.UID)
+	for _, k := range s.hooks.removed {
+		k.Removed(p.Metadata.UID)
 	}
 	all, err := s.rt.PodContainers(ctx, p.Metadata.UID)
 	if err != nil {
@@ -547,7 +514,7 @@ func (s *podSyncer) removeSandbox(ctx context.Context, uid string) error {
 // removeAll stops the given containers concurrently, then removes them.
 func (s *podSyncer) removeAll(ctx context.Context, p *pod.Pod, recs []pod.RuntimeContainer) error {
 	errs := make([]error, len(recs))
-	sb := s.preStopSandbox(ctx, p, recs) // looked up once, not by each stop
+	sb := s.sandboxLookup(ctx, p) // looked up once, not by each stop
 	var wg sync.WaitGroup
 	for i, r := range recs {
 		wg.Add(1)

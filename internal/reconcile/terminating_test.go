@@ -333,10 +333,20 @@ func containerNamed(p *pod.Pod, name string) *pod.Container {
 	return nil
 }
 
-// fakePuller fails every pull with err.
+// fakePuller fails the pull of every image that replaces a running
+// container of another image with err.
 type fakePuller struct{ err error }
 
-func (f fakePuller) PullImage(context.Context, *pod.Pod, *pod.Container) error { return f.err }
+func (fakePuller) Name() string { return "image pre-pull" }
+
+func (f fakePuller) Prestart(_ context.Context, _ *pod.Pod, c *pod.Container, replaced []pod.RuntimeContainer) error {
+	for _, r := range replaced {
+		if r.State == pod.RunRunning && r.Image != c.Image {
+			return f.err
+		}
+	}
+	return nil
+}
 
 // TestSyncUpdateBlockedOnPull: an update whose image cannot be pulled
 // leaves the old container running, says so once (UpdateBlocked) while
@@ -347,7 +357,7 @@ func TestSyncUpdateBlockedOnPull(t *testing.T) {
 	f := &fakeRuntime{}
 	s := newTestSyncer(f, &fakeSandbox{})
 	events := &eventLog{}
-	s.rec, s.images = events, fakePuller{err: fmt.Errorf("pull image: %w: not found", pod.ErrImagePull)}
+	s.rec, s.hooks = events, sortHooks([]Hook{fakePuller{err: fmt.Errorf("pull image: %w: not found", pod.ErrImagePull)}})
 	good := testPod(pod.RestartAlways, nil, []string{"app"})
 	if _, err := s.syncPod(ctx, ctx, good); err != nil {
 		t.Fatal(err)

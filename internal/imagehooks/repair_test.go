@@ -1,4 +1,4 @@
-package reconcile
+package imagehooks
 
 import (
 	"context"
@@ -11,25 +11,24 @@ import (
 	"tug/internal/pod"
 )
 
-// damagedRuntime fails a start with pod.ErrImageDamaged while its image
-// is damaged; a repair mends it unless repairErr is set or the image stays
-// damaged (brokenForGood: an image broken as published).
-type damagedRuntime struct {
-	*fakeRuntime
+// damagedImage is a runtime whose image is damaged: a repair mends it
+// unless repairErr is set or the image stays damaged (brokenForGood: an
+// image broken as published).
+type damagedImage struct {
 	damaged       bool
 	brokenForGood bool
 	repairErr     error
 	repairs       int
 }
 
-func (d *damagedRuntime) StartContainer(ctx context.Context, p *pod.Pod, c *pod.Container, init bool, attempt int, sb pod.Sandbox, res pod.LinuxResources) (string, error) {
+func (d *damagedImage) start(c *pod.Container) error {
 	if d.damaged {
-		return "", fmt.Errorf("start container %q: image %s: %w: entrypoint /bin/sh is empty", c.Name, c.Image, pod.ErrImageDamaged)
+		return fmt.Errorf("start container %q: image %s: %w: entrypoint /bin/sh is empty", c.Name, c.Image, pod.ErrImageDamaged)
 	}
-	return d.fakeRuntime.StartContainer(ctx, p, c, init, attempt, sb, res)
+	return nil
 }
 
-func (d *damagedRuntime) RepairImage(_ context.Context, _ *pod.Pod, _ *pod.Container, damage error) error {
+func (d *damagedImage) repair(_ context.Context, _ *pod.Pod, _ *pod.Container, damage error) error {
 	if !errors.Is(damage, pod.ErrImageDamaged) {
 		return fmt.Errorf("repair asked for %v", damage)
 	}
@@ -65,53 +64,58 @@ func (e *eventList) count(reason string) int {
 	return n
 }
 
-func TestStartRepairsDamagedImage(t *testing.T) {
+// TestRepairStartFailed starts a container from a damaged image the way
+// the sync loop does: a failed start asks StartFailed, and a retry starts
+// again.
+func TestRepairStartFailed(t *testing.T) {
 	tests := []struct {
 		name          string
 		brokenForGood bool
 		repairErr     error
-		noRepairer    bool
+		otherErr      bool
 		wantErr       bool
 		wantRepairs   int
 		wantEvent     string
 	}{
-		{name: "damaged image is repaired and the container starts", wantRepairs: 1, wantEvent: reasonImageRepaired},
-		{name: "an image broken as published fails after one repair", brokenForGood: true, wantErr: true, wantRepairs: 1, wantEvent: reasonImageRepaired},
-		{name: "a failed repair fails the start", repairErr: errors.New("registry unreachable"), wantErr: true, wantRepairs: 1, wantEvent: reasonImageRepairFailed},
-		{name: "without a repairer the damage is a start error", noRepairer: true, wantErr: true},
+		{name: "damaged image is repaired and the container starts", wantRepairs: 1, wantEvent: ReasonImageRepaired},
+		{name: "an image broken as published fails after one repair", brokenForGood: true, wantErr: true, wantRepairs: 1, wantEvent: ReasonImageRepaired},
+		{name: "a failed repair fails the start", repairErr: errors.New("registry unreachable"), wantErr: true, wantRepairs: 1, wantEvent: ReasonImageRepairFailed},
+		{name: "a start error that is no damage repairs nothing", otherErr: true, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt := &damagedRuntime{fakeRuntime: &fakeRuntime{}, damaged: true, brokenForGood: tt.brokenForGood, repairErr: tt.repairErr}
-			s := newTestSyncer(rt, &fakeSandbox{})
+			img := &damagedImage{damaged: true, brokenForGood: tt.brokenForGood, repairErr: tt.repairErr}
 			ev := &eventList{}
-			s.rec = ev
-			s.repairs = &repairBackoff{}
-			if !tt.noRepairer {
-				s.repairer = rt
+			r := NewRepair(RepairConfig{Repair: img.repair, Events: ev})
+			c := &pod.Container{Name: "app", Image: "busybox:1.36"}
+			start := func() error {
+				err := img.start(c)
+				if tt.otherErr {
+					err = errors.New("no such file")
+				}
+				if err != nil && r.StartFailed(context.Background(), &pod.Pod{}, c, err) {
+					err = img.start(c)
+				}
+				return err
 			}
-			p := testPod(pod.RestartAlways, nil, []string{"app"})
-			_, err := s.start(context.Background(), p, &p.Spec.Containers[0], false, nil, pod.Sandbox{})
+			err := start()
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("start = %v, want error %v", err, tt.wantErr)
 			}
-			if err != nil && !errors.Is(err, pod.ErrImageDamaged) && tt.repairErr == nil {
-				t.Errorf("start = %v, want it to wrap pod.ErrImageDamaged", err)
-			}
-			if rt.repairs != tt.wantRepairs {
-				t.Errorf("repairs = %d, want %d", rt.repairs, tt.wantRepairs)
+			if img.repairs != tt.wantRepairs {
+				t.Errorf("repairs = %d, want %d", img.repairs, tt.wantRepairs)
 			}
 			if tt.wantEvent != "" && ev.count(tt.wantEvent) != 1 {
 				t.Errorf("events %v, want one %s", ev.reasons, tt.wantEvent)
 			}
 			// A second start within the back-off period repairs nothing.
-			if tt.wantErr && !tt.noRepairer {
-				_, _ = s.start(context.Background(), p, &p.Spec.Containers[0], false, nil, pod.Sandbox{})
-				if rt.repairs != tt.wantRepairs {
-					t.Errorf("repairs after a second start within the back-off = %d, want %d", rt.repairs, tt.wantRepairs)
+			if tt.wantErr && !tt.otherErr {
+				_ = start()
+				if img.repairs != tt.wantRepairs {
+					t.Errorf("repairs after a second start within the back-off = %d, want %d", img.repairs, tt.wantRepairs)
 				}
-				if ev.count(reasonImageDamaged) != 1 {
-					t.Errorf("events %v, want one %s for the repair left for later", ev.reasons, reasonImageDamaged)
+				if ev.count(ReasonImageDamaged) != 1 {
+					t.Errorf("events %v, want one %s for the repair left for later", ev.reasons, ReasonImageDamaged)
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package prober
+package lifecycle
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"tug/internal/pod"
 )
 
-// TestHooksRun runs each hook action against a local server or a fake
+// TestHandlersRun runs each hook action against a local server or a fake
 // exec: success, a failure wrapping ErrHookFailed, and a sleep cut by
 // its context.
-func TestHooksRun(t *testing.T) {
+func TestHandlersRun(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/bad" {
 			http.Error(w, "no", http.StatusInternalServerError)
@@ -31,7 +31,7 @@ func TestHooksRun(t *testing.T) {
 		}
 		return 0, nil, nil
 	}
-	hk := Hooks{Exec: exec}
+	hk := Handlers{Exec: exec}
 	sb := pod.Sandbox{IP: "127.0.0.1"}
 	c := &pod.Container{Name: "c"}
 	tests := []struct {

@@ -3,17 +3,11 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"tug/internal/pod"
 )
-
-// Hooks runs a container's lifecycle hooks (implemented by prober.Hooks).
-type Hooks interface {
-	// Run runs hook h of container c (its ID id) of pod p, whose sandbox
-	// is sb, until it is done or ctx ends, and says why it failed.
-	Run(ctx context.Context, p *pod.Pod, c *pod.Container, id string, sb pod.Sandbox, h *pod.LifecycleHandler) error
-}
 
 // The kubelet's reasons for hook failures: the events, and the waiting
 // reason of a container whose postStart hook failed.
@@ -49,18 +43,20 @@ func hookContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-// postStart runs c's postStart hook in container id, just started. When
-// it fails, the container is stopped (its preStop hook first, as the
-// kubelet does), the failure becomes its waiting reason
+// postStart runs the PoststartHooks of container id of c, just started.
+// When one fails, the container is stopped (its PrestopHooks first, as the
+// kubelet runs a preStop handler), the failure becomes its waiting reason
 // (PostStartHookError), the message of its terminated state and a
 // FailedPostStartHook event, and the error is returned: the exit then goes
 // the way of any exit, restarted under the restartPolicy after back-off.
 func (s *podSyncer) postStart(ctx context.Context, p *pod.Pod, c *pod.Container, id string, sb pod.Sandbox) error {
-	if s.hooks == nil || c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
-		return nil
-	}
 	hctx := hookContext(ctx)
-	err := s.hooks.Run(hctx, p, c, id, sb, c.Lifecycle.PostStart)
+	var err error
+	for _, k := range s.hooks.poststart {
+		if err = k.Poststart(hctx, p, c, id, sb); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		return nil
 	}
@@ -76,7 +72,7 @@ func (s *podSyncer) postStart(ctx context.Context, p *pod.Pod, c *pod.Container,
 	s.log.Warn("postStart hook failed; stopping the container", "pod", p.FullName(), "uid", uid, "container", c.Name, "err", err)
 	s.notes.killedFor(uid, id, msg)
 	r := pod.RuntimeContainer{ID: id, Name: c.Name, State: pod.RunRunning}
-	if serr := s.stopContainer(ctx, p, c, r, p.GracePeriod(), &sb); serr != nil {
+	if serr := s.stopContainer(ctx, p, c, r, p.GracePeriod(), func() pod.Sandbox { return sb }); serr != nil {
 		s.log.Warn("stop container after postStart failure", "pod", p.FullName(), "uid", uid, "container", c.Name, "err", serr)
 	}
 	s.notes.wait(uid, c.Name, reasonPostStartHookError, msg)
@@ -84,70 +80,42 @@ func (s *podSyncer) postStart(ctx context.Context, p *pod.Pod, c *pod.Container,
 }
 
 // stopContainer stops running container r (spec c; nil when the manifest
-// no longer has it) within grace: c's preStop hook first, given at most
-// grace, then the stop signal with what is left of grace (never less than
-// minStopGrace). sb is the pod's sandbox when the caller has it; nil: it
-// is looked up when a network hook needs it. A failed preStop hook is an
-// event (FailedPreStopHook) and the stop goes on.
-func (s *podSyncer) stopContainer(ctx context.Context, p *pod.Pod, c *pod.Container, r pod.RuntimeContainer, grace time.Duration, sb *pod.Sandbox) error {
-	if r.State == pod.RunRunning && s.hooks != nil && c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
-		start := s.now.Now()
-		hctx, cancel := context.WithTimeout(ctx, grace)
-		h := c.Lifecycle.PreStop
-		var hsb pod.Sandbox
-		if h.HTTPGet != nil || h.TCPSocket != nil {
-			hsb = s.hookSandbox(ctx, p, sb)
+// no longer has it) within grace: its PrestopHooks first, given at most
+// grace, then the stop signal with what is left of grace. sb returns the
+// pod's sandbox for a hook that needs it; nil: it is looked up then. A
+// failed hook is an event (FailedPreStopHook) and the stop goes on.
+func (s *podSyncer) stopContainer(ctx context.Context, p *pod.Pod, c *pod.Container, r pod.RuntimeContainer, grace time.Duration, sb func() pod.Sandbox) error {
+	if r.State == pod.RunRunning && c != nil {
+		if sb == nil {
+			sb = s.sandboxLookup(ctx, p)
 		}
-		err := s.hooks.Run(hctx, p, c, r.ID, hsb, h)
-		cancel()
-		if err != nil {
-			msg := "PreStopHook failed: " + err.Error()
-			s.event(p, c.Name, eventWarning, reasonFailedPreStopHook, msg)
+		grace = s.hooks.prestopTime(ctx, s.now.Now, p, c, r.ID, sb, grace, func(err error) {
+			s.event(p, c.Name, eventWarning, reasonFailedPreStopHook, "PreStopHook failed: "+err.Error())
 			s.log.Warn("preStop hook failed", "pod", p.FullName(), "uid", p.Metadata.UID, "container", c.Name, "err", err)
-		}
-		grace = max(grace-s.now.Now().Sub(start), minStopGrace)
+		})
 	}
 	return s.rt.StopContainer(ctx, r.ID, grace)
 }
 
-// preStopSandbox returns the pod's sandbox when one of the running
-// containers in recs has a network preStop hook (httpGet, tcpSocket), so
-// that concurrent stops do not each look it up; nil otherwise.
-func (s *podSyncer) preStopSandbox(ctx context.Context, p *pod.Pod, recs []pod.RuntimeContainer) *pod.Sandbox {
-	if s.hooks == nil {
-		return nil
-	}
-	for _, r := range recs {
-		c := containerSpec(p, r.Name)
-		if r.State != pod.RunRunning || c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
-			continue
+// sandboxLookup returns a function that looks the running pod's sandbox up
+// once, when first called, as far as a hook needs it (its network
+// namespace and address) without creating anything. Safe for concurrent
+// use, so that the concurrent stops of removeAll share one lookup.
+func (s *podSyncer) sandboxLookup(ctx context.Context, p *pod.Pod) func() pod.Sandbox {
+	return sync.OnceValue(func() pod.Sandbox {
+		var out pod.Sandbox
+		if ns, err := s.sb.EnsureNamespaces(ctx, p); err == nil {
+			out.Namespaces = ns
 		}
-		if h := c.Lifecycle.PreStop; h.HTTPGet != nil || h.TCPSocket != nil {
-			sb := s.hookSandbox(ctx, p, nil)
-			return &sb
+		if p.Spec.HostNetwork {
+			if ip := s.net.HostIP(); ip.IsValid() {
+				out.IP = ip.String()
+			}
+		} else {
+			out.IP = s.notes.podIP(p.Metadata.UID)
 		}
-	}
-	return nil
-}
-
-// hookSandbox returns sb, or the running pod's sandbox as far as a hook
-// needs it (its network namespace and address) without creating anything.
-func (s *podSyncer) hookSandbox(ctx context.Context, p *pod.Pod, sb *pod.Sandbox) pod.Sandbox {
-	if sb != nil {
-		return *sb
-	}
-	var out pod.Sandbox
-	if ns, err := s.sb.EnsureNamespaces(ctx, p); err == nil {
-		out.Namespaces = ns
-	}
-	if p.Spec.HostNetwork {
-		if ip := s.net.HostIP(); ip.IsValid() {
-			out.IP = ip.String()
-		}
-	} else {
-		out.IP = s.notes.podIP(p.Metadata.UID)
-	}
-	return out
+		return out
+	})
 }
 
 // podIP returns the address noted for pod uid ("" when none).
