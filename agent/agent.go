@@ -23,6 +23,7 @@ import (
 	"tug/internal/devices"
 	"tug/internal/events"
 	"tug/internal/imagehooks"
+	"tug/internal/images"
 	"tug/internal/lifecycle"
 	"tug/internal/network"
 	"tug/internal/pleg"
@@ -66,7 +67,7 @@ var (
 	_ source.Sink               = (*podconfig.Store)(nil)
 	_ podstatus.Snapshot        = (*podconfig.Store)(nil)
 	_ podstatus.PodStatuser     = (*reconcile.Loop)(nil)
-	_ podstatus.PullMessages    = (*podruntime.Runtime)(nil)
+	_ podstatus.PullMessages    = (*images.Manager)(nil)
 	_ api.StatusSource          = podstatus.Served{}
 	_ api.HealthChecker         = health{}
 	_ api.EventSource           = (*events.Ring)(nil)

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/api"
@@ -19,6 +21,7 @@ import (
 	"tug/internal/devices"
 	"tug/internal/events"
 	"tug/internal/imagehooks"
+	"tug/internal/images"
 	"tug/internal/lifecycle"
 	"tug/internal/network"
 	"tug/internal/pleg"
@@ -39,6 +42,7 @@ import (
 	"tug/internal/source"
 	"tug/internal/tuglog"
 	"tug/internal/userns"
+	"tug/internal/volume"
 )
 
 // The stages of runAgent, each a function that takes what the stages
@@ -83,9 +87,11 @@ type telemetry struct {
 // runtimeParts are containerd, through podruntime, and the allocators
 // whose holdings the containers confirm.
 type runtimeParts struct {
-	rt     *podruntime.Runtime
-	devs   *devices.Manager
-	userns *userns.Allocator
+	rt      *podruntime.Runtime
+	images  *images.Manager
+	volumes *volume.Manager
+	devs    *devices.Manager
+	userns  *userns.Allocator
 }
 
 // nodeParts are what tug keeps on the host: the pods' pinned namespaces
@@ -230,7 +236,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, h host, in inputs, t
 	if rp.userns, err = newUserNamespaces(cfg, log.With("component", "userns")); err != nil {
 		return runtimeParts{}, err
 	}
-	if rp.rt, err = podruntime.Connect(ctx, runtimeConfig(cfg, h, in, rp, journalOut, tel, log)); err != nil {
+	if err := rp.connect(ctx, cfg, h, in, journalOut, tel, log); err != nil {
 		return runtimeParts{}, err
 	}
 	*closers = append(*closers, func() { rp.rt.Close() })
@@ -248,40 +254,59 @@ func connectRuntime(ctx context.Context, cfg config.Config, h host, in inputs, t
 		log.Warn("restoring device allocations", "file", filepath.Join(cfg.RootDir, devicesStateFile), "err", err)
 	}
 	registerLogMetrics(tel.registry, rp.rt)
-	if err := rp.rt.ImportArchives(ctx); err != nil {
+	if err := rp.images.ImportArchives(ctx); err != nil {
 		log.Warn("importing image archives", "err", err)
 	}
 	return rp, nil
 }
 
-// runtimeConfig is podruntime's configuration.
-func runtimeConfig(cfg config.Config, h host, in inputs, rp runtimeParts, journalOut podlogs.JournalSender, tel telemetry, log *slog.Logger) podruntime.Config {
-	return podruntime.Config{
-		Address:              cfg.ContainerdAddress,
-		Namespace:            cfg.ContainerdNamespace,
-		RootDir:              cfg.RootDir,
-		LogsDir:              cfg.PodLogsDir,
-		ImageDir:             cfg.ImageDir,
-		AllowPrivileged:      cfg.AllowPrivileged,
-		LoggerPath:           h.self,
-		LogMaxSize:           cfg.ContainerLogMaxSize,
-		LogMaxFiles:          cfg.ContainerLogMaxFiles,
-		LogDriver:            cfg.ContainerLogDriver,
-		Journal:              journalOut,
-		ResolvConf:           cfg.ResolvConf,
-		PullProgressDeadline: cfg.ImagePullProgressDeadline,
-		PullTimeout:          cfg.ImagePullTimeout,
-		PullOffline:          cfg.ImagePullOffline,
-		Registry:             in.src.registries,
-		Log:                  log.With("component", "podruntime"),
-		Recorder:             tel.ring,
+// connect connects to containerd (waiting for it), then builds the image
+// and volume managers and the runtime on them.
+func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, in inputs, journalOut podlogs.JournalSender, tel telemetry, log *slog.Logger) error {
+	rlog := log.With("component", "podruntime")
+	client, err := podruntime.Dial(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace, rlog)
+	if err != nil {
+		return err
+	}
+	rp.images = images.New(images.Config{
+		Client: client, Namespace: cfg.ContainerdNamespace, Snapshotter: podruntime.DefaultSnapshotter,
+		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: log.With("component", "images"), Recorder: tel.ring,
+		PullProgressDeadline: cfg.ImagePullProgressDeadline, PullTimeout: cfg.ImagePullTimeout,
+		PullOffline: cfg.ImagePullOffline, Registry: in.src.registries,
+	})
+	rp.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: h.name,
+		ResolvConf: cfg.ResolvConf, FileSource: in.src.dir.Name(), Log: log.With("component", "volume")})
+	rp.volumes.RemoveStaleStaging()
+	if rp.rt, err = podruntime.New(runtimeConfig(cfg, h, client, *rp, journalOut, tel, rlog)); err != nil {
+		client.Close()
+		return err
+	}
+	return nil
+}
 
+// runtimeConfig is podruntime's configuration.
+func runtimeConfig(cfg config.Config, h host, client *containerd.Client, rp runtimeParts, journalOut podlogs.JournalSender, tel telemetry, log *slog.Logger) podruntime.Config {
+	return podruntime.Config{
+		Client:      client,
+		Images:      rp.images,
+		Volumes:     rp.volumes,
+		Address:     cfg.ContainerdAddress,
+		Namespace:   cfg.ContainerdNamespace,
+		RootDir:     cfg.RootDir,
+		LogsDir:     cfg.PodLogsDir,
+		LoggerPath:  h.self,
+		LogMaxSize:  cfg.ContainerLogMaxSize,
+		LogMaxFiles: cfg.ContainerLogMaxFiles,
+		LogDriver:   cfg.ContainerLogDriver,
+		Journal:     journalOut,
+		Log:         log,
+		Recorder:    tel.ring,
+
+		AllowPrivileged:          cfg.AllowPrivileged,
 		SeccompProfileRoot:       cfg.SeccompProfileRoot,
-		NodeName:                 h.name,
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 		AppArmor:                 appArmorEnabled(),
 		ShimGrouping:             cfg.ShimGrouping,
-		FileSource:               in.src.dir.Name(),
 		Devices:                  rp.devs,
 		UserNamespaces:           rp.userns,
 	}
@@ -331,7 +356,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	c.loop = reconcile.New(loopConfig(cfg, h, in, rp, np, c, tel, log))
 	resync = c.loop.Resync
 	store := in.src.store
-	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.rt, ImagesFromCache: rp.rt}
+	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.images, ImagesFromCache: rp.images}
 	var err error
 	c.rollouts, err = rollout.New(rollout.Config{
 		Dir:        filepath.Join(cfg.RootDir, "rollout"),
@@ -387,7 +412,7 @@ func loopConfig(cfg config.Config, h host, in inputs, rp runtimeParts, np nodePa
 			Reset:   cfg.CrashLoopBackOffReset,
 		},
 		Log: log.With("component", "reconcile"), Registerer: tel.registry, Recorder: tel.ring,
-		Claims: in.src.store, ClaimDirs: rp.rt, PodDirs: rp.rt,
+		Claims: in.src.store, ClaimDirs: rp.volumes, PodDirs: rp.rt,
 		Hooks: []reconcile.Hook{
 			// A pod whose device is gone waits for it instead of crash-looping.
 			rp.devs,
@@ -418,7 +443,7 @@ func (c control) components(in inputs, rp runtimeParts, np nodeParts) map[string
 		"sync loop":      c.loop.Run,
 		"prober":         c.probes.Run,
 		"file source":    in.src.dir.Run,
-		"image dir":      rp.rt.WatchImages,
+		"image dir":      rp.images.Watch,
 		"pleg":           np.lifecycle.Run,
 		"container logs": rp.rt.RunLogs,
 		"devices":        rp.devs.Run,
@@ -439,7 +464,7 @@ func (c control) components(in inputs, rp runtimeParts, np nodeParts) map[string
 // asks whether a pod may start).
 func addReclaim(ctx context.Context, cfg config.Config, in inputs, rp runtimeParts, np nodeParts, c control, tel telemetry, log *slog.Logger,
 	components map[string]func(context.Context) error) (reclaim, error) {
-	imageGC, err := newImageGC(cfg, rp.rt, in.src.store, np.lifecycle, in.src.names, tel.registry, log.With("component", "imagegc"))
+	imageGC, err := newImageGC(cfg, rp, in.src.store, np.lifecycle, in.src.names, tel.registry, log.With("component", "imagegc"))
 	if err != nil {
 		return reclaim{}, err
 	}
@@ -449,7 +474,7 @@ func addReclaim(ctx context.Context, cfg config.Config, in inputs, rp runtimePar
 	if r.cgErr != nil {
 		r.cgroups = nil
 	}
-	evPods := newEvictionPods(in.src.store, np.lifecycle, c.loop, rp.rt, in.cgroups, r.cgroups, c.pressure)
+	evPods := newEvictionPods(in.src.store, np.lifecycle, c.loop, rp, in.cgroups, r.cgroups, c.pressure)
 	if r.evictions, err = newEviction(ctx, cfg, in.thresholds, evPods, imageGC, tel.registry, tel.ring, log.With("component", "eviction")); err != nil {
 		return reclaim{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"tug/internal/config"
 	"tug/internal/devices"
 	"tug/internal/events"
+	"tug/internal/images"
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
@@ -32,9 +33,10 @@ import (
 // volumes' too), which for the URL source is its checkpoint: the
 // images offline boot needs).
 type imageGCAdapter struct {
-	rt    *podruntime.Runtime
-	store *podconfig.Store
-	cache *pleg.PLEG
+	rt     *podruntime.Runtime
+	images *images.Manager
+	store  *podconfig.Store
+	cache  *pleg.PLEG
 	// sources must all have reported (the URL source: from the server or
 	// its checkpoint) before any image counts as unused.
 	sources []string
@@ -48,7 +50,7 @@ var (
 )
 
 func (a imageGCAdapter) ListImages(ctx context.Context) ([]imagegc.Image, error) {
-	list, err := a.rt.StoredImages(ctx)
+	list, err := a.images.Stored(ctx)
 	out := make([]imagegc.Image, 0, len(list))
 	for _, si := range list {
 		out = append(out, imagegc.Image{ID: si.Digest, Refs: si.Names, Size: si.Size, Pinned: si.Pinned, CreatedAt: si.CreatedAt})
@@ -57,7 +59,7 @@ func (a imageGCAdapter) ListImages(ctx context.Context) ([]imagegc.Image, error)
 }
 
 func (a imageGCAdapter) RemoveImage(ctx context.Context, ref string) error {
-	return a.rt.RemoveImage(ctx, ref)
+	return a.images.Remove(ctx, ref)
 }
 
 func (a imageGCAdapter) ImagesInUse(ctx context.Context) (map[string]bool, error) {
@@ -71,11 +73,11 @@ func (a imageGCAdapter) ImagesInUse(ctx context.Context) (map[string]bool, error
 	if err != nil {
 		return nil, err
 	}
-	return imagegc.InUseOf(a.cache.All(), a.store.Pods(), vols, podruntime.NormalizeRef), nil
+	return imagegc.InUseOf(a.cache.All(), a.store.Pods(), vols, images.NormalizeRef), nil
 }
 
 func (a imageGCAdapter) ImageFS(ctx context.Context) (capacity, available uint64, err error) {
-	path, err := a.rt.ImageFSPath(ctx)
+	path, err := a.images.FSPath(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -92,8 +94,8 @@ var errNotReady = errors.New("not every source has reported")
 // newImageGC builds the image GC of --image-gc-high-threshold,
 // --image-gc-low-threshold and --minimum-image-ttl-duration.
 // kubelet_image_garbage_collected_total goes to reg.
-func newImageGC(cfg config.Config, rt *podruntime.Runtime, store *podconfig.Store, cache *pleg.PLEG, sources []string, reg prometheus.Registerer, log *slog.Logger) (*imagegc.Manager, error) {
-	a := imageGCAdapter{rt: rt, store: store, cache: cache, sources: sources, log: log}
+func newImageGC(cfg config.Config, rp runtimeParts, store *podconfig.Store, cache *pleg.PLEG, sources []string, reg prometheus.Registerer, log *slog.Logger) (*imagegc.Manager, error) {
+	a := imageGCAdapter{rt: rp.rt, images: rp.images, store: store, cache: cache, sources: sources, log: log}
 	return imagegc.New(imagegc.Config{
 		Policy: imagegc.Policy{
 			HighThresholdPercent: cfg.ImageGCHighThresholdPercent,
@@ -117,19 +119,19 @@ func evictionThresholds(cfg config.Config) ([]eviction.Threshold, error) {
 // usage.
 type evictionPods struct {
 	eviction.StatsReader
-	store *podconfig.Store
-	cache *pleg.PLEG
-	loop  *reconcile.Loop
-	rt    *podruntime.Runtime
+	store  *podconfig.Store
+	cache  *pleg.PLEG
+	loop   *reconcile.Loop
+	images *images.Manager
 }
 
 // newEvictionPods reads pod usage from the pod cgroups, the PLEG's
 // containers and the runtime's disks; container cgroups through memory
 // (nil: per-container memory is not read); the node's conditions through
 // pressure.
-func newEvictionPods(store *podconfig.Store, cache *pleg.PLEG, loop *reconcile.Loop, rt *podruntime.Runtime, cgroups *qos.Manager, memory *cgstats.Reader, pressure *pressureRef) evictionPods {
-	e := evictionPods{store: store, cache: cache, loop: loop, rt: rt, StatsReader: eviction.StatsReader{
-		Cgroups: cgroups, Containers: cache, Disks: rt, Pressure: pressure.has,
+func newEvictionPods(store *podconfig.Store, cache *pleg.PLEG, loop *reconcile.Loop, rp runtimeParts, cgroups *qos.Manager, memory *cgstats.Reader, pressure *pressureRef) evictionPods {
+	e := evictionPods{store: store, cache: cache, loop: loop, images: rp.images, StatsReader: eviction.StatsReader{
+		Cgroups: cgroups, Containers: cache, Disks: rp.rt, EmptyDirs: rp.volumes, Pressure: pressure.has,
 	}}
 	if memory != nil {
 		e.ContainerMemory = func(group string) (int64, error) {
@@ -185,7 +187,7 @@ func (r *pressureRef) Readmit(p *pod.Pod, bestEffort bool) (bool, string) {
 // evicter. Pods are ranked with their
 // spec.priority (or priorityClassName's).
 func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold, pods evictionPods, gc *imagegc.Manager, reg prometheus.Registerer, rec *events.Ring, log *slog.Logger) (*eviction.Manager, error) {
-	imageFS, err := pods.rt.ImageFSPath(ctx)
+	imageFS, err := pods.images.FSPath(ctx)
 	if err != nil {
 		log.Warn("image filesystem unknown: imagefs signals read --root-dir's", "err", err)
 	}

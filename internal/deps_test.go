@@ -102,7 +102,7 @@ var allowedImports = map[string]allowed{
 	// objects gives the values of env as a container starts.
 	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/clock",
 		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/podexec", "tug/internal/podlabels", "tug/internal/images", "tug/internal/volume",
-		"tug/internal/registry"}, modules: []string{
+	}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api",
 		"github.com/containerd/errdefs", "github.com/containerd/errdefs/pkg",
 		"github.com/containerd/typeurl/v2", "github.com/distribution/reference",
@@ -243,7 +243,7 @@ var allowedImports = map[string]allowed{
 	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podexec",
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
-		"tug/internal/podruntime", "tug/internal/network", "tug/internal/qos",
+		"tug/internal/podruntime", "tug/internal/images", "tug/internal/volume", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats", "tug/internal/userns",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/lifecycle", "tug/internal/imagehooks", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",

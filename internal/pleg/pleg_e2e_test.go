@@ -21,11 +21,13 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"tug/internal/images"
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podlabels"
 	"tug/internal/podruntime"
 	"tug/internal/testutil"
+	"tug/internal/volume"
 )
 
 // loggerBin stands in for "tug logger" (podruntime's testdata/logger),
@@ -52,33 +54,41 @@ func newEnv(tb testing.TB) *env {
 	image, archive := testutil.TestImage(tb)
 	dir := tb.TempDir()
 	ns := testutil.Namespace(tb)
-	cfg := podruntime.Config{
+	ctx := context.Background()
+	log := testutil.Logger(tb).With("component", "podruntime")
+	client, err := podruntime.Dial(ctx, addr, ns, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	root, imageDir := filepath.Join(dir, "root"), filepath.Join(dir, "images")
+	imgs := images.New(images.Config{Client: client, Namespace: ns, Snapshotter: podruntime.DefaultSnapshotter, RootDir: root, ImageDir: imageDir, Log: log})
+	rt, err := podruntime.New(podruntime.Config{
+		Client:     client,
+		Images:     imgs,
+		Volumes:    volume.New(volume.Config{RootDir: root, Log: log}),
 		Address:    addr,
 		Namespace:  ns,
-		RootDir:    filepath.Join(dir, "root"),
+		RootDir:    root,
 		LogsDir:    filepath.Join(dir, "logs"),
-		ImageDir:   filepath.Join(dir, "images"),
 		LoggerPath: loggerBin,
-		Log:        testutil.Logger(tb).With("component", "podruntime"),
-	}
-	ctx := context.Background()
-	rt, err := podruntime.New(ctx, cfg)
+		Log:        log,
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	e := &env{rt: rt, image: image, ns: ns, addr: addr}
 	tb.Cleanup(func() { e.cleanup(tb) })
-	if err := os.MkdirAll(cfg.ImageDir, 0o755); err != nil {
+	if err := os.MkdirAll(imageDir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
 	b, err := os.ReadFile(archive)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.ImageDir, "busybox.tar"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(imageDir, "busybox.tar"), b, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	if err := rt.ImportArchives(ctx); err != nil {
+	if err := imgs.ImportArchives(ctx); err != nil {
 		tb.Fatal(err)
 	}
 	return e

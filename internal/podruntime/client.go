@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,11 +14,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"tug/internal/clock"
-	"tug/internal/images"
 	"tug/internal/podexec"
 	"tug/internal/podlogs"
-	"tug/internal/registry"
-	"tug/internal/volume"
 )
 
 // Defaults for the Config fields left zero. Where tug lives on the host
@@ -39,11 +35,21 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 )
 
-// Config configures a Runtime. Address, Namespace, RootDir, LogsDir and
-// ImageDir are required; every other zero field gets the default its
+// Config configures a Runtime. Client, Images, Volumes, Namespace, RootDir
+// and LogsDir are required; every other zero field gets the default its
 // comment gives.
 type Config struct {
-	// Address is containerd's gRPC socket (required).
+	// Client is the connection to containerd (Dial); the Runtime closes it
+	// in Close (required).
+	Client *containerd.Client
+	// Images makes the containers' images present (images.Manager;
+	// required).
+	Images Images
+	// Volumes prepares and removes the pods' volumes (volume.Manager;
+	// required).
+	Volumes Volumes
+	// Address is containerd's gRPC socket, as the runtime's messages name
+	// it.
 	Address string
 	// Namespace is the containerd namespace of tug's images and
 	// containers (required).
@@ -55,18 +61,12 @@ type Config struct {
 	// LogsDir/<namespace>_<pod>_<uid>/<container>/<attempt>.log
 	// (required).
 	LogsDir string
-	// ImageDir is --image-dir, where OCI/docker image archives are dropped
-	// for import (required).
-	ImageDir string
 	// AllowPrivileged is --allow-privileged; without it a privileged
 	// container fails to start with specopts.ErrPrivilegedNotAllowed.
 	AllowPrivileged bool
 	// SeccompProfileRoot is --seccomp-profile-root, the directory of
 	// Localhost seccomp profiles. Default RootDir/seccomp.
 	SeccompProfileRoot string
-	// NodeName is the node's name for the downward API's spec.nodeName
-	// (--hostname-override); "" is the host name.
-	NodeName string
 	// DefaultSeccompUnconfined is --default-seccomp=unconfined: containers
 	// that name no seccomp profile run without one. Default false: they get
 	// containerd's default profile (RuntimeDefault).
@@ -96,36 +96,14 @@ type Config struct {
 	// <attempt>.log.1 ...); default 5; 1 or negative keeps the current file
 	// only (it is truncated on rotation).
 	LogMaxFiles int
-	// ResolvConf is --resolv-conf: the file pods' resolv.conf starts from
-	// (dnsPolicy Default and, with no cluster DNS, ClusterFirst). Empty: none.
-	ResolvConf string
 	// Snapshotter unpacks images and holds container root filesystems;
 	// default "overlayfs".
 	Snapshotter string
-	// PullProgressDeadline cuts a registry pull that fetches no new byte
-	// for this long (--image-pull-progress-deadline); default
-	// images.DefaultPullProgressDeadline.
-	PullProgressDeadline time.Duration
-	// PullTimeout, if not 0, bounds one registry pull as a whole
-	// (--image-pull-timeout); default 0: only its progress bounds it.
-	PullTimeout time.Duration
-	// PullOffline is what an imagePullPolicy Always pull does when no
-	// registry host can be reached (images.Config.PullOffline).
-	PullOffline string
-	// Registry gives the resolvers of registry pulls (--registry-config-dir,
-	// --image-pull-bandwidth); nil: containerd's default hosts, no cap.
-	Registry *registry.Registry
 	// ShimGrouping is --shim-grouping: which containers share one
 	// containerd-shim-runc-v2 process, ShimGroupingPod (the default: every
 	// container of a pod) or ShimGroupingNode (every container of tug's
 	// namespace).
 	ShimGrouping string
-	// FileSource is the name of the manifest directory's source. Its
-	// PersistentVolumeClaims live at RootDir/claims/<namespace>/<claim>,
-	// where they always have; every other source's live below
-	// RootDir/source-claims/<source id>/, so that a source never gets the
-	// directory of a claim another source defines.
-	FileSource string
 	// Devices gives containers the devices allocated to their pod and
 	// the CDI devices its annotations name, and frees a pod's devices when
 	// the pod is cleaned up; nil: no devices.
@@ -136,8 +114,7 @@ type Config struct {
 	UserNamespaces UserNamespaces
 	// Log receives the runtime's logs; default: discarded.
 	Log *slog.Logger
-	// Recorder receives the events of image pulls (Pulling, Pulled,
-	// Failed) and of lost container output; nil: none.
+	// Recorder receives the events of lost container output; nil: none.
 	Recorder eventRecorder
 	// Clock tells the start and exit times recorded on containers; nil: the
 	// system clock.
@@ -145,11 +122,11 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() error {
-	if c.Address == "" {
-		return errors.New("podruntime: containerd address is required")
+	if c.Client == nil || c.Images == nil || c.Volumes == nil {
+		return errors.New("podruntime: a containerd client, images and volumes are required")
 	}
 	for what, v := range map[string]string{"containerd namespace": c.Namespace, "root dir": c.RootDir,
-		"logs dir": c.LogsDir, "image dir": c.ImageDir} {
+		"logs dir": c.LogsDir} {
 		if v == "" {
 			return fmt.Errorf("podruntime: %s is required", what)
 		}
@@ -201,29 +178,26 @@ func (c *Config) setDefaults() error {
 	default:
 		return fmt.Errorf("podruntime: %w: %q", ErrShimGrouping, c.ShimGrouping)
 	}
-	if c.PullTimeout < 0 {
-		return errors.New("podruntime: pull timeout must not be negative")
-	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }
 
-// Runtime drives containerd for tug: images, containers, tasks and logs. It
+// Runtime drives containerd for tug: containers, tasks and their logs. It
 // implements reconcile.Runtime. All methods are safe for concurrent use.
 type Runtime struct {
 	cfg    Config
 	client *containerd.Client
 	log    *slog.Logger
 
-	images *images.Manager
+	images Images
 
 	reapMu  sync.Mutex
 	reaping map[string]bool // containers whose exited task is being reaped
 	reaps   reapCount       // reaps under way: Close waits for them
 
-	volumes *volume.Manager
+	volumes Volumes
 
 	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
 	shimLocks keyedMutex     // serialises choosing a shim group and creating the task in it (see shimGroupFor)
@@ -234,40 +208,21 @@ type Runtime struct {
 	imageVolumes keyedMutex
 }
 
-// New connects to containerd at cfg.Address with cfg.Namespace as the
-// default namespace of every call, and checks that it serves. It fails
-// clearly when the socket is missing or the daemon does not answer.
-func New(ctx context.Context, cfg Config) (*Runtime, error) {
+// New returns a Runtime on cfg.Client, with the image and volume managers
+// the caller built (agent builds them: the image manager serves the image
+// GC and the API too, the volume manager the eviction manager and
+// housekeeping).
+func New(cfg Config) (*Runtime, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(strings.TrimPrefix(cfg.Address, "unix://")); err != nil {
-		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
-	}
-	client, err := containerd.New(cfg.Address,
-		containerd.WithDefaultNamespace(cfg.Namespace),
-		containerd.WithTimeout(DefaultConnectTimeout))
-	if err != nil {
-		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
-	}
-	ver, err := client.Version(namespaces.WithNamespace(ctx, cfg.Namespace))
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
-	}
-	cfg.Log.Info("connected to containerd", "address", cfg.Address, "version", ver.Version, "namespace", cfg.Namespace)
 	r := &Runtime{
-		cfg:    cfg,
-		client: client,
-		log:    cfg.Log,
+		cfg:     cfg,
+		client:  cfg.Client,
+		log:     cfg.Log,
+		images:  cfg.Images,
+		volumes: cfg.Volumes,
 	}
-	r.images = images.New(images.Config{
-		Client: client, Namespace: cfg.Namespace, Snapshotter: cfg.Snapshotter,
-		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: cfg.Log,
-		PullProgressDeadline: cfg.PullProgressDeadline, PullTimeout: cfg.PullTimeout, Recorder: cfg.Recorder,
-		PullOffline: cfg.PullOffline,
-		Registry:    cfg.Registry,
-	})
 	if cfg.LogDriver != LogDriverBinary {
 		pc := podlogs.PumpsConfig{
 			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,
@@ -280,9 +235,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 		r.pumps = podlogs.NewPumps(pc)
 	}
-	r.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: cfg.NodeName,
-		ResolvConf: cfg.ResolvConf, FileSource: cfg.FileSource, Log: cfg.Log})
-	r.volumes.RemoveStaleStaging()
 	return r, nil
 }
 

@@ -3,10 +3,16 @@
 // their tasks, reads the labelled containers back as pod.RuntimeContainer
 // values (listing, events, exit status, termination messages), groups
 // their shims, and holds a pod's PID namespace when its containers share
-// one; package podexec runs commands in their tasks. A container start is a sequence of steps, each one call into a
-// package of its own: images makes the image present, volume prepares
-// and stages what the container mounts, specopts builds its OCI spec, and
-// podlogs sets up where its output goes.
+// one; package podexec runs commands in their tasks. A container start is
+// a sequence of steps, each one call into a package of its own: images
+// makes the image present, volume prepares and stages what the container
+// mounts, specopts builds its OCI spec, and podlogs sets up where its
+// output goes. The image and volume managers are built by the caller and
+// handed in as the narrow interfaces Images and Volumes (managers.go);
+// what else reads them (the image GC, the API, the eviction manager,
+// housekeeping) uses them directly, not through the runtime. The log
+// pumps are built here, since they report a task's end back to the
+// runtime. Dial connects to containerd.
 //
 // containerd is the source of truth: containers are found by their labels
 // (prefix "io.tug."), never by memory alone, so a restarted agent adopts

@@ -36,6 +36,7 @@ import (
 	"tug/internal/podlogs"
 	"tug/internal/specopts"
 	"tug/internal/testutil"
+	"tug/internal/volume"
 )
 
 // loggerBin is the stand-in for "tug logger", built by TestMain.
@@ -47,7 +48,12 @@ func TestMain(m *testing.M) {
 
 // env is one test's runtime in a fresh containerd namespace.
 type env struct {
-	r       *Runtime
+	r        *Runtime
+	images   *images.Manager // the runtime's image manager, for imports
+	imageDir string          // its image directory
+	// connect connects a new Runtime (and its image manager) as tug does
+	// at its start.
+	connect func() (*Runtime, *images.Manager)
 	ctx     context.Context // in the test's containerd namespace
 	image   string          // the test image, imported
 	archive string
@@ -82,29 +88,41 @@ func newEnv(t *testing.T, noImport bool) *env {
 	dir := t.TempDir()
 	counts := &countHandler{Handler: testutil.Logger(t).Handler(), n: map[string]int{}, mu: &sync.Mutex{}}
 	ns := testutil.Namespace(t)
-	cfg := Config{
-		Address:    addr,
-		Namespace:  ns,
-		RootDir:    filepath.Join(dir, "root"),
-		LogsDir:    filepath.Join(dir, "logs"),
-		ImageDir:   filepath.Join(dir, "images"),
-		LoggerPath: loggerBin,
-		Log:        slog.New(counts),
-	}
 	ctx := context.Background()
-	r, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
+	log := slog.New(counts)
+	root, imageDir := filepath.Join(dir, "root"), filepath.Join(dir, "images")
+	connect := func() (*Runtime, *images.Manager) {
+		client, err := Dial(ctx, addr, ns, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs := images.New(images.Config{Client: client, Namespace: ns, Snapshotter: DefaultSnapshotter, RootDir: root, ImageDir: imageDir, Log: log})
+		r, err := New(Config{
+			Client:     client,
+			Images:     imgs,
+			Volumes:    volume.New(volume.Config{RootDir: root, Log: log}),
+			Address:    addr,
+			Namespace:  ns,
+			RootDir:    root,
+			LogsDir:    filepath.Join(dir, "logs"),
+			LoggerPath: loggerBin,
+			Log:        log,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, imgs
 	}
-	e := &env{r: r, ctx: namespaces.WithNamespace(ctx, ns), image: image, archive: archive, counts: counts}
+	r, imgs := connect()
+	e := &env{r: r, images: imgs, imageDir: imageDir, connect: connect, ctx: namespaces.WithNamespace(ctx, ns), image: image, archive: archive, counts: counts}
 	e.runLogs(r)
 	t.Cleanup(func() { e.cleanup(t) })
 	if !noImport {
-		if err := os.MkdirAll(cfg.ImageDir, 0o755); err != nil {
+		if err := os.MkdirAll(imageDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		copyFile(t, archive, filepath.Join(cfg.ImageDir, "busybox.tar"))
-		if err := r.ImportArchives(ctx); err != nil {
+		copyFile(t, archive, filepath.Join(imageDir, "busybox.tar"))
+		if err := imgs.ImportArchives(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -484,11 +502,8 @@ func TestE2ERestartKeepsRunningAndLogging(t *testing.T) {
 	e.stopLogs()
 	e.r.Close()
 	time.Sleep(500 * time.Millisecond)
-	r2, err := New(context.Background(), e.r.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.r = r2
+	r2, imgs := e.connect()
+	e.r, e.images = r2, imgs
 	e.runLogs(r2)
 	rc := e.only(t, p)
 	if rc.State != pod.RunRunning {
@@ -869,7 +884,7 @@ func dockerSave(t *testing.T, ociArchive, tag string, gz bool) []byte {
 
 func TestE2EImportArchives(t *testing.T) {
 	e := newEnv(t, true)
-	dir := e.r.cfg.ImageDir
+	dir := e.imageDir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -880,7 +895,7 @@ func TestE2EImportArchives(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("not an image"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.r.ImportArchives(e.ctx); err != nil {
+	if err := e.images.ImportArchives(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{e.image, "docker.io/tugtest/app:v1"} {
@@ -894,14 +909,14 @@ func TestE2EImportArchives(t *testing.T) {
 	}
 	// Imported archives are remembered: a second call imports nothing.
 	before := e.counts.count("imported image")
-	if err := e.r.ImportArchives(e.ctx); err != nil || e.counts.count("imported image") != before {
+	if err := e.images.ImportArchives(e.ctx); err != nil || e.counts.count("imported image") != before {
 		t.Errorf("second ImportArchives imported again (%v)", err)
 	}
 
 	// WatchImages picks up an archive dropped later (gzip, docker-save).
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
-	go func() { done <- e.r.WatchImages(ctx) }()
+	go func() { done <- e.images.Watch(ctx) }()
 	tmp := filepath.Join(dir, ".late.partial")
 	if err := os.WriteFile(tmp, dockerSave(t, e.archive, "tugtest/late:v2", true), 0o644); err != nil {
 		t.Fatal(err)
@@ -937,20 +952,19 @@ func TestE2EImportArchives(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broken.tar"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.r.ImportArchives(e.ctx); err == nil || !strings.Contains(err.Error(), "broken.tar") {
+	if err := e.images.ImportArchives(e.ctx); err == nil || !strings.Contains(err.Error(), "broken.tar") {
 		t.Errorf("broken archive: %v", err)
 	}
-	if err := e.r.ImportArchives(e.ctx); err != nil {
+	if err := e.images.ImportArchives(e.ctx); err != nil {
 		t.Errorf("broken archive retried without a change: %v", err)
 	}
 }
 
-func TestE2ENewUnreachable(t *testing.T) {
+func TestE2EDialUnreachable(t *testing.T) {
 	testutil.RequireRoot(t)
 	dir := t.TempDir()
-	_, err := New(context.Background(), Config{Address: filepath.Join(dir, "nope.sock"), Namespace: "unreachable",
-		RootDir: dir, LogsDir: dir, ImageDir: dir, LoggerPath: loggerBin})
+	_, _, err := dialOnce(context.Background(), filepath.Join(dir, "nope.sock"), "unreachable")
 	if err == nil || !strings.Contains(err.Error(), "connect to containerd") {
-		t.Errorf("New with no daemon: %v", err)
+		t.Errorf("dial with no daemon: %v", err)
 	}
 }

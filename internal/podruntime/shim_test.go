@@ -6,7 +6,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"tug/internal/images"
+	"tug/internal/volume"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -67,7 +70,7 @@ func TestWithShimGroup(t *testing.T) {
 
 func TestShimGroupingConfig(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{{"", ShimGroupingPod}, {"pod", "pod"}, {"node", "node"}, {"host", ""}} {
-		c := Config{Address: "/x", Namespace: "n", RootDir: "/r", LogsDir: "/l", ImageDir: "/i", LoggerPath: "/bin/tug", ShimGrouping: tc.in}
+		c := Config{Client: &containerd.Client{}, Images: &images.Manager{}, Volumes: &volume.Manager{}, Namespace: "n", RootDir: "/r", LogsDir: "/l", LoggerPath: "/bin/tug", ShimGrouping: tc.in}
 		err := c.setDefaults()
 		if tc.want == "" {
 			if !errors.Is(err, ErrShimGrouping) {

@@ -70,18 +70,6 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	return nil
 }
 
-// RemoveClaims removes the claim directories that keep does not hold
-// (volume.Manager's RemoveClaims) and returns the ones it removed.
-func (r *Runtime) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
-	return r.volumes.RemoveClaims(keep)
-}
-
-// EmptyDirUsage returns the disk space and inodes used under the pod's
-// emptyDir volume name, for the eviction manager's sizeLimit check.
-func (r *Runtime) EmptyDirUsage(uid, name string) (bytes, inodes int64, err error) {
-	return r.volumes.EmptyDirUsage(uid, name)
-}
-
 // terminationMessage returns the termination message of exited container
 // rc: what it wrote, or the tail of its log when it failed under
 // FallbackToLogsOnError.

@@ -50,13 +50,13 @@ type Served struct {
 }
 
 // ImageFromCacheConditions gives the tug.io/ImageFromCache condition of a
-// pod (implemented by podruntime.Runtime); nil when it has none.
+// pod (implemented by images.Manager); nil when it has none.
 type ImageFromCacheConditions interface {
 	ImageFromCacheCondition(p *pod.Pod) *pod.Condition
 }
 
 // PullMessages tells what an image pull under way has done (implemented
-// by podruntime.Runtime).
+// by images.Manager).
 type PullMessages interface {
 	// PullMessage returns `Pulling image "IMAGE"`, with its progress
 	// ("12.3 MB of 45.6 MB") once known, while image is being pulled;

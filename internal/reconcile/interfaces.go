@@ -109,7 +109,7 @@ type ClaimSet interface {
 }
 
 // ClaimRemover removes the local directories of claims (implemented by
-// podruntime.Runtime).
+// volume.Manager).
 type ClaimRemover interface {
 	// RemoveClaims removes every claim directory whose key is not in keep
 	// and returns the directories removed.

@@ -17,10 +17,14 @@ type Containers interface {
 	PodContainers(uid string) []pod.RuntimeContainer
 }
 
-// Disks reads disk usage (podruntime.Runtime): a container's writable
-// layer and logs, and a disk-backed emptyDir.
+// Disks reads a container's disk usage, its writable layer and logs
+// (podruntime.Runtime).
 type Disks interface {
 	ContainerDiskUsage(ctx context.Context, p *pod.Pod, c pod.RuntimeContainer) (bytes, inodes int64, err error)
+}
+
+// EmptyDirs reads a disk-backed emptyDir's usage (volume.Manager).
+type EmptyDirs interface {
 	EmptyDirUsage(uid, name string) (bytes, inodes int64, err error)
 }
 
@@ -38,6 +42,7 @@ type StatsReader struct {
 	Cgroups    PodCgroups
 	Containers Containers
 	Disks      Disks
+	EmptyDirs  EmptyDirs
 	// ContainerMemory reads the working set of a container cgroup (the
 	// pod cgroup's path joined with the container ID); nil: per-container
 	// memory is not read.
@@ -100,7 +105,7 @@ func (r StatsReader) PodStats(ctx context.Context, p *pod.Pod) (PodStats, bool) 
 		if v.EmptyDir == nil || v.EmptyDir.Medium == pod.StorageMediumMemory {
 			continue
 		}
-		b, inodes, err := r.Disks.EmptyDirUsage(p.Metadata.UID, v.Name)
+		b, inodes, err := r.EmptyDirs.EmptyDirUsage(p.Metadata.UID, v.Name)
 		if err != nil {
 			continue
 		}

@@ -115,7 +115,7 @@ func TestStatsReader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &statsFakes{podErr: tt.podErr, containers: tt.containers}
-			r := StatsReader{Cgroups: f, Containers: f, Disks: f,
+			r := StatsReader{Cgroups: f, Containers: f, Disks: f, EmptyDirs: f,
 				ContainerMemory: func(group string) (int64, error) { f.memRead = append(f.memRead, group); return 42, nil },
 				Pressure:        func(c string) bool { return c == tt.pressure }}
 			got, ok := r.PodStats(t.Context(), tt.pod)

@@ -18,7 +18,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
-	"github.com/containerd/containerd/v2/core/images"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/opencontainers/go-digest"
 	imagespec "github.com/opencontainers/image-spec/specs-go"
@@ -26,21 +26,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"tug/internal/podruntime"
+	"tug/internal/images"
 	"tug/internal/reclaim/imagegc"
 	tugtest "tug/internal/testutil"
 )
 
-// runtimeImages adapts podruntime to the image GC's interfaces, as agent
-// does.
+// runtimeImages adapts the image manager to the image GC's interfaces, as
+// agent does.
 type runtimeImages struct {
-	rt   *podruntime.Runtime
+	rt   *images.Manager
 	path string
 	used map[string]bool
 }
 
 func (r runtimeImages) ListImages(ctx context.Context) ([]imagegc.Image, error) {
-	list, err := r.rt.StoredImages(ctx)
+	list, err := r.rt.Stored(ctx)
 	var out []imagegc.Image
 	for _, si := range list {
 		out = append(out, imagegc.Image{ID: si.Digest, Refs: si.Names, Size: si.Size, Pinned: si.Pinned, CreatedAt: si.CreatedAt})
@@ -49,7 +49,7 @@ func (r runtimeImages) ListImages(ctx context.Context) ([]imagegc.Image, error) 
 }
 
 func (r runtimeImages) RemoveImage(ctx context.Context, ref string) error {
-	return r.rt.RemoveImage(ctx, ref)
+	return r.rt.Remove(ctx, ref)
 }
 
 func (r runtimeImages) ImagesInUse(context.Context) (map[string]bool, error) { return r.used, nil }
@@ -147,7 +147,7 @@ func syntheticImage(ctx context.Context, t *testing.T, client *containerd.Client
 		"containerd.io/gc.ref.content.config": config.Digest.String(),
 		"containerd.io/gc.ref.content.l.0":    layer.Digest.String(),
 	})
-	if _, err := client.ImageService().Create(ctx, images.Image{Name: ref, Target: manifest}); err != nil {
+	if _, err := client.ImageService().Create(ctx, ctrimages.Image{Name: ref, Target: manifest}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,24 +173,21 @@ func TestImageGCOnSmallImageFS(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(imageDir, "busybox.tar"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := podruntime.New(ctx, podruntime.Config{Address: sock, Namespace: ns, RootDir: filepath.Join(dir, "root"),
-		LogsDir: filepath.Join(dir, "logs"), ImageDir: imageDir, Log: tugtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.ImportArchives(ctx); err != nil {
-		t.Fatal(err)
-	}
 	client, err := containerd.New(sock, containerd.WithDefaultNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
+	rt := images.New(images.Config{Client: client, Namespace: ns, Snapshotter: "overlayfs", RootDir: filepath.Join(dir, "root"),
+		ImageDir: imageDir, Log: tugtest.Logger(t)})
+	if err := rt.ImportArchives(ctx); err != nil {
+		t.Fatal(err)
+	}
 	nsCtx := namespaces.WithNamespace(ctx, ns)
 	syntheticImage(nsCtx, t, client, "example.com/checkpointed:1", 6<<20)
 	syntheticImage(nsCtx, t, client, "example.com/unused:1", 12<<20)
 
-	fsPath, err := rt.ImageFSPath(ctx)
+	fsPath, err := rt.FSPath(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,50 @@
+package podruntime
+
+import (
+	"context"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/mount"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"tug/internal/images"
+	"tug/internal/objects"
+	"tug/internal/pod"
+)
+
+// Images is what the runtime needs of the image store (implemented by
+// images.Manager): an image present as a container's imagePullPolicy says,
+// the images of image volumes, the damage checks of a start and the repair
+// of a damaged image.
+type Images interface {
+	Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error)
+	EnsureVolume(ctx context.Context, p *pod.Pod, container string, src *pod.ImageVolumeSource) (images.VolumeContent, error)
+	Local(ctx context.Context, ref string) (containerd.Image, error)
+	CheckEntrypoint(ctx context.Context, img containerd.Image, args0 string, env []string, cwd string) error
+	CheckContent(ctx context.Context, target ocispec.Descriptor) error
+	Repair(ctx context.Context, p *pod.Pod, c *pod.Container, damage error, removable func(key string) bool) error
+	// ForgetPod drops what was noted of the pod's pulls.
+	ForgetPod(uid string)
+}
+
+// Volumes is what the runtime needs of the pods' volumes (implemented by
+// volume.Manager): a pod's volumes made and removed, a container's mounts
+// and staging directory, its termination message and environment
+// files, and the mounts of image
+// volumes.
+type Volumes interface {
+	Prepare(p *pod.Pod, sb pod.Sandbox) error
+	Remove(uid string) error
+	NodeInfo(sb pod.Sandbox) objects.NodeInfo
+	StagingDir(uid, id string) string
+	Mounts(p *pod.Pod, c *pod.Container, stageDir string) ([]specs.Mount, error)
+	TerminationMount(p *pod.Pod, c *pod.Container, id, logDir string) (*specs.Mount, error)
+	TerminationMessage(rc *pod.RuntimeContainer) (msg, fallbackLog string)
+	// ReadEnvFile reads a file of a volume for a container's
+	// fileKeyRef environment variables.
+	ReadEnvFile(p *pod.Pod, volume, path string) ([]byte, error)
+	ImageVolumeMounted(uid, name string) (bool, error)
+	MountImageVolume(uid, name string, mounts []mount.Mount) error
+	UnmountImageVolume(uid, name string) error
+}
