@@ -275,7 +275,8 @@ func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, 
 		PullOffline: cfg.ImagePullOffline, Registry: in.src.registries,
 	})
 	rp.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: h.name,
-		ResolvConf: cfg.ResolvConf, FileSource: in.src.dir.Name(), Log: log.With("component", "volume")})
+		ResolvConf: cfg.ResolvConf, FileSource: in.src.dir.Name(), Log: log.With("component", "volume"),
+		Snapshots: client.SnapshotService(podruntime.DefaultSnapshotter), Namespace: cfg.ContainerdNamespace, Images: rp.images})
 	rp.volumes.RemoveStaleStaging()
 	if rp.rt, err = podruntime.New(runtimeConfig(cfg, h, client, *rp, journalOut, tel, rlog)); err != nil {
 		client.Close()

@@ -19,12 +19,12 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
-	"tug/internal/podruntime"
 	"tug/internal/podview"
 	"tug/internal/qos"
 	"tug/internal/reclaim/eviction"
 	"tug/internal/reclaim/imagegc"
 	"tug/internal/reconcile"
+	"tug/internal/volume"
 )
 
 // imageGCAdapter gives the image GC what it reads: the runtime's images
@@ -33,10 +33,10 @@ import (
 // volumes' too), which for the URL source is its checkpoint: the
 // images offline boot needs).
 type imageGCAdapter struct {
-	rt     *podruntime.Runtime
-	images *images.Manager
-	store  *podconfig.Store
-	cache  *pleg.PLEG
+	images  *images.Manager
+	volumes *volume.Manager
+	store   *podconfig.Store
+	cache   *pleg.PLEG
 	// sources must all have reported (the URL source: from the server or
 	// its checkpoint) before any image counts as unused.
 	sources []string
@@ -69,7 +69,7 @@ func (a imageGCAdapter) ImagesInUse(ctx context.Context) (map[string]bool, error
 		}
 	}
 	// The images of mounted image volumes, by name and digest.
-	vols, err := a.rt.ImageVolumeImages(ctx)
+	vols, err := a.volumes.ImageVolumeImages(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ var errNotReady = errors.New("not every source has reported")
 // --image-gc-low-threshold and --minimum-image-ttl-duration.
 // kubelet_image_garbage_collected_total goes to reg.
 func newImageGC(cfg config.Config, rp runtimeParts, store *podconfig.Store, cache *pleg.PLEG, sources []string, reg prometheus.Registerer, log *slog.Logger) (*imagegc.Manager, error) {
-	a := imageGCAdapter{rt: rp.rt, images: rp.images, store: store, cache: cache, sources: sources, log: log}
+	a := imageGCAdapter{images: rp.images, volumes: rp.volumes, store: store, cache: cache, sources: sources, log: log}
 	return imagegc.New(imagegc.Config{
 		Policy: imagegc.Policy{
 			HighThresholdPercent: cfg.ImageGCHighThresholdPercent,

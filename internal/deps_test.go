@@ -102,6 +102,7 @@ var allowedImports = map[string]allowed{
 	// objects gives the values of env as a container starts.
 	"tug/internal/podruntime": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/clock",
 		"tug/internal/specopts", "tug/internal/podlogs", "tug/internal/podexec", "tug/internal/podlabels", "tug/internal/images", "tug/internal/volume",
+		"tug/internal/keylock",
 	}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/containerd/api",
 		"github.com/containerd/errdefs", "github.com/containerd/errdefs/pkg",
@@ -112,13 +113,17 @@ var allowedImports = map[string]allowed{
 	// The host ID blocks of pods in their own user namespace: a leaf of
 	// the standard library and pod (the mapping type).
 	"tug/internal/userns": {internal: []string{"tug/internal/atomicfile", "tug/internal/pod"}},
-	// What a pod's containers mount: no containerd client; containerd's
-	// mount package unmounts a pod's tmpfs volumes recursively, the
-	// runtime-spec types are the mounts it returns, x/sys opens paths
-	// beneath their root.
-	"tug/internal/volume": {internal: []string{"tug/internal/pod", "tug/internal/objects"}, modules: []string{
-		"github.com/containerd/containerd/v2", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
+	// What a pod's containers mount: containerd's mount package unmounts
+	// a pod's tmpfs volumes recursively, its snapshots service makes the
+	// views of image volumes (whose images come from images, through an
+	// interface), the runtime-spec types are the mounts it returns, x/sys
+	// opens paths beneath their root.
+	"tug/internal/volume": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/images",
+		"tug/internal/podlabels", "tug/internal/keylock", "tug/internal/clock"}, modules: []string{
+		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
 	}},
+	// A mutex per key: the standard library only.
+	"tug/internal/keylock": {},
 	// Images present in containerd's store: the containerd client and the
 	// types it speaks (image-spec, distribution/reference for names,
 	// errdefs for its error kinds, platforms for the host's platform);

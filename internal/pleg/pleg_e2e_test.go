@@ -63,9 +63,10 @@ func newEnv(tb testing.TB) *env {
 	root, imageDir := filepath.Join(dir, "root"), filepath.Join(dir, "images")
 	imgs := images.New(images.Config{Client: client, Namespace: ns, Snapshotter: podruntime.DefaultSnapshotter, RootDir: root, ImageDir: imageDir, Log: log})
 	rt, err := podruntime.New(podruntime.Config{
-		Client:     client,
-		Images:     imgs,
-		Volumes:    volume.New(volume.Config{RootDir: root, Log: log}),
+		Client: client,
+		Images: imgs,
+		Volumes: volume.New(volume.Config{RootDir: root, Log: log,
+			Snapshots: client.SnapshotService(podruntime.DefaultSnapshotter), Namespace: ns, Images: imgs}),
 		Address:    addr,
 		Namespace:  ns,
 		RootDir:    root,

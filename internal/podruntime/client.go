@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"tug/internal/clock"
+	"tug/internal/keylock"
 	"tug/internal/podexec"
 	"tug/internal/podlogs"
 )
@@ -200,12 +201,9 @@ type Runtime struct {
 	volumes Volumes
 
 	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
-	shimLocks keyedMutex     // serialises choosing a shim group and creating the task in it (see shimGroupFor)
-	deletes   keyedMutex     // one delete of a container's task at a time (see reap)
+	shimLocks keylock.Mutex  // serialises choosing a shim group and creating the task in it (see shimGroupFor)
+	deletes   keylock.Mutex  // one delete of a container's task at a time (see reap)
 	records   recordCache    // ListContainers' container records; every change to one calls records.changed
-	// imageVolumes serialises the mount of one image volume of a pod
-	// (see mountImageVolume), keyed "<uid>/<volume>".
-	imageVolumes keyedMutex
 }
 
 // New returns a Runtime on cfg.Client, with the image and volume managers

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"tug/internal/pod"
+	"tug/internal/volume"
 )
 
 // Damaged images (images/damage.go). A container whose image a power cut
@@ -63,7 +64,7 @@ func (r *Runtime) RepairImage(ctx context.Context, p *pod.Pod, c *pod.Container,
 	// An image volume's view may be mounted into a running container: it
 	// is never removed here.
 	return r.images.Repair(ctx, p, c, damage, func(key string) bool {
-		return !busy[key] && !strings.HasPrefix(key, imageVolumeKeyPrefix)
+		return !busy[key] && !strings.HasPrefix(key, volume.ImageViewKeyPrefix)
 	})
 }
 

@@ -15,5 +15,5 @@ func (r *Runtime) PullImage(ctx context.Context, p *pod.Pod, c *pod.Container) e
 	if _, err := r.images.Ensure(ctx, p, c); err != nil { // its errors name the image
 		return err
 	}
-	return r.pullImageVolumes(r.ctx(ctx), p, c)
+	return r.volumes.PullImageVolumes(r.ctx(ctx), p, c)
 }

@@ -41,7 +41,9 @@ func (r *Runtime) PodDirUIDs() ([]string, error) {
 			set[uid] = true
 		}
 	}
-	views, err := r.imageViewUIDs()
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	views, err := r.volumes.ImageViewUIDs(r.ctx(ctx))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -82,7 +84,7 @@ func (r *Runtime) RemovePodDirs(uid string) error {
 	if err := r.volumes.Remove(uid); err != nil {
 		return err
 	}
-	if err := r.removeImageViews(r.ctx(ctx), uid); err != nil {
+	if err := r.volumes.RemoveImageViews(r.ctx(ctx), uid); err != nil {
 		return err
 	}
 	if r.cfg.Devices != nil {

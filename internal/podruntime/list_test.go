@@ -63,21 +63,3 @@ func TestRuntimeContainerState(t *testing.T) {
 		})
 	}
 }
-
-func TestImageVolumeID(t *testing.T) {
-	tests := []struct {
-		name   string
-		labels map[string]string
-		want   string
-	}{
-		{"tag", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact:v2", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact:v2@sha256:aa"},
-		{"pinned", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact@sha256:aa", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact@sha256:aa"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := imageID(tt.labels); got != tt.want {
-				t.Errorf("imageID = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}

@@ -4,22 +4,18 @@ import (
 	"context"
 
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/mount"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/opencontainers/runtime-spec/specs-go"
 
-	"tug/internal/images"
 	"tug/internal/objects"
 	"tug/internal/pod"
 )
 
 // Images is what the runtime needs of the image store (implemented by
 // images.Manager): an image present as a container's imagePullPolicy says,
-// the images of image volumes, the damage checks of a start and the repair
-// of a damaged image.
+// the damage checks of a start and the repair of a damaged image.
 type Images interface {
 	Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error)
-	EnsureVolume(ctx context.Context, p *pod.Pod, container string, src *pod.ImageVolumeSource) (images.VolumeContent, error)
 	Local(ctx context.Context, ref string) (containerd.Image, error)
 	CheckEntrypoint(ctx context.Context, img containerd.Image, args0 string, env []string, cwd string) error
 	CheckContent(ctx context.Context, target ocispec.Descriptor) error
@@ -44,7 +40,13 @@ type Volumes interface {
 	// ReadEnvFile reads a file of a volume for a container's
 	// fileKeyRef environment variables.
 	ReadEnvFile(p *pod.Pod, volume, path string) ([]byte, error)
-	ImageVolumeMounted(uid, name string) (bool, error)
-	MountImageVolume(uid, name string, mounts []mount.Mount) error
-	UnmountImageVolume(uid, name string) error
+	// MountImageVolumes mounts the image volumes c mounts and returns
+	// the image ID of each, by volume name; PullImageVolumes makes their
+	// images present without mounting anything.
+	MountImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) (map[string]string, error)
+	PullImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) error
+	// RemoveImageViews removes the image volume views of pod uid, and
+	// ImageViewUIDs lists the pods that have one.
+	RemoveImageViews(ctx context.Context, uid string) error
+	ImageViewUIDs(ctx context.Context) ([]string, error)
 }

@@ -42,7 +42,7 @@ func (r *Runtime) reap(ctx context.Context, id string, code uint32, at time.Time
 	if err != nil {
 		return fmt.Errorf("record exit status: %w", err)
 	}
-	unlock := r.deletes.lock(id)
+	unlock := r.deletes.Lock(id)
 	_, err = r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
 	unlock()
 	if err != nil {

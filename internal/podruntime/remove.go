@@ -32,7 +32,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	task, err := cont.Task(ctx, nil)
 	switch {
 	case err == nil:
-		unlock := r.deletes.lock(cont.ID()) // see reap
+		unlock := r.deletes.Lock(cont.ID()) // see reap
 		_, err := task.Delete(ctx, containerd.WithProcessKill)
 		unlock()
 		if err != nil && !errdefs.IsNotFound(err) {

@@ -98,9 +98,10 @@ func newEnv(t *testing.T, noImport bool) *env {
 		}
 		imgs := images.New(images.Config{Client: client, Namespace: ns, Snapshotter: DefaultSnapshotter, RootDir: root, ImageDir: imageDir, Log: log})
 		r, err := New(Config{
-			Client:     client,
-			Images:     imgs,
-			Volumes:    volume.New(volume.Config{RootDir: root, Log: log}),
+			Client: client,
+			Images: imgs,
+			Volumes: volume.New(volume.Config{RootDir: root, Log: log,
+				Snapshots: client.SnapshotService(DefaultSnapshotter), Namespace: ns, Images: imgs}),
 			Address:    addr,
 			Namespace:  ns,
 			RootDir:    root,

@@ -53,7 +53,7 @@ func (r *Runtime) shimGroupFor(ctx context.Context, uid, id string) (group strin
 	if r.cfg.ShimGrouping == ShimGroupingNode {
 		key, filter, fresh = "", `labels."`+LabelShimGroup+`"`, "tug-node-"+id
 	}
-	unlock := r.shimLocks.lock(key)
+	unlock := r.shimLocks.Lock(key)
 	group, err = r.liveShimGroup(ctx, filter, id)
 	if err != nil {
 		unlock()
@@ -91,42 +91,6 @@ func (r *Runtime) liveShimGroup(ctx context.Context, filter, id string) (string,
 		}
 	}
 	return "", nil
-}
-
-// keyedMutex is a mutex per key; a key's entry lives while it is locked or
-// waited for. The zero value is ready to use.
-type keyedMutex struct {
-	mu   sync.Mutex
-	keys map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int // holders and waiters
-}
-
-// lock locks key and returns its unlock.
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.keys == nil {
-		k.keys = map[string]*keyedEntry{}
-	}
-	e := k.keys[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.keys[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.keys, key)
-		}
-		k.mu.Unlock()
-	}
 }
 
 // withShimGroup sets the runc shim's group annotation; an empty group sets

@@ -89,7 +89,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
-	imageVolumes, err := r.mountImageVolumes(ctx, p, c)
+	imageVolumes, err := r.volumes.MountImageVolumes(ctx, p, c)
 	if err != nil {
 		return "", err
 	}

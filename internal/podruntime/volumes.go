@@ -51,7 +51,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, p *pod.Pod) error {
 	if err := r.volumes.Remove(uid); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 	}
-	if err := r.removeImageViews(r.ctx(ctx), uid); err != nil {
+	if err := r.volumes.RemoveImageViews(r.ctx(ctx), uid); err != nil {
 		return fmt.Errorf("clean up pod %s: %w", p.FullName(), err)
 	}
 	if err := os.RemoveAll(r.podLogDir(p)); err != nil {

@@ -21,9 +21,9 @@ func (mgr *Manager) imageVolumePath(uid, volume string) string {
 	return filepath.Join(mgr.podDir(uid), "volumes", "image", volume)
 }
 
-// ImageVolumeMounted reports whether the image volume name of pod uid is
+// imageVolumeMounted reports whether the image volume name of pod uid is
 // mounted at its directory (by this tug, or by one that ran before it).
-func (mgr *Manager) ImageVolumeMounted(uid, name string) (bool, error) {
+func (mgr *Manager) imageVolumeMounted(uid, name string) (bool, error) {
 	if err := checkNames(uid, name); err != nil {
 		return false, err
 	}
@@ -34,11 +34,11 @@ func (mgr *Manager) ImageVolumeMounted(uid, name string) (bool, error) {
 	return ok, err
 }
 
-// MountImageVolume mounts mounts (the mounts of a read-only snapshot view:
+// mountImageVolume mounts mounts (the mounts of a read-only snapshot view:
 // an overlay of the image's layers, or a bind of its one layer) at the
 // image volume name of pod uid, read-only. The containers bind that
 // directory.
-func (mgr *Manager) MountImageVolume(uid, name string, mounts []mount.Mount) error {
+func (mgr *Manager) mountImageVolume(uid, name string, mounts []mount.Mount) error {
 	if err := checkNames(uid, name); err != nil {
 		return err
 	}
@@ -57,10 +57,10 @@ func (mgr *Manager) MountImageVolume(uid, name string, mounts []mount.Mount) err
 	return nil
 }
 
-// UnmountImageVolume unmounts the image volume name of pod uid (the
+// unmountImageVolume unmounts the image volume name of pod uid (the
 // containers that bound it keep their own mounts). Not mounted is not an
 // error.
-func (mgr *Manager) UnmountImageVolume(uid, name string) error {
+func (mgr *Manager) unmountImageVolume(uid, name string) error {
 	if err := checkNames(uid, name); err != nil {
 		return err
 	}

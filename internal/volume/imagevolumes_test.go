@@ -38,10 +38,28 @@ func TestImageVolumeMounts(t *testing.T) {
 	if !reflect.DeepEqual(mounts[:2], want) {
 		t.Errorf("mounts = %+v, want %+v", mounts[:2], want)
 	}
-	if ok, err := m.ImageVolumeMounted(p.Metadata.UID, "assets"); ok || err != nil {
-		t.Errorf("ImageVolumeMounted before any mount = %v, %v, want false", ok, err)
+	if ok, err := m.imageVolumeMounted(p.Metadata.UID, "assets"); ok || err != nil {
+		t.Errorf("imageVolumeMounted before any mount = %v, %v, want false", ok, err)
 	}
-	if _, err := m.ImageVolumeMounted(p.Metadata.UID, "../x"); err == nil {
-		t.Error("ImageVolumeMounted accepted a volume name that climbs out")
+	if _, err := m.imageVolumeMounted(p.Metadata.UID, "../x"); err == nil {
+		t.Error("imageVolumeMounted accepted a volume name that climbs out")
+	}
+}
+
+func TestImageVolumeID(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"tag", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact:v2", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact:v2@sha256:aa"},
+		{"pinned", map[string]string{labelImageVolumeRef: "quay.io/crio/artifact@sha256:aa", labelImageVolumeID: "sha256:aa"}, "quay.io/crio/artifact@sha256:aa"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := imageID(tt.labels); got != tt.want {
+				t.Errorf("imageID = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

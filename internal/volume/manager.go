@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"tug/internal/clock"
+	"tug/internal/keylock"
+
+	"github.com/containerd/containerd/v2/core/snapshots"
 )
 
 var (
@@ -41,7 +45,18 @@ type Config struct {
 	// FileSource is the name of the manifest directory's source, whose
 	// claims live at RootDir/claims/<namespace>/<claim>.
 	FileSource string
-	Log        *slog.Logger
+	// Snapshots, Namespace and Images make image volumes: a read-only
+	// view of the volume's image in containerd's snapshotter (in tug's
+	// namespace), the image made present by Images. Nil Snapshots or
+	// Images: a pod with an image volume fails to start
+	// (ErrNoImageVolumes).
+	Snapshots snapshots.Snapshotter
+	Namespace string
+	Images    ImageSource
+	// Clock dates the views (their GC root label); the zero Clock is the
+	// system clock.
+	Clock clock.Clock
+	Log   *slog.Logger
 }
 
 // Manager prepares and removes what a pod's containers mount. All methods
@@ -50,6 +65,9 @@ type Manager struct {
 	cfg      Config
 	log      *slog.Logger
 	fsGroups fsGroupDone // volume directories given the pod's fsGroup (see applyFSGroup)
+	// viewLocks serialises the mount of one image volume of a pod,
+	// keyed "<uid>/<volume>" (see mountImageView).
+	viewLocks keylock.Mutex
 }
 
 // New returns a Manager.

@@ -1,4 +1,4 @@
-package podruntime
+package volume
 
 import (
 	"context"
@@ -8,33 +8,52 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 
 	"tug/internal/images"
 	"tug/internal/pod"
 	"tug/internal/podlabels"
-	"tug/internal/volume"
 )
+
+// ImageSource makes the content of an image volume's image present and
+// unpacked (implemented by images.Manager: the pull honours the volume's
+// pullPolicy, as a container's image does).
+type ImageSource interface {
+	EnsureVolume(ctx context.Context, p *pod.Pod, container string, src *pod.ImageVolumeSource) (images.VolumeContent, error)
+}
+
+// ErrNoImageVolumes means a pod mounts an image volume and the Manager
+// was given no snapshotter or image source to make it with.
+var ErrNoImageVolumes = errors.New("volume: image volumes need a snapshotter and an image source")
+
+// ctx returns ctx in tug's containerd namespace.
+func (mgr *Manager) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, mgr.cfg.Namespace)
+}
 
 // The labels of an image volume's snapshot view. The view is a GC root
 // (containerd keeps it, and the image's layers below it, until tug
 // removes it with its pod); the others say whose it is and what it holds.
 const (
-	labelGCRoot          = "containerd.io/gc.root"
-	labelImageVolumeUID  = podlabels.Prefix + "image-volume.pod-uid"
-	labelImageVolumeRef  = podlabels.Prefix + "image-volume.image"
-	labelImageVolumeID   = podlabels.Prefix + "image-volume.digest"
-	imageVolumeKeyPrefix = "tug-image-volume/"
+	labelGCRoot         = "containerd.io/gc.root"
+	labelImageVolumeUID = podlabels.Prefix + "image-volume.pod-uid"
+	labelImageVolumeRef = podlabels.Prefix + "image-volume.image"
+	labelImageVolumeID  = podlabels.Prefix + "image-volume.digest"
+	// ImageViewKeyPrefix begins the snapshot key of every image volume
+	// view: an image repair leaves such snapshots alone.
+	ImageViewKeyPrefix = "tug-image-volume/"
 )
 
 // imageViewKey is the snapshot key of the view of pod uid's image volume
 // name.
-func imageViewKey(uid, name string) string { return imageVolumeKeyPrefix + uid + "/" + name }
+func imageViewKey(uid, name string) string { return ImageViewKeyPrefix + uid + "/" + name }
 
-// mountImageVolumes makes each image volume c mounts present and mounted
-// below the pod's directory, where volume.Manager's Mounts binds it from,
-// and returns the image ID ("name@digest") of each, by volume name.
-func (r *Runtime) mountImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) (map[string]string, error) {
+// MountImageVolumes makes each image volume c mounts present and mounted
+// below the pod's directory, where Mounts binds it from, and returns the
+// image ID ("name@digest") of each, by volume name.
+func (mgr *Manager) MountImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) (map[string]string, error) {
+	ctx = mgr.ctx(ctx)
 	out := map[string]string{}
 	for _, vm := range c.VolumeMounts {
 		if _, done := out[vm.Name]; done {
@@ -45,7 +64,7 @@ func (r *Runtime) mountImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Cont
 			if v.Name != vm.Name || v.Image == nil {
 				continue
 			}
-			id, err := r.mountImageVolume(ctx, p, c, v)
+			id, err := mgr.mountImageView(ctx, p, c, v)
 			if err != nil {
 				return nil, fmt.Errorf("image volume %q: %w", v.Name, err)
 			}
@@ -55,25 +74,28 @@ func (r *Runtime) mountImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Cont
 	return out, nil
 }
 
-// mountImageVolume mounts image volume v of p, resolving its image the
+// mountImageView mounts image volume v of p, resolving its image the
 // first time one of p's containers mounts it: the view made then (its
 // labels name the image and digest) serves every container of the pod, and
 // a tug that restarts adopts it, mounting it again if the host lost the
 // mount. The image is resolved again only when the pod's volume names
 // another one.
-func (r *Runtime) mountImageVolume(ctx context.Context, p *pod.Pod, c *pod.Container, v *pod.Volume) (string, error) {
+func (mgr *Manager) mountImageView(ctx context.Context, p *pod.Pod, c *pod.Container, v *pod.Volume) (string, error) {
 	uid := p.Metadata.UID
-	defer r.imageVolumes.lock(uid + "/" + v.Name)()
+	if mgr.cfg.Snapshots == nil || mgr.cfg.Images == nil {
+		return "", ErrNoImageVolumes
+	}
+	defer mgr.viewLocks.Lock(uid + "/" + v.Name)()
 	ref, err := images.NormalizeRef(v.Image.Reference)
 	if err != nil {
 		return "", err
 	}
-	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+	sn := mgr.cfg.Snapshots
 	key := imageViewKey(uid, v.Name)
 	info, err := sn.Stat(ctx, key)
 	switch {
 	case err == nil && info.Labels[labelImageVolumeRef] == ref:
-		mounted, err := r.volumes.ImageVolumeMounted(uid, v.Name)
+		mounted, err := mgr.imageVolumeMounted(uid, v.Name)
 		if err != nil || mounted {
 			return imageID(info.Labels), err
 		}
@@ -81,9 +103,9 @@ func (r *Runtime) mountImageVolume(ctx context.Context, p *pod.Pod, c *pod.Conta
 		if err != nil {
 			return "", fmt.Errorf("mounts of view %s: %w", key, err)
 		}
-		return imageID(info.Labels), r.volumes.MountImageVolume(uid, v.Name, mounts)
+		return imageID(info.Labels), mgr.mountImageVolume(uid, v.Name, mounts)
 	case err == nil: // the volume names another image
-		if err := r.volumes.UnmountImageVolume(uid, v.Name); err != nil {
+		if err := mgr.unmountImageVolume(uid, v.Name); err != nil {
 			return "", err
 		}
 		if err := sn.Remove(ctx, key); err != nil && !errdefs.IsNotFound(err) {
@@ -92,12 +114,12 @@ func (r *Runtime) mountImageVolume(ctx context.Context, p *pod.Pod, c *pod.Conta
 	case !errdefs.IsNotFound(err):
 		return "", fmt.Errorf("view %s: %w", key, err)
 	}
-	content, err := r.images.EnsureVolume(ctx, p, c.Name, v.Image)
+	content, err := mgr.cfg.Images.EnsureVolume(ctx, p, c.Name, v.Image)
 	if err != nil {
 		return "", err
 	}
 	labels := map[string]string{
-		labelGCRoot:         r.cfg.Clock.Now().UTC().Format(time.RFC3339),
+		labelGCRoot:         mgr.cfg.Clock.Now().UTC().Format(time.RFC3339),
 		labelImageVolumeUID: uid,
 		labelImageVolumeRef: content.Name,
 		labelImageVolumeID:  content.Digest,
@@ -106,25 +128,29 @@ func (r *Runtime) mountImageVolume(ctx context.Context, p *pod.Pod, c *pod.Conta
 	if err != nil {
 		return "", fmt.Errorf("view %s of %s: %w", key, content.Name, err)
 	}
-	if err := r.volumes.MountImageVolume(uid, v.Name, mounts); err != nil {
+	if err := mgr.mountImageVolume(uid, v.Name, mounts); err != nil {
 		if rerr := sn.Remove(context.WithoutCancel(ctx), key); rerr != nil {
-			r.log.Warn("remove image volume view", "pod", p.FullName(), "uid", uid, "image", content.Name, "err", rerr)
+			mgr.log.Warn("remove image volume view", "pod", p.FullName(), "uid", uid, "image", content.Name, "err", rerr)
 		}
 		return "", err
 	}
-	r.log.Info("mounted image volume", "pod", p.FullName(), "uid", uid, "image", content.Name, "digest", content.Digest, "volume", v.Name)
+	mgr.log.Info("mounted image volume", "pod", p.FullName(), "uid", uid, "image", content.Name, "digest", content.Digest, "volume", v.Name)
 	return imageID(labels), nil
 }
 
-// pullImageVolumes makes present the images of the image volumes c mounts
+// PullImageVolumes makes present the images of the image volumes c mounts
 // whose view (if any) holds another image.
-func (r *Runtime) pullImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) error {
-	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+func (mgr *Manager) PullImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Container) error {
+	ctx = mgr.ctx(ctx)
+	sn := mgr.cfg.Snapshots
 	for _, vm := range c.VolumeMounts {
 		for i := range p.Spec.Volumes {
 			v := &p.Spec.Volumes[i]
 			if v.Name != vm.Name || v.Image == nil {
 				continue
+			}
+			if sn == nil || mgr.cfg.Images == nil {
+				return ErrNoImageVolumes
 			}
 			ref, err := images.NormalizeRef(v.Image.Reference)
 			if err != nil {
@@ -134,7 +160,7 @@ func (r *Runtime) pullImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Conta
 			if err == nil && info.Labels[labelImageVolumeRef] == ref {
 				continue
 			}
-			if _, err := r.images.EnsureVolume(ctx, p, c.Name, v.Image); err != nil {
+			if _, err := mgr.cfg.Images.EnsureVolume(ctx, p, c.Name, v.Image); err != nil {
 				return fmt.Errorf("image volume %q: %w", v.Name, err)
 			}
 		}
@@ -152,14 +178,14 @@ func imageID(labels map[string]string) string {
 	return ref + "@" + labels[labelImageVolumeID]
 }
 
-// removeImageViews removes the image volume views of pod uid; their
-// mounts must be gone (volume.Manager's Remove). A Runtime without a
-// client (a test's) has none.
-func (r *Runtime) removeImageViews(ctx context.Context, uid string) error {
-	if r.client == nil {
+// RemoveImageViews removes the image volume views of pod uid; their
+// mounts must be gone (Remove). A Manager without Snapshots has none.
+func (mgr *Manager) RemoveImageViews(ctx context.Context, uid string) error {
+	if mgr.cfg.Snapshots == nil {
 		return nil
 	}
-	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+	ctx = mgr.ctx(ctx)
+	sn := mgr.cfg.Snapshots
 	var keys []string
 	err := sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
 		keys = append(keys, info.Name)
@@ -177,18 +203,16 @@ func (r *Runtime) removeImageViews(ctx context.Context, uid string) error {
 	return errors.Join(errs...)
 }
 
-// imageViewUIDs returns the pod UIDs of the image volume views, so that
+// ImageViewUIDs returns the pod UIDs of the image volume views, so that
 // housekeeping finds the views of a pod that left nothing else behind. A
-// Runtime without a client (a test's) has none.
-func (r *Runtime) imageViewUIDs() ([]string, error) {
-	if r.client == nil {
+// Manager without Snapshots has none.
+func (mgr *Manager) ImageViewUIDs(ctx context.Context) ([]string, error) {
+	if mgr.cfg.Snapshots == nil {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
 	var out []string
-	err := r.client.SnapshotService(r.cfg.Snapshotter).Walk(r.ctx(ctx), func(_ context.Context, info snapshots.Info) error {
-		if uid := info.Labels[labelImageVolumeUID]; volume.CheckName("pod uid", uid) == nil {
+	err := mgr.cfg.Snapshots.Walk(mgr.ctx(ctx), func(_ context.Context, info snapshots.Info) error {
+		if uid := info.Labels[labelImageVolumeUID]; CheckName("pod uid", uid) == nil {
 			out = append(out, uid)
 		}
 		return nil
@@ -201,10 +225,12 @@ func (r *Runtime) imageViewUIDs() ([]string, error) {
 
 // ImageVolumeImages returns the names of the images that image volume
 // views hold (for the image GC, which keeps them).
-func (r *Runtime) ImageVolumeImages(ctx context.Context) ([]string, error) {
-	sn := r.client.SnapshotService(r.cfg.Snapshotter)
+func (mgr *Manager) ImageVolumeImages(ctx context.Context) ([]string, error) {
+	if mgr.cfg.Snapshots == nil {
+		return nil, nil
+	}
 	var out []string
-	err := sn.Walk(r.ctx(ctx), func(_ context.Context, info snapshots.Info) error {
+	err := mgr.cfg.Snapshots.Walk(mgr.ctx(ctx), func(_ context.Context, info snapshots.Info) error {
 		if ref := info.Labels[labelImageVolumeRef]; ref != "" {
 			out = append(out, ref, info.Labels[labelImageVolumeID])
 		}
