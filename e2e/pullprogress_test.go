@@ -189,6 +189,12 @@ func TestPullStallCut(t *testing.T) {
 			}
 			return nil
 		})
+		// The image is pulled before the old container stops, and the
+		// start that follows uses it: one resolution of its tag, though
+		// its imagePullPolicy is Always.
+		if n := proxy.resolves(); n != 1 {
+			t.Errorf("the update resolved %s %d times, want once (pulled ahead of the start, not again by it)", proxy.ref, n)
+		}
 	})
 }
 
@@ -199,9 +205,17 @@ func TestPullStallCut(t *testing.T) {
 type registryProxy struct {
 	ref, addr string // the image through it, and its address
 
-	mu      sync.Mutex
-	stalled int           // blobs stalled so far
-	resumed chan struct{} // closed by resume
+	mu       sync.Mutex
+	stalled  int           // blobs stalled so far
+	resolved int           // requests of the manifest by its tag: one per pull
+	resumed  chan struct{} // closed by resume
+}
+
+// resolves returns how often the image's tag was resolved: once per pull.
+func (p *registryProxy) resolves() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.resolved
 }
 
 func (p *registryProxy) stalls() int {
@@ -261,9 +275,15 @@ func slowRegistry(t *testing.T, after int64, chunk int, tick time.Duration) *reg
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	})
 	mux.HandleFunc("/v2/"+repo+"/manifests/{ref}", func(w http.ResponseWriter, r *http.Request) {
-		if ref := r.PathValue("ref"); ref != tag && ref != manifestDigest.String() {
+		ref := r.PathValue("ref")
+		if ref != tag && ref != manifestDigest.String() {
 			http.NotFound(w, r)
 			return
+		}
+		if ref == tag {
+			p.mu.Lock()
+			p.resolved++
+			p.mu.Unlock()
 		}
 		w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
 		w.Header().Set("Docker-Content-Digest", manifestDigest.String())

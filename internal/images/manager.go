@@ -91,6 +91,8 @@ type Manager struct {
 	// cached are the images run from the store after an offline Always
 	// pull.
 	cached cachedUses
+	// ahead are the images pulled ahead of a start (EnsureAhead).
+	ahead aheadPulls
 
 	importMu sync.Mutex            // serialises archive imports
 	imported map[string]archiveKey // archives already imported, by file name

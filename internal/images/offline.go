@@ -180,8 +180,12 @@ func (m *Manager) ImageFromCacheCondition(p *pod.Pod) *pod.Condition {
 }
 
 // ForgetPod drops what the Manager remembers of a pod that is gone (its
-// tug.io/ImageFromCache condition). Safe for concurrent use.
-func (m *Manager) ForgetPod(uid string) { m.cached.forget(uid) }
+// tug.io/ImageFromCache condition, its pulls made ahead of a start). Safe
+// for concurrent use.
+func (m *Manager) ForgetPod(uid string) {
+	m.cached.forget(uid)
+	m.ahead.forget(uid)
+}
 
 // useCached is the PullOfflineUseCached fallback of a failed Always pull of
 // r: the image present under ref, if the pull failed because no registry

@@ -53,6 +53,16 @@ func (m *Manager) Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (con
 	return ensure(m.ctx(ctx), m, request{pod: p, container: c.Name, image: c.Image, policy: PullPolicy(c), unpack: true}, m.Local)
 }
 
+// EnsureAhead is Ensure for a container about to replace a running one
+// (the sync loop pulls its image before the old container stops): the
+// start that follows, Ensure of the same pod, container and image within
+// aheadFor, uses the image this call made present instead of pulling it a
+// second time, so an Always image is pulled once per start.
+func (m *Manager) EnsureAhead(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error) {
+	r := request{pod: p, container: c.Name, image: c.Image, policy: PullPolicy(c), unpack: true, ahead: true}
+	return ensure(m.ctx(ctx), m, r, m.Local)
+}
+
 // request is one image a pod needs: a container's, or an image volume's
 // (unpack false: the pull does not unpack it, the volume's own unpack
 // does).
@@ -62,6 +72,7 @@ type request struct {
 	image     string // as the manifest writes it
 	policy    pod.PullPolicy
 	unpack    bool
+	ahead     bool // pulled ahead of a start: the start does not pull it again
 }
 
 // ensure makes r.image present as r.policy says (see Ensure), local
@@ -99,9 +110,17 @@ func ensure[T any](ctx context.Context, m *Manager, r request, local func(contex
 		m.pulledFor(r)
 		return local(ctx, ref)
 	default: // Always
+		if !r.ahead && m.ahead.take(r, time.Now()) {
+			if img, err := local(ctx, ref); err == nil {
+				return img, nil // pulled ahead of this start; its events are recorded
+			}
+		}
 		err := m.pullFor(ctx, r, ref)
 		if err == nil {
 			m.pulledFor(r)
+			if r.ahead {
+				m.ahead.mark(r, time.Now())
+			}
 			return local(ctx, ref)
 		}
 		if ctx.Err() == nil {

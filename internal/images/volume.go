@@ -56,6 +56,13 @@ func (m *Manager) EnsureVolume(ctx context.Context, p *pod.Pod, container string
 	return ensure(m.ctx(ctx), m, r, m.localVolume)
 }
 
+// EnsureVolumeAhead is EnsureVolume ahead of a start, as EnsureAhead is
+// Ensure: the start that follows does not pull the volume's image again.
+func (m *Manager) EnsureVolumeAhead(ctx context.Context, p *pod.Pod, container string, src *pod.ImageVolumeSource) (VolumeContent, error) {
+	r := request{pod: p, container: container, image: src.Reference, policy: VolumePullPolicy(src), ahead: true}
+	return ensure(m.ctx(ctx), m, r, m.localVolume)
+}
+
 // localVolume returns the image named ref if it is in the image store,
 // with its layers unpacked. A missing image is ErrImageNotPresent.
 func (m *Manager) localVolume(ctx context.Context, ref string) (VolumeContent, error) {

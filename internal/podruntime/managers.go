@@ -16,6 +16,9 @@ import (
 // the damage checks of a start and the repair of a damaged image.
 type Images interface {
 	Ensure(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error)
+	// EnsureAhead is Ensure before a running container is replaced: the
+	// start that follows does not pull the image again.
+	EnsureAhead(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error)
 	Local(ctx context.Context, ref string) (containerd.Image, error)
 	CheckEntrypoint(ctx context.Context, img containerd.Image, args0 string, env []string, cwd string) error
 	CheckContent(ctx context.Context, target ocispec.Descriptor) error

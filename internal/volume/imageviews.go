@@ -21,6 +21,9 @@ import (
 // pullPolicy, as a container's image does).
 type ImageSource interface {
 	EnsureVolume(ctx context.Context, p *pod.Pod, container string, src *pod.ImageVolumeSource) (images.VolumeContent, error)
+	// EnsureVolumeAhead is EnsureVolume before a running container is
+	// replaced: the start that follows does not pull the image again.
+	EnsureVolumeAhead(ctx context.Context, p *pod.Pod, container string, src *pod.ImageVolumeSource) (images.VolumeContent, error)
 }
 
 // ErrNoImageVolumes means a pod mounts an image volume and the Manager
@@ -160,7 +163,7 @@ func (mgr *Manager) PullImageVolumes(ctx context.Context, p *pod.Pod, c *pod.Con
 			if err == nil && info.Labels[labelImageVolumeRef] == ref {
 				continue
 			}
-			if _, err := mgr.cfg.Images.EnsureVolume(ctx, p, c.Name, v.Image); err != nil {
+			if _, err := mgr.cfg.Images.EnsureVolumeAhead(ctx, p, c.Name, v.Image); err != nil {
 				return fmt.Errorf("image volume %q: %w", v.Name, err)
 			}
 		}
