@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -194,15 +193,16 @@ type Runtime struct {
 
 	images Images
 
-	reapMu  sync.Mutex
-	reaping map[string]bool // containers whose exited task is being reaped
-	reaps   reapCount       // reaps under way: Close waits for them
+	reapers reapers   // one per task, the only path that deletes it (see reaper)
+	reaps   reapCount // reaps under way: Close waits for them
+	// life ends with Close: the reapers wait for their tasks under it.
+	life context.Context
+	stop context.CancelFunc
 
 	volumes Volumes
 
 	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
 	shimLocks keylock.Mutex  // serialises choosing a shim group and creating the task in it (see shimGroupFor)
-	deletes   keylock.Mutex  // one delete of a container's task at a time (see reap)
 	records   recordCache    // ListContainers' container records; every change to one calls records.changed
 }
 
@@ -221,6 +221,7 @@ func New(cfg Config) (*Runtime, error) {
 		images:  cfg.Images,
 		volumes: cfg.Volumes,
 	}
+	r.life, r.stop = context.WithCancel(context.Background())
 	if cfg.LogDriver != LogDriverBinary {
 		pc := podlogs.PumpsConfig{
 			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,
@@ -242,6 +243,7 @@ func New(cfg Config) (*Runtime, error) {
 // shim, which nothing would end then. Containers and their tasks keep
 // running: they belong to containerd's shims.
 func (r *Runtime) Close() error {
+	r.stop() // the reapers stop waiting; those reaping finish
 	r.reaps.wait()
 	return r.client.Close()
 }

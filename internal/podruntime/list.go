@@ -89,7 +89,7 @@ func (r *Runtime) toRuntimeContainers(ctx context.Context, recs []containers.Con
 			continue
 		}
 		if p != nil && p.Status == tasktypes.Status_STOPPED {
-			r.reapAsync(ctx, rec.ID, p.ExitStatus, rc.FinishedAt)
+			r.exitOf(rec.ID) // reaped in the background: a listing never waits for a shim
 		}
 		if _, hasExit := rec.Labels[podlabels.LabelExitCode]; p == nil && !hasExit && !rc.StartedAt.IsZero() {
 			// The task looks gone unseen: make sure (a task list skips a
@@ -183,30 +183,6 @@ func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
 	}
 	r.log.Warn("task vanished without its exit being seen; exit code 255 recorded", "container", id)
 	return now
-}
-
-// reapAsync reaps an exited task in the background, at most once at a time
-// per container, so that a listing never waits for a shim (deleting a task
-// waits for its logger to exit). Bounded by reap's own timeout.
-func (r *Runtime) reapAsync(ctx context.Context, id string, code uint32, at time.Time) {
-	r.reapMu.Lock()
-	if r.reaping == nil {
-		r.reaping = map[string]bool{}
-	}
-	if r.reaping[id] {
-		r.reapMu.Unlock()
-		return
-	}
-	r.reaping[id] = true
-	r.reapMu.Unlock()
-	go func() {
-		if err := r.reap(ctx, id, code, at); err != nil {
-			r.log.Debug("reap exited task", "container", id, "err", err)
-		}
-		r.reapMu.Lock()
-		delete(r.reaping, id)
-		r.reapMu.Unlock()
-	}()
 }
 
 // ContainerSpec is the OCI runtime spec (JSON) of one of tug's containers

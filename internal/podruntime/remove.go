@@ -2,8 +2,10 @@ package podruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -32,21 +34,22 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	task, err := cont.Task(ctx, nil)
 	switch {
 	case err == nil:
-		unlock := r.deletes.Lock(cont.ID()) // see reap
-		_, err := task.Delete(ctx, containerd.WithProcessKill)
-		unlock()
-		if err != nil && !errdefs.IsNotFound(err) {
-			// A reap may have deleted the task between our load and our
-			// delete, which can surface as a closed ttrpc connection to
-			// its shim: only a task that is still there is a failure.
-			if _, terr := cont.Task(ctx, nil); !errdefs.IsNotFound(terr) {
-				return fmt.Errorf("delete task: %w", err)
-			}
+		// Its reaper deletes it, once the SIGKILL has ended it.
+		rp := r.exitOf(cont.ID())
+		if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("kill task: %w", err)
+		}
+		if done, err := reaped(ctx, rp, killTimeout+cleanupTimeout); err != nil {
+			return fmt.Errorf("delete task: %w", err)
+		} else if !done {
+			return fmt.Errorf("delete task: not reaped %s after SIGKILL", killTimeout+cleanupTimeout)
+		}
+		if _, terr := cont.Task(ctx, nil); !errdefs.IsNotFound(terr) {
+			return fmt.Errorf("delete task: %w", errors.Join(rp.err, terr))
 		}
 	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("load task: %w", err)
 	}
-	r.logTaskDeleted(cont.ID())
 	err = cont.Delete(ctx, containerd.WithSnapshotCleanup)
 	if errdefs.IsNotFound(err) {
 		// The snapshot is gone (an image repair removed it): the

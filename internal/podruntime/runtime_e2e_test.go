@@ -21,7 +21,6 @@ import (
 	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
-	tasktypes "github.com/containerd/containerd/api/types/task"
 	containerd "github.com/containerd/containerd/v2/client"
 	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/snapshots"
@@ -443,37 +442,33 @@ func TestE2EListReapsExited(t *testing.T) {
 	e.waitLog(t, p, 0, "stdout", "last")
 }
 
-// TestE2EConcurrentReaps: an exited task reaped by several callers at once
-// (an init container's wait and the listing, a removal) is deleted once,
-// every caller succeeds, and its shim ends (the leak check of
-// testutil.Namespace fails on a shim left behind). Two deletes at once used
-// to strand the shim: one of them failed with "ttrpc: closed".
-func TestE2EConcurrentReaps(t *testing.T) {
+// TestE2EOneReaperPerTask: an exited task asked for by every path at once
+// (two waits, a stop, the listing, a removal) is reaped by its one reaper:
+// every caller sees the exit code, the task is deleted once, and its shim
+// ends (the leak check of testutil.Namespace fails on a shim left behind:
+// two deletes of one task at once can strand it in containerd 1.6).
+func TestE2EOneReaperPerTask(t *testing.T) {
 	e := newEnv(t, false)
 	for round := range 8 {
-		p := e.newPod(t, "exit 4")
+		p := e.newPod(t, "sleep 0.2; exit 4")
 		id := e.start(t, p, round, pod.Namespaces{})
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			resp, err := e.r.client.TaskService().Get(e.ctx, &tasks.GetRequest{ContainerID: id})
-			if err != nil {
-				t.Fatalf("round %d: task: %v", round, err)
-			}
-			if resp.Process.Status == tasktypes.Status_STOPPED {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: task not stopped: %v", round, resp.Process.Status)
-			}
-		}
 		var wg sync.WaitGroup
+		codes := make([]int, 2)
 		errs := make([]error, 4)
-		for i := range errs {
-			wg.Go(func() { errs[i] = e.r.reap(e.ctx, id, 4, time.Now()) })
+		for i := range codes {
+			wg.Go(func() { codes[i], errs[i] = e.r.WaitContainer(e.ctx, id) })
 		}
+		wg.Go(func() { errs[2] = e.r.StopContainer(e.ctx, id, 5*time.Second) })
+		wg.Go(func() { _, errs[3] = e.r.ListContainers(e.ctx) })
 		wg.Wait()
 		for i, err := range errs {
 			if err != nil {
-				t.Errorf("round %d: reap %d: %v", round, i, err)
+				t.Errorf("round %d: caller %d: %v", round, i, err)
+			}
+		}
+		for i, code := range codes {
+			if code != 4 {
+				t.Errorf("round %d: wait %d = %d, want 4", round, i, code)
 			}
 		}
 		if err := e.r.RemoveContainer(e.ctx, id); err != nil {

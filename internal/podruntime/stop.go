@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -11,9 +12,11 @@ import (
 )
 
 // StopContainer stops the container's task: its stop signal (see
-// stopSignal; SIGTERM by default), up to grace for it to exit, then SIGKILL and a bounded wait (10 s); then it records the exit code
-// and time in the container's labels and deletes the task (see reap). A
-// missing container or one without a task is not an error.
+// stopSignal; SIGTERM by default), up to grace for it to exit, then
+// SIGKILL; it returns once the task's reaper has recorded the exit code
+// and time in the container's labels and deleted the task (see reaper),
+// at most killTimeout+cleanupTimeout after the SIGKILL. A missing
+// container or one without a task is not an error.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
 	ctx = r.ctx(ctx)
 	if err := r.stopContainer(ctx, id, grace); err != nil {
@@ -41,11 +44,8 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 	} else if err != nil {
 		return err
 	}
+	rp := r.exitOf(id) // waiting before the signal, so no exit is missed
 	if st.Status != containerd.Stopped {
-		exited, err := task.Wait(ctx)
-		if err != nil {
-			return err
-		}
 		done := false
 		if grace > 0 {
 			sig, err := containerd.GetStopSignal(ctx, cont, syscall.SIGTERM)
@@ -56,7 +56,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 			if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
 				return fmt.Errorf("send %v: %w", sig, err)
 			}
-			if done, err = waitExit(ctx, exited, grace); err != nil {
+			if done, err = reaped(ctx, rp, grace); err != nil {
 				return err
 			}
 		}
@@ -64,34 +64,17 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 			if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
 				return fmt.Errorf("send SIGKILL: %w", err)
 			}
-			if done, err = waitExit(ctx, exited, killTimeout); err != nil {
-				return err
-			}
-			if !done {
-				return fmt.Errorf("task did not exit %s after SIGKILL", killTimeout)
-			}
-		}
-		if st, err = task.Status(ctx); err != nil {
-			return err
 		}
 	}
-	if err := r.reap(ctx, id, st.ExitStatus, st.ExitTime); err != nil {
+	// The reap after the exit is bounded by cleanupTimeout.
+	if done, err := reaped(ctx, rp, killTimeout+cleanupTimeout); err != nil {
 		return err
+	} else if !done {
+		return fmt.Errorf("task not reaped %s after SIGKILL", killTimeout+cleanupTimeout)
 	}
-	r.log.Info("stopped container", "container", id, "exit", st.ExitStatus)
+	if rp.err != nil && !errors.Is(rp.err, ErrContainerNotFound) && !errors.Is(rp.err, ErrNoTask) {
+		return rp.err
+	}
+	r.log.Info("stopped container", "container", id, "exit", rp.code)
 	return nil
-}
-
-// waitExit waits up to d for the task's exit; it reports whether it came.
-func waitExit(ctx context.Context, exited <-chan containerd.ExitStatus, d time.Duration) (bool, error) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-exited:
-		return true, nil
-	case <-t.C:
-		return false, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
 }
