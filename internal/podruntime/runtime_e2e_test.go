@@ -763,7 +763,12 @@ func TestE2ETaskVanished(t *testing.T) {
 	e := newEnv(t, false)
 	p := e.newPod(t, "sleep 30")
 	id := e.start(t, p, 0, pod.Namespaces{})
-	// Delete the task behind tug's back (as a reboot would): no exit label.
+	// Delete the task while tug is down (as a reboot would): no reaper
+	// sees its exit, no exit label is written.
+	e.stopLogs()
+	e.r.Close()
+	e.r, e.images = e.connect()
+	e.runLogs(e.r)
 	cont, err := e.r.client.LoadContainer(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
