@@ -35,17 +35,20 @@ func (r *Runtime) deleteContainer(ctx context.Context, cont containerd.Container
 	switch {
 	case err == nil:
 		// Its reaper deletes it, once the SIGKILL has ended it.
+		// A kill that fails (the task is being reaped at that moment, and
+		// its shim closes) matters only if the task stays.
 		rp := r.exitOf(cont.ID())
-		if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("kill task: %w", err)
+		killErr := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll)
+		if errdefs.IsNotFound(killErr) {
+			killErr = nil
 		}
 		if done, err := reaped(ctx, rp, killTimeout+cleanupTimeout); err != nil {
 			return fmt.Errorf("delete task: %w", err)
 		} else if !done {
-			return fmt.Errorf("delete task: not reaped %s after SIGKILL", killTimeout+cleanupTimeout)
+			return fmt.Errorf("delete task: not reaped %s after SIGKILL: %w", killTimeout+cleanupTimeout, errors.Join(killErr))
 		}
 		if _, terr := cont.Task(ctx, nil); !errdefs.IsNotFound(terr) {
-			return fmt.Errorf("delete task: %w", errors.Join(rp.err, terr))
+			return fmt.Errorf("delete task: %w", errors.Join(killErr, rp.err, terr))
 		}
 	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("load task: %w", err)

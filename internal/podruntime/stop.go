@@ -45,6 +45,9 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 		return err
 	}
 	rp := r.exitOf(id) // waiting before the signal, so no exit is missed
+	// A signal that fails (the task is being reaped at that moment, and
+	// its shim closes) is reported only if the reaper does not end.
+	var killErr error
 	if st.Status != containerd.Stopped {
 		done := false
 		if grace > 0 {
@@ -54,7 +57,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 				sig = syscall.SIGTERM
 			}
 			if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
-				return fmt.Errorf("send %v: %w", sig, err)
+				killErr = fmt.Errorf("send %v: %w", sig, err)
 			}
 			if done, err = reaped(ctx, rp, grace); err != nil {
 				return err
@@ -62,7 +65,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 		}
 		if !done {
 			if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
-				return fmt.Errorf("send SIGKILL: %w", err)
+				killErr = errors.Join(killErr, fmt.Errorf("send SIGKILL: %w", err))
 			}
 		}
 	}
@@ -70,7 +73,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, grace time.Durat
 	if done, err := reaped(ctx, rp, killTimeout+cleanupTimeout); err != nil {
 		return err
 	} else if !done {
-		return fmt.Errorf("task not reaped %s after SIGKILL", killTimeout+cleanupTimeout)
+		return errors.Join(killErr, fmt.Errorf("task not reaped %s after SIGKILL", killTimeout+cleanupTimeout))
 	}
 	if rp.err != nil && !errors.Is(rp.err, ErrContainerNotFound) && !errors.Is(rp.err, ErrNoTask) {
 		return rp.err
