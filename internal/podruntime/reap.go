@@ -16,10 +16,12 @@ import (
 // A reaper is the one goroutine that waits for a container's task to
 // exit, records the exit in the container's labels and deletes the task
 // (reap): the only place a task is deleted, as containerd's CRI has one
-// exit monitor per task. StartContainer starts it; WaitContainer,
-// StopContainer, RemoveContainer and the listing (for a task that exited
-// while no reaper ran: tug was down, or containerd restarted) ask for it
-// with exitOf and wait on done. Two deletes of one task at once can strand
+// exit monitor per task. The first that needs the exit starts it with
+// exitOf, and every other waits on the same one: WaitContainer (an init
+// container), StopContainer, RemoveContainer, and the listing when it finds
+// a task that has exited. A running container nobody waits for has none:
+// a reaper holds an open Wait call to containerd, about 0.1 MiB of tug's
+// memory per container, and the listing finds the exit within its period. Two deletes of one task at once can strand
 // its shim in containerd 1.6 (the one that ends first has the shim shut
 // down and closes containerd's connection to it, the other fails with
 // "ttrpc: closed" and never asks again), so there is no second one.

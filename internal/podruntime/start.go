@@ -207,7 +207,6 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err := task.Start(ctx); err != nil {
 		return "", r.withImageDamage(ctx, cont, img, fmt.Errorf("start task: %w", err))
 	}
-	r.exitOf(id) // its reaper: the one exit path of the task
 	log.Info("started container", "image", img.Name(), "attempt", attempt, "pid", task.Pid())
 	return id, nil
 }
