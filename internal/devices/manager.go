@@ -417,20 +417,7 @@ func (m *Manager) Name() string { return "devices" }
 // gone (f.GoneDevices, by container name) and whether any container was
 // given one (f.HasDevices): a container whose device is gone waits for it
 // instead of crash-looping.
-func (m *Manager) Facts(p *pod.Pod, f *podplan.Facts) {
-	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range list {
-			gone, has := m.Gone(p, &list[i])
-			f.HasDevices = f.HasDevices || has
-			if len(gone) > 0 {
-				if f.GoneDevices == nil {
-					f.GoneDevices = map[string][]string{}
-				}
-				f.GoneDevices[list[i].Name] = gone
-			}
-		}
-	}
-}
+func (m *Manager) Facts(p *pod.Pod, f *podplan.Facts) { f.AddDevices(p, m.Gone) }
 
 // Gone returns the devices container c of p was given that are not
 // present now, each as "UNIT of RESOURCE" ("/dev/ttyUSB0 of

@@ -40,6 +40,24 @@ type Facts struct {
 	Now     time.Time
 }
 
+// AddDevices fills f.GoneDevices and f.HasDevices from gone, which says
+// which devices container c of p was given that are gone, and whether it
+// was given any.
+func (f *Facts) AddDevices(p *pod.Pod, gone func(p *pod.Pod, c *pod.Container) ([]string, bool)) {
+	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			g, has := gone(p, &list[i])
+			f.HasDevices = f.HasDevices || has
+			if len(g) > 0 {
+				if f.GoneDevices == nil {
+					f.GoneDevices = map[string][]string{}
+				}
+				f.GoneDevices[list[i].Name] = g
+			}
+		}
+	}
+}
+
 // Action is what one container needs.
 type Action int
 

@@ -2,6 +2,7 @@ package podplan
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -382,4 +383,38 @@ func specOf(p *pod.Pod, name string) *pod.Container {
 		}
 	}
 	return nil
+}
+
+// TestAddDevices: the devices that are gone are noted by container name,
+// init containers included, and HasDevices says whether any container was
+// given one.
+func TestAddDevices(t *testing.T) {
+	p := &pod.Pod{}
+	p.Spec.InitContainers = []pod.Container{{Name: "setup"}}
+	p.Spec.Containers = []pod.Container{{Name: "app"}, {Name: "side"}}
+	tests := []struct {
+		name     string
+		given    map[string][]string // container -> its devices that are gone (nil: given none)
+		wantGone map[string][]string
+		wantHas  bool
+	}{
+		{name: "no devices", wantGone: nil},
+		{name: "given, all present", given: map[string][]string{"app": {}}, wantHas: true},
+		{name: "one gone", given: map[string][]string{"app": {"/dev/ttyUSB0 of tug.io/serial"}, "side": {}},
+			wantGone: map[string][]string{"app": {"/dev/ttyUSB0 of tug.io/serial"}}, wantHas: true},
+		{name: "an init container's", given: map[string][]string{"setup": {"/dev/i2c-1 of tug.io/i2c"}},
+			wantGone: map[string][]string{"setup": {"/dev/i2c-1 of tug.io/i2c"}}, wantHas: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f Facts
+			f.AddDevices(p, func(_ *pod.Pod, c *pod.Container) ([]string, bool) {
+				g, has := tt.given[c.Name]
+				return g, has
+			})
+			if f.HasDevices != tt.wantHas || !reflect.DeepEqual(f.GoneDevices, tt.wantGone) {
+				t.Errorf("GoneDevices %v, HasDevices %v; want %v, %v", f.GoneDevices, f.HasDevices, tt.wantGone, tt.wantHas)
+			}
+		})
+	}
 }

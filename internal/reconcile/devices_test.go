@@ -27,17 +27,7 @@ func (f *fakeDevices) Gone(_ *pod.Pod, c *pod.Container) ([]string, bool) {
 func (f *fakeDevices) Name() string { return "devices" }
 
 // Facts fills f from Gone, as devices.Manager does.
-func (f *fakeDevices) Facts(p *pod.Pod, facts *podplan.Facts) {
-	for _, list := range [][]pod.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range list {
-			gone, has := f.Gone(p, &list[i])
-			facts.HasDevices = facts.HasDevices || has
-			if len(gone) > 0 {
-				facts.GoneDevices[list[i].Name] = gone
-			}
-		}
-	}
-}
+func (f *fakeDevices) Facts(p *pod.Pod, facts *podplan.Facts) { facts.AddDevices(p, f.Gone) }
 
 // fakeEvents records events' reasons.
 type fakeEvents struct{ reasons []string }

@@ -121,40 +121,29 @@ type hooks struct {
 
 // sortHooks sorts list by the stages each hook implements.
 func sortHooks(list []Hook) hooks {
-	var h hooks
+	return hooks{
+		facts:     stage[FactsHook](list),
+		listed:    stage[ListedHook](list),
+		health:    stage[HealthHook](list),
+		ready:     stage[ReadyHook](list),
+		prestart:  stage[PrestartHook](list),
+		failed:    stage[StartFailedHook](list),
+		poststart: stage[PoststartHook](list),
+		prestop:   stage[PrestopHook](list),
+		removed:   stage[RemovedHook](list),
+		readmits:  stage[ReadmitHook](list),
+	}
+}
+
+// stage returns the hooks of list that implement stage T, in order.
+func stage[T Hook](list []Hook) []T {
+	var out []T
 	for _, k := range list {
-		if x, ok := k.(FactsHook); ok {
-			h.facts = append(h.facts, x)
-		}
-		if x, ok := k.(ListedHook); ok {
-			h.listed = append(h.listed, x)
-		}
-		if x, ok := k.(HealthHook); ok {
-			h.health = append(h.health, x)
-		}
-		if x, ok := k.(ReadyHook); ok {
-			h.ready = append(h.ready, x)
-		}
-		if x, ok := k.(PrestartHook); ok {
-			h.prestart = append(h.prestart, x)
-		}
-		if x, ok := k.(StartFailedHook); ok {
-			h.failed = append(h.failed, x)
-		}
-		if x, ok := k.(PoststartHook); ok {
-			h.poststart = append(h.poststart, x)
-		}
-		if x, ok := k.(PrestopHook); ok {
-			h.prestop = append(h.prestop, x)
-		}
-		if x, ok := k.(RemovedHook); ok {
-			h.removed = append(h.removed, x)
-		}
-		if x, ok := k.(ReadmitHook); ok {
-			h.readmits = append(h.readmits, x)
+		if x, ok := k.(T); ok {
+			out = append(out, x)
 		}
 	}
-	return h
+	return out
 }
 
 // Ready reports whether every ReadyHook says running container id is
