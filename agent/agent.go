@@ -36,6 +36,7 @@ import (
 	"tug/internal/qos"
 	"tug/internal/reconcile"
 	"tug/internal/redact"
+	"tug/internal/resize"
 	"tug/internal/source"
 )
 
@@ -63,6 +64,9 @@ var (
 	_ reconcile.PrestartHook    = imagehooks.PrePull{}
 	_ reconcile.StartFailedHook = (*imagehooks.Repair)(nil)
 	_ reconcile.ReadmitHook     = (*pressureRef)(nil)
+	_ reconcile.ResizeHook      = resize.Hook{}
+	_ resize.Runtime            = (*podruntime.Runtime)(nil)
+	_ resize.Cgroups            = (*qos.Manager)(nil)
 	_ pleg.Lister               = (*podruntime.Runtime)(nil)
 	_ source.Sink               = (*podconfig.Store)(nil)
 	_ podstatus.Snapshot        = (*podconfig.Store)(nil)

@@ -37,6 +37,7 @@ import (
 	"tug/internal/reclaim/eviction"
 	"tug/internal/reconcile"
 	"tug/internal/registry"
+	"tug/internal/resize"
 	"tug/internal/rollout"
 	"tug/internal/sdnotify"
 	"tug/internal/source"
@@ -427,9 +428,9 @@ func loopConfig(cfg config.Config, h host, in inputs, rp runtimeParts, np nodePa
 			imagehooks.NewRepair(imagehooks.RepairConfig{Repair: rp.rt.RepairImage, Events: tel.ring, Log: log.With("component", "reconcile")}),
 			// An evicted pod starts again once the node's pressure allows.
 			c.pressure,
+			// Containers whose resources alone change are resized in place.
+			resize.Hook{Runtime: rp.rt, Cgroups: in.cgroups},
 		},
-		// Containers whose resources alone change are resized in place.
-		Resizer: rp.rt, ResizeCgroups: in.cgroups,
 		DeviceChanges: rp.devs.Changes(),
 	}
 }

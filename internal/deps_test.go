@@ -190,6 +190,7 @@ var allowedImports = map[string]allowed{
 	// and repair as functions.
 	"tug/internal/lifecycle":  {internal: []string{"tug/internal/pod", "tug/internal/prober"}},
 	"tug/internal/imagehooks": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
+	"tug/internal/resize":     {internal: []string{"tug/internal/pod", "tug/internal/podplan"}},
 	// tug's own log lines, with sd-daemon priorities on the journal's
 	// stream: the standard library only.
 	"tug/internal/tuglog": {},
@@ -251,7 +252,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/podruntime", "tug/internal/images", "tug/internal/volume", "tug/internal/network", "tug/internal/qos",
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats", "tug/internal/userns",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
-		"tug/internal/prober", "tug/internal/lifecycle", "tug/internal/imagehooks", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
+		"tug/internal/prober", "tug/internal/lifecycle", "tug/internal/imagehooks", "tug/internal/resize", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
 		"tug/internal/statusreport",
 		"tug/internal/remotewrite",
 		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog", "tug/internal/bundle",

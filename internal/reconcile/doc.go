@@ -33,7 +33,8 @@
 // reason DeviceUnavailable instead of being restarted (devices.go).
 //
 // The optional parts of a sync (probes, lifecycle handlers, devices, image
-// pre-pull and repair, eviction's readmission) are hooks (hook.go): listed
+// pre-pull and repair, eviction's readmission, in-place resize) are hooks
+// (hook.go): listed
 // in order in Config.Hooks, each implementing the stages it takes part in.
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,

@@ -11,7 +11,7 @@ import (
 
 // A Hook is an optional part of every pod's sync: the probes, the
 // containers' lifecycle handlers, the devices, the image pre-pull, the image
-// repair, the eviction manager's admission. Config.Hooks lists them; at each
+// repair, the eviction manager's admission, the in-place resize. Config.Hooks lists them; at each
 // stage of a sync the hooks that implement that stage's interface (below)
 // run in the order of the list, and a hook implements only the stages it
 // takes part in. A stage may run again for the same pod and container (a
@@ -117,6 +117,7 @@ type hooks struct {
 	prestop   []PrestopHook
 	removed   []RemovedHook
 	readmits  []ReadmitHook
+	resize    []ResizeHook
 }
 
 // sortHooks sorts list by the stages each hook implements.
@@ -132,6 +133,7 @@ func sortHooks(list []Hook) hooks {
 		prestop:   stage[PrestopHook](list),
 		removed:   stage[RemovedHook](list),
 		readmits:  stage[ReadmitHook](list),
+		resize:    stage[ResizeHook](list),
 	}
 }
 

@@ -72,16 +72,12 @@ type Config struct {
 	ClaimDirs ClaimRemover
 	// Hooks are the optional parts of every pod's sync (hook.go): the
 	// probes, the lifecycle handlers, the devices, the image pre-pull and
-	// repair, the eviction manager's admission. They run in this order at
-	// each stage. None: a running container is ready, a changed image is
-	// pulled as its container starts, an evicted pod starts again once
-	// evictionRetry is over.
+	// repair, the eviction manager's admission, the in-place resize. They
+	// run in this order at each stage. None: a running container is
+	// ready, a changed image is pulled as its container starts, an evicted
+	// pod starts again once evictionRetry is over, a change of resources
+	// recreates the container.
 	Hooks []Hook
-	// Resizer and ResizeCgroups, when Resizer is set, resize running
-	// containers in place when only their resources change (KEP-1287).
-	// Nil: a change of resources recreates the container.
-	Resizer       Resizer
-	ResizeCgroups ResizeCgroups
 	// PodDirs, when set, lets housekeeping remove the pod and log
 	// directories of pods that are gone and left nothing else.
 	PodDirs PodDirs
@@ -160,7 +156,6 @@ func New(cfg Config) *Loop {
 		cfg.Registerer.MustRegister(workerDuration)
 	}
 	observe := func(op string, d time.Duration) { workerDuration.WithLabelValues(op).Observe(d.Seconds()) }
-	s.resizer, s.resizeCg = cfg.Resizer, cfg.ResizeCgroups
 	l := newLoop(cfg, podOps{sync: s.syncPod, kill: s.killPod, removeSandbox: s.removeSandbox, observe: observe})
 	l.notes = n
 	return l

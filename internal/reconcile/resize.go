@@ -11,26 +11,20 @@ import (
 	"tug/internal/podplan"
 )
 
-// Resizer applies an in-place resize to a running container (implemented
-// by podruntime.Runtime): its cgroup values, then its spec hash and
-// allocated resources as labels.
-type Resizer interface {
-	ResizeContainer(ctx context.Context, id string, res pod.LinuxResources, allocated pod.Resources, hash string) error
-}
-
-// ResizeCgroups answers what a resize needs from the QoS tree (implemented
-// by qos.Manager).
-type ResizeCgroups interface {
-	// ResizeFits returns "" when the pod's resized requests fit the node,
-	// else Infeasible or Deferred and why.
-	ResizeFits(p *pod.Pod) (reason, msg string)
-	// ContainerMemoryUsage is the memory usage of container id below its
-	// pod cgroup parent.
-	ContainerMemoryUsage(parent, id string) (int64, error)
+// A ResizeHook resizes running containers in place when only their
+// resources change (KEP-1287; resize.Hook): Fits says whether a pod's
+// resized requests fit the node ("" when they do, else Infeasible or
+// Deferred and why), Resize resizes one container to want, its spec hash
+// becoming hash. The first ResizeHook listed resizes; without one, a
+// change of resources recreates the container.
+type ResizeHook interface {
+	Hook
+	Fits(p *pod.Pod) (reason, msg string)
+	Resize(ctx context.Context, it podplan.ResizeItem, c *pod.Container, want pod.LinuxResources, hash string) error
 }
 
 // The reasons of the resize conditions tug reports besides the
-// ResizeCgroups ones.
+// ResizeHook's.
 const (
 	reasonResizeError = "Error"
 	reasonResized     = "Resized"
@@ -44,11 +38,7 @@ const resizeRetry = 5 * time.Second
 // a refused resize (PodResizePending) and clears the conditions when
 // there is none.
 func (s *podSyncer) planResize(p *pod.Pod, byName map[string][]pod.RuntimeContainer, res *syncResult) *podplan.ResizePlan {
-	var fits func(*pod.Pod) (string, string)
-	if s.resizeCg != nil {
-		fits = s.resizeCg.ResizeFits
-	}
-	plan := podplan.Resize(p, byName, s.cg.QOSClass, fits)
+	plan := podplan.Resize(p, byName, s.cg.QOSClass, s.hooks.resize[0].Fits)
 	switch {
 	case plan == nil:
 		s.notes.resize(p.Metadata.UID, nil)
@@ -72,10 +62,9 @@ func (s *podSyncer) noteResizeRefused(p *pod.Pod, reason, msg string) {
 // applyResize resizes the plan's containers in place, after the caller
 // ensured the pod cgroup for plan.grow (a pod-level value that grows is
 // raised before its containers'); it then lowers the pod cgroup's values
-// that shrink (after its containers'). A memory limit lowered below the
-// container's usage is not applied (Kubernetes' best effort against an
-// OOM kill): the resize stays in progress, with reason Error, and is
-// retried. It returns the pod to sync: p, with a container whose resize
+// that shrink (after its containers'). A resize the hook refuses (a memory
+// limit lowered below the container's usage) stays in progress, with
+// reason Error, and is retried. It returns the pod to sync: p, with a container whose resize
 // failed at its allocated resources; recs, the pod's records, get the new
 // spec hash and allocated resources of each resized container.
 func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *podplan.ResizePlan, recs []pod.RuntimeContainer, res *syncResult) *pod.Pod {
@@ -85,12 +74,8 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *podplan.R
 	for _, it := range plan.Items {
 		c := podplan.ContainerAt(p, it)
 		want := s.cg.Container(p, c)
-		err := s.checkMemoryDecrease(it, c)
 		hash := pod.ContainerHash(p, c)
-		if err == nil {
-			err = s.resizer.ResizeContainer(ctx, it.Rec.ID, want, c.Resources, hash)
-		}
-		if err != nil {
+		if err := s.hooks.resize[0].Resize(ctx, it, c, want, hash); err != nil {
 			failed = append(failed, fmt.Sprintf("container %s: %v", c.Name, err))
 			*podplan.ContainerAt(out, it) = *podplan.ContainerAt(plan.Alloc, it)
 			continue
@@ -116,25 +101,4 @@ func (s *podSyncer) applyResize(ctx context.Context, p *pod.Pod, plan *podplan.R
 	}
 	res.after(resizeRetry)
 	return out
-}
-
-// checkMemoryDecrease refuses a memory limit of c lowered below the
-// usage of its running container.
-func (s *podSyncer) checkMemoryDecrease(it podplan.ResizeItem, c *pod.Container) error {
-	q, ok := c.Resources.Limits[pod.ResourceMemory]
-	if s.resizeCg == nil || !ok || q.Value() <= 0 {
-		return nil
-	}
-	limit := q.Value()
-	if old, ok := it.Rec.Allocated.Limits[pod.ResourceMemory]; ok && old.Value() <= limit {
-		return nil
-	}
-	usage, err := s.resizeCg.ContainerMemoryUsage(it.Rec.CgroupParent, it.Rec.ID)
-	if err != nil {
-		return err
-	}
-	if usage > limit {
-		return fmt.Errorf("%w: memory limit %d is below the usage of %d bytes", pod.ErrResizeBelowUsage, limit, usage)
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tug/internal/pod"
+	"tug/internal/resize"
 )
 
 // resizeFake resizes the fake runtime's containers and stands for the
@@ -109,7 +110,7 @@ func TestSyncResize(t *testing.T) {
 			rt := &fakeRuntime{}
 			s := newTestSyncer(rt, &fakeSandbox{})
 			fake := &resizeFake{fakeCgroups: &fakeCgroups{}, rt: rt, class: tt.class, usage: tt.usage}
-			s.cg, s.resizer, s.resizeCg = fake, fake, fake
+			s.cg, s.hooks = fake, sortHooks([]Hook{resize.Hook{Runtime: fake, Cgroups: fake}})
 			p := testPod(pod.RestartAlways, nil, []string{"a", "b"})
 			withRes(&p.Spec.Containers[0], "200m", "64Mi")
 			withRes(&p.Spec.Containers[1], "100m", "64Mi")

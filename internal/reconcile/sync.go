@@ -32,13 +32,9 @@ type podSyncer struct {
 	log     *slog.Logger
 	rec     eventRecorder // nil: no events
 	// hooks are the optional parts of the sync (probes, lifecycle
-	// handlers, devices, image pre-pull and repair, eviction), by stage.
+	// handlers, devices, image pre-pull and repair, eviction, in-place
+	// resize), by stage.
 	hooks hooks
-	// resizer resizes running containers in place, and resizeCg checks
-	// that a resize fits (nil resizer: every change of resources
-	// recreates the container; nil resizeCg: every resize fits).
-	resizer  Resizer
-	resizeCg ResizeCgroups
 }
 
 // portRetry is how often a pod whose hostPort is in use tries again.
@@ -84,7 +80,7 @@ func (s *podSyncer) syncPod(ctx, wait context.Context, p *pod.Pod) (syncResult, 
 	var plan *podplan.ResizePlan
 	var listed []pod.RuntimeContainer
 	haveList := false
-	if s.resizer != nil {
+	if len(s.hooks.resize) > 0 {
 		if recs, err := s.rt.PodContainers(ctx, uid); err == nil {
 			listed, haveList = recs, true
 			plan = s.planResize(p, podplan.GroupByName(listed), &res)
