@@ -34,8 +34,8 @@
 //
 // The optional parts of a sync (probes, lifecycle handlers, devices, image
 // pre-pull and repair, eviction's readmission, in-place resize) are hooks
-// (hook.go): listed
-// in order in Config.Hooks, each implementing the stages it takes part in.
+// (hook.go): listed in order in Config.Hooks, each implementing the stages
+// it takes part in.
 //
 // It declares the small interfaces it needs (Runtime, Sandbox, Network,
 // Cgroups, Ownership, Admission, the hook stages) and imports pod, podconfig and pleg (for
