@@ -91,6 +91,7 @@ type runtimeParts struct {
 	rt      *podruntime.Runtime
 	images  *images.Manager
 	volumes *volume.Manager
+	logs    *podlogs.Pumps // the file log drivers' converter; nil with the binary driver
 	devs    *devices.Manager
 	userns  *userns.Allocator
 }
@@ -254,7 +255,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, h host, in inputs, t
 	if err := rp.devs.Restore(held.devices); err != nil {
 		log.Warn("restoring device allocations", "file", filepath.Join(cfg.RootDir, devicesStateFile), "err", err)
 	}
-	registerLogMetrics(tel.registry, rp.rt)
+	registerLogMetrics(tel.registry, rp.logs)
 	if err := rp.images.ImportArchives(ctx); err != nil {
 		log.Warn("importing image archives", "err", err)
 	}
@@ -262,7 +263,7 @@ func connectRuntime(ctx context.Context, cfg config.Config, h host, in inputs, t
 }
 
 // connect connects to containerd (waiting for it), then builds the image
-// and volume managers and the runtime on them.
+// and volume managers, the log converter, and the runtime on them.
 func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, in inputs, journalOut podlogs.JournalSender, tel telemetry, log *slog.Logger) error {
 	rlog := log.With("component", "podruntime")
 	client, err := podruntime.Dial(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace, rlog)
@@ -279,7 +280,12 @@ func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, 
 		ResolvConf: cfg.ResolvConf, FileSource: in.src.dir.Name(), Log: log.With("component", "volume"),
 		Snapshots: client.SnapshotService(podruntime.DefaultSnapshotter), Namespace: cfg.ContainerdNamespace, Images: rp.images})
 	rp.volumes.RemoveStaleStaging()
-	if rp.rt, err = podruntime.New(runtimeConfig(cfg, h, client, *rp, journalOut, tel, rlog)); err != nil {
+	if cfg.ContainerLogDriver != podruntime.LogDriverBinary {
+		rp.logs = podlogs.NewPumps(podlogs.PumpsConfig{RootDir: cfg.RootDir,
+			MaxSize: cfg.ContainerLogMaxSize, MaxFiles: cfg.ContainerLogMaxFiles, Log: log.With("component", "logs"),
+			Journal: journalOut, NoFile: cfg.ContainerLogDriver == podruntime.LogDriverJournald})
+	}
+	if rp.rt, err = podruntime.New(runtimeConfig(cfg, h, client, *rp, tel, rlog)); err != nil {
 		client.Close()
 		return err
 	}
@@ -287,8 +293,8 @@ func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, 
 }
 
 // runtimeConfig is podruntime's configuration.
-func runtimeConfig(cfg config.Config, h host, client *containerd.Client, rp runtimeParts, journalOut podlogs.JournalSender, tel telemetry, log *slog.Logger) podruntime.Config {
-	return podruntime.Config{
+func runtimeConfig(cfg config.Config, h host, client *containerd.Client, rp runtimeParts, tel telemetry, log *slog.Logger) podruntime.Config {
+	c := podruntime.Config{
 		Client:      client,
 		Images:      rp.images,
 		Volumes:     rp.volumes,
@@ -300,7 +306,6 @@ func runtimeConfig(cfg config.Config, h host, client *containerd.Client, rp runt
 		LogMaxSize:  cfg.ContainerLogMaxSize,
 		LogMaxFiles: cfg.ContainerLogMaxFiles,
 		LogDriver:   cfg.ContainerLogDriver,
-		Journal:     journalOut,
 		Log:         log,
 		Recorder:    tel.ring,
 
@@ -312,6 +317,21 @@ func runtimeConfig(cfg config.Config, h host, client *containerd.Client, rp runt
 		Devices:                  rp.devs,
 		UserNamespaces:           rp.userns,
 	}
+	if rp.logs != nil {
+		c.Logs = rp.logs
+	}
+	return c
+}
+
+// runLogs converts the output of the containers that use a file log
+// driver into their CRI logs (and the journal) until ctx ends; with the
+// binary driver it only waits for ctx.
+func (rp runtimeParts) runLogs(ctx context.Context) error {
+	if rp.logs == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return rp.logs.Run(ctx, rp.rt.LogTasks())
 }
 
 // initNode sets up the host's part: the pinned namespaces' directory, the
@@ -447,7 +467,7 @@ func (c control) components(in inputs, rp runtimeParts, np nodeParts) map[string
 		"file source":    in.src.dir.Run,
 		"image dir":      rp.images.Watch,
 		"pleg":           np.lifecycle.Run,
-		"container logs": rp.rt.RunLogs,
+		"container logs": rp.runLogs,
 		"devices":        rp.devs.Run,
 		"containerd events": func(ctx context.Context) error {
 			return rp.rt.WatchEvents(ctx, np.lifecycle.Wake)

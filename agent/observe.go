@@ -10,6 +10,7 @@ import (
 	"tug/internal/pleg"
 	"tug/internal/pod"
 	"tug/internal/podconfig"
+	"tug/internal/podlogs"
 	"tug/internal/podview"
 )
 
@@ -22,25 +23,29 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// logBounds is what the runtime reports of the file log driver's disk
-// bound.
-type logBounds interface {
-	LogDroppedBytes() int64
-	LogNoPunchFiles() int64
-}
-
-// registerLogMetrics exports the file log driver's drops and the raw logs
-// whose file system cannot punch holes.
-func registerLogMetrics(reg prometheus.Registerer, b logBounds) {
+// registerLogMetrics exports the file log drivers' drops and the raw logs
+// whose file system cannot punch holes (logs nil, the binary driver: both
+// stay 0).
+func registerLogMetrics(reg prometheus.Registerer, logs *podlogs.Pumps) {
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tug_container_log_dropped_bytes_total",
 			Help: "Container output bytes dropped because a container's unconverted raw output outgrew its bound (the container wrote faster than tug converts, or while tug was down).",
-		}, func() float64 { return float64(b.LogDroppedBytes()) }),
+		}, func() float64 {
+			if logs == nil {
+				return 0
+			}
+			return float64(logs.DroppedBytes())
+		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tug_container_log_no_punch_total",
 			Help: "Container attempts whose raw output was found on a file system that cannot punch holes (their converted output stays on disk until they stop, and they are stopped at 64 MiB).",
-		}, func() float64 { return float64(b.LogNoPunchFiles()) }),
+		}, func() float64 {
+			if logs == nil {
+				return 0
+			}
+			return float64(logs.NoPunchFiles())
+		}),
 	)
 }
 

@@ -32,7 +32,7 @@ func TestDamagedPumpState(t *testing.T) {
 				appendRaw(t, out, "three\n") // written while tug was down
 				adopt := func() (*Pumps, *testutil.WarnLog) {
 					log := testutil.NewWarnLog(t)
-					l := newLogPumps(dir, logConfig{}, log.Logger, nil)
+					l := newLogPumps(dir, logConfig{}, log.Logger)
 					if known {
 						l.identify = func(uid, container string, attempt int) (string, string, bool) {
 							return "cid", cri, uid == "uid" && container == "c" && attempt == 0

@@ -708,7 +708,7 @@ type Pumps struct {
 	stopTask func(ctx context.Context, id string) error
 	// notify records a Warning event about container id (nil: none).
 	notify func(ctx context.Context, id, reason, message string)
-	// identify names the container of an attempt (PumpsConfig.Identify).
+	// identify names the container of an attempt (Tasks.Identify).
 	identify func(uid, container string, attempt int) (id, cri string, ok bool)
 
 	notices      chan notice  // to the notifier
@@ -733,19 +733,6 @@ type PumpsConfig struct {
 	MaxSize  int64
 	MaxFiles int
 	Log      *slog.Logger
-	// TaskGone reports whether container id has no task any more (the
-	// shim has written its last byte).
-	TaskGone func(ctx context.Context, id string) (bool, error)
-	// StopTask kills container id's task, whose raw output cannot be
-	// bounded any more.
-	StopTask func(ctx context.Context, id string) error
-	// Notify records a Warning event about container id.
-	Notify func(ctx context.Context, id, reason, message string)
-	// Identify returns the container ID and CRI log path of attempt
-	// attempt of container container of pod uid, if tug has that
-	// container: a state file a power cut damaged is rebuilt from them.
-	// Nil: such an attempt's output is not converted.
-	Identify func(uid, container string, attempt int) (id, cri string, ok bool)
 	// Journal, if not nil, receives every converted line as a journal
 	// entry (journal.go); NoFile then leaves the CRI files unwritten (the
 	// "journald" driver alone).
@@ -772,9 +759,26 @@ func NewPumps(cfg PumpsConfig) *Pumps {
 	default:
 		lc.rawLimit = rawFileMax
 	}
-	l := newLogPumps(cfg.RootDir, lc, cfg.Log, cfg.TaskGone)
-	l.stopTask, l.notify, l.identify = cfg.StopTask, cfg.Notify, cfg.Identify
-	return l
+	return newLogPumps(cfg.RootDir, lc, cfg.Log)
+}
+
+// Tasks is what the converter asks of the runtime about the containers
+// whose output it converts (podruntime.Runtime.LogTasks). A nil function
+// is a question not asked.
+type Tasks struct {
+	// TaskGone reports whether container id has no task any more (the
+	// shim has written its last byte).
+	TaskGone func(ctx context.Context, id string) (bool, error)
+	// StopTask kills container id's task, whose raw output cannot be
+	// bounded any more.
+	StopTask func(ctx context.Context, id string) error
+	// Notify records a Warning event about container id.
+	Notify func(ctx context.Context, id, reason, message string)
+	// Identify returns the container ID and CRI log path of attempt
+	// attempt of container container of pod uid, if tug has that
+	// container: a state file a power cut damaged is rebuilt from them.
+	// Nil: such an attempt's output is not converted.
+	Identify func(uid, container string, attempt int) (id, cri string, ok bool)
 }
 
 // LimitsShims reports whether the shims that write raw files are to be
@@ -818,8 +822,8 @@ func (l *Pumps) DroppedBytes() int64 {
 // concurrent use.
 func (l *Pumps) NoPunchFiles() int64 { return l.noPunchFiles.Load() }
 
-func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger, taskGone func(context.Context, string) (bool, error)) *Pumps {
-	return &Pumps{rootDir: rootDir, cfg: cfg, log: log, taskGone: taskGone,
+func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger) *Pumps {
+	return &Pumps{rootDir: rootDir, cfg: cfg, log: log,
 		sc: newScratch(), pumps: map[string]*pump{}, ended: map[string]bool{}, wake: make(chan struct{}, 1),
 		notices: make(chan notice, 64)}
 }
@@ -962,8 +966,9 @@ func firstData(path string) int64 {
 
 // Run adopts the logs of running containers, then converts their output
 // as it comes (inotify on the raw files, a tick as a fallback) until ctx
-// ends.
-func (l *Pumps) Run(ctx context.Context) error {
+// ends, asking tasks about the containers.
+func (l *Pumps) Run(ctx context.Context, tasks Tasks) error {
+	l.taskGone, l.stopTask, l.notify, l.identify = tasks.TaskGone, tasks.StopTask, tasks.Notify, tasks.Identify
 	l.adopt()
 	var wg sync.WaitGroup
 	defer wg.Wait() // after the watch is closed: its reader ends then
@@ -1008,7 +1013,7 @@ func (l *Pumps) stepAll(ctx context.Context, watch *rawWatch) {
 			continue
 		}
 		watch.add(p)
-		if !l.ended[id] && time.Since(p.lastData) >= pumpTaskCheck {
+		if !l.ended[id] && l.taskGone != nil && time.Since(p.lastData) >= pumpTaskCheck {
 			p.lastData = time.Now()
 			l.mu.Unlock() // create and taskDeleted need not wait for containerd
 			gone, err := l.taskGone(ctx, id)

@@ -398,7 +398,7 @@ func TestReportNotices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler), nil)
+			l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler))
 			p := tt.pump
 			l.report("cid", &p)
 			l.report("cid", &p) // said once
@@ -424,15 +424,15 @@ func TestReportNotices(t *testing.T) {
 // TestRunWaitsForItsGoroutines: Run returns only once the notifier has
 // finished what it was doing (a Warning event under way when ctx ends).
 func TestRunWaitsForItsGoroutines(t *testing.T) {
-	l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler), nil)
+	l := newLogPumps(t.TempDir(), logConfig{}, slog.New(slog.DiscardHandler))
 	entered, release := make(chan struct{}), make(chan struct{})
-	l.notify = func(context.Context, string, string, string) {
+	notify := func(context.Context, string, string, string) {
 		close(entered)
 		<-release
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
+	go func() { done <- l.Run(ctx, Tasks{Notify: notify}) }()
 	l.notices <- notice{id: "c1", reason: "OutputDropped"}
 	<-entered
 	cancel()

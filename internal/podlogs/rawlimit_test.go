@@ -121,7 +121,7 @@ func TestPumpFullRawFile(t *testing.T) {
 	if fi, _ := os.Stat(out); fi.Size() < cfg.rawLimit {
 		t.Errorf("a full raw file was collapsed to %d bytes", fi.Size())
 	}
-	l := newLogPumps(dir, cfg, testutil.Logger(t), nil)
+	l := newLogPumps(dir, cfg, testutil.Logger(t))
 	l.report("cid", p)
 	close(l.notices)
 	var got []notice

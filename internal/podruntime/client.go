@@ -15,7 +15,6 @@ import (
 	"tug/internal/clock"
 	"tug/internal/keylock"
 	"tug/internal/podexec"
-	"tug/internal/podlogs"
 )
 
 // Defaults for the Config fields left zero. Where tug lives on the host
@@ -79,15 +78,16 @@ type Config struct {
 	// RunLogger). Default: this process's executable (os.Executable).
 	LoggerPath string
 	// LogDriver is how a container's output reaches its log:
-	// LogDriverFile (default: the shim writes raw files that tug converts,
-	// see podlogs.Pumps) or LogDriverBinary (a "tug logger" per container, run
-	// by the shim; see logs.go), LogDriverJournald (the file driver's raw
-	// files, each line sent to Journal, no CRI log) or LogDriverFileJournald
+	// LogDriverFile (default: the shim writes raw files that Logs converts)
+	// or LogDriverBinary (a "tug logger" per container, run by the shim;
+	// see logs.go), LogDriverJournald (the file driver's raw files, each
+	// line sent to the journal, no CRI log) or LogDriverFileJournald
 	// (both).
 	LogDriver string
-	// Journal receives container output as journal entries with the
-	// journald drivers; required with them.
-	Journal podlogs.JournalSender
+	// Logs is the converter of the raw files (podlogs.Pumps, built by the
+	// caller for the driver), required with every driver but
+	// LogDriverBinary; its Run is given LogTasks.
+	Logs Logs
 	// LogMaxSize rotates a container log once it would grow beyond this
 	// many bytes; default 10 MiB; negative disables rotation.
 	LogMaxSize int64
@@ -147,10 +147,10 @@ func (c *Config) setDefaults() error {
 	switch c.LogDriver {
 	case "":
 		c.LogDriver = LogDriverFile
-	case LogDriverFile, LogDriverBinary:
-	case LogDriverJournald, LogDriverFileJournald:
-		if c.Journal == nil {
-			return fmt.Errorf("podruntime: log driver %s needs a journal sender", c.LogDriver)
+	case LogDriverBinary:
+	case LogDriverFile, LogDriverJournald, LogDriverFileJournald:
+		if c.Logs == nil {
+			return fmt.Errorf("podruntime: log driver %s needs the raw files' converter (Logs)", c.LogDriver)
 		}
 	default:
 		return fmt.Errorf("podruntime: unknown log driver %q (want %s, %s, %s or %s)", c.LogDriver,
@@ -201,9 +201,9 @@ type Runtime struct {
 
 	volumes Volumes
 
-	pumps     *podlogs.Pumps // the file log driver's converter; nil with the binary driver
-	shimLocks keylock.Mutex  // serialises choosing a shim group and creating the task in it (see shimGroupFor)
-	records   recordCache    // ListContainers' container records; every change to one calls records.changed
+	pumps     Logs          // the file log drivers' converter; nil with the binary driver
+	shimLocks keylock.Mutex // serialises choosing a shim group and creating the task in it (see shimGroupFor)
+	records   recordCache   // ListContainers' container records; every change to one calls records.changed
 }
 
 // New returns a Runtime on cfg.Client, with the image and volume managers
@@ -223,16 +223,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.life, r.stop = context.WithCancel(context.Background())
 	if cfg.LogDriver != LogDriverBinary {
-		pc := podlogs.PumpsConfig{
-			RootDir: cfg.RootDir, MaxSize: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles,
-			Log:      cfg.Log.With("component", "logs"),
-			TaskGone: r.taskGone, StopTask: r.killTask, Notify: r.containerEvent,
-			Identify: r.identifyAttempt,
-		}
-		if cfg.LogDriver == LogDriverJournald || cfg.LogDriver == LogDriverFileJournald {
-			pc.Journal, pc.NoFile = cfg.Journal, cfg.LogDriver == LogDriverJournald
-		}
-		r.pumps = podlogs.NewPumps(pc)
+		r.pumps = cfg.Logs
 	}
 	return r, nil
 }

@@ -7,12 +7,13 @@
 // a sequence of steps, each one call into a package of its own: images
 // makes the image present, volume prepares and stages what the container
 // mounts, specopts builds its OCI spec, and podlogs sets up where its
-// output goes. The image and volume managers are built by the caller and
-// handed in as the narrow interfaces Images and Volumes (managers.go);
-// what else reads them (the image GC, the API, the eviction manager,
-// housekeeping) uses them directly, not through the runtime. The log
-// pumps are built here, since they report a task's end back to the
-// runtime. Dial connects to containerd.
+// output goes. The image and volume managers and the file log drivers'
+// converter are built by the caller and handed in as the narrow interfaces
+// Images, Volumes and Logs (managers.go); what else reads them (the image
+// GC, the API, the eviction manager, housekeeping, the log metrics) uses
+// them directly, not through the runtime, and the converter asks the
+// runtime what it needs of the tasks through LogTasks. Dial connects to
+// containerd.
 //
 // containerd is the source of truth: containers are found by their labels
 // (prefix "io.tug."), never by memory alone, so a restarted agent adopts

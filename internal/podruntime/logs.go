@@ -65,26 +65,6 @@ func (r *Runtime) limitShim(pid uint32) error {
 	return podlogs.LimitShim(pid)
 }
 
-// LogDroppedBytes returns the raw output bytes the file log driver has
-// dropped since tug started, to keep containers' output within its
-// backlog bound. Safe for concurrent use.
-func (r *Runtime) LogDroppedBytes() int64 {
-	if r.pumps == nil {
-		return 0
-	}
-	return r.pumps.DroppedBytes()
-}
-
-// LogNoPunchFiles returns how many container attempts' raw logs were
-// found, since tug started, on a file system that cannot punch holes. Safe
-// for concurrent use.
-func (r *Runtime) LogNoPunchFiles() int64 {
-	if r.pumps == nil {
-		return 0
-	}
-	return r.pumps.NoPunchFiles()
-}
-
 // containerEvent records a Warning event about container id, for the pod
 // its labels name.
 func (r *Runtime) containerEvent(ctx context.Context, id, reason, message string) {
@@ -149,13 +129,10 @@ func (r *Runtime) logTaskDeleted(id string) {
 	}
 }
 
-// RunLogs converts the output of the containers that use the file log
-// driver into their CRI logs until ctx ends; with the binary driver it
-// only waits for ctx.
-func (r *Runtime) RunLogs(ctx context.Context) error {
-	if r.pumps == nil {
-		<-ctx.Done()
-		return nil
-	}
-	return r.pumps.Run(ctx)
+// LogTasks is what the raw files' converter asks of the runtime
+// (podlogs.Pumps.Run): whether a task is gone, the stop of a task whose
+// output cannot be bounded, a Warning event, and the container of an
+// attempt whose state file a power cut damaged.
+func (r *Runtime) LogTasks() podlogs.Tasks {
+	return podlogs.Tasks{TaskGone: r.taskGone, StopTask: r.killTask, Notify: r.containerEvent, Identify: r.identifyAttempt}
 }

@@ -12,7 +12,7 @@ import (
 // identifyAttempt returns the container ID and CRI log path of an attempt
 // of a container of pod uid, found by its labels, for the file driver's
 // converter to rebuild a state file a power cut damaged
-// (podlogs.PumpsConfig.Identify).
+// (podlogs.Tasks.Identify).
 func (r *Runtime) identifyAttempt(uid, container string, attempt int) (id, cri string, ok bool) {
 	ctx, cancel := context.WithTimeout(r.ctx(context.Background()), DefaultConnectTimeout)
 	defer cancel()

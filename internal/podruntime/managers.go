@@ -53,3 +53,17 @@ type Volumes interface {
 	RemoveImageViews(ctx context.Context, uid string) error
 	ImageViewUIDs(ctx context.Context) ([]string, error)
 }
+
+// Logs is the converter of the file log drivers' raw output files
+// (implemented by podlogs.Pumps): the raw files of a new container
+// attempt, whether shims are to be limited, and a task's end.
+type Logs interface {
+	// RawBase is the base of an attempt's raw files; Create sets them up
+	// and returns the paths the shim writes stdout and stderr to.
+	RawBase(uid, container string, attempt int) string
+	Create(id, cri, base string) (stdout, stderr string, err error)
+	// LimitsShims reports whether shims are to be limited (LimitShim).
+	LimitsShims() bool
+	// TaskDeleted says the shim of container id has written everything.
+	TaskDeleted(id string)
+}

@@ -50,25 +50,27 @@ type env struct {
 	r        *Runtime
 	images   *images.Manager // the runtime's image manager, for imports
 	imageDir string          // its image directory
-	// connect connects a new Runtime (and its image manager) as tug does
-	// at its start.
-	connect func() (*Runtime, *images.Manager)
+	// connect connects a new Runtime (with its image manager and log
+	// converter) as tug does at its start.
+	connect func() (*Runtime, *images.Manager, *podlogs.Pumps)
 	ctx     context.Context // in the test's containerd namespace
 	image   string          // the test image, imported
 	archive string
 	counts  *countHandler
-	// stopLogs ends the runtime's RunLogs (the file log driver's
-	// converter, which the agent runs as a component).
+	// logs is the file log driver's converter of e.r, which the agent
+	// runs as a component; stopLogs ends it.
+	logs     *podlogs.Pumps
 	stopLogs func()
 }
 
-// runLogs runs r's RunLogs until e.stopLogs.
-func (e *env) runLogs(r *Runtime) {
+// runLogs runs e.logs, asking e.r, until e.stopLogs.
+func (e *env) runLogs() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	r, logs := e.r, e.logs
 	go func() {
 		defer close(done)
-		_ = r.RunLogs(ctx)
+		_ = logs.Run(ctx, r.LogTasks())
 	}()
 	e.stopLogs = func() {
 		cancel()
@@ -90,15 +92,17 @@ func newEnv(t *testing.T, noImport bool) *env {
 	ctx := context.Background()
 	log := slog.New(counts)
 	root, imageDir := filepath.Join(dir, "root"), filepath.Join(dir, "images")
-	connect := func() (*Runtime, *images.Manager) {
+	connect := func() (*Runtime, *images.Manager, *podlogs.Pumps) {
 		client, err := Dial(ctx, addr, ns, log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		imgs := images.New(images.Config{Client: client, Namespace: ns, Snapshotter: DefaultSnapshotter, RootDir: root, ImageDir: imageDir, Log: log})
+		logs := podlogs.NewPumps(podlogs.PumpsConfig{RootDir: root, MaxSize: DefaultLogMaxSize, MaxFiles: DefaultLogMaxFiles, Log: log})
 		r, err := New(Config{
 			Client: client,
 			Images: imgs,
+			Logs:   logs,
 			Volumes: volume.New(volume.Config{RootDir: root, Log: log,
 				Snapshots: client.SnapshotService(DefaultSnapshotter), Namespace: ns, Images: imgs}),
 			Address:    addr,
@@ -111,11 +115,11 @@ func newEnv(t *testing.T, noImport bool) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r, imgs
+		return r, imgs, logs
 	}
-	r, imgs := connect()
-	e := &env{r: r, images: imgs, imageDir: imageDir, connect: connect, ctx: namespaces.WithNamespace(ctx, ns), image: image, archive: archive, counts: counts}
-	e.runLogs(r)
+	r, imgs, logs := connect()
+	e := &env{r: r, images: imgs, logs: logs, imageDir: imageDir, connect: connect, ctx: namespaces.WithNamespace(ctx, ns), image: image, archive: archive, counts: counts}
+	e.runLogs()
 	t.Cleanup(func() { e.cleanup(t) })
 	if !noImport {
 		if err := os.MkdirAll(imageDir, 0o755); err != nil {
@@ -498,9 +502,8 @@ func TestE2ERestartKeepsRunningAndLogging(t *testing.T) {
 	e.stopLogs()
 	e.r.Close()
 	time.Sleep(500 * time.Millisecond)
-	r2, imgs := e.connect()
-	e.r, e.images = r2, imgs
-	e.runLogs(r2)
+	e.r, e.images, e.logs = e.connect()
+	e.runLogs()
 	rc := e.only(t, p)
 	if rc.State != pod.RunRunning {
 		t.Errorf("after reconnect: %+v, want running (adopted)", rc)
@@ -767,8 +770,8 @@ func TestE2ETaskVanished(t *testing.T) {
 	// sees its exit, no exit label is written.
 	e.stopLogs()
 	e.r.Close()
-	e.r, e.images = e.connect()
-	e.runLogs(e.r)
+	e.r, e.images, e.logs = e.connect()
+	e.runLogs()
 	cont, err := e.r.client.LoadContainer(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
