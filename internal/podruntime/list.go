@@ -21,10 +21,10 @@ import (
 // ListContainers returns all of tug's containers in the namespace (those
 // with tug's pod UID label), oldest first. It lists the tasks with one
 // call, and the container records with another when they may have changed
-// (see recordCache). A task found exited is reaped in the background (its
-// exit recorded in labels, the task deleted: see reap), as containerd's CRI
-// does on a task's exit event, so that its shim ends and its log is
-// complete. The returned slice is the caller's.
+// (see recordCache). A task found exited gets its reaper (see reaper),
+// which reaps it in the background (its exit recorded in labels, the task
+// deleted), as containerd's CRI does on a task's exit event, so that its
+// shim ends and its log is complete. The returned slice is the caller's.
 func (r *Runtime) ListContainers(ctx context.Context) ([]pod.RuntimeContainer, error) {
 	ctx = r.ctx(ctx)
 	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
