@@ -134,7 +134,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help pkgmap build build-arm64 lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap walk build build-arm64 lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -273,6 +273,13 @@ test-powercut:
 # rule: no package over 3,000 lines of non-test code).
 pkgmap:
 	@scripts/pkgmap.sh
+
+# walk: the functions, packages and files a reader crosses from the sync
+# loop to a container's start (tools/walk, a module of its own: x/tools
+# stays out of tug's build). WALK_REPO measures another checkout.
+WALK_REPO ?= $(CURDIR)
+walk:
+	cd tools/walk && $(GO) run . -C $(WALK_REPO)
 
 bench:
 	@rc=0; \
