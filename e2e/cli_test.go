@@ -106,6 +106,10 @@ func TestPodsWatch(t *testing.T) {
 	tg := startTug(t, tugOpts{})
 	tg.writeManifest("stay.yaml", shPod("stay", tg.image, idle))
 	tg.waitRunning(startTimeout, "stay", "main", 0)
+	// The table is to show stay as it stays: ready in the API (the
+	// relist that brings its running container to the status follows the
+	// start by up to a second).
+	tg.waitPod(startTimeout, "stay", "ready in the API", readyIs(true))
 	pods := tg.follow("pods", "-w")
 	evs := tg.follow("events", "-w")
 	pods.waitLine(t, apiTimeout, 0, "NAME", "READY", "STATUS", "RESTARTS", "AGE")
