@@ -182,7 +182,9 @@ fuzz:
 # (-p 1): e2e's TestContainerdRestart kills and restarts the shared containerd.
 # Within a package, E2E_PARALLEL tests run at once (e2e/parallel_test.go says
 # which run alone). The verbose output is kept in E2E_LOG, and the slowest
-# tests are listed at the end (scripts/slowest.sh).
+# tests are listed at the end (scripts/slowest.sh); on failure, the failed
+# tests and their last lines come last of all (scripts/failures.sh), after the
+# daemons' logs, where a CI page that keeps only the tail still shows them.
 E2E_PARALLEL ?= 8
 E2E_LOG ?= /var/tmp/tug-e2e.log
 e2e:
@@ -198,6 +200,7 @@ e2e:
 		if [ $$rc -ne 0 ]; then echo "e2e: FAILED (exit $$rc)"; $(TESTENV) logs || true; fi; \
 	fi; \
 	$(TESTENV) down || true; \
+	if [ $$rc -ne 0 ]; then scripts/failures.sh $(E2E_LOG) || true; echo "e2e: FAILED (exit $$rc)"; fi; \
 	exit $$rc
 
 # e2e-containerd2: as e2e, with the environment of scripts/containerd2.sh
