@@ -141,13 +141,18 @@ var allowedImports = map[string]allowed{
 	// The CRI log layout: writing, conversion, reading. x/sys for
 	// fallocate, inotify and prlimit; atomicfile writes the pumps' state files durably.
 	"tug/internal/podlogs": {internal: []string{"tug/internal/pod", "tug/internal/atomicfile"}, modules: []string{"golang.org/x/sys"}},
-	// Pure OCI spec options: containerd's oci package and the spec and
-	// image types it speaks; x/sys opens seccomp profiles beneath their
-	// root.
-	"tug/internal/specopts": {internal: []string{"tug/internal/pod"}, modules: []string{
+	// OCI spec options: containerd's oci package and the spec and image
+	// types it speaks; x/sys opens seccomp profiles beneath their root;
+	// rootfs and moby's passwd and group parsers resolve the user from the
+	// image's files.
+	"tug/internal/specopts": {internal: []string{"tug/internal/pod", "tug/internal/rootfs"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/opencontainers/image-spec",
-		"github.com/opencontainers/runtime-spec", "golang.org/x/sys",
+		"github.com/opencontainers/runtime-spec", "golang.org/x/sys", "github.com/moby/sys/user",
 	}},
+	// Files of a container's root file system read from its snapshot's
+	// mounts: containerd's mount package for the temporary mount, x/sys
+	// for whiteouts and opaque directories.
+	"tug/internal/rootfs": {modules: []string{"github.com/containerd/containerd/v2", "golang.org/x/sys"}},
 	// The node's devices: the CDI library (spec registry and injection) and
 	// the OCI spec types it edits; specopts for the device node type it
 	// hands to podruntime; atomicfile writes its allocations durably.

@@ -149,7 +149,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
 		r.withSnapshot(id, img, sb.UserNS),
-		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, specOpts...)...),
+		containerd.WithNewSpec(specOpts...),
 		containerd.WithContainerLabels(podlabels.ForContainer(p, c, init, attempt, img.Target().Digest.String(), sb.CgroupParent)),
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
 		containerd.WithAdditionalContainerLabels(podlabels.ImageVolumes(imageVolumes)),

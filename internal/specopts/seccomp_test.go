@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/containerd/containerd/v2/pkg/oci"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"tug/internal/pod"
@@ -132,8 +133,8 @@ func TestWithRunAsNonRoot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := generate(t, oci.WithRootFSPath(rootfs(t)), fakeImageConfig(nil, nil, []string{"sh"}, tt.imgUID, 0),
-				withUser(tt.sc), withRunAsNonRoot(tt.sc, "default/web", "app"))
+			_, err := generate(t, oci.WithRootFSPath(imageRoot(t)), WithImageConfig(ocispec.ImageConfig{Cmd: []string{"sh"}}),
+				withUser(imageUser(tt.imgUID, 0), tt.sc), withRunAsNonRoot(tt.sc, "default/web", "app"))
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("err = %v", err)
@@ -151,13 +152,13 @@ func TestPodSecurityDefaults(t *testing.T) {
 	p.Spec.SecurityContext = &pod.PodSecurityContext{RunAsUser: i64(1000), RunAsNonRoot: boolp(true),
 		SeccompProfile: &pod.SeccompProfile{Type: pod.SeccompUnconfined}}
 	c := &pod.Container{Name: "app", Command: []string{"sh"}}
-	s := mustGenerate(t, append([]oci.SpecOpts{oci.WithRootFSPath(rootfs(t)), fakeImageConfig(nil, nil, []string{"sh"}, 0, 0)},
+	s := mustGenerate(t, append([]oci.SpecOpts{oci.WithRootFSPath(imageRoot(t))},
 		ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h"})...)...)
 	if s.Process.User.UID != 1000 || s.Linux.Seccomp != nil {
 		t.Errorf("uid %d seccomp %v, want the pod's 1000 and Unconfined", s.Process.User.UID, s.Linux.Seccomp != nil)
 	}
 	c.SecurityContext = &pod.SecurityContext{RunAsUser: i64(0), SeccompProfile: &pod.SeccompProfile{Type: pod.SeccompRuntimeDefault}}
-	_, err := generate(t, append([]oci.SpecOpts{oci.WithRootFSPath(rootfs(t)), fakeImageConfig(nil, nil, []string{"sh"}, 0, 0)},
+	_, err := generate(t, append([]oci.SpecOpts{oci.WithRootFSPath(imageRoot(t))},
 		ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h"})...)...)
 	if !errors.Is(err, pod.ErrCreateContainerConfig) {
 		t.Errorf("container runAsUser 0 under the pod's runAsNonRoot: err = %v", err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/containerd/containerd/v2/core/containers"
@@ -19,13 +18,12 @@ import (
 	"tug/internal/pod"
 )
 
-// Params is what the OCI spec of one container is built from, besides
-// the image (which oci.WithImageConfig applies first).
+// Params is what the OCI spec of one container is built from.
 type Params struct {
 	ID              string   // the container's ID, its cgroup's name
 	Pod             *pod.Pod // nil: no pod-level securityContext
 	Container       *pod.Container
-	Image           ocispec.ImageConfig // the image's ENTRYPOINT and CMD
+	Image           ocispec.ImageConfig // the image's env, ENTRYPOINT, CMD, working directory and USER
 	Sandbox         pod.Sandbox
 	Resources       pod.LinuxResources
 	Mounts          []specs.Mount // the pod's volumes and /etc files
@@ -37,8 +35,8 @@ type Params struct {
 	AppArmor bool
 }
 
-// ForContainer returns tug's options for a container's spec, to apply
-// after oci.WithImageConfig: Kubernetes command/args/env semantics, working
+// ForContainer returns the options of a container's spec: the image's
+// config, then Kubernetes command/args/env semantics, working
 // directory, user, capabilities or privileged mode, no_new_privs, seccomp,
 // read-only root, mounts, namespaces and hostname, the cgroup below the
 // pod's, resources and OOM score, and last the runAsNonRoot check of the
@@ -59,10 +57,11 @@ func ForContainer(sp Params) []oci.SpecOpts {
 		seccompProfile = sec.SeccompProfile
 	}
 	return []oci.SpecOpts{
+		WithImageConfig(sp.Image),
 		withProcessArgs(sp.Image, c.Command, c.Args, vars),
 		withEnv(sp.Hostname, env),
 		withWorkingDir(c.WorkingDir),
-		withUser(sec),
+		withUser(sp.Image.User, sec),
 		withSecurity(sec, sp.AllowPrivileged),
 		withSeccomp(seccompProfile, privileged, sp.Seccomp),
 		withAppArmor(sec, sp.AppArmor),
@@ -185,7 +184,7 @@ func withProcessArgs(img ocispec.ImageConfig, command, args []string, vars map[s
 }
 
 // withEnv sets HOSTNAME, then the environment already in the spec (the
-// image's, applied by oci.WithImageConfig) overrides it by name, then env
+// image's, applied by WithImageConfig) overrides it by name, then env
 // (the container's, "NAME=value") overrides both, as the kubelet and
 // containerd's CRI do.
 func withEnv(hostname string, env []string) oci.SpecOpts {
@@ -231,41 +230,6 @@ func withWorkingDir(dir string) oci.SpecOpts {
 	}
 }
 
-// withUser applies runAsUser and runAsGroup. runAsUser sets the uid, and
-// the gid to runAsGroup, or else to the user's primary group in the image's
-// /etc/passwd (0 if none); runAsGroup alone keeps the image's user and
-// changes only the group. Supplementary groups come from the image's
-// /etc/group. Without either, the image's USER (applied by
-// oci.WithImageConfig) stays.
-func withUser(sc *pod.SecurityContext) oci.SpecOpts {
-	return func(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec) error {
-		if sc == nil || (sc.RunAsUser == nil && sc.RunAsGroup == nil) {
-			return nil
-		}
-		if s.Process == nil {
-			s.Process = &specs.Process{}
-		}
-		var uid, user string
-		if sc.RunAsUser != nil {
-			uid = strconv.FormatInt(*sc.RunAsUser, 10)
-			user = uid
-		} else {
-			uid = strconv.FormatUint(uint64(s.Process.User.UID), 10)
-			user = uid
-		}
-		if sc.RunAsGroup != nil {
-			user += ":" + strconv.FormatInt(*sc.RunAsGroup, 10)
-		}
-		if err := oci.WithUser(user)(ctx, cl, c, s); err != nil {
-			return fmt.Errorf("set user %q: %w", user, err)
-		}
-		if err := oci.WithAdditionalGIDs(uid)(ctx, cl, c, s); err != nil {
-			return fmt.Errorf("set supplementary groups of uid %s: %w", uid, err)
-		}
-		return nil
-	}
-}
-
 // withSecurity applies privileged mode (only when allowed: else
 // ErrPrivilegedNotAllowed) or the capability changes. Capabilities start from
 // containerd's default set; "ALL" in add grants every capability this
@@ -302,8 +266,8 @@ func withSecurity(sc *pod.SecurityContext, allowPrivileged bool) oci.SpecOpts {
 
 // withRunAsNonRoot refuses, with ErrCreateContainerConfig and the kubelet's
 // messages, a container whose runAsNonRoot is true but whose process would
-// run as uid 0: its runAsUser, else the image's USER as oci.WithImageConfig
-// and withUser resolved it (a name through the image's /etc/passwd). It
+// run as uid 0: its runAsUser, else the image's USER as withUser resolved
+// it (a name through the image's /etc/passwd). It
 // runs while the spec is generated, inside NewContainer, so a refused
 // container is never created. Apply after withUser.
 func withRunAsNonRoot(sc *pod.SecurityContext, podName, name string) oci.SpecOpts {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,15 +21,13 @@ import (
 	"tug/internal/volume"
 )
 
-// fakeImageConfig does what oci.WithImageConfig does with an image's
-// config, without a content store: env, args, cwd and a numeric user.
-func fakeImageConfig(env, entrypoint, cmd []string, uid, gid uint32) oci.SpecOpts {
-	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
-		s.Process.Env = mergeEnv(s.Process.Env, env)
-		s.Process.Args = append(append([]string{}, entrypoint...), cmd...)
-		s.Process.User.UID, s.Process.User.GID = uid, gid
-		return nil
+// imageUser is the USER of an image whose config gives uid:gid ("" for
+// root).
+func imageUser(uid, gid uint32) string {
+	if uid == 0 && gid == 0 {
+		return ""
 	}
+	return strconv.FormatUint(uint64(uid), 10) + ":" + strconv.FormatUint(uint64(gid), 10)
 }
 
 func generate(t *testing.T, opts ...oci.SpecOpts) (*oci.Spec, error) {
@@ -90,7 +89,7 @@ func TestWithEnv(t *testing.T) {
 		{Name: "EMPTY"},
 	})
 	s := mustGenerate(t,
-		fakeImageConfig([]string{"PATH=/bin", "A=from-image", "C=image"}, nil, []string{"sh"}, 0, 0),
+		WithImageConfig(ocispec.ImageConfig{Env: []string{"PATH=/bin", "A=from-image", "C=image"}, Cmd: []string{"sh"}}),
 		withEnv("web-node1", env))
 	want := []string{"HOSTNAME=web-node1", "PATH=/bin", "A=from-pod", "C=image", "B=from-pod-b", "EMPTY="}
 	if !slices.Equal(s.Process.Env, want) {
@@ -99,7 +98,7 @@ func TestWithEnv(t *testing.T) {
 
 	// The image may set HOSTNAME; the container's env wins over both.
 	s = mustGenerate(t,
-		fakeImageConfig([]string{"HOSTNAME=img"}, nil, []string{"sh"}, 0, 0),
+		WithImageConfig(ocispec.ImageConfig{Env: []string{"HOSTNAME=img"}, Cmd: []string{"sh"}}),
 		withEnv("h", []string{"HOSTNAME=mine"}))
 	if got := envValue(s.Process.Env, "HOSTNAME"); got != "mine" {
 		t.Errorf("HOSTNAME = %q, want mine", got)
@@ -129,8 +128,8 @@ func TestWithWorkingDir(t *testing.T) {
 func i64(v int64) *int64 { return &v }
 func boolp(v bool) *bool { return &v }
 
-// rootfs writes a minimal image root with /etc/passwd and /etc/group.
-func rootfs(t *testing.T) string {
+// imageRoot writes a minimal image root with /etc/passwd and /etc/group.
+func imageRoot(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "etc"), 0o755); err != nil {
@@ -147,7 +146,7 @@ func rootfs(t *testing.T) string {
 }
 
 func TestWithUser(t *testing.T) {
-	root := rootfs(t)
+	root := imageRoot(t)
 	tests := []struct {
 		name       string
 		imgUID     uint32
@@ -165,8 +164,8 @@ func TestWithUser(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustGenerate(t, oci.WithRootFSPath(root),
-				fakeImageConfig(nil, nil, []string{"sh"}, tt.imgUID, tt.imgGID),
-				withUser(tt.sc))
+				WithImageConfig(ocispec.ImageConfig{Cmd: []string{"sh"}}),
+				withUser(imageUser(tt.imgUID, tt.imgGID), tt.sc))
 			u := s.Process.User
 			if u.UID != tt.uid || u.GID != tt.gid {
 				t.Errorf("uid:gid = %d:%d, want %d:%d", u.UID, u.GID, tt.uid, tt.gid)
@@ -373,9 +372,10 @@ func TestContainerSpecOpts(t *testing.T) {
 			Capabilities:           &pod.Capabilities{Drop: []string{"ALL"}},
 		},
 	}
-	opts := append([]oci.SpecOpts{fakeImageConfig([]string{"PATH=/bin"}, nil, []string{"sh"}, 0, 0)},
+	opts := append([]oci.SpecOpts{oci.WithRootFSPath(imageRoot(t))},
 		ForContainer(Params{
 			ID:        "c1",
+			Image:     ocispec.ImageConfig{Env: []string{"PATH=/bin"}},
 			Container: c,
 			Sandbox:   pod.Sandbox{Namespaces: pod.Namespaces{Net: "/n", IPC: "/i", UTS: "/u"}},
 			Mounts:    []specs.Mount{volume.BindMount("/h", "/etc/hostname", true)},
@@ -441,8 +441,8 @@ func TestSpecCgroupAndResources(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]oci.SpecOpts{fakeImageConfig([]string{"PATH=/bin"}, nil, []string{"sh"}, 0, 0)},
-				ForContainer(Params{ID: "c1", Container: &pod.Container{Name: "app", Command: []string{"sh"}}, Sandbox: tt.sb, Resources: tt.res, Hostname: "h"})...)
+			opts := append([]oci.SpecOpts{oci.WithRootFSPath(imageRoot(t))},
+				ForContainer(Params{ID: "c1", Image: ocispec.ImageConfig{Env: []string{"PATH=/bin"}}, Container: &pod.Container{Name: "app", Command: []string{"sh"}}, Sandbox: tt.sb, Resources: tt.res, Hostname: "h"})...)
 			tt.want(t, mustGenerate(t, opts...))
 		})
 	}
@@ -530,7 +530,8 @@ func TestWithAppArmor(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &pod.Pod{Spec: pod.PodSpec{SecurityContext: &pod.PodSecurityContext{AppArmorProfile: tt.pod}}}
 			c := &pod.Container{Name: "app", Command: []string{"sh"}, SecurityContext: &pod.SecurityContext{AppArmorProfile: tt.ctr}}
-			s := mustGenerate(t, ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h", AppArmor: tt.enabled})...)
+			s := mustGenerate(t, append([]oci.SpecOpts{oci.WithRootFSPath(imageRoot(t))},
+				ForContainer(Params{ID: "c1", Pod: p, Container: c, Hostname: "h", AppArmor: tt.enabled})...)...)
 			if s.Process.ApparmorProfile != tt.want {
 				t.Errorf("apparmor profile %q, want %q", s.Process.ApparmorProfile, tt.want)
 			}
