@@ -1,7 +1,10 @@
 # tug's build, lint and test entry points. CI runs `make test` (.ci/run).
 #
 #   make build        bin/tug for this machine (static, CGO_ENABLED=0)
-#   make build-arm64  bin/tug-linux-arm64 (Raspberry Pi OS 64-bit and other arm64 Linux)
+#   make build-arm64  bin/tug-linux-arm64 (Raspberry Pi OS 64-bit and other arm64 Linux),
+#                     stripped
+#   make size         build-arm64, failing if the binary is over ARM64_BUDGET (21 MiB)
+#   make size-table   what each module adds to the arm64 binary (tools/binsize)
 #   make help         this text
 #   make lint         gofmt, go vet (with and without the e2e tag), go mod tidy -diff
 #                     (go.mod and go.sum as go mod tidy would write them); the
@@ -10,7 +13,7 @@
 #   make fuzz         each fuzz target of FUZZ_TARGETS for FUZZ_TIME (20s) from its
 #                     committed corpus (testdata/fuzz/<Name>/); a crasher is
 #                     written there and fails the run
-#   make test         everything CI runs: lint, test-unit, fuzz, both builds, then the
+#   make test         everything CI runs: lint, test-unit, fuzz, build, size, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
 #                     then e2e-containerd2, test-v2, test-systemd and test-powercut
@@ -90,6 +93,12 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# Every build of tug: grpcnotrace leaves out gRPC's request tracing
+# (golang.org/x/net/trace and html/template, which tug never enables);
+# -trimpath keeps the build machine's paths out of the binary.
+BUILDFLAGS := -trimpath -tags grpcnotrace
+# The stripped arm64 binary's budget in bytes (make size): 21 MiB.
+ARM64_BUDGET ?= 22020096
 TESTENV := scripts/testenv.sh
 # The e2e suite and the packages with e2e tests of their own.
 E2E_PKGS := ./e2e/... ./internal/...
@@ -134,15 +143,27 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help pkgmap walk build build-arm64 lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/tug ./agent
 
 # The README's install steps name this file, and agent's TestReadmeInstall
 # builds with this recipe (make -n build-arm64) and checks the ELF header.
+# It is the device's build: stripped of its symbol table and DWARF (-s -w;
+# a panic's stack trace keeps its function names and lines).
 build-arm64:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/tug-linux-arm64 ./agent
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '-s -w $(LDFLAGS)' -o bin/tug-linux-arm64 ./agent
+
+# size: the device's build against ARM64_BUDGET. size-table: what each
+# module adds to it (tools/binsize, from an unstripped build's symbols).
+size: build-arm64
+	@s=$$(stat -c %s bin/tug-linux-arm64); \
+	echo "size: bin/tug-linux-arm64 is $$s bytes, budget $(ARM64_BUDGET)"; \
+	[ $$s -le $(ARM64_BUDGET) ] || { echo "size: over budget by $$((s - $(ARM64_BUDGET))) bytes: see make size-table and docs/benchmarks.md"; exit 1; }
+size-table:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/tug-linux-arm64.symbols ./agent
+	$(GO) run ./tools/binsize -bin bin/tug-linux-arm64.symbols -goarch arm64 -flags '$(BUILDFLAGS)'
 
 help:
 	@sed -n '1,/^$$/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
@@ -157,7 +178,7 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit fuzz build build-arm64 e2e e2e-containerd2 test-v2 test-systemd test-powercut
+test: lint test-unit fuzz build size e2e e2e-containerd2 test-v2 test-systemd test-powercut
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes
@@ -232,7 +253,7 @@ test-v2:
 	@scripts/v2guest.sh setup
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
 	rm -rf $(V2_BIN) && mkdir -p $(V2_BIN)
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug ./agent
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/qos.test ./internal/qos
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(V2_BIN)/e2e.test ./e2e
 	scripts/v2guest.sh run -- env \
@@ -256,7 +277,7 @@ test-systemd:
 	@scripts/v2guest.sh setup
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
 	mkdir -p $(V2_BIN)
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-systemd ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-systemd ./agent
 	V2G_SYSTEMD=1 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/systemdtest.sh \
 		$(V2_BIN)/tug-systemd $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
@@ -269,7 +290,7 @@ test-powercut:
 	@V2G_SYSTEMD=1 scripts/v2guest.sh setup
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
 	mkdir -p $(V2_BIN)
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-powercut ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-powercut ./agent
 	scripts/powercut.sh $(V2_BIN)/tug-powercut $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
 # pkgmap: every package with its lines, exported names and job (the size

@@ -293,6 +293,9 @@ var allowedImports = map[string]allowed{
 		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
+	// What each module adds to a binary: go list and go tool nm, the
+	// standard library only.
+	"tug/tools/binsize": {},
 	// Network setup per pod through package network itself, against the same
 	// with ip commands: netlink and x/sys for the comparison's own netns.
 	"tug/bench/benchnet": {internal: []string{"tug/bench/internal/kit", "tug/internal/network", "tug/internal/pod"},

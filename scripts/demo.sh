@@ -69,7 +69,7 @@ build() {
     local version
     version=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo dev)
     log "building $TUG ($version)"
-    (cd "$REPO" && CGO_ENABLED=0 go build -ldflags "-X main.version=$version" -o "$TUG" ./agent)
+    (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags "-X main.version=$version" -o "$TUG" ./agent)
 }
 
 stop_tug() {

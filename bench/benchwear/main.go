@@ -281,7 +281,7 @@ func buildRev(ctx context.Context, rev, dir string) (string, error) {
 		return "", fmt.Errorf("git archive %s: %w\n%s", rev, err, out)
 	}
 	bin := filepath.Join(dir, "tug-base")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./agent")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bin, "./agent")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -42,7 +42,9 @@ func RunWithBinary(m *testing.M, pkg string, bin *string) int {
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
-	cmd := exec.Command(gobin, "build", "-o", *bin, pkg)
+	// The flags of the Makefile's builds (BUILDFLAGS): the tests run the
+	// binary that ships.
+	cmd := exec.Command(gobin, "build", "-trimpath", "-tags", "grpcnotrace", "-o", *bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "testutil: go build %s: %v\n%s", pkg, err, out)

@@ -97,7 +97,7 @@ func Build(ctx context.Context, pkg, bin string) (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("find the module: not inside tug's module (run from the repository)")
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bin, pkg)
 	cmd.Dir = filepath.Dir(gomod)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
