@@ -19,6 +19,36 @@ import (
 
 const mi = 1 << 20
 
+// TestDefaultMemoryThreshold: the default memory.available threshold is
+// the kubelet's 100Mi on a node with 1 GiB or more, and 10% of a smaller
+// node's memory; a given one is what it says on any node.
+func TestDefaultMemoryThreshold(t *testing.T) {
+	def, err := ParseThresholds("", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	given, err := ParseThresholds("memory.available<100Mi", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		memTotal, want int64
+	}{
+		{memTotal: 24 << 30, want: 100 * mi},
+		{memTotal: 1000 * mi, want: 100 * mi},
+		{memTotal: 512 * mi, want: 512 * mi / 10},
+		{memTotal: 205 * mi, want: 205 * mi / 10},
+	}
+	for _, tt := range tests {
+		if got := def[0].value(tt.memTotal); def[0].Signal != SignalMemoryAvailable || got != tt.want {
+			t.Errorf("default on %d MiB: %s = %d, want %d", tt.memTotal/mi, def[0].Signal, got, tt.want)
+		}
+		if got := given[0].value(tt.memTotal); got != 100*mi {
+			t.Errorf("given 100Mi on %d MiB: %d", tt.memTotal/mi, got)
+		}
+	}
+}
+
 func TestParseThresholds(t *testing.T) {
 	tests := []struct {
 		name             string
@@ -26,7 +56,7 @@ func TestParseThresholds(t *testing.T) {
 		want             []string // Threshold.String, then "soft:<grace>" for soft ones
 		wantErr          bool
 	}{
-		{name: "kubelet defaults", want: []string{"memory.available<100Mi", "nodefs.available<10%", "nodefs.inodesFree<5%", "imagefs.available<15%", "pid.available<10%"}},
+		{name: "kubelet defaults, memory bounded by the node's", want: []string{"memory.available<min(100Mi,10%)", "nodefs.available<10%", "nodefs.inodesFree<5%", "imagefs.available<15%", "pid.available<10%"}},
 		{name: "given hard replaces the defaults", hard: "pid.available<100,memory.available<1Gi", want: []string{"memory.available<1Gi", "pid.available<100"}},
 		{name: "none", hard: "none"},
 		{name: "soft with grace", hard: "none", soft: "memory.available<1.5Gi", grac: "memory.available=1m30s", want: []string{"memory.available<1536Mi soft:1m30s"}},
@@ -416,5 +446,40 @@ func TestNodeObserver(t *testing.T) {
 		if o := obs[sig]; o.Capacity <= 0 || o.Available < 0 || o.Available > o.Capacity {
 			t.Errorf("%s = %+v, want a real statfs", sig, o)
 		}
+	}
+}
+
+// TestNearThresholdShortensThePeriod: while a signal's available amount is
+// below twice its threshold the next pass comes after NearPeriod, else
+// after Period.
+func TestNearThresholdShortensThePeriod(t *testing.T) {
+	hard, _ := ParseThresholds("memory.available<100Mi", "", "")
+	tests := []struct {
+		name      string
+		available int64
+		want      time.Duration
+	}{
+		{name: "far", available: 500 * mi, want: 10 * time.Second},
+		{name: "at twice the threshold", available: 200 * mi, want: 10 * time.Second},
+		{name: "near", available: 150 * mi, want: time.Second},
+		{name: "met", available: 50 * mi, want: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := &fakeNode{obs: map[Signal]Observation{SignalMemoryAvailable: {Available: tt.available, Capacity: 1 << 30}}}
+			m, err := New(Config{Thresholds: hard, Observer: node, Pods: &fakePods{}, Evicter: &fakeEvicter{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.wait(); got != 10*time.Second {
+				t.Fatalf("before any pass: wait %v, want the period", got)
+			}
+			if _, err := m.Synchronize(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.wait(); got != tt.want {
+				t.Errorf("wait %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

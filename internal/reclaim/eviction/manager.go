@@ -96,6 +96,11 @@ type Config struct {
 	Priority func(p *pod.Pod) int32
 	// Period is how often Run evaluates; 0 means 10s (the kubelet's).
 	Period time.Duration
+	// NearPeriod is how often Run evaluates while a signal's available
+	// amount is below twice its threshold; 0 means 1s. A pod that grows by
+	// megabytes a second on a small device passes a 20 MiB threshold and
+	// reaches the kernel's OOM killer within one 10 s period.
+	NearPeriod time.Duration
 	// PressureTransitionPeriod is how long a node condition stays true
 	// after its threshold was last met; 0 means 5m (the kubelet's
 	// --eviction-pressure-transition-period).
@@ -120,12 +125,16 @@ type Manager struct {
 	firstObserved map[Signal]time.Time // soft thresholds met, since when
 	lastObserved  map[string]time.Time // node condition type, last seen met
 	conditions    []NodeCondition
+	near          bool // a signal below twice its threshold at the last pass
 }
 
 // New returns a Manager.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Period == 0 {
 		cfg.Period = 10 * time.Second
+	}
+	if cfg.NearPeriod == 0 {
+		cfg.NearPeriod = time.Second
 	}
 	if cfg.PressureTransitionPeriod == 0 {
 		cfg.PressureTransitionPeriod = 5 * time.Minute
@@ -148,10 +157,11 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// Run evaluates every Period until ctx is done and returns ctx's error. A
-// failed pass is logged when it starts failing and retried next period.
+// Run evaluates every Period (NearPeriod while a signal nears its
+// threshold) until ctx is done and returns ctx's error. A failed pass is
+// logged when it starts failing and retried next period.
 func (m *Manager) Run(ctx context.Context) error {
-	t := time.NewTicker(m.cfg.Period)
+	t := time.NewTimer(m.cfg.Period)
 	defer t.Stop()
 	failing := false
 	for {
@@ -170,7 +180,19 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.cfg.Log.Info("eviction manager: works again")
 		}
 		failing = err != nil
+		t.Reset(m.wait())
 	}
+}
+
+// wait is the time to the next pass: NearPeriod while the last pass saw a
+// signal below twice its threshold, else Period.
+func (m *Manager) wait() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.near {
+		return min(m.cfg.NearPeriod, m.cfg.Period)
+	}
+	return m.cfg.Period
 }
 
 // Synchronize is one pass: it observes the node and updates the
@@ -266,8 +288,12 @@ func (m *Manager) update(now time.Time, obs map[Signal]Observation) []Threshold 
 	defer m.mu.Unlock()
 	var met, act []Threshold
 	softMet := map[Signal]bool{}
+	m.near = false
 	for _, t := range m.cfg.Thresholds {
 		o, ok := obs[t.Signal]
+		if ok && o.Capacity > 0 && o.Available < 2*t.value(o.Capacity) {
+			m.near = true
+		}
 		if !ok || o.Capacity == 0 || o.Available >= t.value(o.Capacity) {
 			continue
 		}

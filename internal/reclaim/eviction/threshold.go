@@ -42,14 +42,24 @@ var resource = map[Signal]string{
 // DefaultHard is the kubelet's default --eviction-hard on Linux plus
 // pid.available<10%: the kubelet documents pid.available but sets no
 // default for it, and a device whose pods exhaust the node's pids can no
-// longer start anything, tug's own processes included. As in the
-// kubelet, DefaultHard applies only when --eviction-hard is not given at
-// all: a value given replaces all of it.
+// longer start anything, tug's own processes included. Its memory.available
+// is at most DefaultMemoryShare of the node's memory. As in the kubelet,
+// DefaultHard applies only when --eviction-hard is not given at all: a
+// value given replaces all of it.
 const DefaultHard = "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,pid.available<10%"
+
+// DefaultMemoryShare bounds the default memory.available threshold by the
+// node's memory: the kubelet's 100Mi is made for servers, and on a device
+// with 256 MiB (about 200 MiB after the kernel) it is half of what there is,
+// met by ten idle pods, so the eviction manager would evict pods that fit.
+// With the bound the threshold is 100Mi from 1 GiB of memory up, about
+// 50 MiB on 512 MiB and 20 MiB on 256 MiB.
+const DefaultMemoryShare = 0.10
 
 // Threshold is one parsed threshold: the signal is met when what is
 // available falls below Quantity bytes (or count), or below Percentage of
-// the capacity when Quantity is 0.
+// the capacity when Quantity is 0, or below the smaller of the two when both
+// are set (the default memory.available).
 type Threshold struct {
 	Signal      Signal
 	Quantity    int64
@@ -60,27 +70,38 @@ type Threshold struct {
 
 // value returns the threshold in the signal's unit for a capacity.
 func (t Threshold) value(capacity int64) int64 {
-	if t.Quantity > 0 {
+	share := int64(t.Percentage * float64(capacity))
+	switch {
+	case t.Quantity > 0 && t.Percentage > 0:
+		return min(t.Quantity, share)
+	case t.Quantity > 0:
 		return t.Quantity
 	}
-	return int64(t.Percentage * float64(capacity))
+	return share
 }
 
-// String prints the threshold in the flag syntax.
+// String prints the threshold in the flag syntax; one with both bounds as
+// "signal<min(quantity,percent%)".
 func (t Threshold) String() string {
-	if t.Quantity > 0 {
+	pct := strconv.FormatFloat(t.Percentage*100, 'f', -1, 64) + "%"
+	switch {
+	case t.Quantity > 0 && t.Percentage > 0:
+		return fmt.Sprintf("%s<min(%s,%s)", t.Signal, formatQuantity(t.Signal, t.Quantity), pct)
+	case t.Quantity > 0:
 		return fmt.Sprintf("%s<%s", t.Signal, formatQuantity(t.Signal, t.Quantity))
 	}
-	return fmt.Sprintf("%s<%s%%", t.Signal, strconv.FormatFloat(t.Percentage*100, 'f', -1, 64))
+	return fmt.Sprintf("%s<%s", t.Signal, pct)
 }
 
 // ParseThresholds parses the kubelet's --eviction-hard, --eviction-soft and
 // --eviction-soft-grace-period values (comma-separated; thresholds
 // "signal<quantity" or "signal<percent%", grace periods "signal=duration").
-// An empty hard is DefaultHard; "none" means no hard threshold. Every soft
+// An empty hard is DefaultHard, its memory.available bounded by
+// DefaultMemoryShare; "none" means no hard threshold. Every soft
 // threshold needs a grace period and every grace period a soft threshold.
 func ParseThresholds(hard, soft, grace string) ([]Threshold, error) {
-	if hard == "" {
+	byDefault := hard == ""
+	if byDefault {
 		hard = DefaultHard
 	}
 	if hard == "none" {
@@ -89,6 +110,11 @@ func ParseThresholds(hard, soft, grace string) ([]Threshold, error) {
 	out, err := parseList(hard, true)
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	for i := range out {
+		if byDefault && out[i].Signal == SignalMemoryAvailable {
+			out[i].Percentage = DefaultMemoryShare
+		}
 	}
 	softs, err := parseList(soft, false)
 	if err != nil {
