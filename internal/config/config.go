@@ -288,8 +288,8 @@ type Config struct {
 	MinimumImageTTLDuration time.Duration `yaml:"minimum-image-ttl-duration"`
 	// EvictionHard: hard eviction thresholds, kubelet syntax
 	// ("memory.available<100Mi,nodefs.available<10%"); "none" for none.
-	// Default (empty): memory.available<100Mi but at most 10% of the
-	// node's memory, nodefs.available<10%,
+	// Default (empty): memory.available 10% of the node's memory, at
+	// least 48Mi and at most 100Mi, nodefs.available<10%,
 	// nodefs.inodesFree<5%, imagefs.available<15%, pid.available<10%.
 	EvictionHard string `yaml:"eviction-hard"`
 	// EvictionSoft: soft eviction thresholds, same syntax. Default none.
@@ -511,7 +511,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "image filesystem usage percent at which unused images are removed (100: never)")
 	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "image filesystem usage percent the image GC frees down to")
 	fs.DurationVar(&c.MinimumImageTTLDuration, "minimum-image-ttl-duration", c.MinimumImageTTLDuration, "minimum age of an unused image before it is removed")
-	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, "hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's, memory.available at most 10% of the node's memory, and pid.available<10%; none: none)")
+	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, "hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's, memory.available 10% of the node's memory within 48Mi-100Mi, and pid.available<10%; none: none)")
 	fs.StringVar(&c.EvictionSoft, "eviction-soft", c.EvictionSoft, "soft eviction thresholds, same syntax as --eviction-hard")
 	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "grace period of each soft threshold, e.g. memory.available=1m30s")
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")

@@ -20,8 +20,9 @@ import (
 const mi = 1 << 20
 
 // TestDefaultMemoryThreshold: the default memory.available threshold is
-// the kubelet's 100Mi on a node with 1 GiB or more, and 10% of a smaller
-// node's memory; a given one is what it says on any node.
+// the kubelet's 100Mi on a node with 1 GiB or more, 10% of a smaller
+// node's memory, and not under 48Mi; a given one is what it says on any
+// node.
 func TestDefaultMemoryThreshold(t *testing.T) {
 	def, err := ParseThresholds("", "", "")
 	if err != nil {
@@ -37,7 +38,8 @@ func TestDefaultMemoryThreshold(t *testing.T) {
 		{memTotal: 24 << 30, want: 100 * mi},
 		{memTotal: 1000 * mi, want: 100 * mi},
 		{memTotal: 512 * mi, want: 512 * mi / 10},
-		{memTotal: 205 * mi, want: 205 * mi / 10},
+		{memTotal: 600 * mi, want: 60 * mi},
+		{memTotal: 205 * mi, want: 48 * mi},
 	}
 	for _, tt := range tests {
 		if got := def[0].value(tt.memTotal); def[0].Signal != SignalMemoryAvailable || got != tt.want {
@@ -56,7 +58,7 @@ func TestParseThresholds(t *testing.T) {
 		want             []string // Threshold.String, then "soft:<grace>" for soft ones
 		wantErr          bool
 	}{
-		{name: "kubelet defaults, memory bounded by the node's", want: []string{"memory.available<min(100Mi,10%)", "nodefs.available<10%", "nodefs.inodesFree<5%", "imagefs.available<15%", "pid.available<10%"}},
+		{name: "kubelet defaults, memory bounded by the node's", want: []string{"memory.available<min(100Mi,max(48Mi,10%))", "nodefs.available<10%", "nodefs.inodesFree<5%", "imagefs.available<15%", "pid.available<10%"}},
 		{name: "given hard replaces the defaults", hard: "pid.available<100,memory.available<1Gi", want: []string{"memory.available<1Gi", "pid.available<100"}},
 		{name: "none", hard: "none"},
 		{name: "soft with grace", hard: "none", soft: "memory.available<1.5Gi", grac: "memory.available=1m30s", want: []string{"memory.available<1536Mi soft:1m30s"}},
@@ -481,5 +483,58 @@ func TestNearThresholdShortensThePeriod(t *testing.T) {
 				t.Errorf("wait %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestOneEvictionAtATime: after an eviction for a node signal, no other pod
+// is evicted while the evicted one still has processes, up to 30 s; then
+// the next one is.
+func TestOneEvictionAtATime(t *testing.T) {
+	hard, _ := ParseThresholds("memory.available<100Mi", "", "")
+	now := time.Unix(1000, 0)
+	grow, other := mkPod("grow", 0), mkPod("other", 0)
+	withPIDs := func(used, pids int64) PodStats {
+		st := memStats(used)
+		st.Pod.PIDs = pids
+		return st
+	}
+	pods := &fakePods{pods: []*pod.Pod{grow, other}, stats: map[string]PodStats{"grow": withPIDs(300*mi, 3), "other": withPIDs(10*mi, 1)}}
+	ev := &fakeEvicter{}
+	node := &fakeNode{obs: map[Signal]Observation{SignalMemoryAvailable: {Available: 50 * mi, Capacity: 1 << 30}}}
+	m, err := New(Config{Thresholds: hard, Observer: node, Pods: pods, Evicter: ev, Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func() string {
+		t.Helper()
+		p, err := m.Synchronize(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			return ""
+		}
+		return p.Metadata.UID
+	}
+	if got := pass(); got != "grow" {
+		t.Fatalf("first pass evicted %q, want grow", got)
+	}
+	// The evicted pod leaves the active ones, but its processes remain.
+	pods.pods = []*pod.Pod{other}
+	now = now.Add(5 * time.Second)
+	if got := pass(); got != "" {
+		t.Errorf("evicted %q while grow still had processes", got)
+	}
+	now = now.Add(cleanupTimeout)
+	if got := pass(); got != "other" {
+		t.Errorf("after the cleanup timeout evicted %q, want other", got)
+	}
+	// A pod whose processes are gone lets the next eviction go at once.
+	pods.pods = []*pod.Pod{grow, other}
+	m.evicting = other
+	pods.stats["other"] = withPIDs(0, 0)
+	pods.stats["grow"] = withPIDs(300*mi, 3)
+	if got := pass(); got != "grow" {
+		t.Errorf("with the last evicted pod gone, evicted %q, want grow", got)
 	}
 }

@@ -126,7 +126,18 @@ type Manager struct {
 	lastObserved  map[string]time.Time // node condition type, last seen met
 	conditions    []NodeCondition
 	near          bool // a signal below twice its threshold at the last pass
+
+	// evicting is the pod of the last eviction for a node signal until
+	// its processes are gone (or cleanupTimeout has passed): until then no
+	// other pod is evicted for a node signal, whose reading cannot yet show
+	// what the eviction freed.
+	evicting  *pod.Pod
+	evictedAt time.Time
 }
+
+// cleanupTimeout bounds the wait for an evicted pod's processes to go (the
+// kubelet's podCleanupTimeout).
+const cleanupTimeout = 30 * time.Second
 
 // New returns a Manager.
 func New(cfg Config) (*Manager, error) {
@@ -223,6 +234,9 @@ func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
 	if len(met) == 0 {
 		return nil, nil
 	}
+	if m.cleaningUp(ctx) {
+		return nil, nil
+	}
 	m.readStats(ctx, stats, pods)
 	t := met[0]
 	o := obs[t.Signal]
@@ -255,10 +269,27 @@ func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
 			}
 		}
 		msg := thresholdMessage(t, o, p, stats[p.Metadata.UID])
+		m.evicting, m.evictedAt = p, m.cfg.Clock.Now()
 		return p, m.evict(ctx, p, t.Signal, msg, grace)
 	}
 	m.cfg.Log.Error("eviction manager: under pressure and no pod may be evicted", "signal", string(t.Signal))
 	return nil, nil
+}
+
+// cleaningUp reports whether the last pod evicted for a node signal still
+// has processes (its cgroup's pids), for at most cleanupTimeout.
+func (m *Manager) cleaningUp(ctx context.Context) bool {
+	if m.evicting == nil {
+		return false
+	}
+	if m.cfg.Clock.Now().Sub(m.evictedAt) < cleanupTimeout {
+		if st, ok := m.cfg.Pods.PodStats(ctx, m.evicting); ok && st.Pod.PIDs > 0 {
+			m.cfg.Log.Info("eviction manager: waiting for the evicted pod to go", "pod", m.evicting.FullName(), "pids", st.Pod.PIDs)
+			return true
+		}
+	}
+	m.evicting = nil
+	return false
 }
 
 func (m *Manager) priority(p *pod.Pod) int32 {

@@ -43,27 +43,35 @@ var resource = map[Signal]string{
 // pid.available<10%: the kubelet documents pid.available but sets no
 // default for it, and a device whose pods exhaust the node's pids can no
 // longer start anything, tug's own processes included. Its memory.available
-// is at most DefaultMemoryShare of the node's memory. As in the kubelet,
+// follows the node's memory (DefaultMemoryShare). As in the kubelet,
 // DefaultHard applies only when --eviction-hard is not given at all: a
 // value given replaces all of it.
 const DefaultHard = "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,pid.available<10%"
 
-// DefaultMemoryShare bounds the default memory.available threshold by the
-// node's memory: the kubelet's 100Mi is made for servers, and on a device
-// with 256 MiB (about 200 MiB after the kernel) it is half of what there is,
-// met by ten idle pods, so the eviction manager would evict pods that fit.
-// With the bound the threshold is 100Mi from 1 GiB of memory up, about
-// 50 MiB on 512 MiB and 20 MiB on 256 MiB.
-const DefaultMemoryShare = 0.10
+// DefaultMemoryShare and DefaultMemoryFloor bound the default
+// memory.available threshold by the node's memory: the kubelet's 100Mi is
+// made for servers, and on a device with 256 MiB (about 200 MiB after the
+// kernel) it is half of what there is, met by ten idle pods, so the
+// eviction manager would evict pods that fit. The threshold is 10% of the
+// memory, but not under 48Mi: near 30 MiB available, on a device with
+// 256 MiB, the kernel already drops the pages of the running programs (tug,
+// containerd, the shims, systemd) and reads them back, and the device
+// stalls before tug can act; 48Mi leaves tug the time of a few passes. So:
+// 100Mi from 1 GiB of memory up, about 51 MiB on 512 MiB, 48 MiB on 256 MiB.
+const (
+	DefaultMemoryShare = 0.10
+	DefaultMemoryFloor = 48 << 20
+)
 
 // Threshold is one parsed threshold: the signal is met when what is
 // available falls below Quantity bytes (or count), or below Percentage of
-// the capacity when Quantity is 0, or below the smaller of the two when both
-// are set (the default memory.available).
+// the capacity when Quantity is 0. With both (the default memory.available)
+// it is Percentage of the capacity, at least Floor and at most Quantity.
 type Threshold struct {
 	Signal      Signal
 	Quantity    int64
 	Percentage  float64 // 0..1
+	Floor       int64
 	GracePeriod time.Duration
 	Hard        bool
 }
@@ -73,7 +81,7 @@ func (t Threshold) value(capacity int64) int64 {
 	share := int64(t.Percentage * float64(capacity))
 	switch {
 	case t.Quantity > 0 && t.Percentage > 0:
-		return min(t.Quantity, share)
+		return min(t.Quantity, max(t.Floor, share))
 	case t.Quantity > 0:
 		return t.Quantity
 	}
@@ -81,12 +89,12 @@ func (t Threshold) value(capacity int64) int64 {
 }
 
 // String prints the threshold in the flag syntax; one with both bounds as
-// "signal<min(quantity,percent%)".
+// "signal<min(quantity,max(floor,percent%))".
 func (t Threshold) String() string {
 	pct := strconv.FormatFloat(t.Percentage*100, 'f', -1, 64) + "%"
 	switch {
 	case t.Quantity > 0 && t.Percentage > 0:
-		return fmt.Sprintf("%s<min(%s,%s)", t.Signal, formatQuantity(t.Signal, t.Quantity), pct)
+		return fmt.Sprintf("%s<min(%s,max(%s,%s))", t.Signal, formatQuantity(t.Signal, t.Quantity), formatQuantity(t.Signal, t.Floor), pct)
 	case t.Quantity > 0:
 		return fmt.Sprintf("%s<%s", t.Signal, formatQuantity(t.Signal, t.Quantity))
 	}
@@ -97,7 +105,7 @@ func (t Threshold) String() string {
 // --eviction-soft-grace-period values (comma-separated; thresholds
 // "signal<quantity" or "signal<percent%", grace periods "signal=duration").
 // An empty hard is DefaultHard, its memory.available bounded by
-// DefaultMemoryShare; "none" means no hard threshold. Every soft
+// DefaultMemoryShare and DefaultMemoryFloor; "none" means no hard threshold. Every soft
 // threshold needs a grace period and every grace period a soft threshold.
 func ParseThresholds(hard, soft, grace string) ([]Threshold, error) {
 	byDefault := hard == ""
@@ -113,7 +121,7 @@ func ParseThresholds(hard, soft, grace string) ([]Threshold, error) {
 	}
 	for i := range out {
 		if byDefault && out[i].Signal == SignalMemoryAvailable {
-			out[i].Percentage = DefaultMemoryShare
+			out[i].Percentage, out[i].Floor = DefaultMemoryShare, DefaultMemoryFloor
 		}
 	}
 	softs, err := parseList(soft, false)
