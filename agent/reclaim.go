@@ -123,6 +123,7 @@ type evictionPods struct {
 	cache  *pleg.PLEG
 	loop   *reconcile.Loop
 	images *images.Manager
+	kill   func(*pod.Pod) error // the pod's processes, through its cgroup
 }
 
 // newEvictionPods reads pod usage from the pod cgroups, the PLEG's
@@ -130,7 +131,7 @@ type evictionPods struct {
 // (nil: per-container memory is not read); the node's conditions through
 // pressure.
 func newEvictionPods(store *podconfig.Store, cache *pleg.PLEG, loop *reconcile.Loop, rp runtimeParts, cgroups *qos.Manager, memory *cgstats.Reader, pressure *pressureRef) evictionPods {
-	e := evictionPods{store: store, cache: cache, loop: loop, images: rp.images, StatsReader: eviction.StatsReader{
+	e := evictionPods{store: store, cache: cache, loop: loop, images: rp.images, kill: cgroups.KillPod, StatsReader: eviction.StatsReader{
 		Cgroups: cgroups, Containers: cache, Disks: rp.rt, EmptyDirs: rp.volumes, Pressure: pressure.has,
 	}}
 	if memory != nil {
@@ -196,6 +197,7 @@ func newEviction(ctx context.Context, cfg config.Config, th []eviction.Threshold
 		Observer:   eviction.NodeObserver{NodeFS: cfg.RootDir, ImageFS: imageFS},
 		Pods:       pods,
 		Evicter:    pods.loop,
+		KillPod:    pods.kill,
 		ReclaimDisk: []func(context.Context) error{func(ctx context.Context) error {
 			_, err := gc.DeleteUnusedImages(ctx)
 			return err

@@ -444,3 +444,39 @@ func TestE2EMemoryQoS(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EKillPod: KillPod kills every process of the pod's cgroup tree (two
+// containers' cgroups) at once, through the kernel, on cgroup v1 and v2;
+// a pod without a cgroup is no error.
+func TestE2EKillPod(t *testing.T) {
+	ctx := context.Background()
+	m := realManager(t, Config{})
+	bp := burstablePod("killed", "200m")
+	p, err := m.EnsurePod(ctx, bp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startInCgroup(t, m, p+"/ctr-a")
+	b := startInCgroup(t, m, p+"/ctr-b")
+	exited := make(chan error, 2)
+	for _, c := range []*exec.Cmd{a, b} {
+		go func() { exited <- c.Wait() }()
+	}
+	if err := m.KillPod(bp); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case err := <-exited:
+			if err == nil || !strings.Contains(err.Error(), "killed") {
+				t.Errorf("a process ended with %v, want killed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a process of the pod still runs 10 s after KillPod")
+		}
+	}
+	removeEventually(t, m, "killed")
+	if err := m.KillPod(bp); err != nil {
+		t.Errorf("KillPod of a pod without a cgroup: %v", err)
+	}
+}

@@ -486,9 +486,9 @@ func TestNearThresholdShortensThePeriod(t *testing.T) {
 	}
 }
 
-// TestOneEvictionAtATime: after an eviction for a node signal, no other pod
-// is evicted while the evicted one still has processes, up to 30 s; then
-// the next one is.
+// TestOneEvictionAtATime: a hard eviction kills the pod through KillPod at
+// once; after it, no other pod is evicted while the evicted one still has
+// processes, up to 30 s; then the next one is.
 func TestOneEvictionAtATime(t *testing.T) {
 	hard, _ := ParseThresholds("memory.available<100Mi", "", "")
 	now := time.Unix(1000, 0)
@@ -501,7 +501,9 @@ func TestOneEvictionAtATime(t *testing.T) {
 	pods := &fakePods{pods: []*pod.Pod{grow, other}, stats: map[string]PodStats{"grow": withPIDs(300*mi, 3), "other": withPIDs(10*mi, 1)}}
 	ev := &fakeEvicter{}
 	node := &fakeNode{obs: map[Signal]Observation{SignalMemoryAvailable: {Available: 50 * mi, Capacity: 1 << 30}}}
-	m, err := New(Config{Thresholds: hard, Observer: node, Pods: pods, Evicter: ev, Clock: func() time.Time { return now }})
+	var killed []string
+	kill := func(p *pod.Pod) error { killed = append(killed, p.Metadata.UID); return nil }
+	m, err := New(Config{Thresholds: hard, Observer: node, Pods: pods, Evicter: ev, KillPod: kill, Clock: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,8 +518,8 @@ func TestOneEvictionAtATime(t *testing.T) {
 		}
 		return p.Metadata.UID
 	}
-	if got := pass(); got != "grow" {
-		t.Fatalf("first pass evicted %q, want grow", got)
+	if got := pass(); got != "grow" || !slices.Equal(killed, []string{"grow"}) {
+		t.Fatalf("first pass evicted %q and killed %q, want grow and grow", got, killed)
 	}
 	// The evicted pod leaves the active ones, but its processes remain.
 	pods.pods = []*pod.Pod{other}

@@ -88,6 +88,12 @@ type Config struct {
 	Observer   Observer
 	Pods       Pods
 	Evicter    Evicter
+	// KillPod kills a pod's processes at once through its cgroup, not the
+	// runtime (qos.Manager.KillPod); a hard eviction calls it right after
+	// Evict. Under memory pressure containerd may be too slow to answer,
+	// and the memory is what the eviction is for. nil leaves the kill to
+	// the Evicter.
+	KillPod func(*pod.Pod) error
 	// ReclaimDisk runs, in order, before a pod is evicted for a disk
 	// signal (image GC's DeleteUnusedImages, container GC).
 	ReclaimDisk []func(ctx context.Context) error
@@ -270,7 +276,15 @@ func (m *Manager) Synchronize(ctx context.Context) (*pod.Pod, error) {
 		}
 		msg := thresholdMessage(t, o, p, stats[p.Metadata.UID])
 		m.evicting, m.evictedAt = p, m.cfg.Clock.Now()
-		return p, m.evict(ctx, p, t.Signal, msg, grace)
+		if err := m.evict(ctx, p, t.Signal, msg, grace); err != nil {
+			return p, err
+		}
+		if t.Hard && m.cfg.KillPod != nil {
+			if err := m.cfg.KillPod(p); err != nil {
+				m.cfg.Log.Warn("eviction manager: kill through the pod's cgroup; the runtime stops it", "pod", p.FullName(), "err", err)
+			}
+		}
+		return p, nil
 	}
 	m.cfg.Log.Error("eviction manager: under pressure and no pod may be evicted", "signal", string(t.Signal))
 	return nil, nil
