@@ -143,7 +143,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-systemd test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -178,7 +178,7 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit fuzz build size e2e e2e-containerd2 test-v2 test-systemd test-powercut
+test: lint test-unit fuzz build size e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-small-device test-powercut
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes
@@ -280,6 +280,36 @@ test-systemd:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-systemd ./agent
 	V2G_SYSTEMD=1 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/systemdtest.sh \
 		$(V2_BIN)/tug-systemd $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
+
+# test-arm64: a subset of the e2e suite on arm64, in a QEMU aarch64 guest
+# (software emulation) with Debian's arm64 kernel, containerd, runc and
+# busybox (scripts/arm64guest.sh, scripts/arm64tests.sh): tug and the e2e
+# test binary cross-compiled, the arm64 test image, a registry in the guest.
+# E2E_ARM64_RUN: a pod's start, the pod network and a hostPort with the
+# adoption of the pods after a SIGKILL of tug, restart policies and the
+# crash loop's restarts, probes, logs, cgroup limits and an OOM kill, a pull
+# from the registry, adoption of orphans, signed URL bundles and the OCI
+# source. The tests that time restarts or answers to the second are left
+# out: emulation stretches them past their bounds. About 6 minutes.
+E2E_ARM64_RUN ?= ^(TestStartFromManifest|TestPodNetwork|TestHostPortLoopback|TestRestartPolicies|TestProbeLivenessRestartsHungServer|TestLogsCommand|TestQoSCgroupTree|TestQoSOOMKilled|TestPullFromRegistry|TestAdoptionRemovesOrphans|TestURLSignedBundles|TestOCISource)$$
+test-arm64:
+	E2E_ARM64_RUN='$(E2E_ARM64_RUN)' CI="$${CI:-}" scripts/arm64tests.sh
+
+# test-small-device: the systemd guest with 256 MiB of memory
+# (V2G_MEM=256) and a fresh disk for containerd's and tug's files: the
+# repository's unit and tug's default thresholds, 10
+# pods on the pod network that start and stay, tug's memory protected, a
+# growing pod evicted before the kernel's OOM killer acts, and the memory of
+# tug, containerd and the shims (scripts/smalldevice.sh).
+test-small-device:
+	@V2G_SYSTEMD=1 scripts/v2guest.sh setup
+	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
+	mkdir -p $(V2_BIN)
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '-s -w $(LDFLAGS)' -o $(V2_BIN)/tug-small ./agent
+	rm -f $(V2G_DIR)/small-device.img
+	V2G_SYSTEMD=1 V2G_MEM=256 V2G_DISK=$(V2G_DIR)/small-device.img V2G_DISK_SIZE=2048 \
+		scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/smalldevice.sh \
+		$(V2_BIN)/tug-small $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
 # test-powercut: CUTS power cuts (SIGKILL of QEMU at a seeded random moment)
 # of the systemd guest with a persistent disk, each boot checked

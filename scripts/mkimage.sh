@@ -14,7 +14,7 @@
 #                           the grpc probe tests run
 #
 # config: Env PATH=/bin:/usr/bin:/sbin:/usr/sbin, Cmd ["sh"], os linux, and the
-# host's architecture in Go's naming (amd64, arm64, arm/v7, ...).  index.json
+# image's architecture in Go's naming (amd64, arm64, arm/v7, ...).  index.json
 # carries io.containerd.image.name=NAME and org.opencontainers.image.ref.name=<tag>,
 # so `ctr images import` and tug's sideloading register it as NAME.
 #
@@ -24,6 +24,15 @@
 #
 # tug's examples use NAME=docker.io/library/busybox:1.35 (Debian 12's busybox
 # is 1.35), so the same manifests run on a real cluster.
+#
+# The image's architecture is the host's, or MKIMAGE_ARCH (a Debian
+# architecture: arm64, armhf, ...) for another one.  Then busybox comes from
+# that architecture's busybox-static package: MKIMAGE_BUSYBOX names the binary,
+# or the .deb is fetched (apt-get download busybox-static:ARCH, which needs
+# `dpkg --add-architecture ARCH && apt-get update`) into
+# $(dirname OUT)/.mkimage-busybox-ARCH/.  The host cannot run that binary, so
+# the applet list is the host's busybox --list, and the two must be the same
+# BusyBox version.  grpchealth is built for that architecture.
 set -euo pipefail
 
 log() { echo "mkimage: $*" >&2; }
@@ -37,13 +46,11 @@ GRPCHEALTH_SRC=$(cd "$(dirname "$SELF")/../e2e/testimage/grpchealth" && pwd)
 GO=${GO:-go}
 command -v "$GO" >/dev/null || die "no Go toolchain ($GO): it builds /bin/grpchealth"
 
-BUSYBOX=/usr/bin/busybox
-[ -x "$BUSYBOX" ] || BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] || die "no busybox binary: apt-get install busybox-static"
-# The image has no libc: the binary must be static (busybox-static, not busybox).
-if ldd "$BUSYBOX" >/dev/null 2>&1; then
-    die "$BUSYBOX is dynamically linked: apt-get install busybox-static"
-fi
+HOST_BUSYBOX=/usr/bin/busybox
+[ -x "$HOST_BUSYBOX" ] || HOST_BUSYBOX=/bin/busybox
+host_deb_arch=$(dpkg --print-architecture 2>/dev/null || true)
+[ -n "$host_deb_arch" ] || host_deb_arch=$(uname -m)
+deb_arch=${MKIMAGE_ARCH:-$host_deb_arch}
 
 # tag: what follows the last ':' of the last path component, else latest
 last=${NAME##*/}
@@ -53,17 +60,8 @@ case $last in
     *) TAG=latest ;;
 esac
 
-# ---------------------------------------------------------------- idempotency
-if [ -s "$OUT" ] && [ "$OUT" -nt "$BUSYBOX" ] && [ "$OUT" -nt "$SELF" ] && [ "$OUT" -nt "$GRPCHEALTH_SRC/main.go" ] &&
-    tar -xOf "$OUT" index.json 2>/dev/null | grep -qF "\"io.containerd.image.name\":\"$NAME\""; then
-    log "$OUT is up to date ($NAME)"
-    exit 0
-fi
-
 # ---------------------------------------------------------------- architecture
 # Debian's architecture names mapped to the OCI/Go ones.
-deb_arch=$(dpkg --print-architecture 2>/dev/null || true)
-[ -n "$deb_arch" ] || deb_arch=$(uname -m)
 variant=
 case $deb_arch in
     amd64 | x86_64) arch=amd64 ;;
@@ -80,6 +78,50 @@ esac
 platform="\"architecture\":\"$arch\",\"os\":\"linux\""
 [ -z "$variant" ] || platform+=",\"variant\":\"$variant\""
 
+# ---------------------------------------------------------------- busybox
+# bb_version FILE: the BusyBox version a binary names, without running it
+bb_version() { LC_ALL=C grep -aom1 'BusyBox v[0-9][0-9.]*' "$1" | cut -c10-; }
+if [ "$deb_arch" = "$host_deb_arch" ]; then
+    BUSYBOX=$HOST_BUSYBOX
+    [ -x "$BUSYBOX" ] || die "no busybox binary: apt-get install busybox-static"
+    # The image has no libc: the binary must be static (busybox-static, not busybox).
+    if ldd "$BUSYBOX" >/dev/null 2>&1; then
+        die "$BUSYBOX is dynamically linked: apt-get install busybox-static"
+    fi
+else
+    [ -x "$HOST_BUSYBOX" ] || die "no host busybox for the applet list: apt-get install busybox-static"
+    BUSYBOX=${MKIMAGE_BUSYBOX:-}
+    if [ -z "$BUSYBOX" ]; then
+        bbdir=$(dirname "$OUT")/.mkimage-busybox-$deb_arch
+        BUSYBOX=$bbdir/bin/busybox
+        if [ ! -s "$BUSYBOX" ]; then
+            log "fetching busybox-static:$deb_arch"
+            rm -rf "$bbdir"
+            mkdir -p "$bbdir/deb"
+            # APT::Sandbox::User=root: the _apt user cannot write to $bbdir
+            (cd "$bbdir/deb" && apt-get -o APT::Sandbox::User=root download "busybox-static:$deb_arch" >&2) ||
+                die "apt-get download busybox-static:$deb_arch failed (dpkg --add-architecture $deb_arch && apt-get update?)"
+            dpkg-deb -x "$bbdir"/deb/busybox-static_*.deb "$bbdir"
+            rm -rf "$bbdir/deb"
+        fi
+    fi
+    [ -s "$BUSYBOX" ] || die "no busybox binary $BUSYBOX"
+    if command -v readelf >/dev/null && LC_ALL=C readelf -l "$BUSYBOX" 2>/dev/null | grep -q 'program interpreter'; then
+        die "$BUSYBOX is dynamically linked: it must come from busybox-static"
+    fi
+    if [ -z "$(bb_version "$BUSYBOX")" ] || [ "$(bb_version "$BUSYBOX")" != "$(bb_version "$HOST_BUSYBOX")" ]; then
+        die "$BUSYBOX is BusyBox $(bb_version "$BUSYBOX"), the host's $HOST_BUSYBOX (the applet list) $(bb_version "$HOST_BUSYBOX")"
+    fi
+fi
+
+# ---------------------------------------------------------------- idempotency
+if [ -s "$OUT" ] && [ "$OUT" -nt "$BUSYBOX" ] && [ "$OUT" -nt "$SELF" ] && [ "$OUT" -nt "$GRPCHEALTH_SRC/main.go" ] &&
+    tar -xOf "$OUT" index.json 2>/dev/null | grep -qF "\"io.containerd.image.name\":\"$NAME\"" &&
+    tar -xOf "$OUT" index.json 2>/dev/null | grep -qF "{$platform}"; then
+    log "$OUT is up to date ($NAME, $arch${variant:+/$variant})"
+    exit 0
+fi
+
 # ---------------------------------------------------------------- build
 umask 022
 mkdir -p "$(dirname "$OUT")"
@@ -95,7 +137,7 @@ chmod 0700 "$root/root"
 cp "$BUSYBOX" "$root/bin/busybox"
 chmod 0755 "$root/bin/busybox"
 n=0
-for a in $("$BUSYBOX" --list); do
+for a in $("$HOST_BUSYBOX" --list); do
     [ "$a" = busybox ] && continue
     ln -s busybox "$root/bin/$a"
     n=$((n + 1))
@@ -140,4 +182,4 @@ printf '{"imageLayoutVersion":"1.0.0"}\n' > "$img/oci-layout"
 
 tarc "$img" "$work/out.tar" oci-layout index.json blobs
 mv -f "$work/out.tar" "$OUT"
-log "built $OUT: $NAME ($arch${variant:+/$variant}, busybox $("$BUSYBOX" | head -1 | awk '{print $2}'), $n applets, manifest sha256:$mdg)"
+log "built $OUT: $NAME ($arch${variant:+/$variant}, busybox v$(bb_version "$BUSYBOX"), $n applets, manifest sha256:$mdg)"
