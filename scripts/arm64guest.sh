@@ -146,6 +146,8 @@ INITRD_MODS="virtio_pci virtio_blk ext4 overlay 9pnet_virtio 9p virtio_rng"
 
 log() { echo "arm64guest: $*" >&2; }
 die() { log "ERROR: $*"; exit 125; }
+# shellcheck source=scripts/guestwait.sh
+. "$HERE/guestwait.sh"
 
 # ---------------------------------------------------------------- packages
 ensure_packages() {
@@ -507,7 +509,6 @@ boot_guest() {
     done
 
     log "booting (aarch64 TCG, -cpu $CPU, ${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT}s), run dir $RUN"
-    local t0=$SECONDS rc=0 tpid stalled=
     timeout -k 10 "$TIMEOUT" qemu-system-aarch64 \
         -nodefaults -no-user-config -display none -no-reboot -monitor none \
         -machine virt -accel tcg,thread=multi -cpu "$CPU" -m "$MEM" -smp "$SMP" \
@@ -520,55 +521,7 @@ boot_guest() {
         -device virtio-rng-pci \
         < /dev/null > "$RUN/qemu.log" 2>&1 &
     QPID=$!   # timeout(1)'s pid; QEMU is its child and dies with it
-    trap '[ -z "$QPID" ] || kill "$QPID" 2>/dev/null; exit 130' INT TERM HUP
-    # Stream the console (kernel messages, the guest init, CMD's output).
-    tail -s 0.2 -n +1 -F "$RUN/console.log" --pid="$QPID" 2>/dev/null | sed -u 's/\r$//' &
-    tpid=$!
-    # A64G_STALL: the guest writes out/heartbeat every 5 s from the moment
-    # its out share is mounted; a guest whose heartbeat is older than
-    # A64G_STALL seconds (counted from the boot until the first one) is
-    # frozen, whatever CMD was doing, and is killed.
-    if [ "$STALL" -gt 0 ]; then
-        local beat
-        while kill -0 "$QPID" 2>/dev/null; do
-            sleep 2
-            beat=$(stat -c %Y "$RUN/out/heartbeat" 2>/dev/null) || beat=$(($(date +%s) - SECONDS + t0))
-            if [ $(($(date +%s) - beat)) -gt "$STALL" ]; then
-                stalled=1
-                log "STALLED: no heartbeat from the guest for over ${STALL}s (A64G_STALL)"
-                pkill -KILL -P "$QPID" 2>/dev/null || true
-                kill -KILL "$QPID" 2>/dev/null || true
-                break
-            fi
-        done
-    fi
-    wait "$QPID" || rc=$?
-    QPID=
-    trap - INT TERM HUP
-    sleep 0.3
-    kill "$tpid" 2>/dev/null || true
-    wait "$tpid" 2>/dev/null || true
-    log "guest ran $((SECONDS - t0))s (qemu exit status $rc)"
-
-    local status=125
-    if [ -n "$stalled" ]; then
-        status=126
-    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-        log "TIMEOUT: the guest was killed after ${TIMEOUT}s (A64G_TIMEOUT)"
-        status=124
-    elif [ -s "$RUN/out/exit_status" ]; then
-        status=$(cat "$RUN/out/exit_status")
-    elif grep -q '^a64guest: exit status [0-9]' "$RUN/console.log"; then
-        status=$(sed -n 's/^a64guest: exit status \([0-9]*\).*/\1/p' "$RUN/console.log" | tail -1)
-    else
-        log "the guest left no exit status"
-    fi
-    if [ "$status" != 0 ]; then
-        [ -s "$RUN/qemu.log" ] && { log "---- qemu's output"; cat "$RUN/qemu.log" >&2; }
-        [ -s "$RUN/out/containerd.log" ] && { log "---- last 60 lines of the guest's containerd log"; tail -n 60 "$RUN/out/containerd.log" >&2; }
-        log "FAILED (status $status); console, containerd log and output in $RUN"
-    fi
-    return "$status"
+    guest_wait "$RUN" "$TIMEOUT" "$STALL" A64G a64guest
 }
 
 # ---------------------------------------------------------------- selftest
