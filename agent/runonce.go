@@ -18,8 +18,14 @@ import (
 // wait timed out.
 var errRunOnceFailed = errors.New("runonce: a pod failed")
 
+// runOnceSteady is how long a container must have run for --runonce to
+// count it as running: a container that fails at once (a missing file, a
+// bad argument) is seen Running for a few milliseconds before it exits, and
+// the report would call it running.
+const runOnceSteady = time.Second
+
 // runOnce waits until the file source has reported and every pod it gave is
-// running (every app container running), has succeeded, or has failed
+// running (every app container running for runOnceSteady), has succeeded, or has failed
 // (phase Failed, or a container stuck: crash-looping or unable to start),
 // then prints the pods and returns nil, or errRunOnceFailed if any failed,
 // any manifest is broken, or RunOnceTimeout passed. The pods
@@ -40,7 +46,7 @@ func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, sou
 		pods := view.Pods()
 		settled, failed := true, false
 		for i := range pods {
-			s, f := settledPod(&pods[i].Status)
+			s, f := settledPod(&pods[i].Status, time.Now())
 			settled, failed = settled && s, failed || f
 		}
 		timedOut := time.Now().After(deadline)
@@ -63,8 +69,8 @@ func runOnce(ctx context.Context, cfg config.Config, store *podconfig.Store, sou
 }
 
 // settledPod reports whether a pod has reached a state --runonce reports
-// (running, succeeded or failed), and whether that is a failure.
-func settledPod(st *pod.Status) (settled, failed bool) {
+// (running, succeeded or failed) at now, and whether that is a failure.
+func settledPod(st *pod.Status, now time.Time) (settled, failed bool) {
 	switch st.Phase {
 	case pod.PhaseSucceeded:
 		return true, false
@@ -85,7 +91,8 @@ func settledPod(st *pod.Status) (settled, failed bool) {
 		}
 	}
 	for _, cs := range st.ContainerStatuses {
-		running = running && cs.State.Running != nil
+		r := cs.State.Running
+		running = running && r != nil && (r.StartedAt.IsZero() || now.Sub(r.StartedAt) >= runOnceSteady)
 	}
 	return running, false
 }
