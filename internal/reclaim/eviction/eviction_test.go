@@ -519,7 +519,7 @@ func TestOneEvictionAtATime(t *testing.T) {
 		return p.Metadata.UID
 	}
 	if got := pass(); got != "grow" || !slices.Equal(killed, []string{"grow"}) {
-		t.Fatalf("first pass evicted %q and killed %q, want grow and grow", got, killed)
+		t.Fatalf("the first Synchronize evicted %q and killed %q, want grow and grow", got, killed)
 	}
 	// The evicted pod leaves the active ones, but its processes remain.
 	pods.pods = []*pod.Pod{other}
