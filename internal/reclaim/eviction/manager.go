@@ -104,7 +104,7 @@ type Config struct {
 	Period time.Duration
 	// NearPeriod is how often Run evaluates while a signal's available
 	// amount is below twice its threshold; 0 means 1s. A pod that grows by
-	// megabytes a second on a small device passes a 20 MiB threshold and
+	// megabytes a second on a small device passes its threshold and
 	// reaches the kernel's OOM killer within one 10 s period.
 	NearPeriod time.Duration
 	// PressureTransitionPeriod is how long a node condition stays true
