@@ -22,7 +22,9 @@ import (
 // are not checked: they may import testutil and what they test.
 //
 // tug/internal/redact, a stdlib-only leaf that masks secrets in logs and
-// errors, may be imported by every package (everyPackage).
+// errors, may be imported by every package (everyPackage), and so may
+// tug/internal/steptime, a stdlib-only leaf that times the steps of one
+// piece of work for a debug line.
 var allowedImports = map[string]allowed{
 	// The manifest types, defaults, identity, hashes and observed-state
 	// types: plain data every package shares, so the standard library only.
@@ -42,8 +44,9 @@ var allowedImports = map[string]allowed{
 	// and the objects bound to it.
 	"tug/internal/objects": {internal: []string{"tug/internal/pod"}},
 	// Leaves: the standard library only.
-	"tug/internal/redact": {},
-	"tug/internal/clock":  {},
+	"tug/internal/redact":   {},
+	"tug/internal/steptime": {},
+	"tug/internal/clock":    {},
 	// Writing state files atomically (temporary file, fsync, rename):
 	// source's checkpoints, rollout's state, remotewrite's buffer.
 	"tug/internal/atomicfile": {},
@@ -292,7 +295,7 @@ var allowedImports = map[string]allowed{
 	"tug/bench/benchoci": {internal: []string{"tug/internal/podview", "tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source", "tug/internal/bundle"},
 		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
-	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2"}},
+	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2", "golang.org/x/sys"}},
 	// What each module adds to a binary: go list and go tool nm, the
 	// standard library only.
 	"tug/tools/binsize": {},
@@ -313,7 +316,7 @@ var allowedImports = map[string]allowed{
 }
 
 // everyPackage lists the tug packages any package may import.
-var everyPackage = []string{"tug/internal/redact"}
+var everyPackage = []string{"tug/internal/redact", "tug/internal/steptime"}
 
 // allowed is one package's line of the allow-list.
 type allowed struct {

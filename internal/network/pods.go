@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tug/internal/pod"
+	"tug/internal/steptime"
 )
 
 // minBits and maxBits bound the pod CIDR's prefix length: a /30 holds one
@@ -483,9 +484,11 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 	if p.Spec.HostNetwork {
 		return n.HostIP(), nil
 	}
+	st := steptime.From(ctx)
 	if err := n.ensureNode(); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
+	st.Step("node")
 	log := n.log.With("pod", p.FullName(), "uid", uid)
 	published, _ := hostPorts(p, netip.IPv4Unspecified())
 	if err := n.ports.acquire(uid, portsOf(published)); err != nil {
@@ -496,6 +499,7 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 		}
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
+	st.Step("hostport_sockets")
 	if err := n.rebuildLease(uid, netnsPath, log); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
@@ -503,15 +507,18 @@ func (n *Pods) SetUp(ctx context.Context, p *pod.Pod, netnsPath string) (netip.A
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s (uid %s): %w", p.FullName(), uid, err)
 	}
-	if err := n.ensureVeth(uid, ip, netnsPath, log); err != nil {
+	st.Step("lease")
+	if err := n.ensureVeth(st, uid, ip, netnsPath, log); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
 	if err := n.ensureGuard(uid, ip); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
+	st.Step("guards")
 	if err := n.ensureHostPorts(p, uid, ip, log); err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s: %w", p.FullName(), err)
 	}
+	st.Step("hostport_rules")
 	return ip, nil
 }
 
@@ -568,7 +575,7 @@ func podAddress(netnsPath string, cidr netip.Prefix) (netip.Addr, bool) {
 
 // ensureVeth makes the pod's veth pair and configures both ends, repairing
 // whatever an interrupted earlier call left.
-func (n *Pods) ensureVeth(uid string, ip netip.Addr, netnsPath string, log *slog.Logger) error {
+func (n *Pods) ensureVeth(st *steptime.Timer, uid string, ip netip.Addr, netnsPath string, log *slog.Logger) error {
 	br, err := netlink.LinkByName(n.cfg.Bridge)
 	if err != nil {
 		return fmt.Errorf("find bridge %s (has Init run?): %w", n.cfg.Bridge, err)
@@ -605,6 +612,7 @@ func (n *Pods) ensureVeth(uid string, ip netip.Addr, netnsPath string, log *slog
 		}
 		log.Info("created the pod's veth", "veth", name, "ip", ip.String())
 	}
+	st.Step("veth")
 	// The host end: alias, bridge, up.
 	if host.Attrs().Alias != n.in.alias(uid) {
 		if err := netlink.LinkSetAlias(host, n.in.alias(uid)); err != nil {
@@ -620,15 +628,19 @@ func (n *Pods) ensureVeth(uid string, ip netip.Addr, netnsPath string, log *slog
 	if err := n.ensureHairpin(uid, host, attached); err != nil {
 		return err
 	}
+	st.Step("bridge_port")
 	if err := disableIPv6(name); err != nil {
 		return err
 	}
+	st.Step("sysctls")
 	if host.Attrs().Flags&net.FlagUp == 0 {
 		if err := netlink.LinkSetUp(host); err != nil {
 			return fmt.Errorf("bring %s up: %w", name, err)
 		}
 	}
-	return n.configurePodEnd(h, eth0, ip)
+	err = n.configurePodEnd(h, eth0, ip)
+	st.Step("addresses")
+	return err
 }
 
 // ensureHairpin turns on hairpin mode on the pod's bridge port, so that

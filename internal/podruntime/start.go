@@ -19,6 +19,7 @@ import (
 	"tug/internal/podlabels"
 	"tug/internal/podlogs"
 	"tug/internal/specopts"
+	"tug/internal/steptime"
 	"tug/internal/volume"
 )
 
@@ -83,6 +84,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	id := podlabels.ContainerID(p, c.Name, attempt)
 	log := r.log.With("pod", p.FullName(), "uid", p.Metadata.UID, "container", id)
+	st := steptime.New()
 
 	// 2. The image.
 	img, imgConfig, err := r.ensureImage(ctx, p, c)
@@ -93,6 +95,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
+	st.Step("image")
 
 	// 3. The log directory: only this attempt's log and the previous one's
 	// are kept.
@@ -103,11 +106,13 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err := podlogs.Prune(filepath.Dir(logPath), attempt-1); err != nil {
 		log.Warn("remove logs of earlier attempts", "err", err)
 	}
+	st.Step("log_dir")
 
 	// 4. What an earlier try of this ID left.
 	if err := r.removeLeftover(ctx, id, p.Metadata.UID, c.Name); err != nil {
 		return "", err
 	}
+	st.Step("leftover")
 
 	// 5. The mounts, staged last and unstaged when the start is over: runc
 	// has made its own mounts in the container by then (task create).
@@ -121,6 +126,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
+	st.Step("mounts")
 
 	// 6. The shim group, held until the task is created.
 	group, releaseGroup, err := r.shimGroupFor(ctx, p.Metadata.UID, id)
@@ -128,12 +134,14 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", err
 	}
 	defer releaseGroup()
+	st.Step("shim_group")
 
 	// 7. The spec.
 	specOpts, err := r.specOpts(ctx, p, c, id, imgConfig, sb, res, mounts, group)
 	if err != nil {
 		return "", err
 	}
+	st.Step("spec_options")
 
 	// 8. The container. From here on a failure removes what was made; a
 	// container that exists already was made by someone else, and its
@@ -164,6 +172,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		cont = nil // only the snapshot, if NewContainer made one
 		return "", err
 	}
+	st.Step("create")
 	// From here on the start runs to its end whatever happens to ctx (tug
 	// stopping): a task that containerd started while the call was being
 	// cancelled must not be taken for a failure and killed.
@@ -186,11 +195,13 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err != nil {
 		return "", err
 	}
+	st.Step("output")
 	task, err := cont.NewTask(ctx, creator)
 	releaseGroup()
 	if err != nil {
 		return "", r.withImageDamage(ctx, cont, img, fmt.Errorf("create task: %w", err))
 	}
+	st.Step("task")
 
 	// 11. The shim's limit on the raw output files.
 	if err := r.limitShim(task.Pid()); err != nil {
@@ -204,10 +215,13 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		log.Warn("record start time", "err", err)
 	}
 	r.records.changed()
+	st.Step("start_label")
 	if err := task.Start(ctx); err != nil {
 		return "", r.withImageDamage(ctx, cont, img, fmt.Errorf("start task: %w", err))
 	}
+	st.Step("start")
 	log.Info("started container", "image", img.Name(), "attempt", attempt, "pid", task.Pid())
+	log.Debug("container start steps", st.Attrs()...)
 	return id, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podplan"
 	"tug/internal/podstatus"
+	"tug/internal/steptime"
 )
 
 // podSyncer drives one pod's containers towards its manifest. The state it
@@ -174,11 +175,17 @@ func (s *podSyncer) admitted(p *pod.Pod) *pod.Pod {
 // address on the pod network. Each step is idempotent, so a sync after a
 // crash half-way through finishes the job. The pod's IP is noted for its
 // status.
+//
+// Each step's time goes to a debug line ("pod sandbox ready"), the
+// network's own steps included (steptime).
 func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error) {
+	st := steptime.New()
+	ctx = steptime.With(ctx, st)
 	ns, err := s.sb.EnsureNamespaces(ctx, p)
 	if err != nil {
 		return pod.Sandbox{}, err
 	}
+	st.Step("namespaces")
 	sb := pod.Sandbox{Namespaces: ns}
 	if ip := s.net.HostIP(); ip.IsValid() {
 		sb.HostIP = ip.String()
@@ -186,6 +193,7 @@ func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error
 	if sb.CgroupParent, err = s.cg.EnsurePod(ctx, p); err != nil {
 		return sb, fmt.Errorf("create cgroup of pod %s: %w", p.FullName(), err)
 	}
+	st.Step("cgroup")
 	if p.Spec.HostNetwork {
 		if ip := s.net.HostIP(); ip.IsValid() {
 			sb.IP = ip.String()
@@ -198,6 +206,7 @@ func (s *podSyncer) sandbox(ctx context.Context, p *pod.Pod) (pod.Sandbox, error
 		sb.IP = ip.String()
 	}
 	s.notes.address(p.Metadata.UID, sb.IP)
+	s.log.Debug("pod sandbox ready", append([]any{"pod", p.FullName(), "uid", p.Metadata.UID}, st.Attrs()...)...)
 	return sb, nil
 }
 
