@@ -158,14 +158,49 @@ func (l *leases) read(a netip.Addr) (string, error) {
 
 // allocate returns uid's lease, making one if it has none. It wraps
 // ErrNoAddress when every address is taken.
+//
+// The address is reserved in memory under l.mu and its file written (and
+// fsync'd) outside it, so that pods set up at once write their leases at
+// once and share the file system's journal commits instead of queueing
+// for one each.
 func (l *leases) allocate(uid string) (netip.Addr, error) {
+	for {
+		a, fresh, err := l.reserve(uid)
+		if err != nil || !fresh {
+			return a, err
+		}
+		err = l.write(a, uid)
+		l.mu.Lock()
+		switch {
+		case errors.Is(err, fs.ErrExist): // written behind our back
+			l.unreserve(a, uid)
+			other, _ := l.read(a)
+			l.note(a, other)
+			l.mu.Unlock()
+			continue
+		case err != nil:
+			l.unreserve(a, uid)
+			l.mu.Unlock()
+			return netip.Addr{}, err
+		}
+		l.dropOthers(uid, a)
+		l.mu.Unlock()
+		return a, nil
+	}
+}
+
+// reserve returns uid's lease if it has one (fresh false), or else
+// reserves the first free address after the one allocated last and
+// returns it with fresh true: the caller writes its file, or unreserves
+// it.
+func (l *leases) reserve(uid string) (a netip.Addr, fresh bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(); err != nil {
-		return netip.Addr{}, err
+		return netip.Addr{}, false, err
 	}
 	if a, ok := l.byUID[uid]; ok {
-		return a, nil
+		return a, false, nil
 	}
 	lo, hi := hostRange(l.prefix)
 	count := hi - lo + 1
@@ -178,21 +213,22 @@ func (l *leases) allocate(uid string) (netip.Addr, error) {
 		if _, taken := l.owner[a]; taken {
 			continue
 		}
-		err := l.write(a, uid)
-		if errors.Is(err, fs.ErrExist) { // written behind our back
-			other, _ := l.read(a)
-			l.note(a, other)
-			continue
-		}
-		if err != nil {
-			return netip.Addr{}, err
-		}
 		l.note(a, uid)
 		l.last = a
-		l.dropOthers(uid, a)
-		return a, nil
+		return a, true, nil
 	}
-	return netip.Addr{}, fmt.Errorf("%w in %s", ErrNoAddress, l.prefix)
+	return netip.Addr{}, false, fmt.Errorf("%w in %s", ErrNoAddress, l.prefix)
+}
+
+// unreserve forgets a reservation of a for uid whose file was not
+// written. The caller holds l.mu.
+func (l *leases) unreserve(a netip.Addr, uid string) {
+	if l.owner[a] == uid {
+		delete(l.owner, a)
+	}
+	if l.byUID[uid] == a {
+		delete(l.byUID, uid)
+	}
 }
 
 // adopt makes a, the address a running pod already has, uid's lease when

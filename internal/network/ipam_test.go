@@ -205,7 +205,9 @@ func TestLeaseFileFormat(t *testing.T) {
 
 // TestLeasesTwoProcesses checks the on-disk exclusivity: two instances on
 // the same directory (as two processes would be) never hand out the same
-// address, even though neither knows the other's leases in memory.
+// address, even though neither knows the other's leases in memory, and
+// each instance's concurrent allocations (files written outside its lock)
+// leave every lease holding its own UID.
 func TestLeasesTwoProcesses(t *testing.T) {
 	dir := t.TempDir()
 	p := netip.MustParsePrefix("10.201.0.0/26")
@@ -238,6 +240,11 @@ func TestLeasesTwoProcesses(t *testing.T) {
 	wg.Wait()
 	if uids, _ := newLeases(dir, p, discard()).list(); len(uids) != 40 {
 		t.Errorf("%d leases on disk, want 40", len(uids))
+	}
+	for addr, uid := range seen {
+		if b, err := os.ReadFile(filepath.Join(dir, addr.String())); err != nil || string(b) != uid+"\n" {
+			t.Errorf("lease %s = %q, %v; want %s's", addr, b, err, uid)
+		}
 	}
 }
 
