@@ -831,9 +831,12 @@ func newLogPumps(rootDir string, cfg logConfig, log *slog.Logger) *Pumps {
 // Create sets up the raw files of a new attempt of container id, whose CRI
 // log is cri, at base (RawBase), and returns the paths the shim writes the
 // container's stdout and stderr to.
+//
+// The files are made outside l.mu (their state file is fsync'd), so that
+// containers started at once do not queue for each other's writes; calls
+// for one id do not overlap (one pod worker starts a container).
 func (l *Pumps) Create(id, cri, base string) (stdout, stderr string, err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if old := l.pumps[id]; old != nil {
 		// A leftover of a failed start of the same attempt.
 		for {
@@ -849,13 +852,16 @@ func (l *Pumps) Create(id, cri, base string) (stdout, stderr string, err error) 
 		delete(l.pumps, id)
 	}
 	delete(l.ended, id)
+	l.mu.Unlock()
 	p, err := createPump(id, cri, base, l.cfg, l.sc)
 	if err != nil {
 		return "", "", fmt.Errorf("create log files: %w", err)
 	}
 	// Its task is about to be created: no task check for a while.
 	p.lastData = time.Now()
+	l.mu.Lock()
 	l.pumps[id] = p
+	l.mu.Unlock()
 	l.poke() // the next step watches its files: output wakes it from the first line
 	stdout, stderr, _ = rawPaths(base)
 	return stdout, stderr, nil
