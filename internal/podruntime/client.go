@@ -191,7 +191,8 @@ type Runtime struct {
 	client *containerd.Client
 	log    *slog.Logger
 
-	images Images
+	images       Images
+	imageConfigs imageConfigs // each started image's config, by digest
 
 	reapers reapers   // one per task, the only path that deletes it (see reaper)
 	reaps   reapCount // reaps under way: Close waits for them

@@ -244,6 +244,9 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 	if err != nil {
 		return nil, ocispec.ImageConfig{}, err
 	}
+	if cfg, ok := r.imageConfigs.get(img.Target().Digest.String()); ok {
+		return img, cfg, nil
+	}
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {
 		err = fmt.Errorf("read image config of %s: %w", img.Name(), err)
@@ -252,6 +255,7 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 		}
 		return nil, ocispec.ImageConfig{}, err
 	}
+	r.imageConfigs.put(img.Target().Digest.String(), imgSpec.Config)
 	return img, imgSpec.Config, nil
 }
 
