@@ -20,10 +20,29 @@ type ctrRun struct {
 	out bytes.Buffer
 }
 
-func newCtrRun(ctx context.Context, e *env, id string, logger bool) *ctrRun {
+// ctrSpec says what a ctr run adds to ctr's defaults.
+type ctrSpec struct {
+	logger bool // tug's log driver instead of ctr's FIFOs
+	// pod: what tug's spec adds to ctr's for every container, whatever
+	// runs it: the default seccomp profile and read-only bind mounts of
+	// /etc/hostname, /etc/hosts and /etc/resolv.conf.
+	pod bool
+}
+
+// etcFiles are the files a pod-spec ctr run binds, by destination.
+var etcFiles = []string{"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"}
+
+func newCtrRun(ctx context.Context, e *env, id string, spec ctrSpec) *ctrRun {
 	args := []string{"-a", e.o.Containerd, "-n", nsCtr, "run", "-d"}
-	if logger {
+	if spec.logger {
 		args = append(args, "--log-uri", tugLogURI(e, id))
+	}
+	if spec.pod {
+		args = append(args, "--seccomp")
+		for _, dst := range etcFiles {
+			src := filepath.Join(e.dir, "ctr-etc", filepath.Base(dst))
+			args = append(args, "--mount", "type=bind,src="+src+",dst="+dst+",options=rbind:ro")
+		}
 	}
 	args = append(args, e.o.Image, id, "sleep", "3600")
 	r := &ctrRun{cmd: exec.CommandContext(ctx, "ctr", args...)}
@@ -35,7 +54,7 @@ func newCtrRun(ctx context.Context, e *env, id string, logger bool) *ctrRun {
 // <settings>", run by the shim), writing to the work directory.
 func tugLogURI(e *env, id string) string {
 	settings := url.Values{"path": {filepath.Join(e.dir, "ctr-logs", id+".log")}}.Encode()
-	u := url.URL{Scheme: "binary", Path: e.tug.Bin, RawQuery: url.Values{"logger": {settings}}.Encode()}
+	u := url.URL{Scheme: "binary", Path: e.tugs[0].t.Bin, RawQuery: url.Values{"logger": {settings}}.Encode()}
 	return u.String()
 }
 
@@ -49,13 +68,20 @@ func (r *ctrRun) wait() error {
 // runCtrParallel is the all-at-once floor: n ctr processes started
 // together; t0 is just before the first starts.
 func runCtrParallel(ctx context.Context, e *env, n, run int) (sample, error) {
-	return measureCtr(ctx, e, n, run, false, startAll)
+	return measureCtr(ctx, e, n, run, ctrSpec{}, startAll)
+}
+
+// runCtrPodSpec is runCtrParallel with what tug's spec adds for every
+// container (ctrSpec.pod): the floor of a pod's container on the node's
+// network.
+func runCtrPodSpec(ctx context.Context, e *env, n, run int) (sample, error) {
+	return measureCtr(ctx, e, n, run, ctrSpec{pod: true}, startAll)
 }
 
 // runCtrLogger is runCtrParallel with tug's log driver instead of ctr's
 // FIFOs (-logger-diag): what tug's logger costs on its own.
 func runCtrLogger(ctx context.Context, e *env, n, run int) (sample, error) {
-	return measureCtr(ctx, e, n, run, true, startAll)
+	return measureCtr(ctx, e, n, run, ctrSpec{logger: true}, startAll)
 }
 
 // startAll starts every ctr process, then waits for them all.
@@ -77,7 +103,7 @@ func startAll(runs []*ctrRun) error {
 // runCtrSerial is the one-after-another floor: each ctr process is started
 // when the one before has returned.
 func runCtrSerial(ctx context.Context, e *env, n, run int) (sample, error) {
-	return measureCtr(ctx, e, n, run, false, func(runs []*ctrRun) error {
+	return measureCtr(ctx, e, n, run, ctrSpec{}, func(runs []*ctrRun) error {
 		for _, r := range runs {
 			if err := r.cmd.Start(); err != nil {
 				return fmt.Errorf("start ctr: %w", err)
@@ -93,19 +119,20 @@ func runCtrSerial(ctx context.Context, e *env, n, run int) (sample, error) {
 // measureCtr times launch (which runs the ctr processes) from t0 to the
 // n-th task start, and to the return of the last ctr process; then it
 // checks and removes the containers (untimed).
-func measureCtr(ctx context.Context, e *env, n, run int, logger bool, launch func([]*ctrRun) error) (sample, error) {
+func measureCtr(ctx context.Context, e *env, n, run int, spec ctrSpec, launch func([]*ctrRun) error) (sample, error) {
 	ids := map[string]bool{}
 	mctx, cancel := context.WithTimeout(ctx, runTimeout(n))
 	defer cancel()
 	runs := make([]*ctrRun, n)
-	for i, id := range podNames(n, run) {
+	for i, id := range podNames("c", n, run) {
 		ids[id] = true
-		runs[i] = newCtrRun(mctx, e, id, logger)
+		runs[i] = newCtrRun(mctx, e, id, spec)
 	}
 	key := func(id string) (string, bool) { return id, ids[id] }
 	mine := func(id string) bool { return ids[id] }
 
 	e.rec.Drain()
+	ctrd0 := e.containerdTicks()
 	t0 := time.Now()
 	err := launch(runs)
 	wall := time.Since(t0)
@@ -117,6 +144,7 @@ func measureCtr(ctx context.Context, e *env, n, run int, logger bool, launch fun
 		return sample{}, errors.Join(err, kit.Purge(ctx, e.client, nsCtr, mine))
 	}
 	s := newSample(tl, t0)
+	s.ctrdCPU = e.containerdSince(ctrd0)
 	s.wall = wall
 	if err := kit.CheckRunning(mctx, e.client, nsCtr, n, mine); err != nil {
 		return s, err

@@ -1,12 +1,17 @@
 // Command benchstart measures how fast tug starts pods ("make bench"):
 // N one-container pod manifests are renamed into tug's manifest directory at
-// once, and the time until the N-th task has started is compared with the
-// floor, `ctr run -d` of the same N containers started all at once and one
-// after another. Every method runs in its own containerd namespace, its runs
-// are interleaved with the others', and the time of each container or task
-// event is the time it reached this process, one clock for every method.
+// once, on the pod network and with hostNetwork, and the time until the N-th
+// task has started is compared with the floor, `ctr run -d` of the same N
+// containers started all at once and one after another, and with `podman
+// kube play` of the same pods when podman is installed. Every method runs
+// in its own containerd namespace, its runs are interleaved with the
+// others', and the time of each container or task event is the time it
+// reached this process, one clock for every method. tug's own debug lines
+// time each step of a pod's sandbox and of a container's start; the report
+// gives their medians per pod. -base runs a second tug binary (an earlier
+// commit's) beside the first in the same run.
 //
-//	go run ./bench/benchstart [-runs 5] [-n 1,10,30] [-tug ./tug] [-logger-diag] [-keep] [-markdown]
+//	go run ./bench/benchstart [-runs 5] [-n 1,10,30] [-tug ./tug] [-base OLD] [-podman auto|off|PATH] [-logger-diag] [-keep] [-markdown]
 //
 // docs/benchmarks.md explains the method and holds measured numbers.
 //
@@ -23,6 +28,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,8 +41,15 @@ import (
 // pod names (and so its container IDs) are known in advance.
 const (
 	nsTug    = "bench-tug"
+	nsBase   = "bench-base"
 	nsCtr    = "bench-ctr"
 	hostname = "bench"
+)
+
+// Labels of the two tugs, the prefixes of their methods' names.
+const (
+	labelTug  = "tug"
+	labelBase = "base"
 )
 
 type options struct {
@@ -46,14 +60,23 @@ type options struct {
 	pickupLog  *regexp.Regexp
 	idleStart  string
 	tugArgs    string
+	base       string // a second tug binary measured beside the first
+	podman     string // podman's binary; "" when podman is not measured
 }
 
 func main() {
+	if filepath.Base(os.Args[0]) == runcWrapperName {
+		err := runcWrapper(os.Args[1:])
+		fmt.Fprintln(os.Stderr, "benchstart as podman's runtime:", err)
+		os.Exit(1)
+	}
 	var (
-		o          options
-		ns, pickup string
+		o                  options
+		ns, pickup, podman string
 	)
 	o.Flags(flag.CommandLine)
+	flag.StringVar(&o.base, "base", "", "a second tug binary (another commit's) measured beside -tug in the same run")
+	flag.StringVar(&podman, "podman", "auto", "podman binary to measure `podman kube play` with: auto (if installed), off, or a path")
 	flag.IntVar(&o.runs, "runs", 5, "measured runs per method and N")
 	flag.StringVar(&o.tugArgs, "tug-args", "", "more flags of tug run, space-separated (e.g. --shim-grouping=node)")
 	flag.StringVar(&ns, "n", "1,10,30", "comma-separated numbers of pods started at once")
@@ -68,6 +91,9 @@ func main() {
 	if err == nil {
 		o.pickupLog, err = regexp.Compile(pickup)
 	}
+	if err == nil {
+		o.podman, err = findPodman(podman)
+	}
 	kit.Run("benchstart", err, func(ctx context.Context) error { return run(ctx, o) })
 }
 
@@ -81,6 +107,27 @@ func parseNs(s string) ([]int, error) {
 		ns = append(ns, n)
 	}
 	return ns, nil
+}
+
+// findPodman resolves -podman: "off" measures no podman, "auto" the one
+// on PATH if there is one, anything else must be podman's binary.
+func findPodman(flagValue string) (string, error) {
+	switch flagValue {
+	case "off":
+		return "", nil
+	case "auto":
+		bin, err := exec.LookPath("podman")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchstart: podman is not installed; not measured (apt-get install podman catatonit)")
+			return "", nil
+		}
+		return bin, nil
+	}
+	bin, err := exec.LookPath(flagValue)
+	if err != nil {
+		return "", fmt.Errorf("-podman: %w", err)
+	}
+	return bin, nil
 }
 
 func (o *options) check() error {
@@ -99,8 +146,8 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer func() { err = errors.Join(err, e.teardown()) }()
 
-	o.idleStart = kit.CPUIdle()
-	fmt.Fprintf(os.Stderr, "benchstart: CPU idle before the start: %s\n", o.idleStart)
+	e.o.idleStart = kit.CPUIdle()
+	fmt.Fprintf(os.Stderr, "benchstart: CPU idle before the start: %s\n", e.o.idleStart)
 	res := newResults()
 	if err := warmUp(ctx, e); err != nil {
 		return err
@@ -113,17 +160,17 @@ func run(ctx context.Context, o options) (err error) {
 			if err := measureRound(ctx, e, res, n, r); err != nil {
 				return fmt.Errorf("N=%d run %d: %w", n, r, err)
 			}
-			progress(o, res, done, total, n, r)
+			progress(e, res, done, total, n, r)
 		}
 	}
-	report(os.Stdout, o, res)
+	report(os.Stdout, e, res)
 	return nil
 }
 
 // progress prints the ready times of the round just measured.
-func progress(o options, res *results, done, total, n, r int) {
+func progress(e *env, res *results, done, total, n, r int) {
 	var b strings.Builder
-	for _, m := range methods(o) {
+	for _, m := range methods(e) {
 		fmt.Fprintf(&b, "  %s %s", m.name, kit.MS(res.last(n, m.name)))
 	}
 	fmt.Fprintf(os.Stderr, "  [%d/%d] N=%d run %d:%s\n", done, total, n, r, b.String())
@@ -134,7 +181,7 @@ func progress(o options, res *results, done, total, n, r int) {
 // first-container costs out of the measured runs.
 func warmUp(ctx context.Context, e *env) error {
 	fmt.Fprintln(os.Stderr, "benchstart: warm-up (N=1 per method, not counted)")
-	for _, m := range methods(e.o) {
+	for _, m := range methods(e) {
 		if _, err := m.run(ctx, e, 1, -1); err != nil {
 			return fmt.Errorf("warm-up %s: %w", m.name, err)
 		}
@@ -145,7 +192,7 @@ func warmUp(ctx context.Context, e *env) error {
 // measureRound runs every method once for n pods, in a fixed order, so that
 // drift on the machine hits all of them alike.
 func measureRound(ctx context.Context, e *env, res *results, n, r int) error {
-	for _, m := range methods(e.o) {
+	for _, m := range methods(e) {
 		s, err := m.run(ctx, e, n, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.name, err)
