@@ -66,7 +66,7 @@ func (m *Manager) Local(ctx context.Context, ref string) (containerd.Image, erro
 	// A failure to read or unpack an image whose content is damaged is
 	// ErrImageDamaged (a pull would find the damaged blobs present and
 	// fail the same way), any other ErrImageNotPresent.
-	ok, err := img.IsUnpacked(ctx, m.cfg.Snapshotter)
+	ok, err := m.isUnpacked(ctx, img)
 	if err != nil {
 		return nil, m.contentDamage(ctx, img.Target(), fmt.Errorf("image %q: %w (check unpacked: %w)", ref, ErrImageNotPresent, err))
 	}

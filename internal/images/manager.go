@@ -9,6 +9,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"
 	"tug/internal/registry"
@@ -93,6 +94,10 @@ type Manager struct {
 	cached cachedUses
 	// ahead are the images pulled ahead of a start (EnsureAhead).
 	ahead aheadPulls
+	// configs are the images' configs and chains their top snapshots'
+	// names (chain IDs), by digest (bydigest.go).
+	configs byDigest[ocispec.ImageConfig]
+	chains  byDigest[string]
 
 	importMu sync.Mutex            // serialises archive imports
 	imported map[string]archiveKey // archives already imported, by file name

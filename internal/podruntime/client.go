@@ -191,8 +191,7 @@ type Runtime struct {
 	client *containerd.Client
 	log    *slog.Logger
 
-	images       Images
-	imageConfigs imageConfigs // each started image's config, by digest
+	images Images
 
 	reapers reapers   // one per task, the only path that deletes it (see reaper)
 	reaps   reapCount // reaps under way: Close waits for them

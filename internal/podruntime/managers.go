@@ -20,6 +20,8 @@ type Images interface {
 	// start that follows does not pull the image again.
 	EnsureAhead(ctx context.Context, p *pod.Pod, c *pod.Container) (containerd.Image, error)
 	Local(ctx context.Context, ref string) (containerd.Image, error)
+	// Config returns an image's config (user, entrypoint, environment).
+	Config(ctx context.Context, img containerd.Image) (ocispec.ImageConfig, error)
 	CheckEntrypoint(ctx context.Context, img containerd.Image, args0 string, env []string, cwd string) error
 	CheckContent(ctx context.Context, target ocispec.Descriptor) error
 	Repair(ctx context.Context, p *pod.Pod, c *pod.Container, damage error, removable func(key string) bool) error

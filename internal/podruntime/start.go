@@ -244,10 +244,7 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 	if err != nil {
 		return nil, ocispec.ImageConfig{}, err
 	}
-	if cfg, ok := r.imageConfigs.get(img.Target().Digest.String()); ok {
-		return img, cfg, nil
-	}
-	imgSpec, err := img.Spec(ctx)
+	cfg, err := r.images.Config(ctx, img)
 	if err != nil {
 		err = fmt.Errorf("read image config of %s: %w", img.Name(), err)
 		if derr := r.images.CheckContent(ctx, img.Target()); errors.Is(derr, pod.ErrImageDamaged) {
@@ -255,8 +252,7 @@ func (r *Runtime) ensureImage(ctx context.Context, p *pod.Pod, c *pod.Container)
 		}
 		return nil, ocispec.ImageConfig{}, err
 	}
-	r.imageConfigs.put(img.Target().Digest.String(), imgSpec.Config)
-	return img, imgSpec.Config, nil
+	return img, cfg, nil
 }
 
 // mounts stages c's volumes under stageDir and returns its mounts, its
