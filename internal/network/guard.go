@@ -138,18 +138,87 @@ func (n *Pods) guardRulesOf(c *nftables.Conn, uid string) ([]*nftables.Rule, err
 
 // ensureGuard makes the guards of the pod's port exactly the wanted ones,
 // replacing them in one batch when they differ.
+//
+// A pod that has none (a new pod: n.guarded, loaded from the table once,
+// knows every pod's) gets them in one batch without reading the chain
+// first: the chain holds seven rules per pod, and reading it for each of
+// many pods started at once, under n.nftMu, made them queue. A pod that
+// has some, or a batch that fails (a table someone deleted), takes the
+// path that reads, compares and repairs.
 func (n *Pods) ensureGuard(uid string, ip netip.Addr) error {
 	t := guardTable(n.in.table())
 	want := guardRules(t, uid, n.in.vethName(uid), podMAC(uid), ip)
+	if fresh, err := n.unguarded(uid); err != nil {
+		return err
+	} else if fresh && n.addGuards(uid, want) == nil {
+		return nil
+	}
 	_, _, err := n.syncPodRules(uid, n.guardRulesOf, want, "port guards of veth "+n.in.vethName(uid))
+	if err == nil {
+		n.nftMu.Lock()
+		n.guarded[uid] = true
+		n.nftMu.Unlock()
+	}
 	return err
+}
+
+// unguarded reports whether pod uid has no port guards, reading every
+// pod's from the table the first time.
+func (n *Pods) unguarded(uid string) (bool, error) {
+	n.nftMu.Lock()
+	loaded := n.guarded != nil
+	n.nftMu.Unlock()
+	if !loaded {
+		rules, err := n.allGuardRules()
+		if err != nil {
+			return false, err
+		}
+		guarded := map[string]bool{}
+		for _, r := range rules {
+			if u, ok := uidFromComment(ruleComment(r.UserData)); ok {
+				guarded[u] = true
+			}
+		}
+		n.nftMu.Lock()
+		if n.guarded == nil {
+			n.guarded = guarded
+		}
+		n.nftMu.Unlock()
+	}
+	n.nftMu.Lock()
+	defer n.nftMu.Unlock()
+	return !n.guarded[uid], nil
+}
+
+// addGuards adds the pod's guards in one batch, and notes that it has
+// them.
+func (n *Pods) addGuards(uid string, rules []*nftables.Rule) error {
+	n.nftMu.Lock()
+	defer n.nftMu.Unlock()
+	c, err := nftables.New()
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		c.AddRule(r)
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	n.guarded[uid] = true
+	return nil
 }
 
 // deleteGuard deletes the guards of the pod's port, after its veth is
 // gone.
-func (n *Pods) deleteGuard(uid string) error {
+func (n *Pods) deleteGuard(uid string) (err error) {
 	n.nftMu.Lock()
 	defer n.nftMu.Unlock()
+	defer func() {
+		if err == nil {
+			delete(n.guarded, uid)
+		}
+	}()
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)

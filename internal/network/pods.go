@@ -95,6 +95,9 @@ type Pods struct {
 	ipam *leases
 
 	nftMu sync.Mutex // serialises nftables reads and batches
+	// guarded are the pods whose port guards are in the table (nftMu; nil
+	// until read from the table, see ensureGuard).
+	guarded map[string]bool
 
 	mu      sync.Mutex
 	hairpin map[string]int // uid -> ifindex of the veth whose hairpin mode is set
