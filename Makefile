@@ -60,7 +60,8 @@
 #                     the soak: CUTS=100, results in docs/benchmarks.md)
 #   make bench        benchmarks against the real containerd (test environment up):
 #                     Go benchmarks incl. PLEG death detection and relist cost (-tags e2e),
-#                     pod start-up vs ctr run (bench/benchstart), tug at rest (bench/benchidle),
+#                     pod start-up, pod network and hostNetwork, vs ctr run, ctr with a pod's spec
+#                     and podman kube play if installed (bench/benchstart), tug at rest (bench/benchidle),
 #                     remote write and status reports vs a plain tug (bench/benchupstream),
 #                     network setup per pod vs the same with ip commands (bench/benchnet),
 #                     the log drivers' throughput and footprint, file vs binary (bench/benchlogs);
