@@ -111,6 +111,12 @@ type Object struct {
 	StorageRequest *Quantity
 	// Warnings are what tug accepted but ignores (a storage class).
 	Warnings []string
+	// Retain keeps a claim's directory once no source defines the claim
+	// and no pod uses it, until it is removed by hand: the claim of a
+	// StatefulSet's volumeClaimTemplates whose
+	// persistentVolumeClaimRetentionPolicy.whenDeleted is Retain (the
+	// default), which outlives the StatefulSet as on a cluster.
+	Retain bool
 }
 
 // ObjectKey names an object: kind, namespace and name.
@@ -142,6 +148,9 @@ func (o *Object) digest(h interface{ Write([]byte) (int, error) }) {
 	write(o.Namespace)
 	write(o.Name)
 	write(o.Type)
+	if o.Retain {
+		write("retain")
+	}
 	keys := make([]string, 0, len(o.Data))
 	for k := range o.Data {
 		keys = append(keys, k)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -122,16 +123,70 @@ func (mgr *Manager) prepareClaim(p *pod.Pod, v *pod.Volume) error {
 		return err
 	}
 	created, err := mkdirShared(dir)
+	if err != nil {
+		return err
+	}
 	if created {
 		mgr.log.Info("claim directory created", "pod", p.FullName(), "file", dir)
 	}
-	return err
+	o := p.Object(pod.KindClaim, name)
+	return markRetained(dir, o != nil && o.Retain)
+}
+
+// retainedPrefix starts the name of the mark beside a claim's directory
+// that keeps it once no source defines it (see pod.Object.Retain):
+// "<namespace dir>/.retained.<claim>". A claim's name never starts with a
+// dot, so a mark is never taken for a claim.
+const retainedPrefix = ".retained."
+
+// retainedMark is the mark of the claim directory dir.
+func retainedMark(dir string) string {
+	return filepath.Join(filepath.Dir(dir), retainedPrefix+filepath.Base(dir))
+}
+
+// markRetained creates (retain) or removes the mark of claim directory
+// dir, durably: the mark is empty, and its directory is synced.
+func markRetained(dir string, retain bool) error {
+	mark := retainedMark(dir)
+	_, err := os.Lstat(mark)
+	switch {
+	case retain && errors.Is(err, fs.ErrNotExist):
+		f, err := os.OpenFile(mark, os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return fmt.Errorf("mark claim retained: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("mark claim retained: %w", err)
+		}
+	case !retain && err == nil:
+		if err := os.Remove(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("unmark claim retained: %w", err)
+		}
+	default:
+		if retain || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("claim retained mark: %w", err)
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// syncDir fsyncs directory dir, so that a file created or removed in it
+// survives a power cut.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // RemoveClaims removes the directory of every claim under RootDir/claims
 // and RootDir/source-claims that is not in keep (the caller passes the
 // claims the sources define and those the current pods mount, each with
-// its source). A directory RootDir/claims/<namespace>/<claim> is also kept
+// its source) and not marked retained (a StatefulSet's claim, which
+// outlives it; the mark of a directory removed by hand is removed). A directory RootDir/claims/<namespace>/<claim> is also kept
 // while any source defines that namespace and name: an earlier tug kept
 // every source's claims there, and data nobody can attribute is never
 // removed. It returns the directories removed.
@@ -162,8 +217,23 @@ func (mgr *Manager) RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error) {
 			}
 			for _, c := range claims {
 				dir := filepath.Join(root, ns.Name(), c.Name())
+				if claim, ok := strings.CutPrefix(c.Name(), retainedPrefix); ok {
+					// The mark of a claim removed by hand goes too.
+					if _, err := os.Lstat(filepath.Join(root, ns.Name(), claim)); errors.Is(err, fs.ErrNotExist) {
+						if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+							errs = append(errs, err)
+						}
+					}
+					continue
+				}
+				if strings.HasPrefix(c.Name(), ".") {
+					continue // not a claim: a claim's name never starts with a dot
+				}
 				if kept[dir] {
 					continue
+				}
+				if _, err := os.Lstat(retainedMark(dir)); err == nil {
+					continue // retained: removed by hand only
 				}
 				if err := removeTree(dir); err != nil {
 					errs = append(errs, err)
