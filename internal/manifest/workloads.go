@@ -2,18 +2,22 @@ package manifest
 
 import (
 	"fmt"
+	"reflect"
 
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/fieldpath"
 	"tug/internal/pod"
+	"tug/internal/podvalidate"
 )
 
 // Workload kinds that mean "run this pod here", read as podman kube play
 // reads them: the pod template runs as one pod named "<name>-pod" in the
 // workload's namespace, whatever the replica count. A Job's template runs to
 // completion (its restartPolicy is OnFailure or Never) and its backoffLimit
-// bounds the restarts of a failed container (see pod.Pod.BackoffLimit).
+// bounds the restarts of a failed container (see pod.Pod.BackoffLimit). The
+// workload's own metadata is checked as a pod's: its labels and
+// annotations are strings with valid keys.
 
 // workloadAPIVersions are the apiVersions of the workload kinds.
 var workloadAPIVersions = map[string]string{
@@ -97,6 +101,9 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 	var name, namespace *yaml.Node
 	if meta != nil && meta.Kind == yaml.MappingNode {
 		name, namespace = scalarField(meta, "name"), scalarField(meta, "namespace")
+	}
+	if meta != nil {
+		p.workloadMeta(d, meta)
 	}
 	if name == nil {
 		d.fail(root, "metadata.name", "required")
@@ -198,4 +205,14 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 // scalarNode returns a plain string scalar positioned at at.
 func scalarNode(value string, at *yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Line: at.Line, Column: at.Column}
+}
+
+// workloadMeta decodes and checks a workload's own metadata as a pod's:
+// its fields, and its labels and annotations (string values, valid keys),
+// which the API server checks on every object. The name and namespace are
+// checked as the pod's, which takes them.
+func (p *parser) workloadMeta(d *decoder, meta *yaml.Node) {
+	var m pod.ObjectMeta
+	d.decode(meta, reflect.ValueOf(&m).Elem(), "metadata")
+	d.errs = append(d.errs, podvalidate.LabelsAndAnnotations(&m, podvalidate.Where{File: p.file, At: d.index})...)
 }

@@ -80,6 +80,15 @@ func Metadata(m *pod.ObjectMeta, w Where) []error {
 	return v.errs
 }
 
+// LabelsAndAnnotations returns the problems of m's labels and annotations
+// only, each a *pod.FieldError positioned through w: for the metadata of
+// a workload, whose name and namespace its pod's validation checks.
+func LabelsAndAnnotations(m *pod.ObjectMeta, w Where) []error {
+	v := &validator{file: w.File, prefix: w.Prefix, at: w.At}
+	v.labelsAndAnnotations(m)
+	return v.errs
+}
+
 // validator collects the problems of one pod. With Positions (from a
 // parsed manifest) it positions each error at the offending node, and
 // keeps quiet where decoding already failed.
@@ -159,6 +168,12 @@ func (v *validator) metadata(m *pod.ObjectMeta) {
 	case !pod.IsDNS1123Label(m.Namespace):
 		v.fail("metadata.namespace", "invalid namespace %q: %s", m.Namespace, pod.DNS1123LabelMsg)
 	}
+	v.labelsAndAnnotations(m)
+}
+
+// labelsAndAnnotations checks the keys and values of m's labels and the
+// keys, size and tug's own values of its annotations.
+func (v *validator) labelsAndAnnotations(m *pod.ObjectMeta) {
 	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		if msg := pod.QualifiedNameError(k); msg != "" {
 			v.failKey("metadata.labels", k, "invalid key %q: %s", k, msg)
