@@ -85,6 +85,7 @@ func parse(data []byte, opts ParseOptions) (*parser, error) {
 		}
 		p.document(&doc)
 	}
+	p.addTemplateClaims()
 	if opts.Warn != nil {
 		p.reportWarnings(opts.Warn)
 	}
@@ -134,6 +135,9 @@ type parser struct {
 	objects  []*pod.Object
 	seenObj  map[pod.ObjectKey]int // line of each object's first definition
 	warns    []error               // *pod.FieldError
+	// templateClaims are the claims of the StatefulSets' volumeClaimTemplates,
+	// added to objects once the whole file is read (see addTemplateClaims).
+	templateClaims []*pod.Object
 }
 
 // reportWarnings calls warn for each warning in order of position, once
@@ -236,7 +240,7 @@ func (p *parser) document(doc *yaml.Node) {
 	kind := scalarField(root, "kind")
 	switch {
 	case kind == nil || kind.Value == "Pod":
-		p.pod(d, root, "")
+		p.pod(d, root, "", nil)
 	case kind.Value == "List" || kind.Value == "PodList":
 		p.list(d, root)
 	case isWorkloadKind(kind.Value):
@@ -333,15 +337,20 @@ func (p *parser) list(d *decoder, root *yaml.Node) {
 			d.fail(kind, fieldpath.Join(path, "kind"), "unsupported kind %q: the items of a List must be Pods", kind.Value)
 			continue
 		}
-		p.pod(d, item, path)
+		p.pod(d, item, path, nil)
 	}
 }
 
 // pod decodes, defaults, names and validates the Pod in mapping n, whose
-// field paths start with prefix ("" or "items[2]").
-func (p *parser) pod(d *decoder, n *yaml.Node, prefix string) {
+// field paths start with prefix ("" or "items[2]"). complete, when set,
+// adds to the decoded pod what its workload gives it (the volumes of a
+// StatefulSet's claim templates) before it is defaulted and validated.
+func (p *parser) pod(d *decoder, n *yaml.Node, prefix string, complete func(*pod.Pod)) {
 	pd := new(pod.Pod)
 	d.decode(n, reflect.ValueOf(pd).Elem(), prefix)
+	if complete != nil {
+		complete(pd)
+	}
 	p.checkAPIVersion(d, prefix, pd.APIVersion)
 	if kind := fieldpath.Join(prefix, "kind"); pd.Kind == "" && !d.index.quiet(kind) {
 		d.errs = append(d.errs, d.errorAt(kind, "required"))

@@ -220,9 +220,11 @@ func (p *parser) claim(d *decoder, o *pod.Object, s *pod.PersistentVolumeClaimSp
 		}
 	}
 	if sc := s.StorageClassName; sc != nil && *sc != "" {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.storageClassName: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(fieldpath.Join(prefix, "spec.storageClassName")).line, pod.Truncate(*sc)))
+		path := fieldpath.Join(prefix, "spec.storageClassName")
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: %s: storage class %q ignored: tug backs every claim with a local directory", p.file, d.index.find(path).line, path, pod.Truncate(*sc)))
 	}
 	if s.Selector != nil {
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: spec.selector: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find(fieldpath.Join(prefix, "spec.selector")).line))
+		path := fieldpath.Join(prefix, "spec.selector")
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%s:%d: %s: ignored: there are no PersistentVolumes to select on a node", p.file, d.index.find(path).line, path))
 	}
 }

@@ -489,12 +489,18 @@ func TestParseWarnings(t *testing.T) {
 			var out strings.Builder
 			opts := testOptions(filepath.Base(file))
 			opts.Warn = func(w *pod.FieldError) { out.WriteString(w.Error() + "\n") }
-			pods, err := Parse(data, opts)
+			pf, err := ParseFile(data, opts)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			for _, p := range pods {
+			for _, p := range pf.Pods {
 				fmt.Fprintf(&out, "pod %s/%s workload=%q backoffLimit=%v priority=%d\n", p.Metadata.Namespace, p.Metadata.Name, p.Workload, ptrString(p.BackoffLimit), pod.PodPriority(p))
+			}
+			for _, o := range pf.Objects {
+				fmt.Fprintf(&out, "object %s retain=%t\n", o, o.Retain)
+				for _, w := range o.Warnings {
+					fmt.Fprintf(&out, "  %s\n", w)
+				}
 			}
 			golden(t, strings.TrimSuffix(file, filepath.Ext(file))+".warn", []byte(out.String()))
 		})

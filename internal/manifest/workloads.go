@@ -15,9 +15,10 @@ import (
 // reads them: the pod template runs as one pod named "<name>-pod" in the
 // workload's namespace, whatever the replica count. A Job's template runs to
 // completion (its restartPolicy is OnFailure or Never) and its backoffLimit
-// bounds the restarts of a failed container (see pod.Pod.BackoffLimit). The
-// workload's own metadata is checked as a pod's: its labels and
-// annotations are strings with valid keys.
+// bounds the restarts of a failed container (see pod.Pod.BackoffLimit). A
+// StatefulSet's volumeClaimTemplates become claims of the file and volumes
+// of its pod (claimtemplates.go). The workload's own metadata is checked
+// as a pod's: its labels and annotations are strings with valid keys.
 
 // workloadAPIVersions are the apiVersions of the workload kinds.
 var workloadAPIVersions = map[string]string{
@@ -31,30 +32,28 @@ var workloadAPIVersions = map[string]string{
 // workloadSpecIgnored are the fields of a workload's spec that only a
 // controller reads, with the warning given. selector and template are read.
 var workloadSpecIgnored = map[string]string{
-	"strategy":                             "ignored on a node: the pod is replaced in place when the file changes",
-	"updateStrategy":                       "ignored on a node: the pod is replaced in place when the file changes",
-	"minReadySeconds":                      "ignored on a node: no controller waits for it",
-	"revisionHistoryLimit":                 "ignored on a node: tug keeps one previous spec",
-	"progressDeadlineSeconds":              "ignored on a node: no controller watches the rollout",
-	"paused":                               "ignored on a node: no controller rolls the pod out",
-	"serviceName":                          "ignored on a node: there are no Services",
-	"podManagementPolicy":                  "ignored on a node: one pod runs",
-	"persistentVolumeClaimRetentionPolicy": "ignored on a node: claims are kept until their object is removed",
-	"volumeClaimTemplates":                 "ignored on a node: declare a PersistentVolumeClaim object in the file instead",
-	"ordinals":                             "ignored on a node: one pod runs",
-	"completions":                          "ignored on a node: the pod runs once to completion",
-	"parallelism":                          "ignored on a node: one pod runs",
-	"completionMode":                       "ignored on a node: one pod runs",
-	"activeDeadlineSeconds":                "ignored on a node: not enforced for Jobs",
-	"ttlSecondsAfterFinished":              "ignored on a node: the finished pod stays until its file is removed",
-	"suspend":                              "ignored on a node: remove the file to stop the Job",
-	"manualSelector":                       "ignored on a node: one pod runs",
-	"podFailurePolicy":                     "ignored on a node: only backoffLimit is applied",
-	"backoffLimitPerIndex":                 "ignored on a node: one pod runs",
-	"maxFailedIndexes":                     "ignored on a node: one pod runs",
-	"podReplacementPolicy":                 "ignored on a node: one pod runs",
-	"successPolicy":                        "ignored on a node: the pod runs once to completion",
-	"managedBy":                            "ignored on a node: tug runs the Job",
+	"strategy":                "ignored on a node: the pod is replaced in place when the file changes",
+	"updateStrategy":          "ignored on a node: the pod is replaced in place when the file changes",
+	"minReadySeconds":         "ignored on a node: no controller waits for it",
+	"revisionHistoryLimit":    "ignored on a node: tug keeps one previous spec",
+	"progressDeadlineSeconds": "ignored on a node: no controller watches the rollout",
+	"paused":                  "ignored on a node: no controller rolls the pod out",
+	"serviceName":             "ignored on a node: there are no Services",
+	"podManagementPolicy":     "ignored on a node: one pod runs",
+	"ordinals":                "ignored on a node: one pod runs",
+	"completions":             "ignored on a node: the pod runs once to completion",
+	"parallelism":             "ignored on a node: one pod runs",
+	"completionMode":          "ignored on a node: one pod runs",
+	"activeDeadlineSeconds":   "ignored on a node: not enforced for Jobs",
+	"ttlSecondsAfterFinished": "ignored on a node: the finished pod stays until its file is removed",
+	"suspend":                 "ignored on a node: remove the file to stop the Job",
+	"manualSelector":          "ignored on a node: one pod runs",
+	"podFailurePolicy":        "ignored on a node: only backoffLimit is applied",
+	"backoffLimitPerIndex":    "ignored on a node: one pod runs",
+	"maxFailedIndexes":        "ignored on a node: one pod runs",
+	"podReplacementPolicy":    "ignored on a node: one pod runs",
+	"successPolicy":           "ignored on a node: the pod runs once to completion",
+	"managedBy":               "ignored on a node: tug runs the Job",
 }
 
 // isWorkloadKind reports whether kind is one of the workload kinds.
@@ -113,7 +112,7 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 		d.fail(root, "spec", "required: a %s needs spec.template", kind)
 		return
 	}
-	var template *yaml.Node
+	var template, claims, retention *yaml.Node
 	backoff := int32(-1)
 	d.pairs(spec, "spec", func(k, v *yaml.Node, field string) {
 		path := fieldpath.Join("spec", field)
@@ -125,6 +124,16 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 		case "replicas":
 			if v.Kind == yaml.ScalarNode && v.Value != "1" && v.Value != "0" {
 				d.warn(k, path, fmt.Sprintf("ignored on a node: one replica runs (the file asks for %s)", pod.Truncate(v.Value)))
+			}
+		case "volumeClaimTemplates", "persistentVolumeClaimRetentionPolicy":
+			if kind != "StatefulSet" {
+				d.report(k, path, "unknown field %q", field)
+				return
+			}
+			if field == "volumeClaimTemplates" {
+				claims = v
+			} else {
+				retention = v
 			}
 		case "backoffLimit":
 			if kind != "Job" {
@@ -184,10 +193,19 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 	if tspec != nil {
 		podNode.Content = append(podNode.Content, scalarNode("spec", tspec), tspec)
 	}
+	ns := "default"
+	if namespace != nil {
+		ns = namespace.Value
+	}
+	retain := p.retentionPolicy(d, retention)
+	tmpls := p.claimTemplates(d, claims, name.Value, ns, retain)
 	before := len(p.pods)
-	p.pod(d, podNode, "spec.template")
+	p.pod(d, podNode, "spec.template", func(pd *pod.Pod) { mountClaimTemplates(d, pd, tmpls) })
 	if len(p.pods) == before {
 		return
+	}
+	for _, t := range tmpls {
+		p.templateClaims = append(p.templateClaims, t.claim)
 	}
 	pd := p.pods[len(p.pods)-1]
 	pd.Workload = kind
