@@ -314,9 +314,10 @@ func (o *Object) SortedKeys() []string {
 	return keys
 }
 
-// Equal reports whether a and b have the same kind, name, type and data.
+// Equal reports whether a and b have the same kind, name, type, retention
+// and data.
 func (o *Object) Equal(b *Object) bool {
-	if o.Key() != b.Key() || o.Type != b.Type || len(o.Data) != len(b.Data) {
+	if o.Key() != b.Key() || o.Type != b.Type || o.Retain != b.Retain || len(o.Data) != len(b.Data) {
 		return false
 	}
 	for k, v := range o.Data {
