@@ -111,7 +111,8 @@ type ClaimSet interface {
 // ClaimRemover removes the local directories of claims (implemented by
 // volume.Manager).
 type ClaimRemover interface {
-	// RemoveClaims removes every claim directory whose key is not in keep
+	// RemoveClaims removes every claim directory whose key is not in keep,
+	// except those retained (a StatefulSet's claims, which outlive it),
 	// and returns the directories removed.
 	RemoveClaims(keep map[pod.ClaimKey]bool) ([]string, error)
 }
