@@ -142,16 +142,19 @@ func (p *parser) claimTemplates(d *decoder, n *yaml.Node, set, ns string, retain
 // mountClaimTemplates adds to pd, the pod of a StatefulSet, a
 // persistentVolumeClaim volume named as each claim template, as the
 // StatefulSet controller does. A volume of the pod template with the name
-// of a claim template is refused: on a cluster the claim silently takes
-// its place, and which of the two the containers mount would differ.
+// of a claim template is replaced by the claim, as the controller replaces
+// it on a cluster, with a warning: the file then runs as it runs there.
 func mountClaimTemplates(d *decoder, pd *pod.Pod, tmpls []claimTemplate) {
 	for _, t := range tmpls {
+		v := pod.Volume{Name: t.volume, PersistentVolumeClaim: &pod.PersistentVolumeClaimVolumeSource{ClaimName: t.claim.Name}}
 		if i := slices.IndexFunc(pd.Spec.Volumes, func(v pod.Volume) bool { return v.Name == t.volume }); i >= 0 {
 			path := fieldpath.Join(fieldpath.Index("spec.template.spec.volumes", i), "name")
-			d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf("volume %q is also the name of the claim template %s: on a cluster the claim replaces this volume; rename one of them", pod.Truncate(t.volume), t.path)))
+			w := d.errorAt(path, fmt.Sprintf("replaced by the claim %s of the claim template %s, as the StatefulSet controller replaces it", pod.Truncate(t.claim.Name), t.path)).(*pod.FieldError)
+			d.warns = append(d.warns, w)
+			pd.Spec.Volumes[i] = v
 			continue
 		}
-		pd.Spec.Volumes = append(pd.Spec.Volumes, pod.Volume{Name: t.volume, PersistentVolumeClaim: &pod.PersistentVolumeClaimVolumeSource{ClaimName: t.claim.Name}})
+		pd.Spec.Volumes = append(pd.Spec.Volumes, v)
 	}
 }
 
