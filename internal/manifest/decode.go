@@ -145,14 +145,17 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 }
 
 // report records a problem at node n that leaves the value at path intact
-// (an unknown or duplicate key in the mapping at path).
+// (an unknown or duplicate key in the mapping at path). The path is escaped
+// here, where every decode error is built, as values are by %q: a key of
+// the manifest in it reaches a terminal as text, never as a control
+// sequence (fieldpath.Escape).
 func (d *decoder) report(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
+	d.errs = append(d.errs, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: fieldpath.Escape(path), Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // warn records a field that is accepted and ignored.
 func (d *decoder) warn(n *yaml.Node, path, msg string) {
-	d.warns = append(d.warns, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: msg})
+	d.warns = append(d.warns, &pod.FieldError{File: d.file, Line: n.Line, Col: n.Column, Path: fieldpath.Escape(path), Msg: msg})
 }
 
 // exhausted reports whether the node budget ran out: the document was cut

@@ -394,7 +394,7 @@ func (p *parser) checkAPIVersion(d *decoder, prefix, apiVersion string) {
 // nearest written ancestor).
 func (d *decoder) errorAt(path, msg string) error {
 	pos := d.index.find(path)
-	return &pod.FieldError{File: d.file, Line: pos.line, Col: pos.col, Path: path, Msg: msg}
+	return &pod.FieldError{File: d.file, Line: pos.line, Col: pos.col, Path: fieldpath.Escape(path), Msg: msg}
 }
 
 // name sets the static pod name and the UID.

@@ -5,12 +5,13 @@ import (
 	"os"
 	"testing"
 
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 	"tug/internal/podvalidate"
 )
 
 // FuzzParse checks that Parse never panics, that a failure is made of
-// *pod.FieldError values only, and that a success is a set of usable pods: each
+// *pod.FieldError values only whose paths are escaped, and that a success is a set of usable pods: each
 // has a name, a UID and a container, passes Validate again, and hashes.
 func FuzzParse(f *testing.F) {
 	for _, dir := range []string{"good", "bad"} {
@@ -36,6 +37,8 @@ func FuzzParse(f *testing.F) {
 				var fe *pod.FieldError
 				if !errors.As(e, &fe) {
 					t.Errorf("error %q is a %T, want *FieldError", e, e)
+				} else if fieldpath.Escape(fe.Path) != fe.Path {
+					t.Errorf("error %q: its path is not escaped", e)
 				}
 			}
 			return

@@ -24,7 +24,7 @@ func (v *validator) warnAt(p, msg string) {
 	if v.at != nil {
 		line, col = v.at.Find(full)
 	}
-	v.warns = append(v.warns, &pod.FieldError{File: v.file, Line: line, Col: col, Path: full, Msg: msg})
+	v.warns = append(v.warns, &pod.FieldError{File: v.file, Line: line, Col: col, Path: fieldpath.Escape(full), Msg: msg})
 }
 
 // podFields checks the pod-level fields of points 4 to 6.
