@@ -34,8 +34,9 @@ var allowedImports = map[string]allowed{
 	// validates them with podvalidate.
 	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest", "tug/internal/fieldpath", "tug/internal/podvalidate"}, modules: []string{"gopkg.in/yaml.v3"}},
 	// A pod's rules, over pod's types alone; field paths as Kubernetes
-	// writes them.
-	"tug/internal/podvalidate": {internal: []string{"tug/internal/pod", "tug/internal/fieldpath"}},
+	// writes them; distribution/reference reads image references as the
+	// kubelet and containerd do (already in the binary through images).
+	"tug/internal/podvalidate": {internal: []string{"tug/internal/pod", "tug/internal/fieldpath"}, modules: []string{"github.com/distribution/reference"}},
 	"tug/internal/fieldpath":   {},
 	// The status API's shapes (a pod with its status, the pod list, the
 	// node, each manifest file's state): plain data made of pod's types.

@@ -230,7 +230,7 @@ spec:
   hostNetwork: true
   initContainers:
   - name: init
-    image: busybox@sha256:abc
+    image: busybox@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
     ports: [{containerPort: 1}]
   containers:
   - name: app
@@ -252,7 +252,7 @@ spec:
 			HostNetwork:                   true,
 			DNSPolicy:                     pod.DNSClusterFirst,
 			InitContainers: []pod.Container{{
-				Name: "init", Image: "busybox@sha256:abc", ImagePullPolicy: pod.PullIfNotPresent,
+				Name: "init", Image: "busybox@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ImagePullPolicy: pod.PullIfNotPresent,
 				Ports: []pod.ContainerPort{{ContainerPort: 1, Protocol: pod.ProtocolTCP}},
 			}},
 			Containers: []pod.Container{{
@@ -352,6 +352,13 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", head + "sepc: {}\n", `t.yaml:8:1: sepc: unknown field "sepc" (did you mean "spec"?)`},
 		{"name too long with hostname", strings.Replace(head, "name: web", "name: "+longName, 1),
 			`t.yaml:3:18: metadata.name: the name with the hostname appended ("` + pod.Truncate(longName+"-node1") + `") is 257 characters, more than 253`},
+		{"OSC key escaped in its path", head + "    \"\\e]0;pwned\\ax\": 1\n",
+			`t.yaml:8:5: spec.containers[0].\x1b]0;pwned\ax: unknown field "\x1b]0;pwned\ax"`},
+		{"CSI map key escaped in its path", head + "    resources: {limits: {\"\\e[31mred\": lots}}\n",
+			`t.yaml:8:16: spec.containers[0].resources.requests: unsupported resource "\x1b[31mred": must be "cpu", "memory" or "ephemeral-storage"` + "\n" +
+				`t.yaml:8:39: spec.containers[0].resources.limits[\x1b[31mred]: invalid quantity "lots": must start with a number, e.g. "500m" or "128Mi"`},
+		{"C1 key in JSON escaped in its path", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"\u009b2J": [1]}}, "spec": {"containers": [{"name": "app", "image": "busybox"}]}}`,
+			`t.yaml:1:88: metadata.labels[\u009b2J]: expected a string, got a list`},
 		{"tabs in JSON", "{\n\t\"apiVersion\": \"v1\",\n\t\"kind\": \"Pod\",\n\t\"metadata\": {\"name\": \"web\"},\n\t\"spec\": {\"containers\": [{\"name\": \"app\"}]}\n}\n",
 			`t.yaml:5:26: spec.containers[0].image: required`},
 	}

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"tug/internal/fieldpath"
 	"tug/internal/pod"
@@ -110,7 +109,7 @@ func (v *validator) fail(p, format string, args ...any) {
 		}
 		line, col = v.at.Find(full)
 	}
-	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: line, Col: col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: line, Col: col, Path: fieldpath.Escape(full), Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // failKey reports a problem with key of the map at p, positioned at the key.
@@ -127,7 +126,7 @@ func (v *validator) failKey(p, key, format string, args ...any) {
 			line, col = v.at.Find(full)
 		}
 	}
-	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: line, Col: col, Path: full, Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
+	v.errs = append(v.errs, &pod.FieldError{File: v.file, Line: line, Col: col, Path: fieldpath.Escape(full), Msg: fmt.Sprintf(format, pod.TruncateArgs(format, args)...)})
 }
 
 // written reports whether the manifest set the field at p (false without an
@@ -353,12 +352,7 @@ func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool
 		names[c.Name] = fieldpath.Join(v.prefix, p)
 	}
 
-	switch {
-	case c.Image == "":
-		v.fail(p+".image", "required")
-	case strings.ContainsFunc(c.Image, unicode.IsSpace):
-		v.fail(p+".image", "invalid image %q: must not contain whitespace", c.Image)
-	}
+	v.image(p+".image", c.Image)
 	switch c.ImagePullPolicy {
 	case pod.PullAlways, pod.PullIfNotPresent, pod.PullNever:
 	case "":
@@ -472,19 +466,14 @@ func (v *validator) hostPortConflicts(containers []pod.Container) {
 }
 
 // imageVolume checks an image volume at p as Kubernetes does: a reference
-// (a container's image rules) and a known pullPolicy. Its mounts need no
+// (a container's image rules, image) and a known pullPolicy. Its mounts need no
 // check of their own: they are read-only whatever readOnly says, and a
 // subPath is allowed (Kubernetes 1.33).
 func (v *validator) imageVolume(p string, img *pod.ImageVolumeSource) {
 	if img == nil {
 		return
 	}
-	switch {
-	case img.Reference == "":
-		v.fail(p+".image.reference", "required")
-	case strings.ContainsFunc(img.Reference, unicode.IsSpace):
-		v.fail(p+".image.reference", "invalid image %q: must not contain whitespace", img.Reference)
-	}
+	v.image(p+".image.reference", img.Reference)
 	switch img.PullPolicy {
 	case "", pod.PullAlways, pod.PullIfNotPresent, pod.PullNever:
 	default:
