@@ -60,13 +60,21 @@ func TestParseResource(t *testing.T) {
 	}
 }
 
-// fakeNodes makes n links to /dev/null in a temp dir (device nodes need
-// root to create; a link to one is a device node to Stat) and returns the
-// glob that matches them.
+// fakeTargets are the distinct char devices fakeNodes links to, in order,
+// and their minor numbers (major 1).
+var (
+	fakeTargets = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	fakeMinors  = []int64{3, 5, 7, 8, 9}
+)
+
+// fakeNodes makes n links (at most 5) to distinct device nodes in a temp
+// dir (ttyFake0 to /dev/null, ttyFake1 to /dev/zero, ...: device nodes need
+// root to create; a link to one is a device node to Stat, and exclusivity
+// keys on the device) and returns the glob that matches them.
 func fakeNodes(t *testing.T, dir string, n int) string {
 	t.Helper()
 	for i := range n {
-		if err := os.Symlink("/dev/null", filepath.Join(dir, "ttyFake"+string(rune('0'+i)))); err != nil {
+		if err := os.Symlink(fakeTargets[i], filepath.Join(dir, "ttyFake"+string(rune('0'+i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -278,8 +286,9 @@ func TestContainerDevices(t *testing.T) {
 			var paths []string
 			for _, n := range nodes {
 				paths = append(paths, n.Path)
-				if n.Type != "c" || n.Major != 1 || n.Minor != 3 || n.Access != "rw" {
-					t.Errorf("node %+v: want char 1:3 (/dev/null's) with access rw", n)
+				want := fakeMinors[n.Path[len(n.Path)-1]-'0']
+				if n.Type != "c" || n.Major != 1 || n.Minor != want || n.Access != "rw" {
+					t.Errorf("node %+v: want char 1:%d (its target's) with access rw", n, want)
 				}
 			}
 			if !slices.Equal(paths, tt.want) {
@@ -452,5 +461,150 @@ func TestRunWatches(t *testing.T) {
 		if got := m.Capacity()["example.com/dongle"]; got != s.want {
 			t.Fatalf("%s: capacity %d, want %d", s.name, got, s.want)
 		}
+	}
+}
+
+// podAskingFor returns a pod of namespace default whose one container asks
+// for one unit of resource.
+func podAskingFor(uid, resource string) *pod.Pod {
+	q := pod.MustParseQuantity("1")
+	return &pod.Pod{
+		Metadata: pod.ObjectMeta{Name: uid + "-node1", Namespace: "default", UID: uid},
+		Spec: pod.PodSpec{Containers: []pod.Container{{Name: "main",
+			Resources: pod.Resources{Limits: pod.ResourceList{pod.ResourceName(resource): q}}}}},
+	}
+}
+
+// TestExclusiveByDevice: exclusivity keys on the device a path leads to,
+// across resources and paths: a device reached by a symlink of one
+// resource (by-id/usb-stick) and by its node in another (ttyUSB0), or
+// by two paths of one resource, is given to one pod; the other pod is
+// refused with the pod, the unit and the resource that hold it, also by a
+// restarted manager (the holder's name is in the state file); once the
+// holder goes, the other pod gets it.
+func TestExclusiveByDevice(t *testing.T) {
+	dev := t.TempDir()
+	byID := filepath.Join(dev, "by-id")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(byID, 0o755))
+	tty := filepath.Join(dev, "ttyUSB0")
+	must(os.Symlink("/dev/zero", tty)) // the device node (a link to one: no root here)
+	stick := filepath.Join(byID, "usb-stick")
+	must(os.Symlink("../ttyUSB0", stick))
+	other := filepath.Join(dev, "ttyUSB1")
+	must(os.Symlink("/dev/full", other))
+	same := filepath.Join(dev, "ttyUSB2") // a second path to ttyUSB0's device, in the same resource
+	must(os.Symlink("/dev/zero", same))
+
+	state := filepath.Join(t.TempDir(), "allocations.json")
+	cfg := Config{Resources: []Resource{
+		{Name: "example.com/serial", Glob: filepath.Join(byID, "*"), Access: "rw"},
+		{Name: "example.com/tty", Glob: filepath.Join(dev, "ttyUSB*"), Access: "rw"},
+	}, StateFile: state}
+	m, err := New(cfg)
+	must(err)
+
+	must(m.Admit(podAskingFor("a", "example.com/serial")))
+	if got := m.Held("a")["example.com/serial"]; !slices.Equal(got, []string{stick}) {
+		t.Fatalf("a holds %v, want [%s]", got, stick)
+	}
+	// b asks for a tty: ttyUSB0 and ttyUSB2 are a's device, ttyUSB1 is free.
+	must(m.Admit(podAskingFor("b", "example.com/tty")))
+	if got := m.Held("b")["example.com/tty"]; !slices.Equal(got, []string{other}) {
+		t.Fatalf("b holds %v, want [%s]: the only tty that is not a's device", got, other)
+	}
+	want := "Node didn't have enough resource: example.com/tty, requested: 1, used: 3, capacity: 3; " +
+		tty + " is char device 1:5, held by pod default/a-node1 as " + stick + " of example.com/serial; " +
+		same + " is char device 1:5, held by pod default/a-node1 as " + stick + " of example.com/serial"
+	refused := func(m *Manager, when string) {
+		t.Helper()
+		err := m.Admit(podAskingFor("c", "example.com/tty"))
+		var oor *OutOfResource
+		if !errors.As(err, &oor) || err.Error() != want || oor.PodReason() != "OutOfexample.com/tty" {
+			t.Fatalf("%s: c asking for a tty: %v\nwant %s", when, err, want)
+		}
+		if got := m.Held("c"); len(got) != 0 {
+			t.Errorf("%s: refused c holds %v", when, got)
+		}
+	}
+	refused(m, "every tty taken")
+
+	again, err := New(cfg)
+	must(err)
+	refused(again, "after a restart")
+
+	must(again.Release("a"))
+	must(again.Admit(podAskingFor("c", "example.com/tty")))
+	if got := again.Held("c")["example.com/tty"]; len(got) != 1 || (got[0] != tty && got[0] != same) {
+		t.Fatalf("c holds %v once a is gone, want %s or %s", got, tty, same)
+	}
+	// a comes back: its device is c's now.
+	err = again.Admit(podAskingFor("a", "example.com/serial"))
+	if !errors.Is(err, ErrOutOfResource) || !strings.Contains(err.Error(), "held by pod default/c-node1 as ") {
+		t.Fatalf("a asking for the stick c holds as a tty: %v", err)
+	}
+}
+
+// TestExclusiveGoneDevice: a held node that is gone keeps the number it
+// was seen with, so a node that appears under another path with that
+// number is still the holder's.
+func TestExclusiveGoneDevice(t *testing.T) {
+	dev := t.TempDir()
+	first := filepath.Join(dev, "a", "tty0")
+	second := filepath.Join(dev, "b", "tty0")
+	for _, d := range []string{filepath.Dir(first), filepath.Dir(second)} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/dev/zero", first); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Resources: []Resource{
+		{Name: "example.com/a", Glob: filepath.Join(dev, "a", "*"), Access: "rw"},
+		{Name: "example.com/b", Glob: filepath.Join(dev, "b", "*"), Access: "rw"},
+	}, StateFile: filepath.Join(t.TempDir(), "allocations.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Admit(podAskingFor("a", "example.com/a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", second); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Admit(podAskingFor("b", "example.com/b")); !errors.Is(err, ErrOutOfResource) || !strings.Contains(err.Error(), "held by pod default/a-node1 as "+first) {
+		t.Fatalf("b asking for a's device under another path while a's path is gone: %v", err)
+	}
+}
+
+func TestDeviceKey(t *testing.T) {
+	tests := []struct {
+		path, want string
+		ok         bool
+	}{
+		{"/dev/null", "c 1:3", true},
+		{"/dev/zero", "c 1:5", true},
+		{"/", "", false},
+		{"/nonexistent", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, ok := deviceKey(tt.path)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("deviceKey(%s) = %q, %v; want %q, %v", tt.path, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+	if got := deviceName("c 188:0"); got != "char device 188:0" {
+		t.Errorf("deviceName = %q", got)
 	}
 }

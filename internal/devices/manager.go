@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,9 +46,16 @@ type Config struct {
 }
 
 // Manager allocates the node's device units to pods, exclusively: each
-// unit is held by at most one pod, from its admission until Release (its
+// device is held by at most one pod, from its admission until Release (its
 // removal), and the allocation is persisted so that a restarted tug
-// gives a running pod the same units. A pod that asks for more units of a
+// gives a running pod the same units. Exclusivity is node-wide and keys on
+// the device, not on the path naming it: a host device node is its type
+// and number (st_rdev of the node the path leads to, symlinks followed),
+// whichever resource, glob or path reaches it, so that
+// /dev/serial/by-id/usb-X of one resource and /dev/ttyUSB0 of another are
+// one device, given to one pod; a CDI device is its fully qualified name.
+// A held node that is gone keeps the number it was last seen with (while
+// tug runs; a restarted tug knows it by its path until it is back). A pod that asks for more units of a
 // resource than are free is refused with *OutOfResource. Units are
 // enumerated when asked for (globbed, or listed from the CDI registry), so
 // a device that appears or vanishes changes the capacity at once. Safe for
@@ -64,6 +73,12 @@ type Manager struct {
 
 	mu   sync.Mutex
 	held map[string]map[string][]string // pod UID → resource name → units
+	// names are the names (namespace/name) of the pods that hold units,
+	// by UID, for the refusal of a pod that asks for one of their devices.
+	names map[string]string
+	// seen is the device key each host device node path was last stat'ed
+	// with: a held node that is gone keeps its number.
+	seen map[string]string
 	// damaged is set when StateFile could not be read: Restore rewrites it.
 	damaged bool
 
@@ -73,7 +88,8 @@ type Manager struct {
 
 // state is the StateFile's content.
 type state struct {
-	Pods map[string]map[string][]string `json:"pods"`
+	Pods  map[string]map[string][]string `json:"pods"`
+	Names map[string]string              `json:"names,omitempty"`
 }
 
 // New loads the allocations of StateFile (none when it is missing) and
@@ -85,7 +101,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, held: map[string]map[string][]string{}, changes: make(chan struct{}, 1)}
+	m := &Manager{cfg: cfg, held: map[string]map[string][]string{}, names: map[string]string{}, seen: map[string]string{}, changes: make(chan struct{}, 1)}
 	data, err := os.ReadFile(cfg.StateFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -96,8 +112,13 @@ func New(cfg Config) (*Manager, error) {
 		if err := json.Unmarshal(data, &st); err != nil {
 			cfg.Log.Warn("device allocations damaged: rebuilt from the running pods", "file", cfg.StateFile, "err", err)
 			m.damaged = true
-		} else if st.Pods != nil {
-			m.held = st.Pods
+		} else {
+			if st.Pods != nil {
+				m.held = st.Pods
+			}
+			if st.Names != nil {
+				m.names = st.Names
+			}
 		}
 	}
 	if len(cfg.CDISpecDirs) > 0 {
@@ -197,19 +218,23 @@ func (m *Manager) resource(name string) (Resource, bool) {
 
 // Admit allocates to p the units its containers ask for, or refuses it:
 // an *OutOfResource for the first resource (by name) that has too few
-// free units or is not declared. A pod that holds enough already keeps
-// what it holds; a refused pod gets nothing. The allocation is persisted
-// before Admit returns nil.
+// free units or is not declared. A unit is not free when another pod
+// holds it, or holds the same device through another path or resource
+// (the refusal then names that pod, its unit and its resource). A pod
+// that holds enough already keeps what it holds; a refused pod gets
+// nothing. The allocation is persisted before Admit returns nil.
 func (m *Manager) Admit(p *pod.Pod) error {
 	need := PodNeeds(p)
 	if len(need) == 0 {
 		return nil
 	}
 	uid := p.Metadata.UID
+	podName := p.Metadata.Namespace + "/" + p.Metadata.Name
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mine := m.held[uid]
 	grant := map[string][]string{}
+	var others map[string]holder // by device key; built once it is needed
 	for _, name := range sortedKeys(need) {
 		n := need[name]
 		r, ok := m.resource(name)
@@ -220,20 +245,34 @@ func (m *Manager) Admit(p *pod.Pod) error {
 		if len(have) >= n {
 			continue
 		}
+		if others == nil {
+			others = m.heldByOthers(uid)
+		}
 		units := m.Units(r)
-		taken := m.takenByOthers(uid, name)
+		used := m.takenByOthers(uid, name)
 		var free []string
+		var conflicts []Conflict
 		for _, u := range units {
-			if !taken[u] && !slices.Contains(have, u) {
+			if slices.Contains(have, u) {
+				continue
+			}
+			h, taken := others[m.unitKey(r.CDIKind != "", u)]
+			if !taken {
 				free = append(free, u)
+				continue
+			}
+			if !used[u] {
+				used[u] = true
+				conflicts = append(conflicts, Conflict{Unit: u, Device: deviceName(h.key),
+					Pod: cmp.Or(m.names[h.uid], "with UID "+h.uid), HeldAs: h.unit, Resource: h.resource})
 			}
 		}
 		if len(have)+len(free) < n {
-			return &OutOfResource{Name: name, Requested: n, Used: len(taken), Capacity: len(units)}
+			return &OutOfResource{Name: name, Requested: n, Used: len(used), Capacity: len(units), Conflicts: conflicts}
 		}
 		grant[name] = append(slices.Clone(have), free[:n-len(have)]...)
 	}
-	if len(grant) == 0 {
+	if len(grant) == 0 && (mine == nil || m.names[uid] == podName) {
 		return nil
 	}
 	next := map[string][]string{}
@@ -243,20 +282,116 @@ func (m *Manager) Admit(p *pod.Pod) error {
 	for name, units := range grant {
 		next[name] = units
 	}
+	prevName, named := m.names[uid]
 	m.held[uid] = next
+	m.names[uid] = podName
 	if err := m.save(); err != nil {
 		if mine == nil {
 			delete(m.held, uid)
 		} else {
 			m.held[uid] = mine
 		}
+		if named {
+			m.names[uid] = prevName
+		} else {
+			delete(m.names, uid)
+		}
 		return err
 	}
 	return nil
 }
 
+// holder is a unit a pod holds, as heldByOthers finds it.
+type holder struct {
+	uid, resource, unit string
+	key                 string // the device's key (unitKey)
+}
+
+// heldByOthers returns the units pods other than uid hold, by device key
+// (m.mu held). Pods and resources are walked in order, so that a device
+// two records give (a file edited by hand) names the same holder each
+// time.
+func (m *Manager) heldByOthers(uid string) map[string]holder {
+	out := map[string]holder{}
+	for _, other := range slices.Sorted(maps.Keys(m.held)) {
+		if other == uid {
+			continue
+		}
+		res := m.held[other]
+		for _, name := range slices.Sorted(maps.Keys(res)) {
+			r, declared := m.resource(name)
+			for _, u := range res[name] {
+				// A resource no longer declared: its units read as
+				// what they look like, a path or a CDI name.
+				isCDI := r.CDIKind != "" || (!declared && !strings.HasPrefix(u, "/"))
+				k := m.unitKey(isCDI, u)
+				if _, ok := out[k]; !ok {
+					out[k] = holder{uid: other, resource: name, unit: u, key: k}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// unitKey is what exclusivity keys on for unit u (m.mu held): a CDI
+// device's name; a host device node's type and number ("c 188:0"), or the
+// number it was last seen with when it is gone, or its path when tug
+// never saw it.
+func (m *Manager) unitKey(isCDI bool, u string) string {
+	if isCDI {
+		return "cdi " + u
+	}
+	if k, ok := deviceKey(u); ok {
+		m.seen[u] = k
+		return k
+	}
+	if k, ok := m.seen[u]; ok {
+		return k
+	}
+	return "path " + u
+}
+
+// deviceKey returns the type and number of the device node path leads to
+// ("c 1:3", "b 8:0"), symlinks followed.
+func deviceKey(path string) (string, bool) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode()&fs.ModeDevice == 0 {
+		return "", false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", false
+	}
+	typ := "b"
+	if fi.Mode()&fs.ModeCharDevice != 0 {
+		typ = "c"
+	}
+	major, minor := majorMinor(uint64(st.Rdev)) // its type differs between architectures
+	return typ + " " + strconv.FormatInt(major, 10) + ":" + strconv.FormatInt(minor, 10), true
+}
+
+// deviceName writes a device key for a person: "char device 1:3",
+// "block device 8:0", the CDI device's name, the path.
+func deviceName(key string) string {
+	kind, rest, _ := strings.Cut(key, " ")
+	switch kind {
+	case "c":
+		return "char device " + rest
+	case "b":
+		return "block device " + rest
+	}
+	return rest
+}
+
+// majorMinor splits a dev_t as glibc's major() and minor() do.
+func majorMinor(rdev uint64) (major, minor int64) {
+	return int64((rdev&0x00000000000fff00)>>8 | (rdev&0xfffff00000000000)>>32),
+		int64((rdev&0x00000000000000ff)>>0 | (rdev&0x00000ffffff00000)>>12)
+}
+
 // takenByOthers returns the units of resource name that pods other than
-// uid hold.
+// uid hold, by the name they hold them under.
 func (m *Manager) takenByOthers(uid, name string) map[string]bool {
 	out := map[string]bool{}
 	for other, res := range m.held {
@@ -279,9 +414,14 @@ func (m *Manager) Release(uid string) error {
 	if !ok {
 		return nil
 	}
+	name, named := m.names[uid]
 	delete(m.held, uid)
+	delete(m.names, uid)
 	if err := m.save(); err != nil {
 		m.held[uid] = held
+		if named {
+			m.names[uid] = name
+		}
 		return err
 	}
 	return nil
@@ -291,7 +431,7 @@ func (m *Manager) Release(uid string) error {
 // atomicfile.Write (temporary file, fsync, rename, fsync of the
 // directory).
 func (m *Manager) save() error {
-	data, err := json.Marshal(state{Pods: m.held})
+	data, err := json.Marshal(state{Pods: m.held, Names: m.names})
 	if err == nil {
 		err = atomicfile.Write(m.cfg.StateFile, data, 0o600)
 	}
@@ -482,12 +622,11 @@ func deviceNode(path, access string) (specopts.DeviceNode, error) {
 	}
 	mode := fi.Mode().Perm()
 	uid, gid := st.Uid, st.Gid
-	rdev := uint64(st.Rdev) // its type differs between architectures
+	major, minor := majorMinor(uint64(st.Rdev)) // its type differs between architectures
 	return specopts.DeviceNode{
 		LinuxDevice: specs.LinuxDevice{
 			Path: path, Type: typ,
-			Major:    int64((rdev&0x00000000000fff00)>>8 | (rdev&0xfffff00000000000)>>32), // glibc's major() and minor()
-			Minor:    int64((rdev&0x00000000000000ff)>>0 | (rdev&0x00000ffffff00000)>>12),
+			Major: major, Minor: minor,
 			FileMode: &mode, UID: &uid, GID: &gid,
 		},
 		Access: access,
