@@ -202,9 +202,10 @@ touch /mnt/cdi/x 2>/dev/null || echo mount=ro
 // TestDeviceCgroupRules: the device cgroup lets a container open the
 // nodes it was given, with the access declared, and no other: fake nodes
 // with /dev/fuse's numbers (10:229, which the runtime's default rules do
-// not allow) are opened read-write by the pod given one, only for reading
-// by the pod given one with access "r", and not at all by a pod that
-// makes the node itself. It runs on the cgroup v1 host (devices.allow)
+// not allow) are opened read-write by the container given one, only for
+// reading by the container given one with access "r", and not at all by a
+// pod that makes the node itself. The two nodes are one device (a device
+// goes to one pod): the two containers are of one pod. It runs on the cgroup v1 host (devices.allow)
 // and in the cgroup v2 guest of make test-v2 (the runtime's eBPF device
 // program).
 func TestDeviceCgroupRules(t *testing.T) {
@@ -220,15 +221,16 @@ func TestDeviceCgroupRules(t *testing.T) {
 (exec 3<>%[1]s) 2>/dev/null && echo rw=ok || echo rw=refused
 `, path)
 	}
-	asking := func(name, resource string) string {
-		return podYAML{name: name, containers: []ctrYAML{{name: "main", image: tg.image, script: opens(filepath.Join(devDir, name)) + idle,
-			extra: "      resources:\n        limits:\n          " + resource + ": 1\n"}}}.String()
+	asking := func(name, resource string) ctrYAML {
+		return ctrYAML{name: name, image: tg.image, script: opens(filepath.Join(devDir, name)) + idle,
+			extra: "      resources:\n        limits:\n          " + resource + ": 1\n"}
 	}
-	tg.writeManifest("fuse0.yaml", asking("fuse0", "example.com/fuse"))
-	tg.writeManifest("fuse1.yaml", asking("fuse1", "example.com/fuse-ro"))
+	tg.writeManifest("fuse.yaml", podYAML{name: "fuse", containers: []ctrYAML{
+		asking("fuse0", "example.com/fuse"), asking("fuse1", "example.com/fuse-ro"),
+	}}.String())
 	tg.writeManifest("nodev.yaml", shPod("nodev", tg.image, "mknod /tmp/fuse c 10 229 && echo mknod=ok\n"+opens("/tmp/fuse")+idle))
-	tg.waitLog(startTimeout, "fuse0", "main", 0, "read=ok", "rw=ok")
-	tg.waitLog(startTimeout, "fuse1", "main", 0, "read=ok", "rw=refused")
+	tg.waitLog(startTimeout, "fuse", "fuse0", 0, "read=ok", "rw=ok")
+	tg.waitLog(startTimeout, "fuse", "fuse1", 0, "read=ok", "rw=refused")
 	tg.waitLog(startTimeout, "nodev", "main", 0, "mknod=ok", "read=refused", "rw=refused")
 }
 
@@ -399,4 +401,49 @@ func TestPrivilegedHostPathDevice(t *testing.T) {
 			extra:  "      securityContext:\n        privileged: true\n"}},
 		volumes: []volYAML{hostPathVol("stick", filepath.Join(devDir, "ttyUSB0"), "CharDevice")}}.String())
 	tg.waitLog(startTimeout, "zigbee", "main", 0, "rw=ok")
+}
+
+// TestDeviceExclusiveAcrossResources: exclusivity keys on the device,
+// node-wide: one device node (with /dev/zero's numbers) is reached by two
+// resources' globs, example.com/serial through a by-id symlink and
+// example.com/tty through the node itself. The pod asking for the serial
+// gets it; the pod asking for the tty is refused with
+// OutOfexample.com/tty, naming the pod that holds the device, its path
+// and its resource, in its status and in tug pods; once the first pod is
+// gone, the second runs with the node.
+func TestDeviceExclusiveAcrossResources(t *testing.T) {
+	t.Parallel()
+	devDir := t.TempDir()
+	mknodAll(t, devDir, fakeDevice{"ttyUSB0", 1, 5})
+	byID := filepath.Join(devDir, "by-id")
+	if err := os.Mkdir(byID, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stick := filepath.Join(byID, "usb-Fake_Stick_0001-if00")
+	if err := os.Symlink("../ttyUSB0", stick); err != nil {
+		t.Fatal(err)
+	}
+	tg := startTug(t, tugOpts{args: []string{
+		"--device-resource", "example.com/serial=" + filepath.Join(byID, "*"),
+		"--device-resource", "example.com/tty=" + filepath.Join(devDir, "ttyUSB*"),
+	}})
+	asking := func(name, resource, script string) string {
+		return podYAML{name: name, containers: []ctrYAML{{name: "main", image: tg.image, script: script + idle,
+			extra: "      resources:\n        limits:\n          " + resource + ": 1\n"}}}.String()
+	}
+	tg.writeManifest("modem.yaml", asking("modem", "example.com/serial", `stat -L -c "%n %t:%T" `+stick+"\n"))
+	tg.waitLog(startTimeout, "modem", "main", 0, stick+" 1:5")
+
+	tg.writeManifest("logger.yaml", asking("logger", "example.com/tty", `stat -c "%n %t:%T" `+filepath.Join(devDir, "ttyUSB0")+"\n"))
+	want := "Node didn't have enough resource: example.com/tty, requested: 1, used: 1, capacity: 1; " +
+		filepath.Join(devDir, "ttyUSB0") + " is char device 1:5, held by pod default/" + staticName("modem") + " as " + stick + " of example.com/serial"
+	tg.waitPod(startTimeout, "logger", "refused: the device is the modem's", reasonIs(pod.PhaseFailed, "OutOfexample.com/tty", want))
+	rest := tg.assertRefused("logger", "OutOfexample.com/tty")
+	if !slices.ContainsFunc(rest, func(l string) bool { return strings.Contains(l, want) }) {
+		t.Errorf("tug pods does not show why logger is refused (%s):\n%s", want, strings.Join(rest, "\n"))
+	}
+
+	tg.removeManifest("modem.yaml")
+	tg.waitPod(removeTimeout+startTimeout, "logger", "running once the modem is gone", phaseIs(pod.PhaseRunning))
+	tg.waitLog(startTimeout, "logger", "main", 0, filepath.Join(devDir, "ttyUSB0")+" 1:5")
 }
