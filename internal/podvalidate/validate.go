@@ -643,6 +643,10 @@ func (v *validator) extendedResource(p, listPath string, name pod.ResourceName, 
 	switch {
 	case domain == "" || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io"):
 		v.failKey(listPath, string(name), "unsupported resource %q: must be \"cpu\", \"memory\", \"ephemeral-storage\" or an extended resource outside the kubernetes.io domain", name)
+	case pod.QualifiedNameError(string(name)) != "":
+		// Kubernetes' rule for a resource name; admission, the device
+		// refusal (OutOf<name>) and events then carry a printable name.
+		v.failKey(listPath, string(name), "invalid resource name %q: %s", name, pod.QualifiedNameError(string(name)))
 	case q.MilliValue() < 0 || q.MilliValue()%1000 != 0:
 		v.fail(fieldpath.Key(listPath, string(name)), "must be a whole number of devices, not %s", q)
 	case isRequest && !hasLimit:
