@@ -5,7 +5,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -353,4 +356,82 @@ func formatTimes(ts []time.Time) string {
 		out[i] = at.Format("15:04:05.000")
 	}
 	return strings.Join(out, " ")
+}
+
+// TestRemoteWriteFollowsNoRedirect: a remote-write endpoint that answers
+// with a redirect (307, then 301, 302 and 308 as tug retries) to another
+// server: tug follows none of them, so the other server gets nothing (no
+// metrics, no header of the header file, no Referer with the configured
+// URL); the batches stay queued and are retried as after any failed send,
+// none counted as sent; tug's log names the status and the redirect's
+// target without its query, and no secret.
+func TestRemoteWriteFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	const (
+		apiKey    = "key-Secret-7171"
+		urlSecret = "url-Secret-7272"
+		locSecret = "loc-Secret-7373"
+	)
+	var stolen, asked atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(other.Close)
+	statuses := []int{http.StatusTemporaryRedirect, http.StatusMovedPermanently, http.StatusFound, http.StatusPermanentRedirect}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := asked.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Location", other.URL+"/steal?sig="+locSecret)
+		w.WriteHeader(statuses[int(n-1)%len(statuses)])
+	}))
+	t.Cleanup(origin.Close)
+	headerFile := filepath.Join(t.TempDir(), "rw-headers")
+	if err := os.WriteFile(headerFile, []byte("X-Api-Key: "+apiKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	tg := startTug(t, tugOpts{healthzPort: port,
+		args: []string{"--metrics-remote-write-url", origin.URL + "/api/v1/write?auth=" + urlSecret,
+			"--metrics-remote-write-header-file", headerFile, "--metrics-push-interval", "1s"},
+		beforeStart: func(tg *tug) {
+			for _, s := range []string{origin.URL, other.URL} {
+				u, _ := url.Parse(s)
+				tg.relay(u.Host)
+			}
+		},
+	})
+	// Back-off 1s, 2s, 4s: the fourth answer (308) comes within ~10 s.
+	tg.waitFor(60*time.Second, "four redirect answers to tug's pushes", func() (bool, error) {
+		return asked.Load() >= int64(len(statuses)), fmt.Errorf("%d answered", asked.Load())
+	})
+	if n := stolen.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
+	mf, _ := tg.scrape(port)
+	for name, ok := range map[string]func(float64) bool{
+		"tug_metrics_remote_write_samples_sent_total": func(v float64) bool { return v == 0 },
+		"tug_metrics_remote_write_batches_pending":    func(v float64) bool { return v >= 1 },
+	} {
+		m := series(mf, name, nil)
+		if len(m) != 1 || !ok(value(m[0])) {
+			t.Errorf("%s: %v", name, m)
+		}
+	}
+	want := "307 Temporary Redirect: redirect to " + other.URL + "/steal not followed"
+	tg.waitFor(10*time.Second, "tug's log naming the redirect", func() (bool, error) {
+		return strings.Contains(tg.output(), want), fmt.Errorf("no %q in the log", want)
+	})
+	// The harness's own "==== nsenter ... tug run ..." lines carry the
+	// command line; everything else is tug's.
+	for _, line := range strings.Split(tg.output(), "\n") {
+		if strings.HasPrefix(line, "==== ") {
+			continue
+		}
+		for _, secret := range []string{apiKey, urlSecret, locSecret} {
+			if strings.Contains(line, secret) {
+				t.Errorf("tug's output holds the secret %q: %s", secret, line)
+			}
+		}
+	}
 }

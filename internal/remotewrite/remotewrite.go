@@ -79,6 +79,8 @@ type Config struct {
 	// Registerer receives the writer's own metrics.
 	Registerer prometheus.Registerer
 	// Client sends the requests. Nil: a client with the default transport.
+	// New takes a copy that follows no redirect, whatever the client's
+	// CheckRedirect says.
 	Client *http.Client
 	// Log receives the link going down and coming back, and the batches
 	// dropped.
@@ -105,9 +107,7 @@ func New(cfg Config) (*Writer, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
-	}
+	cfg.Client = noRedirects(cfg.Client)
 	buf, lost, err := openBuffer(cfg.Dir, cfg.BufferSize)
 	if err != nil {
 		return nil, err
@@ -271,8 +271,38 @@ func (w *Writer) deliver(ctx context.Context) {
 	}
 }
 
+// noRedirects returns a copy of c (nil: a client with the default
+// transport) that follows no redirect: the metrics and the header file's
+// headers go to the configured URL and nowhere else, and a redirect
+// answer is a failed send (send), as the status sender does.
+func noRedirects(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	}
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &out
+}
+
+// redirectTarget is where a redirect answer points, resolved against the
+// request's URL, without user information, query or fragment (they may
+// hold a secret), for the log.
+func redirectTarget(req *url.URL, location string) string {
+	if location == "" {
+		return "nowhere (no Location)"
+	}
+	u, err := req.Parse(location)
+	if err != nil {
+		return "<unparsable Location>"
+	}
+	clean := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return clean.String()
+}
+
 // send posts one body. A 2xx answer is nil; a 4xx other than 429 wraps
-// errRejected; anything else (5xx, 429, no answer) is worth a retry.
+// errRejected; anything else (3xx, which is not followed, 5xx, 429, no
+// answer) is worth a retry. A redirect's error names its status and its
+// target without query; its body is not read into the error.
 func (w *Writer) send(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
@@ -301,6 +331,8 @@ func (w *Writer) send(ctx context.Context, body []byte) error {
 	switch {
 	case resp.StatusCode/100 == 2:
 		return nil
+	case resp.StatusCode/100 == 3:
+		return fmt.Errorf("remote write: %s: redirect to %s not followed", resp.Status, redirectTarget(req.URL, resp.Header.Get("Location")))
 	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests:
 		return fmt.Errorf("%w: %s: %s", errRejected, resp.Status, bytes.TrimSpace(msg))
 	}

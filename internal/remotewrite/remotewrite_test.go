@@ -2,11 +2,14 @@ package remotewrite
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -384,5 +387,95 @@ func TestWriterRunKeepsQueueAtStop(t *testing.T) {
 	deliverAll(t, second)
 	if len(rcv.got) != 1 || files(t, dir) != 0 {
 		t.Errorf("the next start delivered %d batches, %d files left; want 1, 0", len(rcv.got), files(t, dir))
+	}
+}
+
+// TestWriterFollowsNoRedirect: a redirect answer (each of 301, 302, 307,
+// 308) is a failed send, retried as a 5xx is: the redirect's target gets
+// nothing (neither the body nor the headers), the batch stays queued, and
+// the error names the status and the target without its query, never the
+// body of the answer.
+func TestWriterFollowsNoRedirect(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var mu sync.Mutex
+			stolen := 0
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				stolen++
+				mu.Unlock()
+			}))
+			defer other.Close()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", other.URL+"/steal?sig=loc-secret#frag")
+				w.WriteHeader(status)
+				io.WriteString(w, "body-secret")
+			}))
+			defer srv.Close()
+			w, _ := newTestWriter(t, t.TempDir(), srv.URL+"/api/v1/write?auth=url-secret", 1<<20)
+			w.collect(time.UnixMilli(1000))
+			_, body, _, err := w.buf.oldest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.send(context.Background(), body)
+			if err == nil || errors.Is(err, errRejected) {
+				t.Fatalf("send after a %d: %v, want an error worth a retry", status, err)
+			}
+			msg := err.Error()
+			for _, want := range []string{http.StatusText(status), other.URL + "/steal"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not name %q", msg, want)
+				}
+			}
+			for _, secret := range []string{"loc-secret", "url-secret", "body-secret", "s3cret", "frag"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("error %q holds %q", msg, secret)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			w.deliver(ctx) // collect woke it: one attempt, then the back-off outlasts ctx
+			if n, _, _ := w.buf.stats(); n != 1 {
+				t.Errorf("pending = %d, want the batch kept for a retry", n)
+			}
+			if got := testutil.ToFloat64(w.sent); got != 0 {
+				t.Errorf("sent = %v, want 0", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if stolen != 0 {
+				t.Errorf("the redirect's target got %d requests", stolen)
+			}
+		})
+	}
+}
+
+func TestRedirectTarget(t *testing.T) {
+	req, _ := url.Parse("https://user:pw@rw.example/api/v1/write?auth=x")
+	tests := []struct{ location, want string }{
+		{"https://other.example/steal?sig=s#f", "https://other.example/steal"},
+		{"/elsewhere?sig=s", "https://rw.example/elsewhere"},
+		{"https://u:p@other.example:8443/p", "https://other.example:8443/p"},
+		{"", "nowhere (no Location)"},
+		{"http://[::1", "<unparsable Location>"},
+	}
+	for _, tt := range tests {
+		if got := redirectTarget(req, tt.location); got != tt.want {
+			t.Errorf("redirectTarget(%q) = %q, want %q", tt.location, got, tt.want)
+		}
+	}
+}
+
+// TestNewFollowsNoRedirectWithAGivenClient: a client given in Config is
+// copied without its redirect policy; the caller's client is unchanged.
+func TestNewFollowsNoRedirectWithAGivenClient(t *testing.T) {
+	given := &http.Client{Timeout: time.Minute}
+	c := noRedirects(given)
+	if c == given || given.CheckRedirect != nil || c.Timeout != time.Minute {
+		t.Fatalf("noRedirects changed or lost the given client: %+v", c)
+	}
+	if err := c.CheckRedirect(nil, nil); !errors.Is(err, http.ErrUseLastResponse) {
+		t.Errorf("CheckRedirect = %v, want http.ErrUseLastResponse", err)
 	}
 }
