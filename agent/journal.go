@@ -48,7 +48,9 @@ func containerJournal(driver, socket string) (podlogs.JournalSender, error) {
 
 // logsJournal returns where the log endpoint reads container output with
 // the "journald" driver alone (nil: the CRI files), and says when tug logs
-// cannot read it.
+// cannot read it. It reads only the entries journald stamped as sent by
+// root from tug's own unit (or, outside a systemd service, by this
+// process): podlogs.JournalWriter.
 func logsJournal(driver string, log *slog.Logger) api.JournalLogs {
 	if driver != "journald" {
 		return nil
@@ -56,5 +58,11 @@ func logsJournal(driver string, log *slog.Logger) api.JournalLogs {
 	if _, err := exec.LookPath("journalctl"); err != nil {
 		log.Warn("tug logs cannot read container output from the journal: journalctl not found", "err", err)
 	}
-	return podlogs.JournalReader{}
+	cgroup, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		log.Warn("tug's own cgroup unknown: tug logs reads the journal entries of this process only", "err", err)
+	}
+	writer := podlogs.JournalWriter(cgroup, os.Getpid())
+	log.Info("tug logs reads container output from the journal", "match", "_UID=0 "+writer)
+	return podlogs.JournalReader{Writer: writer}
 }

@@ -20,7 +20,8 @@
 #      <N> prefix; with --container-log-driver journald a container's
 #      stdout and stderr lines are entries with PRIORITY 6 and 3 and
 #      podman's and the pod's fields, no CRI file is written, tug logs
-#      reads them back, and systemd-journal-upload ships them to
+#      reads them back (and not an entry a non-root user sent with the
+#      container's ID), and systemd-journal-upload ships them to
 #      systemd-journal-remote (http on 127.0.0.1:19532, one output file).
 # Prints PASS/FAIL lines; exits 0 only if everything passed.
 set -u
@@ -207,6 +208,25 @@ YAML
         *talk-out*talk-err* | *talk-err*talk-out*) pass "tug logs reads the journal: $(echo $out)" ;;
         *) fail "tug logs talk: '$out'" ;;
     esac
+    # A local user may send an entry claiming the container's ID to the
+    # journal's socket; journald stamps it with the user's _UID, so tug
+    # logs (which reads _UID=0 entries of tug.service only) never shows it.
+    cid=$(entries | jq -r 'select(.MESSAGE == "talk-out") | .CONTAINER_ID_FULL' | head -n 1)
+    if [ -z "$cid" ]; then
+        fail "no CONTAINER_ID_FULL of talk to forge an entry with"
+    elif ! printf 'MESSAGE=forged-by-nobody\nPRIORITY=6\nCONTAINER_ID_FULL=%s\nCONTAINER_NAME=talk\n' "$cid" |
+        setpriv --reuid=65534 --regid=65534 --clear-groups logger --journald; then
+        fail "logger --journald as uid 65534 could not send the forged entry"
+    elif ! waitfor 30 sh -c "journalctl CONTAINER_ID_FULL=$cid _UID=65534 -o cat --no-pager | grep -q forged-by-nobody"; then
+        fail "the forged entry (uid 65534, CONTAINER_ID_FULL=$cid) is not in the journal"
+    else
+        out=$("$TUG" logs --socket $D/run/tug.sock talk 2>&1)
+        case "$out" in
+            *forged-by-nobody*) fail "tug logs shows an entry a non-root user sent with the container's ID: '$out'" ;;
+            *talk-out*) pass "tug logs leaves out an entry uid 65534 sent with the container's ID" ;;
+            *) fail "tug logs talk after the forged entry: '$out'" ;;
+        esac
+    fi
     # -f follows journalctl --follow: the lines, then it waits (timeout ends it).
     out=$(timeout 5 "$TUG" logs -f --timestamps --socket $D/run/tug.sock talk 2>&1); rc=$?
     case "$rc:$out" in

@@ -181,12 +181,21 @@ func fakeJournalctl(t *testing.T, entries, followed string) (bin, args string) {
 }
 
 func TestJournalReaderStream(t *testing.T) {
-	entries := `{"__CURSOR":"c1","__REALTIME_TIMESTAMP":"1700000000000001","PRIORITY":"6","MESSAGE":"hello"}
-{"__CURSOR":"c2","__REALTIME_TIMESTAMP":"1700000000000002","PRIORITY":"3","MESSAGE":"oops"}
-{"__CURSOR":"c3","__REALTIME_TIMESTAMP":"1700000000000003","PRIORITY":"6","MESSAGE":"part","CONTAINER_PARTIAL_MESSAGE":"true"}
-{"__CURSOR":"c4","__REALTIME_TIMESTAMP":"1700000000000004","PRIORITY":"6","MESSAGE":[104,105,255]}
+	// tug's entries carry the trusted fields journald stamps on what root
+	// sends from tug.service; the others (a local user's, another root
+	// unit's, one without _UID) claim the same container but are not
+	// shown, even from a journalctl that ignored its matches (this fake).
+	const tug = `"_UID":"0","_SYSTEMD_UNIT":"tug.service","CONTAINER_ID_FULL":"web_1_0"`
+	entries := `{"__CURSOR":"c1","__REALTIME_TIMESTAMP":"1700000000000001","PRIORITY":"6","MESSAGE":"hello",` + tug + `}
+{"__CURSOR":"c2","__REALTIME_TIMESTAMP":"1700000000000002","PRIORITY":"3","MESSAGE":"oops",` + tug + `}
+{"__CURSOR":"f1","__REALTIME_TIMESTAMP":"1700000000000002","PRIORITY":"3","MESSAGE":"forged by uid 1000","_UID":"1000","_SYSTEMD_UNIT":"tug.service","CONTAINER_ID_FULL":"web_1_0"}
+{"__CURSOR":"f2","__REALTIME_TIMESTAMP":"1700000000000002","PRIORITY":"3","MESSAGE":"forged by another unit","_UID":"0","_SYSTEMD_UNIT":"cron.service","CONTAINER_ID_FULL":"web_1_0"}
+{"__CURSOR":"f3","__REALTIME_TIMESTAMP":"1700000000000002","PRIORITY":"3","MESSAGE":"no _UID","_SYSTEMD_UNIT":"tug.service","CONTAINER_ID_FULL":"web_1_0"}
+{"__CURSOR":"c3","__REALTIME_TIMESTAMP":"1700000000000003","PRIORITY":"6","MESSAGE":"part","CONTAINER_PARTIAL_MESSAGE":"true",` + tug + `}
+{"__CURSOR":"c4","__REALTIME_TIMESTAMP":"1700000000000004","PRIORITY":"6","MESSAGE":[104,105,255],` + tug + `}
 not json`
-	followed := `{"__CURSOR":"c5","__REALTIME_TIMESTAMP":"1700000001000000","PRIORITY":"6","MESSAGE":"later"}`
+	followed := `{"__CURSOR":"f4","__REALTIME_TIMESTAMP":"1700000001000000","PRIORITY":"6","MESSAGE":"forged later","_UID":"65534","_SYSTEMD_UNIT":"tug.service","CONTAINER_ID_FULL":"web_1_0"}
+{"__CURSOR":"c5","__REALTIME_TIMESTAMP":"1700000001000000","PRIORITY":"6","MESSAGE":"later",` + tug + `}`
 	tests := []struct {
 		name   string
 		follow bool
@@ -198,21 +207,21 @@ not json`
 			"2023-11-14T22:13:20.000002Z stderr F oops",
 			"2023-11-14T22:13:20.000003Z stdout P part",
 			"2023-11-14T22:13:20.000004Z stdout F hi\xff",
-		}, args: "--no-pager --all --output=json CONTAINER_ID_FULL=web_1_0\n"},
+		}, args: "--no-pager --all --output=json CONTAINER_ID_FULL=web_1_0 _UID=0 _SYSTEMD_UNIT=tug.service\n"},
 		{name: "follow", follow: true, want: []string{
 			"2023-11-14T22:13:20.000001Z stdout F hello",
 			"2023-11-14T22:13:20.000002Z stderr F oops",
 			"2023-11-14T22:13:20.000003Z stdout P part",
 			"2023-11-14T22:13:20.000004Z stdout F hi\xff",
 			"2023-11-14T22:13:21Z stdout F later",
-		}, args: "--no-pager --all --output=json CONTAINER_ID_FULL=web_1_0\n" +
-			"--no-pager --all --output=json --follow --after-cursor=c4 CONTAINER_ID_FULL=web_1_0\n"},
+		}, args: "--no-pager --all --output=json CONTAINER_ID_FULL=web_1_0 _UID=0 _SYSTEMD_UNIT=tug.service\n" +
+			"--no-pager --all --output=json --follow --after-cursor=c4 CONTAINER_ID_FULL=web_1_0 _UID=0 _SYSTEMD_UNIT=tug.service\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bin, args := fakeJournalctl(t, entries, followed)
 			s := &gotRecords{end: -1}
-			err := JournalReader{Journalctl: bin}.Stream(t.Context(), "web_1_0", s, tt.follow, func() bool { return false })
+			err := JournalReader{Journalctl: bin, Writer: "_SYSTEMD_UNIT=tug.service"}.Stream(t.Context(), "web_1_0", s, tt.follow, func() bool { return false })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,5 +235,46 @@ not json`
 				t.Errorf("journalctl ran with:\n%s\nwant:\n%s", got, tt.args)
 			}
 		})
+	}
+}
+
+func TestJournalWriter(t *testing.T) {
+	tests := []struct {
+		name, cgroup, want string
+	}{
+		{"cgroup v2 service", "0::/system.slice/tug.service\n", "_SYSTEMD_UNIT=tug.service"},
+		{"delegated sub-cgroup", "0::/system.slice/tug.service/agent\n", "_SYSTEMD_UNIT=tug.service"},
+		{"nested slices", "0::/system.slice/edge.slice/tug-b.service\n", "_SYSTEMD_UNIT=tug-b.service"},
+		{"hybrid: name=systemd wins", "12:pids:/x\n1:name=systemd:/system.slice/tug.service\n0::/system.slice/other.service\n", "_SYSTEMD_UNIT=tug.service"},
+		{"v1 without systemd", "4:memory:/\n1:cpu:/\n", "_PID=4242"},
+		{"a session scope", "0::/user.slice/user-0.slice/session-3.scope\n", "_PID=4242"},
+		{"a container's root", "0::/\n", "_PID=4242"},
+		{"unreadable", "", "_PID=4242"},
+		{"a bare .service", "0::/.service\n", "_PID=4242"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := JournalWriter([]byte(tt.cgroup), 4242); got != tt.want {
+				t.Errorf("JournalWriter(%q) = %q, want %q", tt.cgroup, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestJournalReaderZeroValueTrustsRootOnly: a reader given no writer
+// still reads only what root sent.
+func TestJournalReaderZeroValueTrustsRootOnly(t *testing.T) {
+	entries := `{"__CURSOR":"c1","__REALTIME_TIMESTAMP":"1700000000000001","MESSAGE":"root","_UID":"0","CONTAINER_ID_FULL":"c"}
+{"__CURSOR":"c2","__REALTIME_TIMESTAMP":"1700000000000002","MESSAGE":"user","_UID":"1000","CONTAINER_ID_FULL":"c"}`
+	bin, args := fakeJournalctl(t, entries, "")
+	s := &gotRecords{end: -1}
+	if err := (JournalReader{Journalctl: bin}).Stream(t.Context(), "c", s, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"2023-11-14T22:13:20.000001Z stdout F root"}; strings.Join(s.records, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records %q, want %q", s.records, want)
+	}
+	if got, _ := os.ReadFile(args); string(got) != "--no-pager --all --output=json CONTAINER_ID_FULL=c _UID=0\n" {
+		t.Errorf("journalctl ran with %q", got)
 	}
 }
