@@ -14,14 +14,27 @@ import (
 // hostUsers: false are recorded, below --root-dir.
 const usernsStateFile = "userns.json"
 
-// newUserNamespaces opens the allocator of user namespace IDs of
-// --user-namespace-range, with the blocks recorded by an earlier run.
+// newUserNamespaces opens the allocator of user namespace IDs, with the
+// blocks recorded by an earlier run. The range is --user-namespace-range,
+// else user tug's entries of the subuid and subgid files, else
+// userns.DefaultRange; a range that holds IDs a local user may map (an
+// entry of another user, login.defs' range for the users useradd adds) is
+// an error, and the allocator checks the files again at each new block.
 func newUserNamespaces(cfg config.Config, log *slog.Logger) (*userns.Allocator, error) {
-	rng, err := userns.ParseRange(cfg.UserNamespaceRange)
+	files := userns.HostIDFiles{SubUID: cfg.SubUIDFile, SubGID: cfg.SubGIDFile, LoginDefs: cfg.LoginDefsFile}
+	ids, err := files.Read()
 	if err != nil {
-		return nil, fmt.Errorf("--user-namespace-range: %w", err)
+		return nil, fmt.Errorf("user namespaces: %w", err)
 	}
-	return userns.Open(filepath.Join(cfg.RootDir, usernsStateFile), rng, log)
+	rng, from, err := ids.NodeRange(cfg.UserNamespaceRange)
+	if err != nil {
+		return nil, fmt.Errorf("user namespaces: %w", err)
+	}
+	if err := ids.Check(rng, from); err != nil {
+		return nil, err
+	}
+	log.Info("user namespace range", "range", rng.String(), "from", from)
+	return userns.Open(filepath.Join(cfg.RootDir, usernsStateFile), rng, &files, log)
 }
 
 // requiredUserNamespaces maps the sources whose pods must run in a user

@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"tug/internal/testutil"
+	"tug/internal/userns"
 )
 
 // usernsPod is a pod with hostUsers: false whose container reports its
@@ -96,7 +99,11 @@ func TestUserNamespacePods(t *testing.T) {
 	tg.Start()
 	// The next pod gets the lowest free block; a copy of the image for it
 	// that a dead tug left half made is removed, not tripped over.
-	next := uint32(65536)
+	def, err := userns.ParseRange(userns.DefaultRange)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := def.First
 	for next == bases["usera"] || next == bases["userb"] {
 		next += 65536
 	}
@@ -188,5 +195,133 @@ func (tg *tug) leaveRemapLeftover(base uint32) {
 	key := fmt.Sprintf("%s-%d-%d-remap", parent, base, base)
 	if _, err := tg.client.SnapshotService("overlayfs").Prepare(ctx, key, parent); err != nil {
 		tg.t.Fatal(err)
+	}
+}
+
+// hostIDFiles writes a subuid, a subgid and a login.defs file for tug
+// (--subuid-file, --subgid-file, --login-defs-file) under dir, and
+// returns the flags; the host's own /etc files are never touched.
+func hostIDFiles(t *testing.T, dir, subuid, subgid, loginDefs string) (paths [3]string, flags []string) {
+	t.Helper()
+	for i, f := range []struct{ name, data string }{{"subuid", subuid}, {"subgid", subgid}, {"login.defs", loginDefs}} {
+		paths[i] = filepath.Join(dir, f.name)
+		if err := os.WriteFile(paths[i], []byte(f.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return paths, []string{"--subuid-file", paths[0], "--subgid-file", paths[1], "--login-defs-file", paths[2]}
+}
+
+// debianLoginDefs is the subordinate ID settings of Debian 12's
+// /etc/login.defs: useradd gives each user it adds 65536 IDs from 100000.
+const debianLoginDefs = "SUB_UID_MIN\t\t   100000\nSUB_UID_MAX\t\t600100000\nSUB_UID_COUNT\t\t    65536\n" +
+	"SUB_GID_MIN\t\t   100000\nSUB_GID_MAX\t\t600100000\nSUB_GID_COUNT\t\t    65536\n"
+
+// TestUserNamespaceRangeRefusesLocalUsersIDs: tug run exits 1 with a range
+// that holds host IDs a local user may map (another user's entry of the
+// subuid or subgid file, or login.defs' range useradd hands out), naming
+// the file, the entry and the IDs shared. The range tug used by default,
+// 65536/4294836224, is refused against the host's own /etc/login.defs
+// (read, not changed): the first user useradd adds gets 100000-165535,
+// which held the root of the second pod's block.
+func TestUserNamespaceRangeRefusesLocalUsersIDs(t *testing.T) {
+	t.Parallel()
+	tg := startTug(t, tugOpts{noStart: true})
+	users := "alice:100000:65536\nbob:165536:65536\n"
+	_, withUsers := hostIDFiles(t, t.TempDir(), users, users, debianLoginDefs)
+	carolPaths, carol := hostIDFiles(t, t.TempDir(), "", "carol:1879048192:65536\n", "SUB_UID_MIN 100000\nSUB_UID_MAX 600100000\n")
+	movedPaths, moved := hostIDFiles(t, t.TempDir(), "", "", "SUB_UID_MIN 0x70000000\nSUB_UID_MAX 0x7fffffff\n")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"the host's login.defs and the range from 65536", []string{"--user-namespace-range", "65536/4294836224"},
+			[]string{"/etc/login.defs", "SUB_UID_MIN..SUB_UID_MAX = ", "65536/4294836224"}},
+		{"another user's subuid entry", append(withUsers, "--user-namespace-range", "65536/4294836224"),
+			[]string{withUsers[1] + `:1: "alice:100000:65536"`, "host IDs 100000-165535", "65536/4294836224"}},
+		{"another user's subgid entry in the default range", carol,
+			[]string{carolPaths[1] + `:1: "carol:1879048192:65536"`, "host IDs 1879048192-1879113727", userns.DefaultRange}},
+		{"login.defs moved onto the default range", moved,
+			[]string{movedPaths[2] + `:2: "SUB_UID_MIN..SUB_UID_MAX = 1879048192..2147483647"`, "host IDs 1879048192-2147352575"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := tg.command(ctx, tg.runArgs(tt.args...)...).CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("tug run %v: %v, output:\n%s\nwant exit 1", tt.args, err, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output does not name %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestUserNamespaceRangeFromTugsEntry: with an entry for user tug in the
+// subuid and subgid files, the pods' blocks come from it; a user added
+// while tug runs whose IDs cover a block never gets that block handed out
+// (tug warns, naming the file and the entry); and after a kill -9 and a
+// damaged allocation file, the blocks the running pods hold (read back
+// from their containers) are not handed to a new pod.
+func TestUserNamespaceRangeFromTugsEntry(t *testing.T) {
+	t.Parallel()
+	const first = 2147483648 // 2^31: tug's entry, 3 blocks
+	entry := fmt.Sprintf("alice:100000:65536\ntug:%d:%d\n", first, 3*65536)
+	paths, flags := hostIDFiles(t, t.TempDir(), entry, entry, debianLoginDefs)
+	tg := startTug(t, tugOpts{args: flags, beforeStart: func(tg *tug) {
+		tg.writeManifest("entrya.yaml", usernsPod("entrya", tg.image))
+	}})
+	ca := tg.waitRunning(startTimeout, "entrya", "main", 0)
+	if base, err := uidMap(ca.PID); err != nil || base != first {
+		t.Fatalf("pod entrya: host ID %d (%v), want tug's entry's first, %d", base, err, first)
+	}
+	// A user arrives whose IDs are the second block.
+	mallory := fmt.Sprintf("mallory:%d:65536\n", first+65536)
+	if err := os.WriteFile(paths[0], []byte(entry+mallory), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg.writeManifest("entryb.yaml", usernsPod("entryb", tg.image))
+	cb := tg.waitRunning(startTimeout, "entryb", "main", 0)
+	if base, err := uidMap(cb.PID); err != nil || base != first+2*65536 {
+		t.Fatalf("pod entryb: host ID %d (%v), want the third block %d, past mallory's IDs", base, err, first+2*65536)
+	}
+	tg.waitFor(startTimeout, "a Warn naming mallory's entry", func() (bool, error) {
+		for _, line := range strings.Split(tg.output(), "\n") {
+			if strings.Contains(line, "level=WARN") && strings.Contains(line, "file="+paths[0]) && strings.Contains(line, strings.TrimSpace(mallory)) {
+				return true, nil
+			}
+		}
+		return false, errors.New("no such line")
+	})
+
+	// A power cut: the allocation file is damaged. (mallory's entry goes
+	// too: a tug whose range overlaps it would refuse to start.) The next
+	// tug reads the blocks back from the running containers: the new pod
+	// gets the second block, the lowest no running pod holds.
+	want := tg.snapshotTasks([]string{"entrya", "entryb"})
+	tg.Kill()
+	if err := os.WriteFile(paths[0], []byte(entry), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(tg.rootDir, "userns.json")
+	testutil.DamageFile(t, state, testutil.DamageNULFilled)
+	mark := len(tg.output())
+	tg.Start()
+	tg.writeManifest("entryc.yaml", usernsPod("entryc", tg.image))
+	cc := tg.waitRunning(startTimeout, "entryc", "main", 0)
+	if base, err := uidMap(cc.PID); err != nil || base != first+65536 {
+		t.Errorf("pod entryc: host ID %d (%v), want the second block %d: the first and third are held by running pods", base, err, first+65536)
+	}
+	if err := tg.sameTasks(want); err != nil {
+		t.Fatal(err)
+	}
+	if !warnedFiles(tg.output()[mark:])[state] {
+		t.Errorf("no Warn names the damaged %s", state)
 	}
 }

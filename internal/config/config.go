@@ -263,8 +263,17 @@ type Config struct {
 	URLUserNamespaces  string `yaml:"url-user-namespaces"`
 	// UserNamespaceRange is the node's host IDs for pods with hostUsers:
 	// false, "FIRST/LENGTH" (both multiples of 65536), one block of 65536
-	// per pod. Default 65536/4294836224.
+	// per pod. Default "": the subordinate IDs of user tug in SubUIDFile
+	// and SubGIDFile when it has an entry there, else
+	// 1879048192/268304384. tug refuses a range that overlaps another
+	// user's entry or login.defs' SUB_UID/SUB_GID range.
 	UserNamespaceRange string `yaml:"user-namespace-range"`
+	// SubUIDFile, SubGIDFile and LoginDefsFile are where the host says
+	// which IDs local users may map into user namespaces of their own.
+	// Defaults /etc/subuid, /etc/subgid, /etc/login.defs.
+	SubUIDFile    string `yaml:"subuid-file"`
+	SubGIDFile    string `yaml:"subgid-file"`
+	LoginDefsFile string `yaml:"login-defs-file"`
 	// AllowHostStateMounts lets pods mount hostPaths that expose tug's own
 	// dirs or containerd's socket (and "/"). Default false.
 	AllowHostStateMounts bool `yaml:"allow-host-state-mounts"`
@@ -414,7 +423,9 @@ func Default() Config {
 		OCIPolicy:          "baseline",
 		FileUserNamespaces: "allowed",
 		URLUserNamespaces:  "allowed",
-		UserNamespaceRange: "65536/4294836224",
+		SubUIDFile:         "/etc/subuid",
+		SubGIDFile:         "/etc/subgid",
+		LoginDefsFile:      "/etc/login.defs",
 		CDISpecDirs:        []string{"/etc/cdi", "/var/run/cdi"},
 		DefaultSeccomp:     "runtime-default",
 
@@ -504,7 +515,10 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.OCIPolicy, "oci-policy", c.OCIPolicy, "Pod Security Standards level of --manifest-oci's pods: privileged, baseline or restricted")
 	fs.StringVar(&c.FileUserNamespaces, "file-user-namespaces", c.FileUserNamespaces, "whether the manifest directory's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
 	fs.StringVar(&c.URLUserNamespaces, "url-user-namespaces", c.URLUserNamespaces, "whether --manifest-url's and --manifest-oci's pods must run in a user namespace of their own (hostUsers: false): allowed or required")
-	fs.StringVar(&c.UserNamespaceRange, "user-namespace-range", c.UserNamespaceRange, "host IDs given to pods with hostUsers: false, FIRST/LENGTH (multiples of 65536), 65536 per pod")
+	fs.StringVar(&c.UserNamespaceRange, "user-namespace-range", c.UserNamespaceRange, "host IDs given to pods with hostUsers: false, FIRST/LENGTH (multiples of 65536), 65536 per pod (default: user tug's entry of --subuid-file and --subgid-file, else 1879048192/268304384)")
+	fs.StringVar(&c.SubUIDFile, "subuid-file", c.SubUIDFile, "the host's subordinate user IDs: the user namespace range must overlap no other user's entry")
+	fs.StringVar(&c.SubGIDFile, "subgid-file", c.SubGIDFile, "the host's subordinate group IDs: the user namespace range must overlap no other user's entry")
+	fs.StringVar(&c.LoginDefsFile, "login-defs-file", c.LoginDefsFile, "the host's login.defs: the user namespace range must overlap neither SUB_UID_MIN..SUB_UID_MAX nor SUB_GID_MIN..SUB_GID_MAX")
 	fs.BoolVar(&c.AllowHostStateMounts, "allow-host-state-mounts", c.AllowHostStateMounts, "allow hostPaths that expose tug's dirs, containerd's socket or /")
 	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of Localhost seccomp profiles (default <root-dir>/seccomp)")
 	fs.StringVar(&c.DefaultSeccomp, "default-seccomp", c.DefaultSeccomp, "seccomp profile of containers that name none: runtime-default or unconfined")
@@ -686,6 +700,11 @@ func (c *Config) Validate() error {
 	}
 	if err := validUserNamespaceRange(c.UserNamespaceRange); err != nil {
 		errs = append(errs, fmt.Errorf("user-namespace-range: %w", err))
+	}
+	for name, path := range map[string]string{"subuid-file": c.SubUIDFile, "subgid-file": c.SubGIDFile, "login-defs-file": c.LoginDefsFile} {
+		if !filepath.IsAbs(path) {
+			errs = append(errs, fmt.Errorf("%s: %q must be an absolute path", name, path))
+		}
 	}
 	if c.SeccompProfileRoot != "" && !filepath.IsAbs(c.SeccompProfileRoot) {
 		errs = append(errs, fmt.Errorf("seccomp-profile-root: %q must be an absolute path", c.SeccompProfileRoot))

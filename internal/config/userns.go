@@ -12,10 +12,14 @@ import (
 // tested against userns.ParseRange in agent/).
 const userNSBlock = 65536
 
-// validUserNamespaceRange checks --user-namespace-range: "FIRST/LENGTH",
-// both multiples of 65536, FIRST at least 65536, ending at or below
-// 4294901760 (the top block holds (uid_t)-1).
+// validUserNamespaceRange checks --user-namespace-range: "" (the host's
+// entry for tug, else the default) or "FIRST/LENGTH", both multiples of
+// 65536, FIRST at least 65536, ending at or below 4294901760 (the top
+// block holds (uid_t)-1).
 func validUserNamespaceRange(s string) error {
+	if s == "" {
+		return nil
+	}
 	first, length, ok := strings.Cut(s, "/")
 	if !ok {
 		return fmt.Errorf("%q is not FIRST/LENGTH", s)

@@ -26,14 +26,19 @@ import (
 // namespace: container IDs 0-65535, as in Kubernetes.
 const BlockSize = 65536
 
-// DefaultRange is the node range tug uses unless --user-namespace-range
-// says otherwise: from ID 65536 (above the host's own users), 65534
-// blocks, up to 4294901759. The top block is left out: it holds
-// 4294967295, which is (uid_t)-1.
-const DefaultRange = "65536/4294836224"
+// DefaultRange is the node range tug uses when neither
+// --user-namespace-range nor an entry of user tug in /etc/subuid and
+// /etc/subgid gives one: 0x70000000 to 0x7FFDFFFF (1879048192 to
+// 2147352575), 4094 blocks. It lies above shadow's default
+// SUB_UID_MAX/SUB_GID_MAX (600100000), so useradd never gives a user
+// these IDs; in the IDs systemd leaves unused (above the container range
+// of systemd-nspawn, 524288-1879048191, below its foreign range, from
+// 2147352576); and below 2^31, which some tools still read as a negative
+// number.
+const DefaultRange = "1879048192/268304384"
 
 // ErrExhausted is returned when every block of the range is held.
-var ErrExhausted = errors.New("userns: no free block of IDs left in --user-namespace-range")
+var ErrExhausted = errors.New("userns: no free block of IDs left in the user namespace range")
 
 // ErrInvalidRange is returned for a range that is not FIRST/LENGTH with
 // both multiples of 65536 and at least one block.
@@ -92,15 +97,22 @@ type state struct {
 
 // Allocator gives each pod UID its block. It is safe for concurrent use.
 type Allocator struct {
-	path string
-	rng  Range
-	log  *slog.Logger
+	path  string
+	rng   Range
+	files *HostIDFiles
+	log   *slog.Logger
 	// damaged is set when the file could not be read: Restore rewrites it.
 	damaged bool
 
 	mu   sync.Mutex
 	pods map[string]uint32 // pod UID -> first host ID
 	used map[uint32]string // first host ID -> pod UID
+	// reserved is the blocks a running container's mapping covers that
+	// are not its pod's recorded block (a mapping not on a block
+	// boundary, or longer than a block): never handed out.
+	reserved map[uint32]string
+	// warned is the claims already logged as overlapping the range.
+	warned map[string]bool
 }
 
 // Open reads the allocations of path (none when it does not exist) for
@@ -110,12 +122,17 @@ type Allocator struct {
 // NUL-filled, cut short, not the format) is logged (Warn, with its path)
 // and read as no allocation: Restore then gives the running pods their
 // blocks back before any block is handed out, and rewrites the file. Only
-// an error reading the file stops Open. A nil log discards.
-func Open(path string, rng Range, log *slog.Logger) (*Allocator, error) {
+// an error reading the file stops Open.
+//
+// files are read again each time a pod is given a new block: a block
+// that overlaps IDs a local user may map by then (HostIDs.Conflict) is
+// not handed out. Nil files check nothing (tests). A nil log discards.
+func Open(path string, rng Range, files *HostIDFiles, log *slog.Logger) (*Allocator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Allocator{path: path, rng: rng, log: log, pods: map[string]uint32{}, used: map[uint32]string{}}
+	a := &Allocator{path: path, rng: rng, files: files, log: log, pods: map[string]uint32{}, used: map[uint32]string{},
+		reserved: map[uint32]string{}, warned: map[string]bool{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return a, nil
@@ -168,12 +185,19 @@ func (a *Allocator) Restore(running map[string]pod.IDMapping) error {
 	defer a.mu.Unlock()
 	changed := a.damaged
 	for _, uid := range sortedKeys(running) {
-		base := running[uid].HostID
-		if a.pods[uid] == base && a.used[base] == uid {
+		m := running[uid]
+		base := m.HostID
+		if base%BlockSize != 0 || m.Size != BlockSize {
+			// Not a block of tug's: every block it covers stays out of
+			// use while tug runs (the next start reads it again).
+			first := uint64(base) / BlockSize * BlockSize
+			for b := first; b < uint64(base)+uint64(max(m.Size, 1)) && b < 1<<32; b += BlockSize {
+				a.reserved[uint32(b)] = uid
+			}
+			a.log.Warn("a container's user namespace is not a block of the range: not recorded, the blocks it covers not handed out", "file", a.path, "pod", uid, "host_id", base, "size", m.Size)
 			continue
 		}
-		if base%BlockSize != 0 {
-			a.log.Warn("a container's user namespace is not a block of the range: not recorded", "file", a.path, "pod", uid, "host_id", base)
+		if a.pods[uid] == base && a.used[base] == uid {
 			continue
 		}
 		if other, ok := a.used[base]; ok && other != uid {
@@ -208,16 +232,38 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // Mapping returns the block of pod uid, giving it the lowest free block
-// of the range (and recording it) when it has none.
+// of the range (and recording it) when it has none. A new block is one
+// that no pod holds and that overlaps no ID a local user may map as the
+// host ID files say now (a block that does is skipped, and the claim
+// logged once); the files unreadable, no block is given.
 func (a *Allocator) Mapping(uid string) (pod.IDMapping, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if base, ok := a.pods[uid]; ok {
 		return pod.IDMapping{HostID: base, Size: BlockSize}, nil
 	}
+	var ids HostIDs
+	if a.files != nil {
+		var err error
+		if ids, err = a.files.Read(); err != nil {
+			return pod.IDMapping{}, err
+		}
+	}
+	skipped := 0
 	for i := uint64(0); i < a.rng.blocks(); i++ {
 		base := a.rng.First + uint32(i*BlockSize)
 		if _, held := a.used[base]; held {
+			continue
+		}
+		if _, held := a.reserved[base]; held {
+			continue
+		}
+		if c, lo, hi, ok := ids.Conflict(uint64(base), BlockSize); ok {
+			skipped++
+			if key := c.String(); !a.warned[key] {
+				a.warned[key] = true
+				a.log.Warn("user namespace blocks overlap IDs a local user may map: not handed out", "file", c.File, "entry", c.Entry, "ids", fmt.Sprintf("%d-%d", lo, hi))
+			}
 			continue
 		}
 		a.pods[uid], a.used[base] = base, uid
@@ -227,6 +273,9 @@ func (a *Allocator) Mapping(uid string) (pod.IDMapping, error) {
 			return pod.IDMapping{}, err
 		}
 		return pod.IDMapping{HostID: base, Size: BlockSize}, nil
+	}
+	if skipped > 0 {
+		return pod.IDMapping{}, fmt.Errorf("%w: %d blocks overlap IDs local users may map (%s, %s, %s)", ErrExhausted, skipped, a.files.SubUID, a.files.SubGID, a.files.LoginDefs)
 	}
 	return pod.IDMapping{}, ErrExhausted
 }

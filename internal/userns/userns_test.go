@@ -17,7 +17,8 @@ func TestParseRange(t *testing.T) {
 		want    Range
 		wantErr bool
 	}{
-		{in: DefaultRange, want: Range{First: 65536, Length: 65534 * BlockSize}},
+		{in: DefaultRange, want: Range{First: 0x70000000, Length: 4094 * BlockSize}},
+		{in: "65536/4294836224", want: Range{First: 65536, Length: 65534 * BlockSize}},
 		{in: "131072/131072", want: Range{First: 131072, Length: 131072}},
 		{in: "0/65536", wantErr: true},          // the host's own IDs
 		{in: "65537/65536", wantErr: true},      // not a block boundary
@@ -46,7 +47,7 @@ func TestParseRange(t *testing.T) {
 func TestAllocator(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "userns.json")
 	rng := Range{First: 65536, Length: 3 * BlockSize}
-	a, err := Open(path, rng, testutil.Logger(t))
+	a, err := Open(path, rng, nil, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestAllocator(t *testing.T) {
 	}
 
 	// A restart: the same blocks for the same pods.
-	b, err := Open(path, rng, testutil.Logger(t))
+	b, err := Open(path, rng, nil, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestAllocator(t *testing.T) {
 	if err := b.Release("pod-1"); err != nil {
 		t.Errorf("second release: %v", err)
 	}
-	c, err := Open(path, rng, testutil.Logger(t))
+	c, err := Open(path, rng, nil, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +99,10 @@ func TestAllocator(t *testing.T) {
 
 func TestOpenKeepsBlocksOutsideTheRange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "userns.json")
-	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, testutil.Logger(t))
+	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, nil, testutil.Logger(t))
 	m, _ := a.Mapping("pod-1")
 	// The range shrinks past pod-1's block... to a range without it.
-	b, err := Open(path, Range{First: 131072, Length: BlockSize}, testutil.Logger(t))
+	b, err := Open(path, Range{First: 131072, Length: BlockSize}, nil, testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestOpenDamagedFile(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "userns.json")
-			a, err := Open(path, rng, testutil.Logger(t))
+			a, err := Open(path, rng, nil, testutil.Logger(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +147,7 @@ func TestOpenDamagedFile(t *testing.T) {
 			m2, _ := a.Mapping("pod-2") // the second block: a lost file would hand it out first after pod-1's
 			c.damage(t, path)
 			log := testutil.NewWarnLog(t)
-			b, err := Open(path, rng, log.Logger)
+			b, err := Open(path, rng, nil, log.Logger)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -165,7 +166,7 @@ func TestOpenDamagedFile(t *testing.T) {
 			}
 			_ = m1
 			log2 := testutil.NewWarnLog(t)
-			c2, err := Open(path, rng, log2.Logger)
+			c2, err := Open(path, rng, nil, log2.Logger)
 			if err != nil || len(log2.Files()) != 0 {
 				t.Fatalf("the rewritten file: %v, warnings %q", err, log2.Files())
 			}
@@ -180,10 +181,10 @@ func TestOpenDamagedFile(t *testing.T) {
 // container of another pod uses is the running pod's.
 func TestRestoreRunningWinsOverTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "userns.json")
-	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, testutil.Logger(t))
+	a, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, nil, testutil.Logger(t))
 	m, _ := a.Mapping("stale")
 	log := testutil.NewWarnLog(t)
-	b, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, log.Logger)
+	b, _ := Open(path, Range{First: 65536, Length: 2 * BlockSize}, nil, log.Logger)
 	if err := b.Restore(map[string]pod.IDMapping{"running": m}); err != nil {
 		t.Fatal(err)
 	}
