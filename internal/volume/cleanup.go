@@ -24,6 +24,14 @@ func (mgr *Manager) removePodDir(uid string) error {
 	if err != nil {
 		return fmt.Errorf("pod directory of %s: %w", uid, err)
 	}
+	// Staging mounts first, made private as unstage does (they are
+	// normally gone once a container has started).
+	stages, _ := filepath.Glob(filepath.Join(real, "volume-subpaths", "*"))
+	for _, d := range stages {
+		if err := Unstage(d); err != nil {
+			return fmt.Errorf("pod directory of %s: %w", uid, err)
+		}
+	}
 	if err := mount.UnmountRecursive(real, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("pod directory of %s: unmount volumes: %w", uid, err)
 	}

@@ -233,8 +233,18 @@ func stage(fd int, target string) error {
 // and removes target, which is then an empty directory or file of tug's.
 // Nothing is ever deleted through a mount: a target that is still a mount
 // point, or a directory that is not empty, is an error and stays.
+//
+// Each mount is made private (with what is mounted below it) before it is
+// detached. A staging mount of a hostPath on a shared host mount is a peer
+// of it, and so holds copies of what the host, or a container with
+// Bidirectional propagation, mounted below it meanwhile; detaching it as
+// it is would propagate the unmount of those copies back to the host's and
+// the container's own mounts.
 func unstage(target string) error {
 	for range 16 {
+		if err := unix.Mount("", target, "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("make %s private: %w", target, err)
+		}
 		err := unix.Unmount(target, unix.MNT_DETACH)
 		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
 			break // not (or no longer) a mount point
