@@ -55,6 +55,9 @@ type host struct {
 	name string       // --hostname-override, or the host's name
 	node *policy.Node // its labels and taints
 	self string       // tug's own path: the log driver's binary
+	// runtimeClasses are --runtime-class's, checked (node.RuntimeClasses
+	// names them for admission).
+	runtimeClasses map[string]podruntime.RuntimeClass
 }
 
 // inputs are what the configuration files and the host's state give, read
@@ -156,6 +159,13 @@ func readHost(cfg config.Config, log *slog.Logger) (host, error) {
 	}
 	if h.node, err = newNode(cfg, h.name); err != nil {
 		return host{}, err
+	}
+	if h.runtimeClasses, err = runtimeClasses(cfg); err != nil {
+		return host{}, err
+	}
+	h.node.RuntimeClasses = make(map[string]bool, len(h.runtimeClasses))
+	for name := range h.runtimeClasses {
+		h.node.RuntimeClasses[name] = true
 	}
 	log.Info("node labels and taints", "labels", h.node.Labels, "taints", h.node.Taints)
 	if h.self, err = os.Executable(); err != nil {
@@ -314,6 +324,7 @@ func runtimeConfig(cfg config.Config, h host, client *containerd.Client, rp runt
 		DefaultSeccompUnconfined: cfg.DefaultSeccomp == "unconfined",
 		AppArmor:                 appArmorEnabled(),
 		ShimGrouping:             cfg.ShimGrouping,
+		RuntimeClasses:           h.runtimeClasses,
 		Devices:                  rp.devs,
 		UserNamespaces:           rp.userns,
 	}

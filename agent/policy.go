@@ -7,9 +7,11 @@ import (
 	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"tug/internal/config"
+	"tug/internal/podruntime"
 	"tug/internal/policy"
 )
 
@@ -47,6 +49,24 @@ func newNode(cfg config.Config, hostname string) (*policy.Node, error) {
 		return nil, fmt.Errorf("--register-with-taints: %w", err)
 	}
 	return &policy.Node{Name: strings.ToLower(hostname), Labels: labels, Taints: taints, AppArmor: appArmorEnabled()}, nil
+}
+
+// runtimeClasses parses --runtime-class and checks that every binary it
+// names is there: a class whose runtime is missing fails tug's start, not
+// each of its pods' containers later.
+func runtimeClasses(cfg config.Config) (map[string]podruntime.RuntimeClass, error) {
+	classes, err := podruntime.ParseRuntimeClasses(cfg.RuntimeClass)
+	if err != nil {
+		return nil, fmt.Errorf("--runtime-class: %w", err)
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(classes)) {
+		errs = append(errs, classes[name].Check())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("--runtime-class: %w", err)
+	}
+	return classes, nil
 }
 
 // protectedPaths are the host paths no pod may mount without

@@ -316,6 +316,14 @@ type Config struct {
 	// pod (every container of a pod) or node (every container of tug's
 	// namespace). Default pod.
 	ShimGrouping string `yaml:"shim-grouping"`
+	// RuntimeClass declares the node's runtime classes, each
+	// "NAME=RUNTIME_TYPE[:BINARY]": a pod with runtimeClassName NAME runs
+	// its containers with the containerd runtime RUNTIME_TYPE (e.g.
+	// io.containerd.runc.v2, io.containerd.kata.v2) and, for
+	// io.containerd.runc.v2, the OCI runtime BINARY (an absolute path that
+	// must exist when tug starts) instead of runc. A pod naming a class
+	// the node does not declare is refused. Repeatable. Default none.
+	RuntimeClass []string `yaml:"runtime-class"`
 	// PageOutExecutableAfter is when, after start, tug gives back the
 	// pages of its own binary that start-up mapped (0: never). Default 1m.
 	PageOutExecutableAfter time.Duration `yaml:"page-out-executable-after"`
@@ -531,6 +539,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a node pressure condition stays after its threshold was last met")
 	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "maximum grace period (seconds) of a pod evicted for a soft threshold (0: the pod's own)")
 	fs.StringVar(&c.ShimGrouping, "shim-grouping", c.ShimGrouping, "containers that share one containerd shim: pod or node")
+	fs.StringArrayVar(&c.RuntimeClass, "runtime-class", c.RuntimeClass, "declare a runtime class NAME=RUNTIME_TYPE[:BINARY], e.g. nvidia=io.containerd.runc.v2:/usr/bin/nvidia-container-runtime (repeatable)")
 	fs.DurationVar(&c.PageOutExecutableAfter, "page-out-executable-after", c.PageOutExecutableAfter, "how long after start tug gives back the pages of its own binary that start-up mapped (0: never)")
 	fs.StringVar(&c.MetricsRemoteWriteURL, "metrics-remote-write-url", c.MetricsRemoteWriteURL, "Prometheus remote-write endpoint (http or https) the metrics are pushed to")
 	fs.StringVar(&c.MetricsRemoteWriteHeaderFile, "metrics-remote-write-header-file", c.MetricsRemoteWriteHeaderFile, "file of \"Name: Value\" header lines for remote-write requests (keep it 0600)")

@@ -247,7 +247,7 @@ var podFields = []podField{
 	{"PodSpec", "resourceClaims", refused, msgAPIServer + "dynamic resource allocation needs the cluster's DRA drivers; declare the device to tug and request it in resources"},
 	{"PodSpec", "resources", runs, ""},
 	{"PodSpec", "restartPolicy", runs, ""},
-	{"PodSpec", "runtimeClassName", refused, msgNotOnNode + "every container runs with runc; remove it"},
+	{"PodSpec", "runtimeClassName", runs, ""},
 	{"PodSpec", "schedulerName", ignored, "ignored on a node: only a scheduler reads it"},
 	{"PodSpec", "schedulingGates", ignored, "ignored on a node: only a scheduler waits for gates"},
 	{"PodSpec", "schedulingGroup", ignored, "ignored on a node: only a scheduler places a pod group"},

@@ -32,12 +32,15 @@ type containerHashInput struct {
 	// PodResources are the pod-level resources: tug resizes no pod in
 	// place at pod level, so a change recreates its containers.
 	PodResources *Resources `json:"podResources,omitempty"`
+	// RuntimeClass is spec.runtimeClassName: the containerd runtime (and
+	// runtime binary) the container runs with.
+	RuntimeClass string `json:"runtimeClass,omitempty"`
 }
 
 // ContainerHash returns the spec hash of container c in pod p, 16 hex
 // characters: it covers the container and every pod-level field that goes
 // into its OCI spec (namespace and name, hostNetwork, hostUsers: false, the
-// volumes it mounts, the pod's securityContext), so a change in it means the container must be
+// volumes it mounts, the pod's securityContext, its runtimeClassName), so a change in it means the container must be
 // recreated, and a change elsewhere in the pod (labels, another container, a
 // volume it does not mount, restartPolicy, the container's probes and
 // resizePolicy) does not. A change of resources alone changes the hash too:
@@ -66,6 +69,7 @@ func ContainerHash(p *Pod, c *Container) string {
 
 		SecurityContext: p.Spec.SecurityContext,
 		PodResources:    p.Spec.Resources,
+		RuntimeClass:    p.Spec.RuntimeClass(),
 	}
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(p.Spec.Volumes, func(v Volume) bool { return v.Name == m.Name })

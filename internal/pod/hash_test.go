@@ -73,6 +73,7 @@ func TestContainerHash(t *testing.T) {
 		{"labels", func(p *pod.Pod) { p.Metadata.Labels["app"] = "web2" }, false},
 		{"restartPolicy", func(p *pod.Pod) { p.Spec.RestartPolicy = pod.RestartNever }, false},
 		{"grace period", func(p *pod.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }, false},
+		{"runtimeClassName", func(p *pod.Pod) { p.Spec.RuntimeClassName = ptr("nvidia") }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

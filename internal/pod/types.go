@@ -117,6 +117,19 @@ type PodSpec struct {
 	// (Kubernetes 1.34+): the pod cgroup's values and the pod's QoS class
 	// come from them; its containers share them.
 	Resources *Resources `yaml:"resources" json:"resources,omitempty"`
+	// RuntimeClassName names the node's runtime class the pod's containers
+	// run with (the node maps it to a containerd runtime and, for the runc
+	// shim, a runtime binary: --runtime-class); unset: runc. A class the
+	// node does not declare refuses the pod at admission.
+	RuntimeClassName *string `yaml:"runtimeClassName" json:"runtimeClassName,omitempty"`
+}
+
+// RuntimeClass returns the pod's runtime class name, "" when unset.
+func (s *PodSpec) RuntimeClass() string {
+	if s.RuntimeClassName == nil {
+		return ""
+	}
+	return *s.RuntimeClassName
 }
 
 // OSName is linux or windows.

@@ -104,6 +104,11 @@ type Config struct {
 	// container of a pod) or ShimGroupingNode (every container of tug's
 	// namespace).
 	ShimGrouping string
+	// RuntimeClasses are the node's runtime classes by name
+	// (--runtime-class, see ParseRuntimeClasses): a pod with a
+	// runtimeClassName runs its containers with that class's runtime.
+	// A pod without one runs with RuncRuntime.
+	RuntimeClasses map[string]RuntimeClass
 	// Devices gives containers the devices allocated to their pod and
 	// the CDI devices its annotations name, and frees a pod's devices when
 	// the pod is cleaned up; nil: no devices.

@@ -17,4 +17,11 @@ var (
 	// ErrNoTask means a container has no task to wait for: it was never
 	// started.
 	ErrNoTask = errors.New("podruntime: container has no task")
+	// ErrRuntimeClass means a --runtime-class value is malformed, or
+	// names a binary that is not there.
+	ErrRuntimeClass = errors.New("podruntime: bad runtime class")
+	// ErrRuntimeClassNotDeclared means a pod's runtimeClassName is not
+	// one of Config.RuntimeClasses (node admission refuses such a pod
+	// first).
+	ErrRuntimeClassNotDeclared = errors.New("podruntime: runtime class not declared on this node")
 )

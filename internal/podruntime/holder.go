@@ -79,6 +79,10 @@ func (r *Runtime) ensureHolder(ctx context.Context, p *pod.Pod, sb pod.Sandbox) 
 	} else if !errdefs.IsNotFound(err) {
 		return fmt.Errorf("load PID namespace holder: %w", err)
 	}
+	rt, err := r.runtimeFor(p)
+	if err != nil {
+		return fmt.Errorf("PID namespace holder: %w: %w", pod.ErrCreateContainerConfig, err)
+	}
 	rootfs, err := r.holderRootfs()
 	if err != nil {
 		return fmt.Errorf("PID namespace holder's rootfs: %w", err)
@@ -101,7 +105,7 @@ func (r *Runtime) ensureHolder(ctx context.Context, p *pod.Pod, sb pod.Sandbox) 
 			oci.WithCapabilities(nil),
 		),
 		containerd.WithContainerLabels(map[string]string{LabelHolder: uid}),
-		containerd.WithRuntime(runcRuntime, nil),
+		withRuntime(rt), // the pod's, as containerd's CRI runs a sandbox with its handler
 	)
 	r.records.changed()
 	if err != nil {

@@ -24,8 +24,9 @@ import (
 )
 
 const (
-	// runcRuntime is the shim every container runs under.
-	runcRuntime = "io.containerd.runc.v2"
+	// runcRuntime is the shim of tug's own containers (the PID namespace
+	// holder takes its pod's runtime class, see runtimeFor).
+	runcRuntime = RuncRuntime
 	// killTimeout bounds the wait for a task to die after SIGKILL.
 	killTimeout = 10 * time.Second
 	// cleanupTimeout bounds the removal of what a failed start left, which
@@ -79,6 +80,10 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	if err := r.checkStart(p, c); err != nil {
 		return "", err
 	}
+	rt, err := r.runtimeFor(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", pod.ErrCreateContainerConfig, err)
+	}
 	if p.UserNamespace() && sb.UserNS == nil {
 		return "", fmt.Errorf("pod %s has hostUsers: false, but its sandbox has no user namespace mapping (PreparePod gives it)", p.FullName())
 	}
@@ -128,10 +133,14 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	st.Step("mounts")
 
-	// 6. The shim group, held until the task is created.
-	group, releaseGroup, err := r.shimGroupFor(ctx, p.Metadata.UID, id)
-	if err != nil {
-		return "", err
+	// 6. The shim group, held until the task is created: the runc shim's
+	// only (another shim starts one process per container, or as it
+	// decides).
+	group, releaseGroup := "", func() {}
+	if rt.Type == RuncRuntime {
+		if group, releaseGroup, err = r.shimGroupFor(ctx, p.Metadata.UID, id); err != nil {
+			return "", err
+		}
 	}
 	defer releaseGroup()
 	st.Step("shim_group")
@@ -162,7 +171,7 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		containerd.WithAdditionalContainerLabels(map[string]string{LabelShimGroup: group}),
 		containerd.WithAdditionalContainerLabels(podlabels.ImageVolumes(imageVolumes)),
 		withStopSignal(stopSignal(c, imgConfig)),
-		containerd.WithRuntime(runcRuntime, nil),
+		withRuntime(rt),
 	)
 	r.records.changed()
 	// NewContainer's lease lets GC collect a snapshot it made, but not

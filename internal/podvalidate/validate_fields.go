@@ -29,6 +29,9 @@ func (v *validator) warnAt(p, msg string) {
 
 // podFields checks the pod-level fields of points 4 to 6.
 func (v *validator) podFields(s *pod.PodSpec) {
+	if rc := s.RuntimeClassName; rc != nil && !pod.IsDNS1123Subdomain(*rc) {
+		v.fail("spec.runtimeClassName", "invalid name %q: %s", *rc, pod.DNS1123SubdomainMsg)
+	}
 	if sc := s.SecurityContext; sc != nil {
 		if sc.FSGroup != nil && (*sc.FSGroup < 0 || *sc.FSGroup > math.MaxInt32) {
 			v.fail("spec.securityContext.fsGroup", "must be between 0 and 2147483647, inclusive")

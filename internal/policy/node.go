@@ -14,13 +14,15 @@ import (
 // or that does not tolerate one of its NoSchedule or NoExecute taints, is
 // not run and ends Failed with reason NodeAffinity or Taint; one that asks
 // for a Localhost AppArmor profile on a node without AppArmor ends Failed
-// with reason AppArmor.
+// with reason AppArmor; one whose runtimeClassName the node does not
+// declare (--runtime-class) ends Failed with reason RuntimeClass.
 
 // Reasons of a NodeMismatch: the pod's status.reason.
 const (
 	ReasonNodeAffinity = "NodeAffinity"
 	ReasonTaint        = "Taint"
 	ReasonAppArmor     = "AppArmor"
+	ReasonRuntimeClass = "RuntimeClass"
 )
 
 // Taint is one of the node's taints (--register-with-taints).
@@ -46,12 +48,15 @@ type Node struct {
 	Taints []Taint
 	// AppArmor is whether the kernel enforces AppArmor profiles.
 	AppArmor bool
+	// RuntimeClasses are the runtime class names the node declares
+	// (--runtime-class): a pod's runtimeClassName must be one of them.
+	RuntimeClasses map[string]bool
 }
 
 // NodeMismatch is a refusal because of the node's labels, taints or
 // AppArmor. It wraps ErrNodeMismatch.
 type NodeMismatch struct {
-	Reason string // ReasonNodeAffinity, ReasonTaint or ReasonAppArmor
+	Reason string // ReasonNodeAffinity, ReasonTaint, ReasonAppArmor or ReasonRuntimeClass
 	Msg    string
 }
 
@@ -60,9 +65,8 @@ func (e *NodeMismatch) Error() string { return e.Msg }
 // Unwrap returns ErrNodeMismatch.
 func (e *NodeMismatch) Unwrap() error { return ErrNodeMismatch }
 
-// PodReason returns the pod's status reason, NodeAffinity, Taint or
-// AppArmor; a
-// refused pod's phase is Failed.
+// PodReason returns the pod's status reason, NodeAffinity, Taint,
+// AppArmor or RuntimeClass; a refused pod's phase is Failed.
 func (e *NodeMismatch) PodReason() string { return e.Reason }
 
 // StandardLabels returns the labels tug sets on every node, as the kubelet
@@ -137,7 +141,16 @@ func (n *Node) Admit(p *pod.Pod) error {
 			return &NodeMismatch{Reason: ReasonAppArmor, Msg: "Cannot enforce AppArmor: AppArmor is not enabled on the host (" + path + " asks for a Localhost profile)"}
 		}
 	}
+	if rc := p.Spec.RuntimeClass(); rc != "" && !n.RuntimeClasses[rc] {
+		return &NodeMismatch{Reason: ReasonRuntimeClass, Msg: RuntimeClassNotDeclared(rc)}
+	}
 	return nil
+}
+
+// RuntimeClassNotDeclared is the refusal of a pod whose runtimeClassName,
+// class, the node does not declare.
+func RuntimeClassNotDeclared(class string) string {
+	return fmt.Sprintf("spec.runtimeClassName: runtime class %q is not declared on this node: declare it with --runtime-class %s=RUNTIME_TYPE[:BINARY] (runtime-class in the config file)", class, class)
 }
 
 // localhostAppArmor returns the path of the first appArmorProfile of p

@@ -13,7 +13,10 @@ func TestNodeAdmit(t *testing.T) {
 		Name:   "gw1",
 		Labels: map[string]string{"kubernetes.io/arch": "arm64", "kubernetes.io/os": "linux", "site": "plant-7", "slots": "4"},
 		Taints: []Taint{{Key: "dedicated", Value: "edge", Effect: "NoSchedule"}, {Key: "soft", Effect: "PreferNoSchedule"}},
+		// RuntimeClasses declares nvidia only.
+		RuntimeClasses: map[string]bool{"nvidia": true},
 	}
+	class := func(s string) *string { return &s }
 	tolerateAll := []pod.Toleration{{Operator: "Exists"}}
 	term := func(rs ...pod.NodeSelectorRequirement) *pod.Affinity {
 		return &pod.Affinity{NodeAffinity: &pod.NodeAffinity{Required: &pod.NodeSelector{NodeSelectorTerms: []pod.NodeSelectorTerm{{MatchExpressions: rs}}}}}
@@ -36,6 +39,9 @@ func TestNodeAdmit(t *testing.T) {
 		{"toleration wrong value", pod.PodSpec{Tolerations: []pod.Toleration{{Key: "dedicated", Value: "core"}}}, ReasonTaint},
 		{"toleration Exists by key", pod.PodSpec{Tolerations: []pod.Toleration{{Key: "dedicated", Operator: "Exists"}}}, ""},
 		{"toleration other effect", pod.PodSpec{Tolerations: []pod.Toleration{{Key: "dedicated", Operator: "Exists", Effect: "NoExecute"}}}, ReasonTaint},
+		{"runtime class declared", pod.PodSpec{Tolerations: tolerateAll, RuntimeClassName: class("nvidia")}, ""},
+		{"runtime class not declared", pod.PodSpec{Tolerations: tolerateAll, RuntimeClassName: class("kata")}, ReasonRuntimeClass},
+		{"no runtime class", pod.PodSpec{Tolerations: tolerateAll}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +56,8 @@ func TestNodeAdmit(t *testing.T) {
 				t.Fatalf("Admit = %v, want a *NodeMismatch", err)
 			case nm.Reason != tt.reason:
 				t.Fatalf("reason %q (%v), want %q", nm.Reason, err, tt.reason)
+			case tt.reason == ReasonRuntimeClass && (!strings.Contains(err.Error(), `"kata"`) || !strings.Contains(err.Error(), "--runtime-class")):
+				t.Fatalf("Admit = %q: want the class and the setting named", err)
 			}
 		})
 	}
