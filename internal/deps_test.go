@@ -121,10 +121,12 @@ var allowedImports = map[string]allowed{
 	// a pod's tmpfs volumes recursively, its snapshots service makes the
 	// views of image volumes (whose images come from images, through an
 	// interface), the runtime-spec types are the mounts it returns, x/sys
-	// opens paths beneath their root.
+	// opens paths beneath their root; mountinfo finds the host mount a
+	// hostPath is on, for its propagation.
 	"tug/internal/volume": {internal: []string{"tug/internal/pod", "tug/internal/objects", "tug/internal/images",
 		"tug/internal/podlabels", "tug/internal/keylock", "tug/internal/clock"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs", "github.com/opencontainers/runtime-spec", "golang.org/x/sys",
+		"github.com/moby/sys/mountinfo",
 	}},
 	// A mutex per key: the standard library only.
 	"tug/internal/keylock": {},

@@ -350,7 +350,7 @@ var podFields = []podField{
 	{"Volume", "vsphereVolume", apiServer, msgCloudDisk},
 	{"VolumeMount", "bindMountOptions", refused, msgNotOnNode + "extra bind mount options (alpha in Kubernetes) are not applied"},
 	{"VolumeMount", "mountPath", runs, ""},
-	{"VolumeMount", "mountPropagation", refused, msgNotYet + ": mount propagation; mounts are private"},
+	{"VolumeMount", "mountPropagation", runs, ""},
 	{"VolumeMount", "name", runs, ""},
 	{"VolumeMount", "readOnly", runs, ""},
 	{"VolumeMount", "recursiveReadOnly", refused, msgNotYet + ": recursive read-only mounts; readOnly makes the mount itself read-only"},

@@ -74,6 +74,9 @@ func TestContainerHash(t *testing.T) {
 		{"restartPolicy", func(p *pod.Pod) { p.Spec.RestartPolicy = pod.RestartNever }, false},
 		{"grace period", func(p *pod.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }, false},
 		{"runtimeClassName", func(p *pod.Pod) { p.Spec.RuntimeClassName = ptr("nvidia") }, true},
+		{"mountPropagation", func(p *pod.Pod) {
+			p.Spec.Containers[0].VolumeMounts[0].MountPropagation = ptr(pod.MountPropagationHostToContainer)
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -513,6 +513,29 @@ type VolumeMount struct {
 	MountPath string `yaml:"mountPath" json:"mountPath"`
 	ReadOnly  bool   `yaml:"readOnly" json:"readOnly,omitempty"`
 	SubPath   string `yaml:"subPath" json:"subPath,omitempty"`
+	// MountPropagation is how mounts made below the volume later reach
+	// the other side: None (unset: private), HostToContainer (the host's
+	// reach the container, rslave) or Bidirectional (both ways, rshared;
+	// privileged containers only). tug applies it to hostPath volumes.
+	MountPropagation *MountPropagationMode `yaml:"mountPropagation" json:"mountPropagation,omitempty"`
+}
+
+// MountPropagationMode is a volume mount's propagation, as Kubernetes
+// names it.
+type MountPropagationMode string
+
+const (
+	MountPropagationNone            MountPropagationMode = "None"
+	MountPropagationHostToContainer MountPropagationMode = "HostToContainer"
+	MountPropagationBidirectional   MountPropagationMode = "Bidirectional"
+)
+
+// Propagation returns m's propagation, None when unset.
+func (m *VolumeMount) Propagation() MountPropagationMode {
+	if m.MountPropagation == nil {
+		return MountPropagationNone
+	}
+	return *m.MountPropagation
 }
 
 // SecurityContext is the container-level security context tug implements.
@@ -682,4 +705,10 @@ func IsEnvVarName(s string) bool {
 		}
 	}
 	return true
+}
+
+// Privileged reports whether c's securityContext sets privileged: true.
+func (c *Container) Privileged() bool {
+	sc := c.SecurityContext
+	return sc != nil && sc.Privileged != nil && *sc.Privileged
 }

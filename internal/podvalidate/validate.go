@@ -279,9 +279,9 @@ func (v *validator) os(s *pod.PodSpec) {
 	}
 }
 
-// volumes checks the pod's volumes and returns the set of their names.
-func (v *validator) volumes(vols []pod.Volume) map[string]bool {
-	names := make(map[string]bool, len(vols))
+// volumes checks the pod's volumes and returns them by name.
+func (v *validator) volumes(vols []pod.Volume) map[string]*pod.Volume {
+	names := make(map[string]*pod.Volume, len(vols))
 	for i := range vols {
 		vol := &vols[i]
 		p := fieldpath.Index("spec.volumes", i)
@@ -290,10 +290,12 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 			v.fail(p+".name", "required")
 		case !pod.IsDNS1123Label(vol.Name):
 			v.fail(p+".name", "invalid name %q: %s", vol.Name, pod.DNS1123LabelMsg)
-		case names[vol.Name]:
+		case names[vol.Name] != nil:
 			v.fail(p+".name", "duplicate volume name %q", vol.Name)
 		}
-		names[vol.Name] = true
+		if names[vol.Name] == nil {
+			names[vol.Name] = vol
+		}
 
 		switch set := volumeSources(vol); {
 		case len(set) > 1:
@@ -340,7 +342,7 @@ func (v *validator) volumes(vols []pod.Volume) map[string]bool {
 
 // container checks one init or app container at path p. names maps the
 // container names seen so far to their paths.
-func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool, volumes map[string]bool, names map[string]string) {
+func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool, volumes map[string]*pod.Volume, names map[string]string) {
 	switch {
 	case c.Name == "":
 		v.fail(p+".name", "required")
@@ -378,7 +380,7 @@ func (v *validator) container(p string, c *pod.Container, init, hostNetwork bool
 	v.envSources(p, c)
 	v.ports(p, c.Ports, init, hostNetwork)
 	v.resources(p+".resources", &c.Resources)
-	v.volumeMounts(p, c.VolumeMounts, volumes)
+	v.volumeMounts(p, c, volumes)
 	v.containerFields(p, c, init)
 	v.probes(p, c, init)
 	if sc := c.SecurityContext; sc != nil {
@@ -481,16 +483,17 @@ func (v *validator) imageVolume(p string, img *pod.ImageVolumeSource) {
 	}
 }
 
-func (v *validator) volumeMounts(p string, mounts []pod.VolumeMount, volumes map[string]bool) {
+func (v *validator) volumeMounts(p string, c *pod.Container, volumes map[string]*pod.Volume) {
 	paths := make(map[string]int)
-	for i, m := range mounts {
+	for i, m := range c.VolumeMounts {
 		mp := fieldpath.Index(p+".volumeMounts", i)
 		switch {
 		case m.Name == "":
 			v.fail(mp+".name", "required")
-		case !volumes[m.Name]:
+		case volumes[m.Name] == nil:
 			v.fail(mp+".name", "volume %q is not defined in spec.volumes", m.Name)
 		}
+		v.mountPropagation(mp+".mountPropagation", &m, c, volumes[m.Name])
 		switch {
 		case m.MountPath == "":
 			v.fail(mp+".mountPath", "required")
@@ -512,6 +515,29 @@ func (v *validator) volumeMounts(p string, mounts []pod.VolumeMount, volumes map
 				v.fail(mp+".subPath", "must not contain '..'")
 			}
 		}
+	}
+}
+
+// mountPropagation checks a volume mount's propagation at p, as
+// Kubernetes' validateMountPropagation does (Bidirectional for privileged
+// containers only), and refuses propagation on a volume that is not a
+// hostPath (vol, nil when undefined): tug propagates mounts of the host's
+// directories only.
+func (v *validator) mountPropagation(p string, m *pod.VolumeMount, c *pod.Container, vol *pod.Volume) {
+	if m.MountPropagation == nil {
+		return
+	}
+	switch mode := *m.MountPropagation; mode {
+	case pod.MountPropagationNone:
+	case pod.MountPropagationHostToContainer, pod.MountPropagationBidirectional:
+		if mode == pod.MountPropagationBidirectional && !c.Privileged() {
+			v.fail(p, "Bidirectional mount propagation is available only to privileged containers")
+		}
+		if vol != nil && vol.HostPath == nil {
+			v.fail(p, "%s propagation applies to hostPath volumes only on tug (volume %q is not one): remove it or set None", mode, m.Name)
+		}
+	default:
+		v.fail(p, "unsupported value %q: must be \"Bidirectional\", \"HostToContainer\" or \"None\"", mode)
 	}
 }
 

@@ -103,6 +103,18 @@ func TestCheck(t *testing.T) {
 			nil, []string{c0 + ".runAsNonRoot"}},
 		{"userns privileged", func(p *pod.Pod) { p.Spec.HostUsers = ptr(false); sc(p).Privileged = ptr(true) },
 			[]string{c0 + ".privileged"}, []string{c0 + ".privileged"}},
+		// Bidirectional propagation needs privileged (validation) and is only
+		// meaningful on a hostPath: both are refused by baseline and
+		// restricted, as in Kubernetes (no rule of its own for propagation).
+		{"Bidirectional hostPath", func(p *pod.Pod) {
+			p.Spec.Volumes = []pod.Volume{{Name: "h", HostPath: &pod.HostPathVolumeSource{Path: "/mnt/shared"}}}
+			sc(p).Privileged = ptr(true)
+			p.Spec.Containers[0].VolumeMounts = []pod.VolumeMount{{Name: "h", MountPath: "/h", MountPropagation: ptr(pod.MountPropagationBidirectional)}}
+		}, []string{"spec.volumes[0].hostPath", c0 + ".privileged"}, []string{"spec.volumes[0].hostPath", c0 + ".privileged"}},
+		{"HostToContainer hostPath", func(p *pod.Pod) {
+			p.Spec.Volumes = []pod.Volume{{Name: "h", HostPath: &pod.HostPathVolumeSource{Path: "/"}}}
+			p.Spec.Containers[0].VolumeMounts = []pod.VolumeMount{{Name: "h", MountPath: "/host", MountPropagation: ptr(pod.MountPropagationHostToContainer)}}
+		}, []string{"spec.volumes[0].hostPath"}, []string{"spec.volumes[0].hostPath"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

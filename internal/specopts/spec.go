@@ -375,7 +375,10 @@ func withHostname(hostname string) oci.SpecOpts {
 // withMounts adds mounts to the spec. A default mount with the same
 // destination is replaced (and all of /dev's when /dev itself is mounted),
 // and the mounts are ordered by depth so that a parent is mounted before
-// what is mounted inside it.
+// what is mounted inside it. The root filesystem's propagation follows the
+// mounts', as containerd's CRI sets it: rshared when a mount is rshared
+// (Bidirectional), else rslave when one is rslave (HostToContainer), so
+// that runc does not make the container's mounts private.
 func withMounts(mounts []specs.Mount) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		dests := map[string]bool{}
@@ -395,8 +398,29 @@ func withMounts(mounts []specs.Mount) oci.SpecOpts {
 			return mountDepth(all[i].Destination) < mountDepth(all[j].Destination)
 		})
 		s.Mounts = all
+		if p := rootfsPropagation(mounts); p != "" {
+			if s.Linux == nil {
+				s.Linux = &specs.Linux{}
+			}
+			s.Linux.RootfsPropagation = p
+		}
 		return nil
 	}
+}
+
+// rootfsPropagation is the root filesystem propagation mounts need:
+// rshared, rslave or "" (runc's default).
+func rootfsPropagation(mounts []specs.Mount) string {
+	out := ""
+	for _, m := range mounts {
+		switch {
+		case slices.Contains(m.Options, "rshared"):
+			return "rshared"
+		case slices.Contains(m.Options, "rslave"):
+			out = "rslave"
+		}
+	}
+	return out
 }
 
 func mountDepth(dest string) int {

@@ -358,6 +358,33 @@ func TestWithMounts(t *testing.T) {
 	if _, ok := byDest["/proc"]; !ok {
 		t.Error("default /proc mount lost")
 	}
+	if s.Linux.RootfsPropagation != "" {
+		t.Errorf("rootfsPropagation = %q with private mounts only, want runc's default", s.Linux.RootfsPropagation)
+	}
+}
+
+func TestWithMountsRootfsPropagation(t *testing.T) {
+	bind := func(dest, prop string) specs.Mount {
+		return specs.Mount{Type: "bind", Source: "/host" + dest, Destination: dest, Options: []string{"rbind", prop, "rw"}}
+	}
+	tests := []struct {
+		name   string
+		mounts []specs.Mount
+		want   string
+	}{
+		{"private", []specs.Mount{bind("/a", "rprivate")}, ""},
+		{"HostToContainer", []specs.Mount{bind("/a", "rprivate"), bind("/b", "rslave")}, "rslave"},
+		{"Bidirectional", []specs.Mount{bind("/a", "rshared")}, "rshared"},
+		{"both", []specs.Mount{bind("/a", "rslave"), bind("/b", "rshared"), bind("/c", "rslave")}, "rshared"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustGenerate(t, withMounts(tt.mounts))
+			if s.Linux.RootfsPropagation != tt.want {
+				t.Fatalf("rootfsPropagation = %q, want %q", s.Linux.RootfsPropagation, tt.want)
+			}
+		})
+	}
 }
 
 func TestContainerSpecOpts(t *testing.T) {

@@ -280,7 +280,9 @@ func (mgr *Manager) StagingDir(uid, id string) string {
 }
 
 // Mounts returns container c's mounts: its volumeMounts (hostPath and
-// emptyDir as recursive private binds, read-only when asked), then the
+// emptyDir as recursive private binds, read-only when asked; a hostPath
+// with mountPropagation HostToContainer rslave, with Bidirectional
+// rshared), then the
 // pod's /etc/hostname, /etc/hosts (the node's for hostNetwork) and
 // /etc/resolv.conf files, read-only, each unless a volume is mounted there.
 //
@@ -313,7 +315,7 @@ func (mgr *Manager) Mounts(p *pod.Pod, c *pod.Container, stageDir string) ([]spe
 		switch {
 		case v.HostPath != nil || vm.SubPath != "":
 			var err error
-			if src, err = mgr.stageVolume(p, v, vm.SubPath, filepath.Join(stageDir, strconv.Itoa(i))); err != nil {
+			if src, err = mgr.stageVolume(p, v, vm.SubPath, filepath.Join(stageDir, strconv.Itoa(i)), vm.Propagation()); err != nil {
 				return nil, fmt.Errorf("volumeMount %q: %w", vm.Name, err)
 			}
 		case v.EmptyDir != nil:
@@ -344,11 +346,16 @@ func (mgr *Manager) Mounts(p *pod.Pod, c *pod.Container, stageDir string) ([]spe
 		if v.IsObjectVolume() || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly) {
 			readOnly = true
 		}
-		if v.Image != nil {
+		switch {
+		case v.Image != nil:
 			// Read-only whatever readOnly says, and no file in it runs
 			// (noexec), as Kubernetes mounts an image volume.
 			out = append(out, imageBindMount(src, vm.MountPath))
-		} else {
+		case v.HostPath != nil:
+			m := BindMount(src, vm.MountPath, readOnly)
+			setPropagation(&m, vm.Propagation())
+			out = append(out, m)
+		default:
 			out = append(out, BindMount(src, vm.MountPath, readOnly))
 		}
 		taken[filepath.Clean(vm.MountPath)] = true
@@ -376,8 +383,10 @@ func (mgr *Manager) Mounts(p *pod.Pod, c *pod.Container, stageDir string) ([]spe
 }
 
 // stageVolume opens volume v (and sub below it, if not empty) and
-// bind-mounts the opened object at target; it returns target.
-func (mgr *Manager) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (string, error) {
+// bind-mounts the opened object at target; it returns target. A hostPath
+// mounted with propagation must be on a host mount that propagates so
+// (checkPropagation).
+func (mgr *Manager) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string, prop pod.MountPropagationMode) (string, error) {
 	var root int
 	var err error
 	switch {
@@ -423,6 +432,11 @@ func (mgr *Manager) stageVolume(p *pod.Pod, v *pod.Volume, sub, target string) (
 			return "", err
 		}
 		defer unix.Close(fd)
+	}
+	if v.HostPath != nil {
+		if err := checkPropagation(fd, v.HostPath.Path, prop); err != nil {
+			return "", err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 		return "", fmt.Errorf("staging directory: %w", err)
