@@ -86,6 +86,9 @@ func TestRuntimeClass(t *testing.T) {
 	if !strings.Contains(strings.Join(calls, " "), "create") || !strings.Contains(strings.Join(calls, " "), "start") {
 		t.Errorf("runtime calls of %s through the class's binary: %v, want create and start", w0.ID, calls)
 	}
+	if out, stderr, code := tg.runCLI("describe", "wrapped"); code != 0 || findLine(out, "Runtime Class Name:", "wrapped") == "" {
+		t.Errorf("tug describe wrapped (exit %d, %s) does not show the runtime class:\n%s", code, stderr, out)
+	}
 	if calls := runtimeCalls(t, record, plain.ID); len(calls) != 0 {
 		t.Errorf("the pod without a class ran through the class's binary: %v", calls)
 	}

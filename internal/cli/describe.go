@@ -128,6 +128,9 @@ func writeDescription(out io.Writer, d described, now time.Time) error {
 	if v.Spec.PriorityClassName != "" {
 		w.line(0, "Priority Class Name:\t%s", v.Spec.PriorityClassName)
 	}
+	if rc := v.Spec.RuntimeClass(); rc != "" {
+		w.line(0, "Runtime Class Name:\t%s", rc)
+	}
 	switch {
 	case d.Node != "" && st.HostIP != "":
 		w.line(0, "Node:\t%s", d.Node+"/"+st.HostIP)

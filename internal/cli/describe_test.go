@@ -87,7 +87,7 @@ func describeFixture(now time.Time) described {
 			Annotations: map[string]string{"tug.io/rollout-timeout": "90s", "example.com/api-token": "s3cr3t",
 				"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
 		Spec: pod.PodSpec{InitContainers: []pod.Container{initC}, Containers: []pod.Container{web, side},
-			Priority: &prio, PriorityClassName: "system-node-critical",
+			Priority: &prio, PriorityClassName: "system-node-critical", RuntimeClassName: new("nvidia"),
 			NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
 			Tolerations:  []pod.Toleration{{Operator: "Exists", Effect: "NoSchedule"}, {Key: "edge", Value: "yes", Effect: "NoExecute"}},
 			Volumes: []pod.Volume{
