@@ -127,7 +127,7 @@ func TestE2EOOMKilled(t *testing.T) {
 			oci.WithProcessArgs("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\0' a); echo survived`),
 			oci.WithMemoryLimit(16<<20)),
 		containerd.WithContainerLabels(podlabels.ForContainer(p, c, false, 0, img.Target().Digest.String(), "")),
-		containerd.WithRuntime(runcRuntime, nil),
+		containerd.WithRuntime(RuncRuntime, nil),
 	)
 	if err != nil {
 		t.Fatal(err)

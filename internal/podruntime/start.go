@@ -24,9 +24,6 @@ import (
 )
 
 const (
-	// runcRuntime is the shim of tug's own containers (the PID namespace
-	// holder takes its pod's runtime class, see runtimeFor).
-	runcRuntime = RuncRuntime
 	// killTimeout bounds the wait for a task to die after SIGKILL.
 	killTimeout = 10 * time.Second
 	// cleanupTimeout bounds the removal of what a failed start left, which
