@@ -32,7 +32,10 @@ var allowedImports = map[string]allowed{
 	// Reading manifests: the strict decoder works on yaml.v3's node tree
 	// (positions for file:line:col errors), fills pod's types and
 	// validates them with podvalidate.
-	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest", "tug/internal/fieldpath", "tug/internal/podvalidate"}, modules: []string{"gopkg.in/yaml.v3"}},
+	"tug/internal/manifest": {internal: []string{"tug/internal/pod", "tug/internal/suggest", "tug/internal/fieldpath", "tug/internal/podvalidate", "tug/internal/cronspec"}, modules: []string{"gopkg.in/yaml.v3"}},
+	// The cron schedule syntax and its next times: a leaf of the standard
+	// library that manifest (validation) and cronjob (scheduling) share.
+	"tug/internal/cronspec": {},
 	// A pod's rules, over pod's types alone; field paths as Kubernetes
 	// writes them; distribution/reference reads image references as the
 	// kubelet and containerd do (already in the binary through images).

@@ -13,7 +13,7 @@ import (
 // skipped too; any other kind is an error, with the nearest known kind.
 var apiServerKinds = []string{
 	"APIService", "CSIDriver", "CSINode", "CSIStorageCapacity", "CertificateSigningRequest",
-	"ClusterRole", "ClusterRoleBinding", "ControllerRevision", "CronJob", "CustomResourceDefinition",
+	"ClusterRole", "ClusterRoleBinding", "ControllerRevision", "CustomResourceDefinition",
 	"Endpoints", "EndpointSlice", "Event", "FlowSchema", "HorizontalPodAutoscaler", "Ingress",
 	"IngressClass", "Lease", "LimitRange", "MutatingWebhookConfiguration", "Namespace",
 	"NetworkPolicy", "Node", "PersistentVolume", "PodDisruptionBudget", "PodTemplate",
@@ -24,7 +24,7 @@ var apiServerKinds = []string{
 }
 
 // tugKinds are the kinds tug reads, in the order its messages name them.
-var tugKinds = []string{"Pod", "List", "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job",
+var tugKinds = []string{"Pod", "List", "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job", "CronJob",
 	pod.KindConfigMap, pod.KindSecret, pod.KindClaim}
 
 // kindNames is every kind a suggestion may name.
@@ -45,7 +45,7 @@ func skippedKind(kind, apiVersion string) bool {
 
 // skippedKindWarning is the warning of a skipped kind.
 func skippedKindWarning(kind string) string {
-	return "kind " + strconv.Quote(pod.Truncate(kind)) + " skipped: tug runs Pods (and the pod template of a Deployment, DaemonSet, StatefulSet or Job) on this node; a " + pod.Truncate(kind) + " needs an API server"
+	return "kind " + strconv.Quote(pod.Truncate(kind)) + " skipped: tug runs Pods (and the pod template of a Deployment, DaemonSet, StatefulSet, Job or CronJob) on this node; a " + pod.Truncate(kind) + " needs an API server"
 }
 
 // unknownKindMessage is the error of a kind that is neither tug's nor one

@@ -245,6 +245,8 @@ func (p *parser) document(doc *yaml.Node) {
 		p.list(d, root)
 	case isWorkloadKind(kind.Value):
 		p.workload(d, root, kind.Value)
+	case kind.Value == "CronJob":
+		p.cronJob(d, root)
 	case isObjectKind(kind.Value):
 		p.object(d, root, kind.Value, "")
 	case skippedKind(kind.Value, apiVersionOf(root)):

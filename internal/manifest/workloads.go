@@ -112,10 +112,19 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 		d.fail(root, "spec", "required: a %s needs spec.template", kind)
 		return
 	}
+	p.jobSpec(d, spec, "spec", kind, name, namespace)
+}
+
+// jobSpec decodes the spec of a workload (or of a CronJob's jobTemplate,
+// sp "spec.jobTemplate.spec") into the pod of its template, named
+// "<name>-pod" after the workload's name node, and returns it (nil when it
+// does not decode).
+func (p *parser) jobSpec(d *decoder, spec *yaml.Node, sp, kind string, name, namespace *yaml.Node) *pod.Pod {
+	tp := fieldpath.Join(sp, "template")
 	var template, claims, retention *yaml.Node
 	backoff := int32(-1)
-	d.pairs(spec, "spec", func(k, v *yaml.Node, field string) {
-		path := fieldpath.Join("spec", field)
+	d.pairs(spec, sp, func(k, v *yaml.Node, field string) {
+		path := fieldpath.Join(sp, field)
 		switch field {
 		case "template":
 			template = v
@@ -156,14 +165,14 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 		}
 	})
 	if template == nil || template.Kind != yaml.MappingNode {
-		d.fail(spec, "spec.template", "required: the pod template to run")
-		return
+		d.fail(spec, tp, "required: the pod template to run")
+		return nil
 	}
 	// The template's metadata, with the pod's name and namespace added
 	// (positioned at the workload's own name), as a Pod's.
 	tmeta := &yaml.Node{Kind: yaml.MappingNode, Line: template.Line, Column: template.Column}
 	var tspec *yaml.Node
-	d.pairs(template, "spec.template", func(k, v *yaml.Node, field string) {
+	d.pairs(template, tp, func(k, v *yaml.Node, field string) {
 		switch field {
 		case "metadata":
 			if v.Kind == yaml.MappingNode {
@@ -177,7 +186,7 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 		case "spec":
 			tspec = v
 		default:
-			d.report(k, fieldpath.Join("spec.template", field), "unknown field %q", field)
+			d.report(k, fieldpath.Join(tp, field), "unknown field %q", field)
 		}
 	})
 	podName := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name.Value + "-pod", Line: name.Line, Column: name.Column}
@@ -200,9 +209,9 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 	retain := p.retentionPolicy(d, retention)
 	tmpls := p.claimTemplates(d, claims, name.Value, ns, retain)
 	before := len(p.pods)
-	p.pod(d, podNode, "spec.template", func(pd *pod.Pod) { mountClaimTemplates(d, pd, tmpls) })
+	p.pod(d, podNode, tp, func(pd *pod.Pod) { mountClaimTemplates(d, pd, tmpls) })
 	if len(p.pods) == before {
-		return
+		return nil
 	}
 	for _, t := range tmpls {
 		p.templateClaims = append(p.templateClaims, t.claim)
@@ -214,10 +223,11 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 			backoff = 6 // Kubernetes' default
 		}
 		pd.BackoffLimit = &backoff
-		if pd.Spec.RestartPolicy == pod.RestartAlways && !d.index.quiet("spec.template.spec.restartPolicy") {
-			d.errs = append(d.errs, d.errorAt("spec.template.spec.restartPolicy", `a Job's pod must have restartPolicy "OnFailure" or "Never"`))
+		if rp := fieldpath.Join(tp, "spec.restartPolicy"); pd.Spec.RestartPolicy == pod.RestartAlways && !d.index.quiet(rp) {
+			d.errs = append(d.errs, d.errorAt(rp, `a Job's pod must have restartPolicy "OnFailure" or "Never"`))
 		}
 	}
+	return pd
 }
 
 // scalarNode returns a plain string scalar positioned at at.

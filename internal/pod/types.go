@@ -27,6 +27,13 @@ type Pod struct {
 	// restarted before the pod is Failed (nil when not a Job).
 	Workload     string `yaml:"-" json:"workload,omitempty"`
 	BackoffLimit *int32 `yaml:"-" json:"backoffLimit,omitempty"`
+	// CronJob is set on the pod of a CronJob's Job template: such a pod is
+	// never run itself; the cronjob scheduler runs copies of it (one Job
+	// pod per schedule slot). Nil for every other pod.
+	CronJob *CronJob `yaml:"-" json:"cronJob,omitempty"`
+	// ScheduledTime is the schedule slot a CronJob's run was started for
+	// (zero for every other pod).
+	ScheduledTime time.Time `yaml:"-" json:"scheduledTime,omitzero"`
 }
 
 // ObjectMeta is the subset of Kubernetes ObjectMeta a manifest may set.
