@@ -36,6 +36,9 @@ var allowedImports = map[string]allowed{
 	// The cron schedule syntax and its next times: a leaf of the standard
 	// library that manifest (validation) and cronjob (scheduling) share.
 	"tug/internal/cronspec": {},
+	// Runs CronJobs between the sources and the pod store: pod's types,
+	// the schedule syntax, the injected clock and atomic state writes.
+	"tug/internal/cronjob": {internal: []string{"tug/internal/pod", "tug/internal/cronspec", "tug/internal/clock", "tug/internal/atomicfile"}},
 	// A pod's rules, over pod's types alone; field paths as Kubernetes
 	// writes them; distribution/reference reads image references as the
 	// kubelet and containerd do (already in the binary through images).

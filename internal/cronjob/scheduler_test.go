@@ -1,0 +1,234 @@
+package cronjob
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"tug/internal/pod"
+	"tug/internal/manifest"
+)
+
+// fakeSink keeps each source's last snapshot.
+type fakeSink struct {
+	mu    sync.Mutex
+	snaps map[string][]pod.SourceFile
+	sets  int
+}
+
+func (f *fakeSink) Set(source string, m []pod.SourceFile) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.snaps == nil {
+		f.snaps = map[string][]pod.SourceFile{}
+	}
+	f.snaps[source] = m
+	f.sets++
+}
+
+// pods returns the names of source's pods, sorted.
+func (f *fakeSink) pods(source string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, m := range f.snaps[source] {
+		for _, p := range m.Pods {
+			out = append(out, p.Metadata.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fakeStatus reports a phase per pod name (Running when unset).
+type fakeStatus map[string]pod.Phase
+
+func (f fakeStatus) Status(p *pod.Pod) pod.Status {
+	if ph, ok := f[p.Metadata.Name]; ok {
+		return pod.Status{Phase: ph}
+	}
+	return pod.Status{Phase: pod.PhaseRunning}
+}
+
+type fakeEvents struct{ reasons []string }
+
+func (f *fakeEvents) Event(_ *pod.Pod, _, _, reason, _ string) { f.reasons = append(f.reasons, reason) }
+
+const cronFile = `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: tick
+spec:
+  schedule: "* * * * *"
+  timeZone: Etc/UTC
+  concurrencyPolicy: %s
+  successfulJobsHistoryLimit: 2
+  failedJobsHistoryLimit: 1
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: c
+            image: busybox
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: c
+    image: busybox
+`
+
+var origin = pod.Origin{Source: "file:/m", File: "/m/tick.yaml"}
+
+func snapshot(t *testing.T, policy string) []pod.SourceFile {
+	t.Helper()
+	opts := manifest.ParseOptions{Origin: origin, Hostname: "h"}
+	pf, err := manifest.ParseFile([]byte(fmt.Sprintf(cronFile, policy)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []pod.SourceFile{{Origin: opts.Origin, Pods: pf.Pods, Objects: pf.Objects, Hash: "h1"}}
+}
+
+// minute returns the run pod name for slot.
+func runName(slot time.Time) string { return RunName("tick", slot) + "-pod-h" }
+
+func TestSchedulerRuns(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	var mu sync.Mutex
+	clk := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(d time.Duration) { mu.Lock(); now = t0.Add(d); mu.Unlock() }
+	state := filepath.Join(t.TempDir(), "cronjob", "state.json")
+	sink, status, events := &fakeSink{}, fakeStatus{}, &fakeEvents{}
+	newScheduler := func() *Scheduler {
+		return New(Config{Sink: sink, Status: status, Events: events, StateFile: state, Clock: clk})
+	}
+	s := newScheduler()
+	s.Set("file:/m", snapshot(t, "Forbid"))
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{"web-h"}) {
+		t.Fatalf("before the first slot: %v", got)
+	}
+	s.Sync()
+
+	// The first slot starts a run.
+	set(time.Minute + time.Second)
+	s.Sync()
+	r1 := runName(t0.Add(time.Minute))
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{r1, "web-h"}) {
+		t.Fatalf("after the first slot: %v", got)
+	}
+	// The runs carry their CronJob's source, in the runs file.
+	for _, m := range sink.snaps["file:/m"] {
+		for _, p := range m.Pods {
+			if p.Metadata.Name == r1 && (m.File != "/m/tick.yaml"+RunsSuffix || p.Metadata.Source != "file:/m" || p.CronJob != nil || p.ScheduledTime.IsZero()) {
+				t.Fatalf("run pod from %q: source %q cronJob %v scheduled %v", m.File, p.Metadata.Source, p.CronJob, p.ScheduledTime)
+			}
+		}
+	}
+
+	// Forbid: the next slot is held back while r1 runs.
+	set(2*time.Minute + time.Second)
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{r1, "web-h"}) {
+		t.Fatalf("forbidden slot: %v", got)
+	}
+	if !slices.Contains(events.reasons, "JobAlreadyActive") {
+		t.Fatalf("events %v: want JobAlreadyActive", events.reasons)
+	}
+
+	// r1 ends: the held slot starts (no deadline), as Kubernetes does.
+	status[r1] = pod.PhaseSucceeded
+	set(2*time.Minute + 10*time.Second)
+	s.Sync()
+	r2 := runName(t0.Add(2 * time.Minute))
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{r1, r2, "web-h"}) {
+		t.Fatalf("held slot after the run ended: %v", got)
+	}
+
+	// A restart: the state file gives back the runs and the last
+	// schedule time; the slot missed while down runs once.
+	status[r2] = pod.PhaseSucceeded
+	s.Sync()
+	set(5*time.Minute + 30*time.Second)
+	s = newScheduler()
+	s.Set("file:/m", snapshot(t, "Forbid"))
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{r1, r2, "web-h"}) {
+		t.Fatalf("after a restart, before its sync: %v", got)
+	}
+	s.Sync()
+	r5 := runName(t0.Add(5 * time.Minute))
+	// History: 2 successful kept, r1 (the oldest) removed.
+	status[r5] = pod.PhaseSucceeded
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{r2, r5, "web-h"}) {
+		t.Fatalf("after the missed slot and the history limit: %v", got)
+	}
+	s.Sync()
+	s = newScheduler()
+	s.Set("file:/m", snapshot(t, "Forbid"))
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{r2, r5, "web-h"}) {
+		t.Fatalf("a second restart in the same minute runs nothing again: %v", got)
+	}
+
+	// The CronJob leaves its file: its runs and state go.
+	s.Set("file:/m", []pod.SourceFile{{Origin: origin, Hash: "h2"}})
+	if got := sink.pods("file:/m"); len(got) != 0 {
+		t.Fatalf("after the CronJob left: %v", got)
+	}
+}
+
+func TestSchedulerReplace(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	sink := &fakeSink{}
+	s := New(Config{Sink: sink, Status: fakeStatus{}, Clock: func() time.Time { return now }})
+	s.Set("file:/m", snapshot(t, "Replace"))
+	now = t0.Add(time.Minute + time.Second)
+	s.Sync()
+	now = t0.Add(2*time.Minute + time.Second)
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{runName(t0.Add(2 * time.Minute)), "web-h"}) {
+		t.Fatalf("Replace: %v", got)
+	}
+}
+
+func TestSchedulerBrokenFileKeepsRuns(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	sink := &fakeSink{}
+	s := New(Config{Sink: sink, Status: fakeStatus{}, Clock: func() time.Time { return now }})
+	s.Set("file:/m", snapshot(t, "Allow"))
+	now = t0.Add(time.Minute + time.Second)
+	s.Sync()
+	s.Set("file:/m", []pod.SourceFile{{Origin: origin, Hash: "bad", Err: os.ErrInvalid}})
+	now = t0.Add(2*time.Minute + time.Second)
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{runName(t0.Add(time.Minute)), runName(t0.Add(2 * time.Minute))}) {
+		t.Fatalf("a broken file's CronJob keeps running: %v", got)
+	}
+}
+
+func TestSchedulerDamagedState(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(state, []byte("{\"cronJobs\": {"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink := &fakeSink{}
+	s := New(Config{Sink: sink, StateFile: state, Clock: func() time.Time { return time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC) }})
+	s.Set("file:/m", snapshot(t, "Allow"))
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{"web-h"}) {
+		t.Fatalf("damaged state: %v", got)
+	}
+}
