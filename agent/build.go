@@ -18,6 +18,7 @@ import (
 	"tug/internal/api"
 	"tug/internal/cgstats"
 	"tug/internal/config"
+	"tug/internal/cronjob"
 	"tug/internal/devices"
 	"tug/internal/events"
 	"tug/internal/imagehooks"
@@ -73,6 +74,7 @@ type inputs struct {
 // sources are the pod store and the sources that feed it.
 type sources struct {
 	store      *podconfig.Store
+	cron       *cronjob.Scheduler // between the sources and the store
 	dir        *source.Dir
 	web        *source.HTTP // nil without --manifest-url
 	oci        []*source.OCI
@@ -204,23 +206,27 @@ func readInputs(ctx context.Context, cfg config.Config, h host, log *slog.Logger
 // level.
 func buildSources(ctx context.Context, cfg config.Config, h host, log *slog.Logger) (sources, error) {
 	s := sources{store: podconfig.New(), registries: newRegistries(cfg)}
+	// Every source reports through the CronJob scheduler, which adds the
+	// runs of its CronJobs as its own pods.
+	s.cron = cronjob.New(cronjob.Config{Sink: s.store, StateFile: filepath.Join(cfg.RootDir, "cronjob", "state.json"),
+		Log: log.With("component", "cronjob")})
 	s.dir = source.NewDir(source.DirConfig{
 		Path:     cfg.PodManifestPath,
 		Hostname: h.name,
 		Rescan:   cfg.FileCheckFrequency,
 		Log:      log,
-	}, s.store)
+	}, s.cron)
 	s.names = []string{s.dir.Name()}
 	s.levels = map[string]string{s.dir.Name(): cfg.FilePolicy}
 	var err error
 	if cfg.ManifestURL != "" {
-		if s.web, err = newHTTPSource(cfg, h.name, s.store, log); err != nil {
+		if s.web, err = newHTTPSource(cfg, h.name, s.cron, log); err != nil {
 			return sources{}, err
 		}
 		s.names = append(s.names, s.web.Name())
 		s.levels[s.web.Name()] = cfg.URLPolicy
 	}
-	if s.oci, err = newOCISources(ctx, cfg, s.registries, h.name, s.store, log); err != nil {
+	if s.oci, err = newOCISources(ctx, cfg, s.registries, h.name, s.cron, log); err != nil {
 		return sources{}, err
 	}
 	for _, o := range s.oci {
@@ -388,6 +394,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	})
 	c.loop = reconcile.New(loopConfig(cfg, h, in, rp, np, c, tel, log))
 	resync = c.loop.Resync
+	in.src.cron.Attach(c.loop, tel.ring)
 	store := in.src.store
 	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.images, ImagesFromCache: rp.images}
 	var err error
@@ -471,6 +478,7 @@ func loopConfig(cfg config.Config, h host, in inputs, rp runtimeParts, np nodePa
 func (c control) components(in inputs, rp runtimeParts, np nodeParts) map[string]func(context.Context) error {
 	m := map[string]func(context.Context) error{
 		"pod store":      in.src.store.Run,
+		"cronjobs":       in.src.cron.Run,
 		"rollout":        c.rollouts.Run,
 		"pids limits":    c.pids.Run,
 		"sync loop":      c.loop.Run,

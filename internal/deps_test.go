@@ -263,7 +263,7 @@ var allowedImports = map[string]allowed{
 	// The only place that builds concrete types and connects them: every
 	// internal package but testutil; cli for the client subcommands it
 	// dispatches to.
-	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podexec",
+	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cronjob", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podexec",
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/images", "tug/internal/volume", "tug/internal/network", "tug/internal/qos",

@@ -45,7 +45,8 @@ type EventRecorder interface {
 // Config configures a Scheduler.
 type Config struct {
 	Sink Sink
-	// Status reads the runs' phases; it may be set after New, before Run.
+	// Status reads the runs' phases (it may be given later, by Attach);
+	// without it no run is seen to finish.
 	Status Statuser
 	Events EventRecorder // nil: no events
 	// StateFile is where the last schedule times and runs are kept
@@ -134,11 +135,13 @@ func New(cfg Config) *Scheduler {
 	return s
 }
 
-// SetStatus sets what reads the runs' status, before Run.
-func (s *Scheduler) SetStatus(st Statuser) {
+// Attach sets what reads the runs' status and what records events, which
+// are built after the sources that report to the Scheduler; call it before
+// Run.
+func (s *Scheduler) Attach(st Statuser, ev EventRecorder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cfg.Status = st
+	s.cfg.Status, s.cfg.Events = st, ev
 }
 
 // Set takes a source's full snapshot, keeps its CronJob templates and

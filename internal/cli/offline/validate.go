@@ -128,6 +128,9 @@ func validate(policyOf PolicyFunc, args []string, stdout, stderr io.Writer) int 
 		names := make([]string, len(pods))
 		for i, p := range pods {
 			names[i] = p.Metadata.Namespace + "/" + p.Metadata.ManifestName
+			if cj := p.CronJob; cj != nil {
+				names[i] = fmt.Sprintf("CronJob %s/%s %q", cj.Namespace, cj.Name, cj.Schedule)
+			}
 		}
 		for _, o := range pf.Objects {
 			names = append(names, o.String())
