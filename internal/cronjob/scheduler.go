@@ -64,18 +64,18 @@ type Scheduler struct {
 	cfg  Config
 	wake chan struct{}
 
-	mu       sync.Mutex
-	snaps    map[string][]pod.SourceFile       // by source, templates taken out
-	good     map[fileKey][]*pod.Pod            // each file's last good CronJob templates
-	state    map[string]*jobState              // by template UID
-	cache    map[string]*pod.Pod               // run pods by UID, built once
-	skipped  map[string]time.Time              // the slot last reported as held back, by template UID
-	hashes   map[string]string                 // run pod hashes by UID
-	scheds   map[string]cronspec.Schedule      // by schedule text
-	locs     map[string]*time.Location         // by time zone name
-	badTZ    map[string]bool                   // time zones reported as failing to load
-	broken   map[string]map[string]bool        // by source: its files that do not parse
-	sent     map[string]map[string]string      // by source: the runs file hashes last sent
+	mu      sync.Mutex
+	snaps   map[string][]pod.SourceFile  // by source, templates taken out
+	good    map[fileKey][]*pod.Pod       // each file's last good CronJob templates
+	state   map[string]*jobState         // by template UID
+	cache   map[string]*pod.Pod          // run pods by UID, built once
+	skipped map[string]time.Time         // the slot last reported as held back, by template UID
+	hashes  map[string]string            // run pod hashes by UID
+	scheds  map[string]cronspec.Schedule // by schedule text
+	locs    map[string]*time.Location    // by time zone name
+	badTZ   map[string]bool              // time zones reported as failing to load
+	broken  map[string]map[string]bool   // by source: its files that do not parse
+	sent    map[string]map[string]string // by source: the runs file hashes last sent
 }
 
 type fileKey struct{ source, file string }

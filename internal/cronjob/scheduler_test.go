@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"tug/internal/pod"
 	"tug/internal/manifest"
+	"tug/internal/pod"
 )
 
 // fakeSink keeps each source's last snapshot.
