@@ -232,3 +232,62 @@ func TestSchedulerDamagedState(t *testing.T) {
 		t.Fatalf("damaged state: %v", got)
 	}
 }
+
+func TestSchedulerEvents(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		policy  string
+		after   time.Duration // from the first run to the next Sync
+		want    string
+		wantNot string
+	}{
+		{"more than 100 missed slots", "Allow", 200 * time.Minute, "TooManyMissedTimes", ""},
+		{"a few missed slots", "Allow", 5 * time.Minute, "SuccessfulCreate", "TooManyMissedTimes"},
+		{"forbid while active", "Forbid", time.Minute, "JobAlreadyActive", ""},
+		{"replace stops the active run", "Replace", time.Minute, "SuccessfulDelete", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0.Add(10 * time.Second)
+			events := &fakeEvents{}
+			s := New(Config{Sink: &fakeSink{}, Status: fakeStatus{}, Events: events, Clock: func() time.Time { return now }})
+			s.Set("file:/m", snapshot(t, tt.policy))
+			now = t0.Add(time.Minute + time.Second)
+			s.Sync()
+			events.reasons = nil
+			now = now.Add(tt.after)
+			s.Sync()
+			if !slices.Contains(events.reasons, tt.want) || (tt.wantNot != "" && slices.Contains(events.reasons, tt.wantNot)) {
+				t.Fatalf("events %v, want %s and not %q", events.reasons, tt.want, tt.wantNot)
+			}
+		})
+	}
+}
+
+func TestSchedulerSuspended(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	sink := &fakeSink{}
+	s := New(Config{Sink: sink, Status: fakeStatus{}, Clock: func() time.Time { return now }})
+	snap := snapshot(t, "Allow")
+	for _, p := range snap[0].Pods {
+		if p.CronJob != nil {
+			cj := *p.CronJob
+			cj.Suspend = true
+			p.CronJob = &cj
+		}
+	}
+	s.Set("file:/m", snap)
+	now = t0.Add(3*time.Minute + time.Second)
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{"web-h"}) {
+		t.Fatalf("suspended: %v", got)
+	}
+	// Resumed: the most recent missed slot runs.
+	s.Set("file:/m", snapshot(t, "Allow"))
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{runName(t0.Add(3 * time.Minute)), "web-h"}) {
+		t.Fatalf("resumed: %v", got)
+	}
+}
