@@ -195,7 +195,7 @@ func (s *Scheduler) Set(source string, manifests []pod.SourceFile) {
 // state of those gone from it (a file missing, or good without them; a
 // broken file keeps its CronJobs' state).
 func (s *Scheduler) adopt(source string, now time.Time) {
-	live := map[string]bool{}
+	live, dirty := map[string]bool{}, false
 	for k, tpls := range s.good {
 		if k.source != source {
 			continue
@@ -207,11 +207,11 @@ func (s *Scheduler) adopt(source string, now time.Time) {
 			if st == nil {
 				st = &jobState{Created: now}
 				s.state[uid] = st
+				dirty = true // first seen: the slots missed from now on count
 			}
 			st.Source, st.File, st.Namespace, st.Name = k.source, k.file, t.CronJob.Namespace, t.CronJob.Name
 		}
 	}
-	dirty := false
 	for uid, st := range s.state {
 		if st.Source == source && !live[uid] && !s.broken[source][st.File] {
 			delete(s.state, uid)

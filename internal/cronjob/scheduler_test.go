@@ -291,3 +291,21 @@ func TestSchedulerSuspended(t *testing.T) {
 		t.Fatalf("resumed: %v", got)
 	}
 }
+
+func TestSchedulerFirstSeenPersists(t *testing.T) {
+	// Seen at 10:00:10, restarted at 10:02:30 with no run yet: the slot
+	// 10:02 missed while down runs (it came after the CronJob was seen).
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	state := filepath.Join(t.TempDir(), "state.json")
+	sink := &fakeSink{}
+	s := New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: func() time.Time { return now }})
+	s.Set("file:/m", snapshot(t, "Allow"))
+	now = t0.Add(2*time.Minute + 30*time.Second)
+	s = New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: func() time.Time { return now }})
+	s.Set("file:/m", snapshot(t, "Allow"))
+	s.Sync()
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{runName(t0.Add(2 * time.Minute)), "web-h"}) {
+		t.Fatalf("after a restart before the first run: %v", got)
+	}
+}
