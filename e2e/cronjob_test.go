@@ -175,6 +175,9 @@ func TestCronJobRunsEachSlot(t *testing.T) {
 	if st := views[slots[0]].Status.StartTime; st == nil || st.Unix() < slots[0]*60 {
 		t.Errorf("run %d started at %v, before its slot", slots[0], st)
 	}
+	if l := views[slots[0]].Metadata.Labels["job-name"]; l != fmt.Sprintf("tick-%d", slots[0]) {
+		t.Errorf("run %d has label job-name %q", slots[0], l)
+	}
 }
 
 // TestCronJobForbidSkipsBusySlot: with concurrencyPolicy Forbid, the slot

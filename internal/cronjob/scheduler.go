@@ -296,7 +296,8 @@ func RunName(cronJob string, slot time.Time) string {
 }
 
 // runPod returns the pod of t's run for slot, built once: the template's
-// pod named as tug names a Job's pod ("<job>-pod", then the host suffix).
+// pod named as tug names a Job's pod ("<job>-pod", then the host suffix),
+// labelled with its Job's name as Kubernetes labels a Job's pods.
 func (s *Scheduler) runPod(t *pod.Pod, slot time.Time) *pod.Pod {
 	manifestName := RunName(t.CronJob.Name, slot) + "-pod"
 	name := manifestName + strings.TrimPrefix(t.Metadata.Name, t.Metadata.ManifestName)
@@ -308,6 +309,13 @@ func (s *Scheduler) runPod(t *pod.Pod, slot time.Time) *pod.Pod {
 	p.CronJob = nil
 	p.ScheduledTime = slot.UTC()
 	p.Metadata.ManifestName, p.Metadata.Name, p.Metadata.UID = manifestName, name, uid
+	// The labels Kubernetes gives a Job's pods, naming their Job.
+	p.Metadata.Labels = maps.Clone(t.Metadata.Labels)
+	if p.Metadata.Labels == nil {
+		p.Metadata.Labels = map[string]string{}
+	}
+	job := RunName(t.CronJob.Name, slot)
+	p.Metadata.Labels["job-name"], p.Metadata.Labels["batch.kubernetes.io/job-name"] = job, job
 	s.cache[uid] = &p
 	s.hashes[uid] = p.Hash()
 	return &p

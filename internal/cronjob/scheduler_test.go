@@ -130,8 +130,9 @@ func TestSchedulerRuns(t *testing.T) {
 	// The runs carry their CronJob's source, in the runs file.
 	for _, m := range sink.snaps["file:/m"] {
 		for _, p := range m.Pods {
-			if p.Metadata.Name == r1 && (m.File != "/m/tick.yaml"+RunsSuffix || p.Metadata.Source != "file:/m" || p.CronJob != nil || p.ScheduledTime.IsZero()) {
-				t.Fatalf("run pod from %q: source %q cronJob %v scheduled %v", m.File, p.Metadata.Source, p.CronJob, p.ScheduledTime)
+			if p.Metadata.Name == r1 && (m.File != "/m/tick.yaml"+RunsSuffix || p.Metadata.Source != "file:/m" || p.CronJob != nil || p.ScheduledTime.IsZero() ||
+				p.Metadata.Labels["job-name"] != RunName("tick", t0.Add(time.Minute))) {
+				t.Fatalf("run pod from %q: source %q cronJob %v scheduled %v labels %v", m.File, p.Metadata.Source, p.CronJob, p.ScheduledTime, p.Metadata.Labels)
 			}
 		}
 	}
