@@ -127,8 +127,12 @@ func New(cfg Config) *Scheduler {
 		default:
 			if err := json.Unmarshal(data, &sf); err != nil {
 				cfg.Log.Warn("cronjob state damaged: starting with none", "file", cfg.StateFile, "err", err)
-			} else if sf.CronJobs != nil {
-				s.state = sf.CronJobs
+			} else {
+				for uid, st := range sf.CronJobs {
+					if st != nil { // null in a damaged file
+						s.state[uid] = st
+					}
+				}
 			}
 		}
 	}

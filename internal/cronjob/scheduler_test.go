@@ -221,16 +221,24 @@ func TestSchedulerBrokenFileKeepsRuns(t *testing.T) {
 }
 
 func TestSchedulerDamagedState(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state.json")
-	if err := os.WriteFile(state, []byte("{\"cronJobs\": {"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sink := &fakeSink{}
-	s := New(Config{Sink: sink, StateFile: state, Clock: func() time.Time { return time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC) }})
-	s.Set("file:/m", snapshot(t, "Allow"))
-	s.Sync()
-	if got := sink.pods("file:/m"); !slices.Equal(got, []string{"web-h"}) {
-		t.Fatalf("damaged state: %v", got)
+	for name, content := range map[string]string{
+		"cut short":  `{"cronJobs": {`,
+		"null entry": `{"cronJobs": {"x": null}}`,
+		"not JSON":   "\x00\x00\x00",
+	} {
+		t.Run(name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state.json")
+			if err := os.WriteFile(state, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sink := &fakeSink{}
+			s := New(Config{Sink: sink, StateFile: state, Clock: func() time.Time { return time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC) }})
+			s.Set("file:/m", snapshot(t, "Allow"))
+			s.Sync()
+			if got := sink.pods("file:/m"); !slices.Equal(got, []string{"web-h"}) {
+				t.Fatalf("damaged state: %v", got)
+			}
+		})
 	}
 }
 
