@@ -56,6 +56,9 @@ func (p *parser) cronJob(d *decoder, root *yaml.Node) {
 	if meta != nil && meta.Kind == yaml.MappingNode {
 		name, namespace = scalarField(meta, "name"), scalarField(meta, "namespace")
 	}
+	if meta != nil {
+		p.workloadMeta(d, meta)
+	}
 	if name == nil {
 		d.fail(root, "metadata.name", "required")
 		return
