@@ -245,7 +245,7 @@ var allowedImports = map[string]allowed{
 	// GNU-style flags; x/sys for the terminal of "tug exec -it" (raw mode,
 	// window size). Not config: agent/ passes its defaults.
 	"tug/internal/cli": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/api", "tug/internal/events",
-		"tug/internal/source", "tug/internal/cli/cmdflag", "tug/internal/cli/offline"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys"}},
+		"tug/internal/source", "tug/internal/cli/cmdflag", "tug/internal/cli/offline", "tug/internal/fieldpath"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag", "golang.org/x/sys"}},
 	// The subcommands on files and bundles: manifest and source read them
 	// as the agent would, bundle seals and checks them, policy for
 	// "tug validate --policy", registry and containerd's remotes resolver

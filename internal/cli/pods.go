@@ -13,12 +13,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"tug/internal/api"
 	"tug/internal/cli/cmdflag"
+	"tug/internal/fieldpath"
 	"tug/internal/pod"
 	"tug/internal/podview"
 	"tug/internal/source"
@@ -397,34 +397,9 @@ func fetchLine(m podview.ManifestStatus, now time.Time) string {
 // every non-printable rune (control characters such as ESC, which would
 // start a terminal escape sequence, a tab that would shift the table's
 // columns, invisible format characters) and every byte that is not UTF-8
-// is written as a Go escape (\x1b, \t, \u200b); the rest is left as is.
-func escape(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !strconv.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsPrint(r):
-			b.WriteString(s[i : i+n])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += n
-	}
-	return b.String()
-}
+// is written as a Go escape (\x1b, \t, \u200b); the rest is left as is
+// (fieldpath.Escape, which field paths are built with).
+func escape(s string) string { return fieldpath.Escape(s) }
 
 // podIP is the pod's first IP, or "<none>".
 func podIP(st *pod.Status) string {
