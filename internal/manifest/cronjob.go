@@ -26,48 +26,11 @@ var timeZonePart = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
 
 // cronJob decodes a CronJob.
 func (p *parser) cronJob(d *decoder, root *yaml.Node) {
-	var apiVersion, meta, spec *yaml.Node
-	d.pairs(root, "", func(k, v *yaml.Node, name string) {
-		d.index.values[name] = posOf(v)
-		switch name {
-		case "apiVersion":
-			apiVersion = v
-		case "kind":
-		case "metadata":
-			meta = v
-		case "spec":
-			spec = v
-		case "status":
-			if !isEmpty(v) {
-				d.fail(k, name, msgStatus)
-			}
-		default:
-			d.report(k, name, "unknown field %q", name)
-		}
-	})
-	if apiVersion == nil || apiVersion.Kind != yaml.ScalarNode || apiVersion.Value != "batch/v1" {
-		got, n := "", root
-		if apiVersion != nil {
-			got, n = apiVersion.Value, apiVersion
-		}
-		d.fail(n, "apiVersion", "unsupported apiVersion %q for kind CronJob: must be \"batch/v1\"", got)
-	}
-	var name, namespace *yaml.Node
-	if meta != nil && meta.Kind == yaml.MappingNode {
-		name, namespace = scalarField(meta, "name"), scalarField(meta, "namespace")
-	}
-	if meta != nil {
-		p.workloadMeta(d, meta)
-	}
-	if name == nil {
-		d.fail(root, "metadata.name", "required")
-		return
-	}
-	if len(name.Value) > maxCronJobName {
+	name, namespace, spec := p.workloadHead(d, root, "CronJob", "batch/v1", "spec.schedule and spec.jobTemplate")
+	if name != nil && len(name.Value) > maxCronJobName {
 		d.fail(name, "metadata.name", "must be no more than %d characters (its Jobs add the scheduled minute)", maxCronJobName)
 	}
-	if spec == nil || spec.Kind != yaml.MappingNode {
-		d.fail(root, "spec", "required: a CronJob needs spec.schedule and spec.jobTemplate")
+	if spec == nil {
 		return
 	}
 	cj := &pod.CronJob{Name: name.Value, ConcurrencyPolicy: pod.ConcurrencyAllow,

@@ -66,10 +66,22 @@ func isWorkloadKind(kind string) bool {
 // into the pod of its template. Field paths keep the workload's shape
 // ("spec.template.spec.containers[0].image"), so errors point at the file.
 func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
-	var apiVersion, meta, spec *yaml.Node
-	d.pairs(root, "", func(k, v *yaml.Node, name string) {
-		d.index.values[name] = posOf(v)
-		switch name {
+	name, namespace, spec := p.workloadHead(d, root, kind, workloadAPIVersions[kind], "spec.template")
+	if spec != nil {
+		p.jobSpec(d, spec, "spec", kind, name, namespace)
+	}
+}
+
+// workloadHead decodes what every workload kind has at its top: apiVersion
+// (which must be want), kind, metadata (checked as an ObjectMeta), spec and
+// an empty status. It returns the name and namespace nodes (namespace may
+// be nil) and the spec, or a nil spec when the object has no name or no
+// spec, whose absence is reported naming needs, what the spec must hold.
+func (p *parser) workloadHead(d *decoder, root *yaml.Node, kind, want, needs string) (name, namespace, spec *yaml.Node) {
+	var apiVersion, meta *yaml.Node
+	d.pairs(root, "", func(k, v *yaml.Node, field string) {
+		d.index.values[field] = posOf(v)
+		switch field {
 		case "apiVersion":
 			apiVersion = v
 		case "kind":
@@ -79,40 +91,34 @@ func (p *parser) workload(d *decoder, root *yaml.Node, kind string) {
 			spec = v
 		case "status":
 			if !isEmpty(v) {
-				d.fail(k, name, msgStatus)
+				d.fail(k, field, msgStatus)
 			}
 		default:
-			d.report(k, name, "unknown field %q", name)
+			d.report(k, field, "unknown field %q", field)
 		}
 	})
-	want := workloadAPIVersions[kind]
 	if apiVersion == nil || apiVersion.Kind != yaml.ScalarNode || apiVersion.Value != want {
-		got := ""
+		got, n := "", root
 		if apiVersion != nil {
-			got = apiVersion.Value
-		}
-		n := root
-		if apiVersion != nil {
-			n = apiVersion
+			got, n = apiVersion.Value, apiVersion
 		}
 		d.fail(n, "apiVersion", "unsupported apiVersion %q for kind %s: must be %q", got, kind, want)
 	}
-	var name, namespace *yaml.Node
-	if meta != nil && meta.Kind == yaml.MappingNode {
-		name, namespace = scalarField(meta, "name"), scalarField(meta, "namespace")
-	}
 	if meta != nil {
+		if meta.Kind == yaml.MappingNode {
+			name, namespace = scalarField(meta, "name"), scalarField(meta, "namespace")
+		}
 		p.workloadMeta(d, meta)
 	}
 	if name == nil {
 		d.fail(root, "metadata.name", "required")
-		return
+		return nil, nil, nil
 	}
 	if spec == nil || spec.Kind != yaml.MappingNode {
-		d.fail(root, "spec", "required: a %s needs spec.template", kind)
-		return
+		d.fail(root, "spec", "required: a %s needs %s", kind, needs)
+		return name, namespace, nil
 	}
-	p.jobSpec(d, spec, "spec", kind, name, namespace)
+	return name, namespace, spec
 }
 
 // jobSpec decodes the spec of a workload (or of a CronJob's jobTemplate,
