@@ -43,24 +43,13 @@ func TestConfigRejectedBeforeHost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			out, err := tg.command(ctx, tg.runArgs(tt.args...)...).CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-				t.Fatalf("tug run %v: %v, output:\n%s\nwant exit 1", tt.args, err, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output does not mention %q:\n%s", w, out)
-				}
-			}
+			tg.refusedToStart(t, 30*time.Second, tt.args, tt.want...)
 			for _, p := range []string{filepath.Join(tg.runDir, "ns"), filepath.Join(tg.rootDir, "network")} {
 				if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("%s exists (%v): tug touched the host before it checked its configuration", p, err)
 				}
 			}
-			images, err := tg.client.ImageService().List(namespaces.WithNamespace(ctx, tg.ns))
+			images, err := tg.client.ImageService().List(namespaces.WithNamespace(context.Background(), tg.ns))
 			if err != nil {
 				t.Fatal(err)
 			}

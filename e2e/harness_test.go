@@ -470,6 +470,25 @@ func (tg *tug) emptyDir(name, volume string) string {
 	return filepath.Join(tg.rootDir, "pods", tg.uid(name), "volumes", "empty-dir", volume)
 }
 
+// refusedToStart runs "tug run" with the test's settings and args, within
+// timeout, and fails t unless tug exits with status 1 and its output names
+// each of want.
+func (tg *tug) refusedToStart(t *testing.T, timeout time.Duration, args []string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := tg.command(ctx, tg.runArgs(args...)...).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("tug run %v: %v, output:\n%s\nwant exit 1", args, err, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("output does not name %q:\n%s", w, out)
+		}
+	}
+}
+
 // staticName is the pod name tug uses: the manifest's with the host name
 // appended.
 func staticName(name string) string { return name + "-" + hostname }

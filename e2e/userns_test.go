@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -247,18 +246,7 @@ func TestUserNamespaceRangeRefusesLocalUsersIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			out, err := tg.command(ctx, tg.runArgs(tt.args...)...).CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-				t.Fatalf("tug run %v: %v, output:\n%s\nwant exit 1", tt.args, err, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output does not name %q:\n%s", w, out)
-				}
-			}
+			tg.refusedToStart(t, 60*time.Second, tt.args, tt.want...)
 		})
 	}
 }
