@@ -34,6 +34,11 @@ type Pod struct {
 	// ScheduledTime is the schedule slot a CronJob's run was started for
 	// (zero for every other pod).
 	ScheduledTime time.Time `yaml:"-" json:"scheduledTime,omitzero"`
+	// CronJobUID is the UID of the CronJob template pod a run was started
+	// from ("" for every other pod): bookkeeping beside the manifest, not
+	// part of the pod's hash. Its containers carry it, so that a lost
+	// cronjob state is rebuilt from them.
+	CronJobUID string `yaml:"-" json:"-"`
 }
 
 // ObjectMeta is the subset of Kubernetes ObjectMeta a manifest may set.

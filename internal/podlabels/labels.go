@@ -57,6 +57,12 @@ const (
 	// applied to it (at creation, or by an in-place resize): its
 	// allocated resources.
 	LabelResources = Prefix + "container.resources"
+	// LabelCronJobUID and LabelCronJobSlot are set on the containers of a
+	// CronJob's run: the UID of its CronJob's template pod and its slot
+	// (RFC 3339, UTC), from which a lost cronjob state is rebuilt
+	// (CronJobRun).
+	LabelCronJobUID  = Prefix + "cronjob.uid"
+	LabelCronJobSlot = Prefix + "cronjob.slot"
 )
 
 // maxIDLen is containerd's limit on identifiers.
@@ -64,7 +70,7 @@ const maxIDLen = 76
 
 // ForContainer returns the identity labels of container c of pod p.
 func ForContainer(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID, cgroupParent string) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		LabelCgroupParent: cgroupParent,
 		LabelPodUID:       p.Metadata.UID,
 		LabelPodName:      p.Metadata.Name,
@@ -79,6 +85,23 @@ func ForContainer(p *pod.Pod, c *pod.Container, init bool, attempt int, imageID,
 		LabelImageID:      imageID,
 		LabelResources:    Resources(c.Resources),
 	}
+	if p.CronJobUID != "" && !p.ScheduledTime.IsZero() {
+		l[LabelCronJobUID] = p.CronJobUID
+		l[LabelCronJobSlot] = p.ScheduledTime.UTC().Format(time.RFC3339)
+	}
+	return l
+}
+
+// CronJobRun returns the CronJob template's UID and the slot of the run
+// whose container has labels; ok is false for a container of any other
+// pod, or one whose labels do not parse.
+func CronJobRun(labels map[string]string) (uid string, slot time.Time, ok bool) {
+	uid = labels[LabelCronJobUID]
+	slot, err := time.Parse(time.RFC3339, labels[LabelCronJobSlot])
+	if uid == "" || err != nil || slot.IsZero() {
+		return "", time.Time{}, false
+	}
+	return uid, slot.UTC(), true
 }
 
 // ImageVolumes returns the labels of a container's image volumes,

@@ -165,3 +165,31 @@ func TestLabelsRoundTrip(t *testing.T) {
 		t.Errorf("exit labels round trip = %d %v %v", code, gotAt, ok)
 	}
 }
+
+// TestCronJobRun: a run's containers carry its CronJob's template UID and
+// its slot, read back by CronJobRun; any other pod's carry neither.
+func TestCronJobRun(t *testing.T) {
+	slot := time.Date(2026, 3, 1, 10, 2, 0, 0, time.UTC)
+	run := testPod("tick-29540282-pod-h")
+	run.CronJobUID, run.ScheduledTime = "tpl-uid", slot.In(time.FixedZone("X", 3600))
+	tests := []struct {
+		name     string
+		labels   map[string]string
+		wantUID  string
+		wantSlot time.Time
+		wantOK   bool
+	}{
+		{"a run's container", ForContainer(run, &run.Spec.Containers[0], false, 0, "sha256:abc", ""), "tpl-uid", slot, true},
+		{"another pod's container", ForContainer(testPod("web-h"), &testPod("web-h").Spec.Containers[0], false, 0, "sha256:abc", ""), "", time.Time{}, false},
+		{"slot unreadable", map[string]string{LabelCronJobUID: "tpl-uid", LabelCronJobSlot: "yesterday"}, "", time.Time{}, false},
+		{"no UID", map[string]string{LabelCronJobSlot: slot.Format(time.RFC3339)}, "", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			uid, got, ok := CronJobRun(tt.labels)
+			if uid != tt.wantUID || !got.Equal(tt.wantSlot) || ok != tt.wantOK {
+				t.Fatalf("CronJobRun = %q %v %v, want %q %v %v", uid, got, ok, tt.wantUID, tt.wantSlot, tt.wantOK)
+			}
+		})
+	}
+}

@@ -186,15 +186,22 @@ func (r *Runtime) recordVanished(ctx context.Context, id string) time.Time {
 }
 
 // ContainerSpec is the OCI runtime spec (JSON) of one of tug's containers
-// and the UID of its pod.
+// and the identity of its pod, with, for the container of a CronJob's
+// run, its CronJob's template UID and its slot (podlabels.CronJobRun;
+// "" and zero for any other pod's).
 type ContainerSpec struct {
-	PodUID string
-	Spec   []byte
+	PodUID       string
+	PodSource    string
+	PodNamespace string
+	Spec         []byte
+	CronJobUID   string
+	CronJobSlot  time.Time
 }
 
 // ContainerSpecs returns the OCI specs of all of tug's containers, in any
 // state, oldest first: what the pods were given (host ID blocks, device
-// nodes), as containerd holds it whatever tug's own files say.
+// nodes) and the CronJob runs they are, as containerd holds it whatever
+// tug's own files say.
 func (r *Runtime) ContainerSpecs(ctx context.Context) ([]ContainerSpec, error) {
 	recs, err := r.client.ContainerService().List(r.ctx(ctx), `labels."`+podlabels.LabelPodUID+`"`)
 	if err != nil {
@@ -204,7 +211,10 @@ func (r *Runtime) ContainerSpecs(ctx context.Context) ([]ContainerSpec, error) {
 	out := make([]ContainerSpec, 0, len(recs))
 	for _, rec := range recs {
 		if uid := rec.Labels[podlabels.LabelPodUID]; uid != "" && rec.Spec != nil {
-			out = append(out, ContainerSpec{PodUID: uid, Spec: rec.Spec.GetValue()})
+			cs := ContainerSpec{PodUID: uid, PodSource: rec.Labels[podlabels.LabelPodSource],
+				PodNamespace: rec.Labels[podlabels.LabelPodNamespace], Spec: rec.Spec.GetValue()}
+			cs.CronJobUID, cs.CronJobSlot, _ = podlabels.CronJobRun(rec.Labels)
+			out = append(out, cs)
 		}
 	}
 	return out, nil
