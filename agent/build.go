@@ -271,6 +271,14 @@ func connectRuntime(ctx context.Context, cfg config.Config, h host, in inputs, t
 	if err := rp.devs.Restore(held.devices); err != nil {
 		log.Warn("restoring device allocations", "file", filepath.Join(cfg.RootDir, devicesStateFile), "err", err)
 	}
+	// The runs of CronJobs are the containers' too: a lost or damaged
+	// cronjob state is rebuilt from them before any source reports, so
+	// that no run's pod is removed as an orphan nor its slot run again.
+	runs, err := readCronJobRuns(ctx, rp.rt)
+	if err != nil {
+		return runtimeParts{}, err
+	}
+	in.src.cron.Restore(runs)
 	registerLogMetrics(tel.registry, rp.logs)
 	if err := rp.images.ImportArchives(ctx); err != nil {
 		log.Warn("importing image archives", "err", err)

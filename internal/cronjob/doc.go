@@ -10,7 +10,8 @@
 // finished runs beyond the history limits (Prune) and persists each
 // CronJob's last schedule time and runs in one state file, written
 // atomically, so that a restart or a power cut neither loses nor repeats
-// a run.
+// a run; a damaged or missing file is rebuilt from the runs that still
+// have containers (Restore, given them by the agent).
 //
 // It imports pod, cronspec, clock and atomicfile; what it reads of the
 // pods' status and where it records events are interfaces it defines.

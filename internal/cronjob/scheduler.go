@@ -76,7 +76,17 @@ type Scheduler struct {
 	badTZ   map[string]bool              // time zones reported as failing to load
 	broken  map[string]map[string]bool   // by source: its files that do not parse
 	sent    map[string]map[string]string // by source: the runs file hashes last sent
+	lost    lostState                    // why the state file gave no state, for Restore
 }
+
+// lostState tells why the state file gave no state.
+type lostState int
+
+const (
+	lostNone    lostState = iota // read whole, or not kept on disk
+	lostMissing                  // absent: a first start, or removed
+	lostDamaged                  // unreadable or not JSON: rewritten by Restore
+)
 
 type fileKey struct{ source, file string }
 
@@ -103,8 +113,9 @@ type stateFile struct {
 	CronJobs map[string]*jobState `json:"cronJobs"`
 }
 
-// New returns a Scheduler with the state of StateFile (a damaged or
-// missing file is an empty state, with a warning for the damaged one).
+// New returns a Scheduler with the state of StateFile. A damaged or
+// missing file is an empty state (a warning names the damaged one) that
+// Restore rebuilds from the runs' containers.
 func New(cfg Config) *Scheduler {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -122,11 +133,14 @@ func New(cfg Config) *Scheduler {
 		var sf stateFile
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			s.lost = lostMissing
 		case err != nil:
-			cfg.Log.Warn("cronjob state not read: starting with none", "file", cfg.StateFile, "err", err)
+			cfg.Log.Warn("cronjob state not read: rebuilding it from the runs' containers", "file", cfg.StateFile, "err", err)
+			s.lost = lostDamaged
 		default:
 			if err := json.Unmarshal(data, &sf); err != nil {
-				cfg.Log.Warn("cronjob state damaged: starting with none", "file", cfg.StateFile, "err", err)
+				cfg.Log.Warn("cronjob state damaged: rebuilding it from the runs' containers", "file", cfg.StateFile, "err", err)
+				s.lost = lostDamaged
 			} else {
 				for uid, st := range sf.CronJobs {
 					if st != nil { // null in a damaged file
@@ -137,6 +151,67 @@ func New(cfg Config) *Scheduler {
 		}
 	}
 	return s
+}
+
+// FoundRun is a run found from its pod's containers (their labels): the
+// UID of its CronJob's template pod, the source and namespace of its pod,
+// and its slot.
+type FoundRun struct {
+	CronJob   string // the template pod's UID
+	Source    string
+	Namespace string
+	Slot      time.Time
+}
+
+// Restore rebuilds the state of a missing or damaged state file from the
+// runs that still have containers, so that their pods are given back to
+// the store (and adopted) rather than removed as orphans, and no slot
+// runs twice: each CronJob with a run gets those runs (their outcome is
+// read from their pods' status, as for an active run), the latest slot
+// as its last schedule time and the earliest as the time tug first saw
+// it. A damaged file is rewritten. With a state file read whole it does
+// nothing: the file is the record, and a container it does not list is
+// an orphan. Call it before the first Set.
+func (s *Scheduler) Restore(runs []FoundRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lost := s.lost
+	s.lost = lostNone
+	if lost == lostNone {
+		return
+	}
+	restored := 0
+	for _, r := range runs {
+		if r.CronJob == "" || r.Slot.IsZero() {
+			continue
+		}
+		slot := r.Slot.UTC()
+		st := s.state[r.CronJob]
+		if st == nil {
+			st = &jobState{Source: r.Source, Namespace: r.Namespace, Created: slot}
+			s.state[r.CronJob] = st
+		}
+		if slices.ContainsFunc(st.Runs, func(x run) bool { return x.Slot.Equal(slot) }) {
+			continue // another container of the same run
+		}
+		st.Runs = append(st.Runs, run{Slot: slot})
+		if slot.Before(st.Created) {
+			st.Created = slot
+		}
+		if slot.After(st.LastSchedule) {
+			st.LastSchedule = slot
+		}
+		restored++
+	}
+	for _, st := range s.state {
+		slices.SortFunc(st.Runs, func(a, b run) int { return a.Slot.Compare(b.Slot) })
+	}
+	if restored > 0 {
+		s.cfg.Log.Info("cronjob state rebuilt from the runs' containers", "file", s.cfg.StateFile, "runs", restored, "cronjobs", len(s.state))
+	}
+	if lost == lostDamaged || restored > 0 {
+		s.save()
+	}
 }
 
 // Attach sets what reads the runs' status and what records events, which
@@ -311,7 +386,7 @@ func (s *Scheduler) runPod(t *pod.Pod, slot time.Time) *pod.Pod {
 	}
 	p := *t
 	p.CronJob = nil
-	p.ScheduledTime = slot.UTC()
+	p.ScheduledTime, p.CronJobUID = slot.UTC(), t.Metadata.UID
 	p.Metadata.ManifestName, p.Metadata.Name, p.Metadata.UID = manifestName, name, uid
 	// The labels Kubernetes gives a Job's pods, naming their Job.
 	p.Metadata.Labels = maps.Clone(t.Metadata.Labels)

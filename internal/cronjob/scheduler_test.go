@@ -11,6 +11,7 @@ import (
 
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/testutil"
 )
 
 // fakeSink keeps each source's last snapshot.
@@ -316,5 +317,120 @@ func TestSchedulerFirstSeenPersists(t *testing.T) {
 	s.Sync()
 	if got := sink.pods("file:/m"); !slices.Equal(got, []string{runName(t0.Add(2 * time.Minute)), "web-h"}) {
 		t.Fatalf("after a restart before the first run: %v", got)
+	}
+}
+
+// foundRuns is what the containers of the run pods in sink tell of their
+// runs (what agent reads back from their labels).
+func foundRuns(sink *fakeSink) []FoundRun {
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var out []FoundRun
+	for _, snap := range sink.snaps {
+		for _, m := range snap {
+			for _, p := range m.Pods {
+				if !p.ScheduledTime.IsZero() {
+					// One per container: a pod of two containers is one run.
+					for range 2 {
+						out = append(out, FoundRun{CronJob: p.CronJobUID, Source: p.Metadata.Source, Namespace: p.Metadata.Namespace, Slot: p.ScheduledTime})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestSchedulerRestoresLostState: with the state file damaged (or gone)
+// while two runs are active, the state is rebuilt from the runs' containers
+// before the first snapshot reaches the sink: the runs' pods are passed on
+// (adopted, not removed as orphans), their slots do not run again, the
+// next slot does, a Warn names a damaged file, the file is rewritten and
+// the next start warns about none and has the runs.
+func TestSchedulerRestoresLostState(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	running := []string{runName(t0.Add(time.Minute)), runName(t0.Add(2 * time.Minute)), "web-h"}
+	for _, d := range testutil.Damages {
+		t.Run(string(d), func(t *testing.T) {
+			now := t0.Add(10 * time.Second)
+			clk := func() time.Time { return now }
+			state := filepath.Join(t.TempDir(), "cronjob", "state.json")
+			sink := &fakeSink{}
+			s := New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: clk})
+			s.Set("file:/m", snapshot(t, "Allow"))
+			for _, at := range []time.Duration{time.Minute, 2 * time.Minute} {
+				now = t0.Add(at + time.Second)
+				s.Sync()
+			}
+			if got := sink.pods("file:/m"); !slices.Equal(got, running) {
+				t.Fatalf("before the damage: %v", got)
+			}
+			found := foundRuns(sink)
+			testutil.DamageFile(t, state, d)
+
+			now = t0.Add(2*time.Minute + 30*time.Second)
+			sink = &fakeSink{}
+			log := testutil.NewWarnLog(t)
+			s = New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: clk, Log: log.Logger})
+			s.Restore(found)
+			s.Set("file:/m", snapshot(t, "Allow"))
+			if got := sink.pods("file:/m"); !slices.Equal(got, running) {
+				t.Fatalf("first snapshot passed on after the %s state: %v, want the runs", d, got)
+			}
+			s.Sync()
+			if got := sink.pods("file:/m"); !slices.Equal(got, running) {
+				t.Fatalf("a slot ran again: %v", got)
+			}
+			wantWarn := []string{state}
+			if d == testutil.DamageMissing {
+				wantWarn = nil
+			}
+			if got := log.Files(); !slices.Equal(got, wantWarn) {
+				t.Errorf("Warn files %v, want %v", got, wantWarn)
+			}
+			now = t0.Add(3*time.Minute + time.Second)
+			s.Sync()
+			if got := sink.pods("file:/m"); !slices.Equal(got, append(slices.Clone(running[:2]), runName(t0.Add(3*time.Minute)), "web-h")) {
+				t.Fatalf("the next slot: %v", got)
+			}
+
+			// The file was rewritten: the next start reads it whole.
+			sink = &fakeSink{}
+			log = testutil.NewWarnLog(t)
+			s = New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: clk, Log: log.Logger})
+			s.Restore(nil)
+			s.Set("file:/m", snapshot(t, "Allow"))
+			if got := sink.pods("file:/m"); len(got) != 4 {
+				t.Errorf("after a second start: %v, want the 3 runs and web", got)
+			}
+			if got := log.Files(); len(got) != 0 {
+				t.Errorf("a second start warns about %v", got)
+			}
+		})
+	}
+}
+
+// TestSchedulerRestoreKeepsAWholeFile: a state file read whole is the
+// record; a run container it does not list (of a run pruned, or of a
+// CronJob removed, while tug was down) is not restored, and is an orphan.
+func TestSchedulerRestoreKeepsAWholeFile(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Second)
+	clk := func() time.Time { return now }
+	state := filepath.Join(t.TempDir(), "state.json")
+	sink := &fakeSink{}
+	s := New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: clk})
+	s.Set("file:/m", snapshot(t, "Allow"))
+	now = t0.Add(time.Minute + time.Second)
+	s.Sync()
+	found := foundRuns(sink)
+	found = append(found, FoundRun{CronJob: found[0].CronJob, Source: "file:/m", Namespace: "default", Slot: t0})
+
+	sink = &fakeSink{}
+	s = New(Config{Sink: sink, Status: fakeStatus{}, StateFile: state, Clock: clk})
+	s.Restore(found)
+	s.Set("file:/m", snapshot(t, "Allow"))
+	if got := sink.pods("file:/m"); !slices.Equal(got, []string{runName(t0.Add(time.Minute)), "web-h"}) {
+		t.Fatalf("runs %v, want only the file's", got)
 	}
 }
