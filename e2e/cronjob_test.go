@@ -311,3 +311,96 @@ func TestCronJobFromURLUnderItsPolicy(t *testing.T) {
 	tg.waitBlocked(runPod("grab", grab), `"ALL" is not allowed by the baseline policy of source `+srv.url)
 	tg.assertNothingCreated(urlUID(srv.url, runPod("grab", grab)))
 }
+
+// TestCronJobDamagedStateKeepsRuns: tug is killed (SIGKILL) while a run is
+// active and its cronjob/state.json is damaged, NUL-filled, then, at the
+// next kill, truncated to zero, as a power cut leaves it. Each next tug
+// warns naming the file, rebuilds the state from the runs' containers
+// before any pod is synced: every run keeps its container and process (it
+// is neither removed as an orphan nor run again for its slot), the next
+// slot runs, and the file is rewritten: a further restart warns about
+// none.
+func TestCronJobDamagedStateKeepsRuns(t *testing.T) {
+	t.Parallel()
+	tg := startTug(t, tugOpts{})
+	state := filepath.Join(tg.rootDir, "cronjob", "state.json")
+	tg.writeManifest("keep.yaml", cronJob(tg, "keep", "echo start; sleep 600", ""))
+	active := func(what string, want func(slots []int64) error) []int64 {
+		return tg.waitRuns(cronTimeout, "keep", what, func(slots []int64, views map[int64]podview.View) error {
+			if err := want(slots); err != nil {
+				return err
+			}
+			for _, s := range slots {
+				if ph := views[s].Status.Phase; ph != pod.PhaseRunning {
+					return fmt.Errorf("run %d is %s", s, ph)
+				}
+			}
+			return nil
+		})
+	}
+	slots := active("a first run, running", func(slots []int64) error {
+		if len(slots) == 0 {
+			return fmt.Errorf("no run")
+		}
+		return nil
+	})
+	for _, d := range []testutil.Damage{testutil.DamageNULFilled, testutil.DamageEmpty} {
+		var names []string
+		for _, s := range slots {
+			names = append(names, runPod("keep", s))
+		}
+		want := tg.snapshotTasks(names)
+		tg.Kill()
+		testutil.DamageFile(t, state, d)
+		mark := len(tg.output())
+		tg.Start()
+		last := slots[len(slots)-1]
+		slots = active(fmt.Sprintf("the runs %v kept after a %s state file, and the next slot's", slots, d), func(got []int64) error {
+			for _, s := range slots {
+				if !slices.Contains(got, s) {
+					return fmt.Errorf("run %d gone", s)
+				}
+			}
+			if got[len(got)-1] <= last {
+				return fmt.Errorf("no run after slot %d", last)
+			}
+			return nil
+		})
+		if err := tg.sameTasks(want); err != nil {
+			t.Fatalf("after a %s state file, the runs were not adopted: %v", d, err)
+		}
+		if !warnedFiles(tg.output()[mark:])[state] {
+			t.Errorf("no Warn names %s after it was %s", state, d)
+		}
+		tg.waitFor(startTimeout, "the state file rewritten with the runs", func() (bool, error) {
+			data, err := os.ReadFile(state)
+			if err != nil {
+				return false, err
+			}
+			for _, s := range slots {
+				if !strings.Contains(string(data), time.Unix(s*60, 0).UTC().Format(time.RFC3339)) {
+					return false, fmt.Errorf("state %q does not hold slot %d", data, s)
+				}
+			}
+			return true, nil
+		})
+	}
+
+	// Rewritten whole: a further restart warns about nothing and keeps
+	// every run.
+	var names []string
+	for _, s := range slots {
+		names = append(names, runPod("keep", s))
+	}
+	want := tg.snapshotTasks(names)
+	tg.Kill()
+	mark := len(tg.output())
+	tg.Start()
+	tg.waitAllRunning(startTimeout, names)
+	if err := tg.sameTasks(want); err != nil {
+		t.Fatalf("after a restart with the rewritten state: %v", err)
+	}
+	if w := warnedFiles(tg.output()[mark:]); w[state] {
+		t.Errorf("a restart after the rewrite warns about %s", state)
+	}
+}

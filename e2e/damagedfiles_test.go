@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"tug/internal/podview"
 	"tug/internal/statusreport"
 	"tug/internal/testutil"
 )
@@ -52,8 +53,9 @@ func (tg *tug) stateFiles() []string {
 }
 
 // TestDamagedStateFilesAllAtOnce: a tug with pods from the file and URL
-// sources, one in a user namespace of its own, one holding a device, pod
-// networking, signed status documents and remote write is killed
+// sources, one in a user namespace of its own, one holding a device, a
+// CronJob's active run, pod networking, signed status documents and
+// remote write is killed
 // (SIGKILL), and every file under its root dir (the log pumps' state files
 // among them) is damaged at once, half truncated to zero, half NUL-filled,
 // as a power cut on ext4 leaves them. The next tug comes up, adopts every
@@ -78,10 +80,19 @@ func TestDamagedStateFilesAllAtOnce(t *testing.T) {
 		p, _ := url.Parse(u)
 		tg.relay(p.Host)
 	}
+	tg.writeManifest("nightly.yaml", cronJob(tg, "nightly", "echo start; "+idle, "  concurrencyPolicy: Forbid\n"))
 	tg.writeManifest("plain.yaml", shPod("plain", tg.image, "echo plain; "+idle))
 	tg.writeManifest("users.yaml", usernsPod("users", tg.image))
 	tg.writeManifest("dongle.yaml", donglePod("dongle", tg.image, 1, idle))
-	files := []string{"plain", "users", "dongle"}
+	// A CronJob's run, active when tug is killed: its pod must be adopted,
+	// not removed as an orphan of a lost cronjob/state.json, nor run again.
+	slot := tg.waitRuns(cronTimeout, "nightly", "a run", func(slots []int64, _ map[int64]podview.View) error {
+		if len(slots) == 0 {
+			return fmt.Errorf("no run")
+		}
+		return nil
+	})[0]
+	files := []string{"plain", "users", "dongle", runPod("nightly", slot)}
 	all := append(slices.Clone(files), "urlp")
 	tg.waitAllRunning(logTimeout, all)
 	anyDoc := func(statusreport.Document) error { return nil }
@@ -106,7 +117,7 @@ func TestDamagedStateFilesAllAtOnce(t *testing.T) {
 		testutil.DamageFile(t, f, d)
 		t.Logf("%s: %s", d, f)
 	}
-	for _, must := range []string{"status/sequence", "userns.json", "devices/allocations.json", "network/leases/10.87.0.2"} {
+	for _, must := range []string{"status/sequence", "userns.json", "devices/allocations.json", "network/leases/10.87.0.2", "cronjob/state.json"} {
 		if !slices.Contains(damaged, filepath.Join(tg.rootDir, must)) {
 			t.Errorf("%s was not there to damage", must)
 		}
@@ -178,6 +189,11 @@ func TestDamagedStateFilesAllAtOnce(t *testing.T) {
 	if err := tg.sameTasks(want); err != nil {
 		t.Fatalf("after the second restart: %v", err)
 	}
+	// The run's slot ran once; with Forbid and the run active, no other
+	// slot has started.
+	if slots, _ := tg.mustRuns("nightly"); !slices.Equal(slots, []int64{slot}) {
+		t.Errorf("CronJob runs %v, want only the adopted run %d", slots, slot)
+	}
 	for f := range warnedFiles(tg.output()[mark:]) {
 		if strings.HasPrefix(f, tg.rootDir+"/") {
 			t.Errorf("the second restart warns about %s", f)
@@ -212,7 +228,7 @@ func warnedFiles(out string) map[string]bool {
 func readAtStart(root, f string) bool {
 	rel, _ := filepath.Rel(root, f)
 	switch {
-	case rel == "status/sequence", rel == "userns.json", rel == "devices/allocations.json":
+	case rel == "status/sequence", rel == "userns.json", rel == "devices/allocations.json", rel == "cronjob/state.json":
 		return true
 	case strings.HasPrefix(rel, "rollout/"), strings.HasPrefix(rel, "checkpoints/"), strings.HasPrefix(rel, "network/leases/"):
 		return true
