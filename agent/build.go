@@ -99,6 +99,7 @@ type runtimeParts struct {
 	logs    *podlogs.Pumps // the file log drivers' converter; nil with the binary driver
 	devs    *devices.Manager
 	userns  *userns.Allocator
+	room    *imageRoom // what pulls check the image filesystem with
 }
 
 // nodeParts are what tug keeps on the host: the pods' pinned namespaces
@@ -294,12 +295,14 @@ func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, 
 	if err != nil {
 		return err
 	}
+	rp.room = &imageRoom{thresholds: in.thresholds, rootDir: cfg.RootDir}
 	rp.images = images.New(images.Config{
 		Client: client, Namespace: cfg.ContainerdNamespace, Snapshotter: podruntime.DefaultSnapshotter,
 		RootDir: cfg.RootDir, ImageDir: cfg.ImageDir, Log: log.With("component", "images"), Recorder: tel.ring,
 		PullProgressDeadline: cfg.ImagePullProgressDeadline, PullTimeout: cfg.ImagePullTimeout,
-		PullOffline: cfg.ImagePullOffline, Registry: in.src.registries,
+		PullOffline: cfg.ImagePullOffline, Registry: in.src.registries, Room: rp.room,
 	})
+	rp.room.images = rp.images
 	rp.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: h.name,
 		ResolvConf: cfg.ResolvConf, FileSource: in.src.dir.Name(), Log: log.With("component", "volume"),
 		Snapshots: client.SnapshotService(podruntime.DefaultSnapshotter), Namespace: cfg.ContainerdNamespace, Images: rp.images})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,16 +97,68 @@ var errNotReady = errors.New("not every source has reported")
 // kubelet_image_garbage_collected_total goes to reg.
 func newImageGC(cfg config.Config, rp runtimeParts, store *podconfig.Store, cache *pleg.PLEG, sources []string, reg prometheus.Registerer, log *slog.Logger) (*imagegc.Manager, error) {
 	a := imageGCAdapter{images: rp.images, volumes: rp.volumes, store: store, cache: cache, sources: sources, log: log}
-	return imagegc.New(imagegc.Config{
+	gc, err := imagegc.New(imagegc.Config{
 		Policy: imagegc.Policy{
 			HighThresholdPercent: cfg.ImageGCHighThresholdPercent,
 			LowThresholdPercent:  cfg.ImageGCLowThresholdPercent,
 			MinAge:               cfg.MinimumImageTTLDuration,
 		},
-		Images: a, InUse: a, FS: a,
+		Images: a, InUse: a, FS: a, Leftovers: rp.images,
 		Registerer: reg,
 		Log:        log,
 	})
+	if err == nil && rp.room != nil {
+		rp.room.gc.Store(gc)
+	}
+	return gc, err
+}
+
+// imageRoom is the image filesystem's room for pulls (images.Room): what
+// statfs of containerd's snapshotter root finds available less what the
+// imagefs eviction thresholds (hard and soft) keep, and the nodefs ones
+// too when --root-dir is on the same filesystem; the image GC makes room
+// (set once it is built: until then none is made).
+type imageRoom struct {
+	images     *images.Manager
+	thresholds []eviction.Threshold
+	rootDir    string
+	gc         atomic.Pointer[imagegc.Manager]
+}
+
+var _ images.Room = (*imageRoom)(nil)
+
+func (r *imageRoom) Free(ctx context.Context) (int64, error) {
+	path, err := r.images.FSPath(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	capacity, avail := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	signals := []eviction.Signal{eviction.SignalImageFsAvailable}
+	if sameFS(path, r.rootDir) {
+		signals = append(signals, eviction.SignalNodeFsAvailable)
+	}
+	return avail - eviction.Reserve(r.thresholds, capacity, signals...), nil
+}
+
+func (r *imageRoom) MakeRoom(ctx context.Context, need int64) (int64, error) {
+	gc := r.gc.Load()
+	if gc == nil {
+		return 0, nil
+	}
+	return gc.MakeRoom(ctx, need)
+}
+
+// sameFS reports whether paths a and b are on one filesystem.
+func sameFS(a, b string) bool {
+	var sa, sb syscall.Stat_t
+	if syscall.Stat(a, &sa) != nil || syscall.Stat(b, &sb) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev
 }
 
 // evictionThresholds parses --eviction-hard, --eviction-soft and

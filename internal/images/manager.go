@@ -72,7 +72,11 @@ type Config struct {
 	// Default false: pulls and imports are synced before they are reported
 	// done (durable.go).
 	SkipSyncFS bool
-	Log        *slog.Logger
+	// Room is the image filesystem's room above its eviction thresholds: a
+	// registry pull that does not fit waits (room.go). nil: pulls are not
+	// checked.
+	Room Room
+	Log  *slog.Logger
 }
 
 // Manager makes images present in containerd's store. All methods are
@@ -86,6 +90,9 @@ type Manager struct {
 	pullMu sync.Mutex
 	pulls  map[string]*pullCall // in-flight pulls by normalised ref
 
+	// deferredWaits are the waits of pulls that did not fit (room.go),
+	// by deferredKey (pullMu; nil until the first).
+	deferredWaits map[string]bool
 	// leasesHeld are the IDs of the leases of pulls under way (pullMu;
 	// nil until the first pull).
 	leasesHeld map[string]bool

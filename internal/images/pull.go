@@ -12,6 +12,7 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/remotes"
 
@@ -141,13 +142,20 @@ func ensure[T any](ctx context.Context, m *Manager, r request, local func(contex
 
 // pulledFor forgets that r's pod ran r's image from the store.
 func (m *Manager) pulledFor(r request) {
+	m.undeferred(r)
 	if r.pod != nil {
 		m.cached.clear(r.pod.Metadata.UID, r.image)
 	}
 }
 
-// failed records the Failed warning of r's pull, unless the caller gave up.
+// failed records the Failed warning of r's pull, unless the caller gave up,
+// or, for a pull that does not fit on the image filesystem, its
+// ImagePullDeferred warning once per wait (room.go).
 func (m *Manager) failed(ctx context.Context, r request, err error) {
+	if m.deferred(r, err) {
+		return
+	}
+	m.undeferred(r)
 	if ctx.Err() == nil {
 		m.event(r.pod, r.container, eventWarning, reasonFailed, fmt.Sprintf("Failed to pull image %q: %v", r.image, err))
 	}
@@ -296,10 +304,16 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 			cut(err)
 		}
 	}()
+	rc := &roomCheck{m: m, ref: ref, cut: cut}
+	guarded := make(chan struct{})
+	go func() {
+		defer close(guarded)
+		rc.guard(watchCtx)
+	}()
 	opts := []containerd.RemoteOpt{
 		containerd.WithPullSnapshotter(m.cfg.Snapshotter),
 		containerd.WithResolver(resolver),
-		containerd.WithImageHandlerWrapper(progress.wrap),
+		containerd.WithImageHandlerWrapper(func(h ctrimages.Handler) ctrimages.Handler { return progress.wrap(rc.wrap(h)) }),
 	}
 	if unpack {
 		opts = append(opts, containerd.WithPullUnpack, containerd.WithUnpackOpts(m.unpackOpts()))
@@ -307,9 +321,14 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 	img, err := m.client.Pull(ctx, ref, opts...)
 	stopWatch()
 	<-watched
+	<-guarded
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, ErrPullStalled) || errors.Is(cause, ErrPullTimeout) {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, ErrPullStalled) || errors.Is(cause, ErrPullTimeout) {
 			err = cause // what cut the pull, rather than "context canceled"
+		}
+		if errors.Is(cause, pod.ErrImagePullDeferred) {
+			return nil, 0, fmt.Errorf("pull image %q: %w", ref, cause) // a wait, not a failed pull
 		}
 		return nil, 0, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, err)
 	}
@@ -342,7 +361,8 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 // pulls of one reference (other credentials, an image volume's) each have
 // a lease and never take over one another's. What a failed pull fetched
 // stays on disk for up to pullLeaseExpiry after its last attempt unless a
-// later pull of the reference succeeds; the image GC does not see it.
+// later pull of the reference succeeds, or the image GC frees it first
+// under pressure (leftovers.go).
 
 // pullLeasePrefix starts the ID of every pull's lease.
 const pullLeasePrefix = "tug-pull-"
@@ -364,16 +384,19 @@ func (m *Manager) pullLease(ctx context.Context, ref string) (context.Context, f
 	ls := m.client.LeasesService()
 	base := pullLeaseBase(ref)
 	id := base + strconv.FormatInt(time.Now().UnixNano(), 36)
-	l, err := ls.Create(ctx, leases.WithID(id), leases.WithExpiration(pullLeaseExpiry))
-	if err != nil {
-		return nil, nil, fmt.Errorf("create lease: %w", err)
-	}
-	m.pullMu.Lock()
+	m.pullMu.Lock() // held before it exists: FreePullLeftovers never takes it
 	if m.leasesHeld == nil {
 		m.leasesHeld = map[string]bool{}
 	}
 	m.leasesHeld[id] = true
 	m.pullMu.Unlock()
+	l, err := ls.Create(ctx, leases.WithID(id), leases.WithExpiration(pullLeaseExpiry))
+	if err != nil {
+		m.pullMu.Lock()
+		delete(m.leasesHeld, id)
+		m.pullMu.Unlock()
+		return nil, nil, fmt.Errorf("create lease: %w", err)
+	}
 	if n, err := m.takeOverLeases(ctx, l, base); err != nil {
 		m.log.Warn("take over the content of earlier pulls", "image", ref, "err", err)
 	} else if n > 0 {

@@ -17,6 +17,10 @@ var (
 	// ErrImagePull: pulling the container's image failed (ErrImagePull, then
 	// ImagePullBackOff while retrying).
 	ErrImagePull = errors.New("pod: image pull failed")
+	// ErrImagePullDeferred: the container's image does not fit on the
+	// image filesystem above its eviction thresholds, even after the image
+	// GC made room; the pull waits (ImagePullDeferred) and is tried again.
+	ErrImagePullDeferred = errors.New("pod: image pull deferred: not enough disk space")
 	// ErrImageNeverPull: the image is not present and imagePullPolicy is
 	// Never (ErrImageNeverPull).
 	ErrImageNeverPull = errors.New("pod: image not present and pull policy is Never")

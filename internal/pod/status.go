@@ -66,6 +66,10 @@ const (
 	ReasonCrashLoopBackOff     = "CrashLoopBackOff"
 	ReasonErrImagePull         = "ErrImagePull"
 	ReasonImagePullBackOff     = "ImagePullBackOff"
+	// ReasonImagePullDeferred: the image does not fit on the image
+	// filesystem above its eviction thresholds; its pull waits for room
+	// (see ErrImagePullDeferred).
+	ReasonImagePullDeferred = "ImagePullDeferred"
 	ReasonErrImageNeverPull    = "ErrImageNeverPull"
 	ReasonCreateContainerError = "CreateContainerError"
 	// ReasonCreateContainerConfigError: the container's configuration

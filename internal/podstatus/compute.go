@@ -77,14 +77,15 @@ const (
 )
 
 // FailureReason reports whether a waiting reason fails an update at once
-// (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, CreateContainerError,
-// CreateContainerConfigError).
+// (ErrImagePull, ImagePullBackOff, ImagePullDeferred, ErrImageNeverPull,
+// CreateContainerError, CreateContainerConfigError).
 func FailureReason(reason string) bool { return failureReasons[reason] }
 
 // failureReasons are the waiting reasons that fail an update at once.
 var failureReasons = map[string]bool{
 	pod.ReasonErrImagePull:               true,
 	pod.ReasonImagePullBackOff:           true,
+	pod.ReasonImagePullDeferred:          true,
 	pod.ReasonErrImageNeverPull:          true,
 	pod.ReasonCreateContainerError:       true,
 	pod.ReasonCreateContainerConfigError: true,

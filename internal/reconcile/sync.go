@@ -390,7 +390,7 @@ func (s *podSyncer) start(ctx context.Context, p *pod.Pod, c *pod.Container, ini
 	if err != nil {
 		reason := startErrorReason(err, prev)
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
-		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
+		s.startError(p, c, reason, err)
 		return "", err
 	}
 	if last != nil {
@@ -419,7 +419,7 @@ func (s *podSyncer) prestart(ctx context.Context, p *pod.Pod, c *pod.Container, 
 		prev := s.notes.clear(p.Metadata.UID, c.Name)
 		reason := startErrorReason(err, prev)
 		s.notes.wait(p.Metadata.UID, c.Name, reason, err.Error())
-		s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
+		s.startError(p, c, reason, err)
 		if !podstatus.FailureReason(prev) {
 			// Once per blocked update, not on every retry.
 			s.event(p, c.Name, eventWarning, reasonUpdateBlocked, fmt.Sprintf(
@@ -444,12 +444,26 @@ func (s *podSyncer) startFailed(ctx context.Context, p *pod.Pod, c *pod.Containe
 	return false
 }
 
+// startError records the Failed warning of a start of c that failed with
+// err. A deferred pull has none: its image manager records one
+// ImagePullDeferred event per wait, and the wait is retried until the
+// image fits, so a warning on every try would only repeat it.
+func (s *podSyncer) startError(p *pod.Pod, c *pod.Container, reason string, err error) {
+	if reason == pod.ReasonImagePullDeferred {
+		return
+	}
+	s.event(p, c.Name, eventWarning, reasonFailed, "Error: "+reason+": "+err.Error())
+}
+
 // startErrorReason is the kubelet's reason for a container that could not
-// start: ErrImagePull the first time a pull fails and ImagePullBackOff while
+// start: ImagePullDeferred while its image does not fit on the image
+// filesystem, ErrImagePull the first time a pull fails and ImagePullBackOff while
 // it is retried (prev is the reason noted before this try),
 // ErrImageNeverPull, CreateContainerConfigError, or CreateContainerError.
 func startErrorReason(err error, prev string) string {
 	switch {
+	case errors.Is(err, pod.ErrImagePullDeferred):
+		return pod.ReasonImagePullDeferred
 	case errors.Is(err, pod.ErrImageNeverPull):
 		return pod.ReasonErrImageNeverPull
 	case errors.Is(err, pod.ErrImagePull) && (prev == pod.ReasonErrImagePull || prev == pod.ReasonImagePullBackOff):

@@ -218,3 +218,18 @@ func formatQuantity(sig Signal, v int64) string {
 	}
 	return strconv.FormatInt(v, 10)
 }
+
+// Reserve returns the bytes (or count) that the thresholds of the given
+// signals, hard and soft, keep available on a filesystem of capacity: the
+// largest of them, 0 when none watches it. An image pull must leave the
+// image filesystem this much (images.Room), or it would meet a threshold
+// and evict the pods it was to update.
+func Reserve(th []Threshold, capacity int64, signals ...Signal) int64 {
+	var r int64
+	for _, t := range th {
+		if slices.Contains(signals, t.Signal) {
+			r = max(r, t.value(capacity))
+		}
+	}
+	return r
+}

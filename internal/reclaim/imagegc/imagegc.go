@@ -45,6 +45,15 @@ type FS interface {
 	ImageFS(ctx context.Context) (capacity, available uint64, err error)
 }
 
+// Leftovers are what failed pulls keep for the next pull to resume from:
+// content no image names, which the GC attributes and frees first.
+type Leftovers interface {
+	// PullLeftovers returns the bytes failed pulls keep.
+	PullLeftovers(ctx context.Context) (int64, error)
+	// FreePullLeftovers frees them and returns the bytes freed.
+	FreePullLeftovers(ctx context.Context) (int64, error)
+}
+
 // Policy holds the thresholds. The zero Policy is the kubelet's default:
 // high 85, low 80, no minimum age, every 5 minutes.
 type Policy struct {
@@ -89,9 +98,13 @@ type Config struct {
 	Images Images
 	InUse  InUse
 	FS     FS
-	Log    *slog.Logger
+	// Leftovers, when set, are freed before any image when room is
+	// needed, and their bytes are shown (tug_image_pull_leftover_bytes).
+	Leftovers Leftovers
+	Log       *slog.Logger
 	Clock  clock.Clock
-	// Registerer, when set, gets kubelet_image_garbage_collected_total.
+	// Registerer, when set, gets kubelet_image_garbage_collected_total
+	// and tug_image_pull_leftover_bytes.
 	Registerer prometheus.Registerer
 }
 
@@ -108,6 +121,7 @@ type Manager struct {
 	mu        sync.Mutex // serialises collections and guards records
 	records   map[string]*record
 	collected *prometheus.CounterVec
+	leftover  prometheus.Gauge
 }
 
 // New returns a Manager; it fails on an invalid policy or a Registerer
@@ -126,9 +140,15 @@ func New(cfg Config) (*Manager, error) {
 		Name:      "image_garbage_collected_total",
 		Help:      "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
 	}, []string{"reason"})
+	m.leftover = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "tug_image_pull_leftover_bytes",
+		Help: "Bytes that failed image pulls keep on the image filesystem for a later pull to resume from, as of the last image garbage collection.",
+	})
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(m.collected); err != nil {
-			return nil, fmt.Errorf("register image gc metric: %w", err)
+		for _, c := range []prometheus.Collector{m.collected, m.leftover} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("register image gc metric: %w", err)
+			}
 		}
 	}
 	return m, nil
@@ -187,6 +207,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	}
 	usage := int64(capacity) - int64(min(available, capacity))
 	percent := int(usage * 100 / int64(capacity))
+	m.countLeftovers(ctx, percent)
 	if percent < m.cfg.Policy.HighThresholdPercent {
 		_, err := m.detect(ctx) // keep lastUsed current between collections
 		return err
@@ -210,6 +231,52 @@ func (m *Manager) DeleteUnusedImages(ctx context.Context) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.freeSpace(ctx, math.MaxInt64)
+}
+
+// MakeRoom frees need bytes of the image filesystem for a pull that does
+// not fit, whatever the thresholds: failed pulls' leftovers first, then
+// unused images, least recently used first, as a collection does. It
+// returns the bytes freed.
+func (m *Manager) MakeRoom(ctx context.Context, need int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	freed, err := m.freeSpace(ctx, need)
+	m.cfg.Log.Info("made room for an image pull", "need", need, "freed", freed)
+	return freed, err
+}
+
+// countLeftovers shows the bytes failed pulls keep (the gauge, and a log
+// line when there are some). Called with mu held.
+func (m *Manager) countLeftovers(ctx context.Context, percent int) {
+	if m.cfg.Leftovers == nil {
+		return
+	}
+	n, err := m.cfg.Leftovers.PullLeftovers(ctx)
+	if err != nil {
+		m.cfg.Log.Warn("count failed pulls' leftovers", "err", err)
+		return
+	}
+	m.leftover.Set(float64(n))
+	if n > 0 {
+		m.cfg.Log.Info("failed image pulls keep content for resuming", "bytes", n, "usage_percent", percent)
+	}
+}
+
+// freeLeftovers frees what failed pulls keep, the first thing freed when
+// room is needed. Called with mu held.
+func (m *Manager) freeLeftovers(ctx context.Context) (int64, error) {
+	if m.cfg.Leftovers == nil {
+		return 0, nil
+	}
+	n, err := m.cfg.Leftovers.FreePullLeftovers(ctx)
+	if n > 0 {
+		m.cfg.Log.Info("freed failed pulls' leftovers", "bytes", n)
+	}
+	m.leftover.Set(0)
+	if err != nil {
+		return n, fmt.Errorf("free failed pulls' leftovers: %w", err)
+	}
+	return n, nil
 }
 
 // detect lists the images, updates the records and returns the images
@@ -260,16 +327,22 @@ func needed(img Image, used map[string]bool) bool {
 	return slices.ContainsFunc(img.Refs, func(r string) bool { return used[r] })
 }
 
-// freeSpace removes candidates until toFree bytes are freed. Called with
-// mu held.
+// freeSpace frees what failed pulls keep, then removes candidates until
+// toFree bytes are freed. Called with mu held.
 func (m *Manager) freeSpace(ctx context.Context, toFree int64) (int64, error) {
+	freed, lerr := m.freeLeftovers(ctx)
+	var errs []error
+	if lerr != nil {
+		errs = append(errs, lerr)
+	}
+	if freed >= toFree {
+		return freed, errors.Join(errs...)
+	}
 	candidates, err := m.detect(ctx)
 	if err != nil {
-		return 0, err
+		return freed, errors.Join(append(errs, err)...)
 	}
 	now := m.cfg.Clock.Now()
-	var freed int64
-	var errs []error
 	for _, img := range candidates {
 		if freed >= toFree {
 			break
