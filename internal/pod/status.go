@@ -61,15 +61,15 @@ const (
 
 // Waiting reasons, as the kubelet reports them.
 const (
-	ReasonContainerCreating    = "ContainerCreating"
-	ReasonPodInitializing      = "PodInitializing"
-	ReasonCrashLoopBackOff     = "CrashLoopBackOff"
-	ReasonErrImagePull         = "ErrImagePull"
-	ReasonImagePullBackOff     = "ImagePullBackOff"
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+	ReasonErrImagePull      = "ErrImagePull"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
 	// ReasonImagePullDeferred: the image does not fit on the image
 	// filesystem above its eviction thresholds; its pull waits for room
 	// (see ErrImagePullDeferred).
-	ReasonImagePullDeferred = "ImagePullDeferred"
+	ReasonImagePullDeferred    = "ImagePullDeferred"
 	ReasonErrImageNeverPull    = "ErrImageNeverPull"
 	ReasonCreateContainerError = "CreateContainerError"
 	// ReasonCreateContainerConfigError: the container's configuration

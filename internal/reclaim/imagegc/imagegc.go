@@ -102,7 +102,7 @@ type Config struct {
 	// needed, and their bytes are shown (tug_image_pull_leftover_bytes).
 	Leftovers Leftovers
 	Log       *slog.Logger
-	Clock  clock.Clock
+	Clock     clock.Clock
 	// Registerer, when set, gets kubelet_image_garbage_collected_total
 	// and tug_image_pull_leftover_bytes.
 	Registerer prometheus.Registerer
