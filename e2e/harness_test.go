@@ -98,6 +98,9 @@ type tugOpts struct {
 	netns string
 	// env is added to tug's environment (e.g. NOTIFY_SOCKET).
 	env []string
+	// containerd is the socket of the containerd tug uses (a test's own,
+	// startContainerd); "" is the test environment's.
+	containerd string
 }
 
 // tug is one tug agent under test, with its directories, its containerd
@@ -143,6 +146,9 @@ func startTug(t *testing.T, opts tugOpts) *tug {
 	t.Helper()
 	testutil.RequireRoot(t)
 	addr := testutil.RequireContainerd(t)
+	if opts.containerd != "" {
+		addr = opts.containerd
+	}
 	image, archive := testutil.TestImage(t)
 	testutil.RequireCommand(t, "nsenter")
 	// Registered before the namespace's leak check, so it runs last: a
