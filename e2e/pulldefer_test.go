@@ -248,7 +248,7 @@ disabled_plugins = [%s]
 func watchAvailable(t *testing.T, path string) func() (lowest, capacity int64) {
 	t.Helper()
 	var (
-		mu       sync.Mutex
+		mu        sync.Mutex
 		low, capa int64 = -1, 0
 	)
 	read := func() {
