@@ -112,9 +112,10 @@ func neededBytes(children []ocispec.Descriptor, has func(digest.Digest) bool) in
 }
 
 // fits decides a pull that needs need bytes with free bytes of room: nil,
-// or the *PullDeferredError that defers it.
+// or the *PullDeferredError that defers it. A pull that writes nothing
+// fits whatever the room.
 func fits(need, free int64) error {
-	if need <= free {
+	if need <= 0 || need <= free {
 		return nil
 	}
 	return &PullDeferredError{Need: need, Free: free}

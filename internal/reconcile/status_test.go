@@ -93,6 +93,9 @@ func TestStartErrorReason(t *testing.T) {
 		{fmt.Errorf("image: %w", pod.ErrImageNeverPull), "", pod.ReasonErrImageNeverPull},
 		{errors.New("mount: no such file"), "", pod.ReasonCreateContainerError},
 		{fmt.Errorf("start: %w: runAsNonRoot", pod.ErrCreateContainerConfig), "", pod.ReasonCreateContainerConfigError},
+		{fmt.Errorf("pull image %q: %w", "x", pod.ErrImagePullDeferred), "", pod.ReasonImagePullDeferred},
+		{fmt.Errorf("pull image %q: %w", "x", pod.ErrImagePullDeferred), pod.ReasonImagePullBackOff, pod.ReasonImagePullDeferred},
+		{pull, pod.ReasonImagePullDeferred, pod.ReasonErrImagePull},
 	}
 	for _, tt := range tests {
 		if got := startErrorReason(tt.err, tt.prev); got != tt.want {
