@@ -105,4 +105,3 @@ func random(t *testing.T, n int) []byte {
 	}
 	return b
 }
-

@@ -30,7 +30,8 @@ import (
 // and fetches nothing more. While the pull runs, the room is read every
 // roomEvery and the pull is cut (also a *PullDeferredError) when the next
 // reading would find it gone at the rate it shrinks: an estimate too low,
-// or another writer, never takes the filesystem past the threshold.
+// or another writer, never takes the filesystem past the threshold
+// (runsOut).
 
 // Room is the image filesystem's room for pulls (the agent's: statfs of
 // containerd's snapshotter root less the imagefs eviction thresholds, and
@@ -121,14 +122,21 @@ func fits(need, free int64) error {
 	return &PullDeferredError{Need: need, Free: free}
 }
 
-// runsOut reports whether the room, read as prev then cur one roomEvery
-// apart, is gone or would be gone by the reading after the next one at the
-// rate it shrank (two readings: the pull is cut before the eviction
-// manager, which reads the filesystem on its own period, finds it past the
-// threshold).
-func runsOut(prev, cur int64) bool {
+// runsOut reports whether a running pull must be cut, from the room it
+// was checked against (start), its estimate (need) and two readings of the
+// room roomEvery apart (prev, cur): when the room is gone; and once the
+// room has shrunk by more than the estimate (the pull writes more than
+// estimated, or another writer took room), when it would be gone by the
+// reading after the next at the rate it shrinks. Within its estimate a
+// pull is not cut but at the threshold: the check let it start because
+// the estimate fits, and a cut on the rate alone would stop a fast pull
+// that ends with little room to spare.
+func runsOut(start, need, prev, cur int64) bool {
 	if cur <= 0 {
 		return true
+	}
+	if start-cur < need {
+		return false
 	}
 	drop := prev - cur
 	return drop > 0 && cur-2*drop <= 0
@@ -138,10 +146,11 @@ func runsOut(prev, cur int64) bool {
 // before they are fetched, guard watches the room while it runs. A nil
 // Room checks nothing.
 type roomCheck struct {
-	m    *Manager
-	ref  string
-	cut  func(error)
-	need atomic.Int64 // what check found the pull needs; 0 before
+	m     *Manager
+	ref   string
+	cut   func(error)
+	need  atomic.Int64 // what check found the pull needs; 0 before
+	start atomic.Int64 // the room check found it fit in
 }
 
 // wrap returns h failing a manifest whose layers do not fit (after the
@@ -184,6 +193,7 @@ func (rc *roomCheck) check(ctx context.Context, children []ocispec.Descriptor) e
 		return nil
 	}
 	if fits(need, free) == nil {
+		rc.start.Store(free)
 		return nil
 	}
 	freed, err := room.MakeRoom(ctx, need-free)
@@ -195,7 +205,9 @@ func (rc *roomCheck) check(ctx context.Context, children []ocispec.Descriptor) e
 		return nil
 	}
 	derr := fits(need, free)
-	if derr != nil {
+	if derr == nil {
+		rc.start.Store(free)
+	} else {
 		rc.m.log.Warn("image pull deferred: it does not fit on the image filesystem above the eviction thresholds",
 			"image", rc.ref, "need", need, "free", free, "freed", freed)
 	}
@@ -219,17 +231,14 @@ func (rc *roomCheck) guard(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if rc.need.Load() == 0 {
-			continue
-		}
 		cur, cerr := room.Free(ctx)
 		if cerr != nil {
 			err = cerr
 			continue
 		}
-		if err == nil && runsOut(prev, cur) {
-			rc.m.log.Warn("cutting image pull: the image filesystem is near its eviction threshold", "image", rc.ref, "free", cur)
-			rc.cut(&PullDeferredError{Need: rc.need.Load(), Free: cur})
+		if need := rc.need.Load(); need > 0 && err == nil && runsOut(rc.start.Load(), need, prev, cur) {
+			rc.m.log.Warn("cutting image pull: the image filesystem is near its eviction threshold", "image", rc.ref, "free", cur, "need", need)
+			rc.cut(&PullDeferredError{Need: need, Free: cur})
 			return
 		}
 		prev, err = cur, nil

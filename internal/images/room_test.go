@@ -78,26 +78,28 @@ func TestFits(t *testing.T) {
 	}
 }
 
-// TestRunsOut: a running pull is cut when the room is gone or would be
-// gone within two more readings at the rate it shrinks.
+// TestRunsOut: a running pull is cut when the room is gone or, once the
+// room shrank by more than its estimate, when the room would be gone
+// within two more readings at the rate it shrinks.
 func TestRunsOut(t *testing.T) {
 	tests := []struct {
-		name      string
-		prev, cur int64
-		want      bool
+		name                   string
+		start, need, prev, cur int64
+		want                   bool
 	}{
-		{"steady", 100, 100, false},
-		{"growing", 50, 100, false},
-		{"shrinking slowly", 100, 90, false},
-		{"would be gone by the reading after the next", 100, 60, true},
-		{"just enough for two more readings", 90, 61, false},
-		{"gone", 10, 0, true},
-		{"below the threshold", -5, -10, true},
+		{"steady", 100, 50, 100, 100, false},
+		{"room growing", 100, 50, 50, 100, false},
+		{"within an estimate that fits, however fast", 100, 90, 80, 20, false},
+		{"another writer took room: past the estimate, fast", 100, 60, 60, 30, true},
+		{"past the estimate, slowly", 100, 10, 60, 55, false},
+		{"past the estimate, gone by the reading after the next", 100, 10, 60, 30, true},
+		{"gone", 100, 50, 10, 0, true},
+		{"below the threshold", 100, 50, -5, -10, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := runsOut(tt.prev, tt.cur); got != tt.want {
-				t.Errorf("runsOut(%d, %d) = %v, want %v", tt.prev, tt.cur, got, tt.want)
+			if got := runsOut(tt.start, tt.need, tt.prev, tt.cur); got != tt.want {
+				t.Errorf("runsOut(%d, %d, %d, %d) = %v, want %v", tt.start, tt.need, tt.prev, tt.cur, got, tt.want)
 			}
 		})
 	}
