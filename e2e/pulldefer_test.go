@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +18,10 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"tug/internal/api"
+	"tug/internal/events"
 	"tug/internal/pod"
 	"tug/internal/podview"
 	"tug/internal/testutil"
@@ -287,4 +292,160 @@ func watchAvailable(t *testing.T, path string) func() (lowest, capacity int64) {
 		defer mu.Unlock()
 		return low, capa
 	}
+}
+
+// TestPullLeftoversFreedFirst: on the same small containerd root, a pod's
+// pull of an image with a 56 MiB layer is cut for good once 40 MiB of the
+// layer have come (a proxy resets it, and every later try at once), and
+// the pod is removed: what the pull fetched stays under its lease for
+// resuming. A new pod's image (a 50 MiB layer) fits only if those 40 MiB
+// are freed: they are (the image GC frees failed pulls' leftovers first),
+// the pod runs, its pull is not deferred, and the running pod is neither
+// restarted nor evicted.
+func TestPullLeftoversFreedFirst(t *testing.T) {
+	t.Parallel()
+	const (
+		fsSize = 200 << 20
+		cutAt  = 40 << 20
+	)
+	testutil.RequireRoot(t)
+	ctrRoot := smallFS(t, fsSize)
+	addr := startContainerd(t, ctrRoot)
+	watch := watchAvailable(t, ctrRoot)
+
+	reg := startRegistry(t, registryOpts{})
+	failing, layer := pushRandomImage(t, reg, "tug/cut:v1", 56<<20)
+	fits, _ := pushRandomImage(t, reg, "tug/fits:v1", 50<<20)
+	tg := startTug(t, tugOpts{containerd: addr, args: rolloutArgs, beforeStart: func(tg *tug) {
+		mountTmpfs(t, tg.rootDir, 64<<20)
+		startResetProxy(t, tg.netns, reg.Addr, layer.Digest.String(), cutAt)
+	}})
+	const script = "while :; do sleep 1; done"
+	tg.writeManifest("small.yaml", rolloutPod("small", tg.image, script, nil, ""))
+	c := tg.waitRunning(startTimeout, "small", "main", 0)
+
+	tg.writeManifest("cut.yaml", rolloutPod("cut", failing, script, nil, ""))
+	ctx := namespaces.WithNamespace(context.Background(), tg.ns)
+	tg.waitPod(startTimeout, "cut", "its pull failed", func(v *podview.View) error {
+		if w := mainStatus(v).State.Waiting; w == nil || (w.Reason != pod.ReasonErrImagePull && w.Reason != pod.ReasonImagePullBackOff) {
+			return fmt.Errorf("main %+v", mainStatus(v).State)
+		}
+		return nil
+	})
+	tg.removeManifest("cut.yaml")
+	tg.waitGone(startTimeout, tg.uid("cut"), "the pod whose pull was cut to be gone")
+	if n, err := ingested(ctx, tg); err != nil || n < cutAt*9/10 {
+		t.Fatalf("%d bytes ingested (%v) after the pod was removed, want the %d the pull fetched kept", n, err, cutAt)
+	}
+
+	tg.writeManifest("fits.yaml", rolloutPod("fits", fits, script, nil, ""))
+	tg.waitRunning(startTimeout, "fits", "main", 0)
+	tg.waitForOutput(10*time.Second, "freed what a failed pull kept")
+	if n, err := ingested(ctx, tg); err != nil || n != 0 {
+		t.Errorf("%d bytes ingested (%v) once the pod runs, want the failed pull's leftovers freed", n, err)
+	}
+	for _, r := range tg.eventReasons(tg.uid("fits")) {
+		if r == pod.ReasonImagePullDeferred {
+			t.Errorf("an ImagePullDeferred event for pod fits: the leftovers were not freed first")
+		}
+	}
+	for _, e := range mustEvents(t, tg, tg.uid("small")) {
+		if e.Reason == "Evicted" || strings.Contains(e.Message, "evict") {
+			t.Errorf("event %s: %s; want no eviction", e.Reason, e.Message)
+		}
+	}
+	if now, ok, err := tg.container(tg.uid("small"), "main"); err != nil || !ok || now.ID != c.ID || now.PID != c.PID {
+		t.Errorf("container main of pod small %v (found %v, %v), want %s (pid %d) running on", now, ok, err, c.ID, c.PID)
+	}
+	lowest, capacity := watch()
+	if reserve := capacity * 15 / 100; lowest < reserve {
+		t.Errorf("the image filesystem had %d bytes available at its lowest, under the threshold imagefs.available<15%% (%d of %d)", lowest, reserve, capacity)
+	}
+	t.Logf("image filesystem: %d of %d bytes available at the lowest", lowest, capacity)
+}
+
+// ingested returns the bytes of the partial downloads (ingests) in tug's
+// namespace.
+func ingested(ctx context.Context, tg *tug) (int64, error) {
+	sts, err := tg.client.ContentStore().ListStatuses(ctx)
+	var n int64
+	for _, st := range sts {
+		n += st.Offset
+	}
+	return n, err
+}
+
+// mustEvents returns the events of pod uid.
+func mustEvents(t *testing.T, tg *tug, uid string) []events.Event {
+	t.Helper()
+	evs, err := tg.api().Events(context.Background(), api.EventQuery{UID: uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// startResetProxy forwards to upstream from the same address inside the
+// node (netns), except GETs of blob dgst: the first one gets cutAt bytes,
+// then a reset; every later one a reset at once. A pull of the blob fails
+// for good with cutAt bytes of it fetched.
+func startResetProxy(t *testing.T, netns, upstream, dgst string, cutAt int64) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		sent bool
+	)
+	reset := func(w http.ResponseWriter) {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			conn.Close()
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		blob := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+dgst)
+		mu.Lock()
+		first := blob && !sent
+		if blob {
+			sent = true
+		}
+		mu.Unlock()
+		if blob && !first {
+			reset(w)
+			return
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+upstream+r.URL.RequestURI(), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header, out.ContentLength = r.Header.Clone(), r.ContentLength
+		resp, err := client.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		if !first {
+			io.Copy(w, resp.Body)
+			return
+		}
+		if _, err := io.CopyN(w, resp.Body, cutAt); err != nil {
+			return
+		}
+		_ = http.NewResponseController(w).Flush()
+		time.Sleep(time.Second) // what was sent reaches tug before the reset
+		reset(w)
+	})
+	l := listenIn(t, netns, "tcp", upstream)
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
 }

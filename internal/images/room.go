@@ -125,17 +125,18 @@ func fits(need, free int64) error {
 // runsOut reports whether a running pull must be cut, from the room it
 // was checked against (start), its estimate (need) and two readings of the
 // room roomEvery apart (prev, cur): when the room is gone; and once the
-// room has shrunk by more than the estimate (the pull writes more than
-// estimated, or another writer took room), when it would be gone by the
-// reading after the next at the rate it shrinks. Within its estimate a
-// pull is not cut but at the threshold: the check let it start because
-// the estimate fits, and a cut on the rate alone would stop a fast pull
-// that ends with little room to spare.
+// room has shrunk by more than the estimate and an eighth of it (the pull
+// writes more than estimated, or another writer took room; the eighth is
+// what the filesystem's own blocks and containerd's metadata add to an
+// exact estimate), when it would be gone by the reading after the next at
+// the rate it shrinks. Within that a pull is not cut but at the threshold:
+// the check let it start because the estimate fits, and a cut on the rate
+// alone would stop a fast pull that ends with little room to spare.
 func runsOut(start, need, prev, cur int64) bool {
 	if cur <= 0 {
 		return true
 	}
-	if start-cur < need {
+	if start-cur <= need+need/8 {
 		return false
 	}
 	drop := prev - cur

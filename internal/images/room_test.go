@@ -93,6 +93,8 @@ func TestRunsOut(t *testing.T) {
 		{"another writer took room: past the estimate, fast", 100, 60, 60, 30, true},
 		{"past the estimate, slowly", 100, 10, 60, 55, false},
 		{"past the estimate, gone by the reading after the next", 100, 10, 60, 30, true},
+		{"an exact estimate and the filesystem's overhead, fast", 800, 640, 200, 100, false},
+		{"past the estimate and its eighth, fast", 800, 640, 180, 79, true},
 		{"gone", 100, 50, 10, 0, true},
 		{"below the threshold", 100, 50, -5, -10, true},
 	}
