@@ -12,7 +12,11 @@
 // a watchdog when it makes no progress for PullProgressDeadline or runs
 // for PullTimeout; a failed pull keeps what it fetched under a lease of
 // its reference, and the next pull resumes from it (pull.go, "Partial
-// pulls"). An imagePullPolicy Always pull that reaches no registry host
+// pulls"); those leftovers are counted and freed by PullLeftovers and
+// FreePullLeftovers (leftovers.go). A pull checks, before it fetches a
+// layer, that the image fits on the image filesystem above its eviction
+// thresholds (Config.Room), and waits (PullDeferredError) when it does not;
+// it is cut when the room runs out while it runs (room.go). An imagePullPolicy Always pull that reaches no registry host
 // runs the image present, as Config.PullOffline says (offline.go). Every
 // unpack is synced to disk before its pull or import is reported done
 // (durable.go). An image a power cut damaged (an entrypoint missing, empty

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/leases"
-	digest "github.com/opencontainers/go-digest"
 )
 
 // Leftovers of failed pulls. What a failed pull fetched stays under its
@@ -24,15 +24,12 @@ func (m *Manager) leftoverSize(ctx context.Context, r leases.Resource) int64 {
 	cs := m.client.ContentStore()
 	switch {
 	case r.Type == "content":
-		d, err := digest.Parse(r.ID)
-		if err != nil {
-			return 0
-		}
-		info, err := cs.Info(ctx, d)
-		if err != nil {
-			return 0
-		}
-		return info.Size
+		var size int64
+		_ = cs.Walk(ctx, func(info content.Info) error {
+			size = info.Size
+			return nil
+		}, "digest=="+r.ID)
+		return size
 	case r.Type == "ingests":
 		st, err := cs.Status(ctx, r.ID)
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	ctrimages "github.com/containerd/containerd/v2/core/images"
-	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"tug/internal/pod"
@@ -89,19 +88,19 @@ func layerKind(mediaType string) (layer, compressed bool) {
 
 // neededBytes estimates what pulling the children of a manifest (its
 // config and layers) still writes to the image filesystem: for each layer
-// that has does not report present, its compressed size and its estimated
+// that has does not find present, its compressed size and its estimated
 // unpacked size (unpackFactor times it when compressed, its size when
 // not). A layer present in the content store was unpacked by the pull that
 // fetched it; the config is too small to count.
-func neededBytes(children []ocispec.Descriptor, has func(digest.Digest) bool) int64 {
+func neededBytes(children []ocispec.Descriptor, has func(ocispec.Descriptor) bool) int64 {
 	var need int64
-	seen := map[digest.Digest]bool{}
+	seen := map[string]bool{}
 	for _, d := range children {
 		layer, compressed := layerKind(d.MediaType)
-		if !layer || d.Size <= 0 || seen[d.Digest] || has(d.Digest) {
+		if !layer || d.Size <= 0 || seen[d.Digest.String()] || has(d) {
 			continue
 		}
-		seen[d.Digest] = true
+		seen[d.Digest.String()] = true
 		need += d.Size
 		if compressed {
 			need += unpackFactor * d.Size
@@ -180,8 +179,8 @@ func (rc *roomCheck) check(ctx context.Context, children []ocispec.Descriptor) e
 		return nil
 	}
 	cs := rc.m.client.ContentStore()
-	need := neededBytes(children, func(d digest.Digest) bool {
-		_, err := cs.Info(ctx, d)
+	need := neededBytes(children, func(d ocispec.Descriptor) bool {
+		_, err := cs.Info(ctx, d.Digest)
 		return err == nil
 	})
 	rc.need.Store(need)

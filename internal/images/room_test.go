@@ -39,7 +39,7 @@ func TestNeededBytes(t *testing.T) {
 		{"a layer listed twice counts once", []ocispec.Descriptor{gz, gz}, 300 * mb},
 		{"all of them", []ocispec.Descriptor{config, gz, zst, tar, docker, present}, 822 * mb},
 	}
-	has := func(d digest.Digest) bool { return d == present.Digest }
+	has := func(d ocispec.Descriptor) bool { return d.Digest == present.Digest }
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := neededBytes(tt.children, has); got != tt.want {

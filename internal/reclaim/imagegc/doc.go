@@ -9,6 +9,11 @@
 // must find it), or its store marks it pinned (a sideloaded archive still
 // in the image directory: docs/decisions.md, "Reclaim").
 //
+// What failed pulls keep for resuming (Leftovers) is counted at every
+// collection and freed first, before any image, whenever space is freed:
+// a collection above the high threshold, DeleteUnusedImages (the eviction
+// manager's reclaim) and MakeRoom (a pull that does not fit).
+//
 // It reads and acts only through the small interfaces it declares
 // (Images, InUse, FS); it imports pod, clock and the Prometheus client,
 // never a runtime adapter, reconcile or agent.
