@@ -84,7 +84,7 @@ func settledPod(st *pod.Status, now time.Time) (settled, failed bool) {
 	for _, cs := range append(append([]pod.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil {
 			switch w.Reason {
-			case pod.ReasonCrashLoopBackOff, pod.ReasonErrImagePull, pod.ReasonImagePullBackOff,
+			case pod.ReasonCrashLoopBackOff, pod.ReasonErrImagePull, pod.ReasonImagePullBackOff, pod.ReasonImagePullDeferred,
 				pod.ReasonErrImageNeverPull, pod.ReasonCreateContainerError, pod.ReasonCreateContainerConfigError:
 				return true, true
 			}

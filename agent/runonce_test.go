@@ -26,6 +26,7 @@ func TestSettledPod(t *testing.T) {
 		{name: "succeeded", st: pod.Status{Phase: pod.PhaseSucceeded}, settled: true},
 		{name: "failed", st: pod.Status{Phase: pod.PhaseFailed}, settled: true, failed: true},
 		{name: "crash loop", st: pod.Status{ContainerStatuses: []pod.ContainerStatus{{State: pod.ContainerState{Waiting: &pod.StateWaiting{Reason: pod.ReasonCrashLoopBackOff}}}}}, settled: true, failed: true},
+		{name: "image that does not fit", st: pod.Status{ContainerStatuses: []pod.ContainerStatus{{State: pod.ContainerState{Waiting: &pod.StateWaiting{Reason: pod.ReasonImagePullDeferred}}}}}, settled: true, failed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
