@@ -104,7 +104,7 @@ type Config struct {
 	Log       *slog.Logger
 	Clock     clock.Clock
 	// Registerer, when set, gets kubelet_image_garbage_collected_total
-	// and tug_image_pull_leftover_bytes.
+	// and, with Leftovers, tug_image_pull_leftover_bytes.
 	Registerer prometheus.Registerer
 }
 
@@ -145,7 +145,11 @@ func New(cfg Config) (*Manager, error) {
 		Help: "Bytes that failed image pulls keep on the image filesystem for a later pull to resume from, as of the last image garbage collection.",
 	})
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{m.collected, m.leftover} {
+		cs := []prometheus.Collector{m.collected}
+		if cfg.Leftovers != nil {
+			cs = append(cs, m.leftover)
+		}
+		for _, c := range cs {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("register image gc metric: %w", err)
 			}
