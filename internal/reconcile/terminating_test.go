@@ -395,6 +395,45 @@ func TestSyncUpdateBlockedOnPull(t *testing.T) {
 	}
 }
 
+// TestSyncUpdateDeferredOnRoom: an update whose image does not fit on the
+// image filesystem leaves the old container running, says so once
+// (UpdateBlocked; the image manager records the ImagePullDeferred event),
+// with no Failed warning on each try, and the UpdateReady condition's
+// reason is ImagePullDeferred.
+func TestSyncUpdateDeferredOnRoom(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeRuntime{}
+	s := newTestSyncer(f, &fakeSandbox{})
+	events := &eventLog{}
+	deferred := fmt.Errorf("pull image: %w", pod.ErrImagePullDeferred)
+	s.rec, s.hooks = events, sortHooks([]Hook{fakePuller{err: deferred}})
+	good := testPod(pod.RestartAlways, nil, []string{"app"})
+	if _, err := s.syncPod(ctx, ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	before := f.running()
+	big := clonePod(good)
+	big.Spec.Containers[0].Image = "registry.example/big:1"
+	for range 3 {
+		if _, err := s.syncPod(ctx, ctx, big); !errors.Is(err, pod.ErrImagePullDeferred) {
+			t.Fatalf("sync of the update: %v, want ErrImagePullDeferred", err)
+		}
+	}
+	if after := f.running(); after["app"] != before["app"] {
+		t.Errorf("running %v, was %v: want the old container kept", after, before)
+	}
+	want := []string{"Normal app Created", "Normal app Started", "Warning app UpdateBlocked"}
+	if got := events.reasons(); !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	recs, _ := f.PodContainers(ctx, big.Metadata.UID)
+	var st pod.Status
+	s.notes.with(big.Metadata.UID, time.Now(), func(n *podNotes) { st = computeStatus(big, recs, *n, time.Now()) })
+	if c := findCondition(st, pod.ConditionUpdateReady); c == nil || c.Status != "False" || c.Reason != pod.ReasonImagePullDeferred {
+		t.Errorf("UpdateReady %+v, want False (ImagePullDeferred)", c)
+	}
+}
+
 // fakeSnapshot is a pod store with the given pods and files.
 type fakeSnapshot struct {
 	pods  []*pod.Pod
