@@ -61,15 +61,12 @@ const (
 
 // Waiting reasons, as the kubelet reports them.
 const (
-	ReasonContainerCreating = "ContainerCreating"
-	ReasonPodInitializing   = "PodInitializing"
-	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
-	ReasonErrImagePull      = "ErrImagePull"
-	ReasonImagePullBackOff  = "ImagePullBackOff"
-	// ReasonImagePullDeferred: the image does not fit on the image
-	// filesystem above its eviction thresholds; its pull waits for room
-	// (see ErrImagePullDeferred).
-	ReasonImagePullDeferred    = "ImagePullDeferred"
+	ReasonContainerCreating    = "ContainerCreating"
+	ReasonPodInitializing      = "PodInitializing"
+	ReasonCrashLoopBackOff     = "CrashLoopBackOff"
+	ReasonErrImagePull         = "ErrImagePull"
+	ReasonImagePullBackOff     = "ImagePullBackOff"
+	ReasonImagePullDeferred    = "ImagePullDeferred" // tug's: the image does not fit on the image filesystem (ErrImagePullDeferred)
 	ReasonErrImageNeverPull    = "ErrImageNeverPull"
 	ReasonCreateContainerError = "CreateContainerError"
 	// ReasonCreateContainerConfigError: the container's configuration
