@@ -12,6 +12,8 @@ import (
 	"io"
 	"path"
 	"time"
+
+	"tug/internal/window"
 )
 
 // Signed bundles. A bundle is one file, served as the body of the manifest
@@ -38,6 +40,13 @@ import (
 //   - nodes (optional): node names (path.Match patterns, e.g. "kiosk-*")
 //     of the devices the bundle is for; absent or empty means any node.
 //   - sha256 (required): of the body.
+//   - updateWindow, downloadWindow (optional): the times at which a device
+//     may apply the bundle's content and pull its images, replacing the
+//     device's --update-window and --download-window (package window's
+//     syntax). A tug that does not know these fields refuses the bundle
+//     (unknown fields are refused): a fleet that sets them needs every
+//     device on a tug that reads them. A window that does not parse on
+//     the device makes the bundle bad content, as any bad header field.
 
 // EnvelopeMagic is the first line of a signed bundle.
 const EnvelopeMagic = "tug-envelope-v1"
@@ -51,6 +60,11 @@ type EnvelopeHeader struct {
 	NotAfter time.Time `json:"notAfter"`
 	Nodes    []string  `json:"nodes,omitempty"`
 	SHA256   string    `json:"sha256"`
+	// UpdateWindow and DownloadWindow replace the device's update and
+	// download windows for this bundle's content (package window's
+	// syntax); "" leaves the device's.
+	UpdateWindow   string `json:"updateWindow,omitempty"`
+	DownloadWindow string `json:"downloadWindow,omitempty"`
 }
 
 // Envelope is a parsed bundle. Parsing checks its structure and that the
@@ -125,6 +139,11 @@ func parseEnvelopeHeader(line []byte) (EnvelopeHeader, error) {
 		if _, err := path.Match(n, ""); err != nil || n == "" {
 			errs = append(errs, fmt.Errorf("nodes: %q is not a name or pattern", truncate(n, 64)))
 			break
+		}
+	}
+	for name, w := range map[string]string{"updateWindow": h.UpdateWindow, "downloadWindow": h.DownloadWindow} {
+		if _, err := window.Parse(w); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -120,3 +120,22 @@ func FuzzEnvelope(f *testing.F) {
 		_ = env.ForNode("node1")
 	})
 }
+
+func TestEnvelopeWindows(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	b, err := SealEnvelope(priv, EnvelopeHeader{Version: 1, NotAfter: at, UpdateWindow: "Sat 22:00-Sun 06:00 tz=UTC", DownloadWindow: "daily 01:00-05:00 tz=UTC"}, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := ParseEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Header.UpdateWindow != "Sat 22:00-Sun 06:00 tz=UTC" || env.Header.DownloadWindow != "daily 01:00-05:00 tz=UTC" {
+		t.Fatalf("windows %+v", env.Header)
+	}
+	if _, err := SealEnvelope(priv, EnvelopeHeader{Version: 1, NotAfter: at, UpdateWindow: "Sat 25:00-Sun 06:00"}, []byte("x")); !errors.Is(err, ErrBadEnvelope) || !strings.Contains(err.Error(), "updateWindow") {
+		t.Fatalf("a bad window: %v", err)
+	}
+}

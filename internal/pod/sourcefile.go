@@ -24,5 +24,15 @@ type SourceFile struct {
 	// URL source with --manifest-verify-key); 0 for a file or an unsigned
 	// body.
 	Version uint64
+	// Windows are the update windows the signed bundle sets for its own
+	// content, which replace the device's; empty for the device's.
+	Windows Windows
 	ModTime time.Time // modification time of the file, zero for URLs
+}
+
+// Windows are a bundle's update windows, in the syntax of package window
+// ("" for the device's own).
+type Windows struct {
+	Update   string
+	Download string
 }

@@ -72,6 +72,12 @@ type accepted struct {
 	lastModified string
 	fetchedAt    time.Time
 	digest       string // the OCI source's artifact manifest digest
+	windows      pod.Windows
+}
+
+// windowsOf returns the update windows a bundle's header sets.
+func windowsOf(h bundle.EnvelopeHeader) pod.Windows {
+	return pod.Windows{Update: h.UpdateWindow, Download: h.DownloadWindow}
 }
 
 func newRemote(name string, words remoteWords, keys []ed25519.PublicKey, hostname, checkpoint string, c clock.Clock, sink Sink, log *slog.Logger) remote {
@@ -149,7 +155,7 @@ func (r *remote) loadCheckpoint() (accepted, error) {
 		return accepted{}, fmt.Errorf("checkpoint %s: %w", r.checkpoint, err)
 	}
 	return accepted{
-		hash: cp.SHA256, version: b.Version, notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
+		hash: cp.SHA256, version: b.Version, windows: windowsOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
 		etag: capValidator(cp.ETag), lastModified: capValidator(cp.LastModified), fetchedAt: cp.FetchedAt, digest: cp.Digest,
 	}, nil
 }
@@ -200,7 +206,7 @@ func (r *remote) polled(ctx context.Context, err error, status func(st *podview.
 
 // report sends the accepted content, with err when the source is failing.
 func (r *remote) report(ctx context.Context, err error) {
-	m := pod.SourceFile{Origin: r.origin, Hash: r.acc.hash, Version: r.acc.version, Err: err}
+	m := pod.SourceFile{Origin: r.origin, Hash: r.acc.hash, Version: r.acc.version, Windows: r.acc.windows, Err: err}
 	if err == nil {
 		m.Pods, m.Objects = r.acc.pods, r.acc.objects
 		r.reportedErr = ""
