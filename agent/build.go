@@ -45,6 +45,7 @@ import (
 	"tug/internal/tuglog"
 	"tug/internal/userns"
 	"tug/internal/volume"
+	"tug/internal/windowgate"
 )
 
 // The stages of runAgent, each a function that takes what the stages
@@ -75,6 +76,8 @@ type inputs struct {
 type sources struct {
 	store      *podconfig.Store
 	cron       *cronjob.Scheduler // between the sources and the store
+	gate       *windowgate.Gate   // between the sources and cron: holds updates for their window
+	prefetch   *imagePrefetch     // the gate's; its image manager is set by connectRuntime
 	dir        *source.Dir
 	web        *source.HTTP // nil without --manifest-url
 	oci        []*source.OCI
@@ -211,23 +214,30 @@ func buildSources(ctx context.Context, cfg config.Config, h host, log *slog.Logg
 	// runs of its CronJobs as its own pods.
 	s.cron = cronjob.New(cronjob.Config{Sink: s.store, StateFile: filepath.Join(cfg.RootDir, "cronjob", "state.json"),
 		Log: log.With("component", "cronjob")})
+	// Every source reports through the window gate, which holds its
+	// updates until the update window opens.
+	var err error
+	var dirName string
+	if s.gate, s.prefetch, err = newWindowGate(cfg, h.name, s.cron, func() string { return dirName }, log.With("component", "windows")); err != nil {
+		return sources{}, err
+	}
 	s.dir = source.NewDir(source.DirConfig{
 		Path:     cfg.PodManifestPath,
 		Hostname: h.name,
 		Rescan:   cfg.FileCheckFrequency,
 		Log:      log,
-	}, s.cron)
+	}, s.gate)
+	dirName = s.dir.Name()
 	s.names = []string{s.dir.Name()}
 	s.levels = map[string]string{s.dir.Name(): cfg.FilePolicy}
-	var err error
 	if cfg.ManifestURL != "" {
-		if s.web, err = newHTTPSource(cfg, h.name, s.cron, log); err != nil {
+		if s.web, err = newHTTPSource(cfg, h.name, s.gate, log); err != nil {
 			return sources{}, err
 		}
 		s.names = append(s.names, s.web.Name())
 		s.levels[s.web.Name()] = cfg.URLPolicy
 	}
-	if s.oci, err = newOCISources(ctx, cfg, s.registries, h.name, s.cron, log); err != nil {
+	if s.oci, err = newOCISources(ctx, cfg, s.registries, h.name, s.gate, log); err != nil {
 		return sources{}, err
 	}
 	for _, o := range s.oci {
@@ -303,6 +313,7 @@ func (rp *runtimeParts) connect(ctx context.Context, cfg config.Config, h host, 
 		PullOffline: cfg.ImagePullOffline, Registry: in.src.registries, Room: rp.room,
 	})
 	rp.room.images = rp.images
+	in.src.prefetch.images = rp.images
 	rp.volumes = volume.New(volume.Config{RootDir: cfg.RootDir, NodeName: h.name,
 		ResolvConf: cfg.ResolvConf, FileSource: in.src.dir.Name(), Log: log.With("component", "volume"),
 		Snapshots: client.SnapshotService(podruntime.DefaultSnapshotter), Namespace: cfg.ContainerdNamespace, Images: rp.images})
@@ -407,7 +418,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	resync = c.loop.Resync
 	in.src.cron.Attach(c.loop, tel.ring)
 	store := in.src.store
-	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.images, ImagesFromCache: rp.images}
+	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.images, ImagesFromCache: rp.images, Waits: gateWaits(in.src.gate)}
 	var err error
 	c.rollouts, err = rollout.New(rollout.Config{
 		Dir:        filepath.Join(cfg.RootDir, "rollout"),
@@ -490,6 +501,7 @@ func (c control) components(in inputs, rp runtimeParts, np nodeParts) map[string
 	m := map[string]func(context.Context) error{
 		"pod store":      in.src.store.Run,
 		"cronjobs":       in.src.cron.Run,
+		"update windows": in.src.gate.Run,
 		"rollout":        c.rollouts.Run,
 		"pids limits":    c.pids.Run,
 		"sync loop":      c.loop.Run,

@@ -75,7 +75,7 @@ var allowedImports = map[string]allowed{
 	// of the standard library, so that --reserved is parsed and validated with the
 	// manifests' quantity syntax before anything touches the host; pflag
 	// for the GNU-style flags of tug run.
-	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
+	"tug/internal/config": {internal: []string{"tug/internal/pod", "tug/internal/suggest", "tug/internal/window"}, modules: []string{"gopkg.in/yaml.v3", "github.com/spf13/pflag"}},
 	// The signed-bundle format: the envelope and its ed25519 keys, and the
 	// OCI artifact that carries a bundle (containerd's remotes, already
 	// linked for image pulls, with the image-spec types, go-digest and
@@ -270,7 +270,7 @@ var allowedImports = map[string]allowed{
 	// The only place that builds concrete types and connects them: every
 	// internal package but testutil; cli for the client subcommands it
 	// dispatches to.
-	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cronjob", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podexec",
+	"tug/agent": {internal: []string{"tug/internal/podview", "tug/internal/cronjob", "tug/internal/window", "tug/internal/windowgate", "tug/internal/cli", "tug/internal/podplan", "tug/internal/podstatus", "tug/internal/podexec",
 		"tug/internal/pod", "tug/internal/config", "tug/internal/source",
 		"tug/internal/podconfig", "tug/internal/pleg", "tug/internal/reconcile",
 		"tug/internal/podruntime", "tug/internal/images", "tug/internal/volume", "tug/internal/network", "tug/internal/qos",

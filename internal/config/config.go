@@ -3,7 +3,8 @@
 // Precedence: defaults < config file < flags given on the command line.
 //
 // Only agent/ imports it; it imports the standard library, yaml.v3 and
-// internal/pod (the quantity syntax of --reserved is the manifests').
+// internal/pod (the quantity syntax of --reserved is the manifests') and
+// internal/window (the syntax of --update-window and --download-window).
 package config
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tug/internal/redact"
+	"tug/internal/window"
 )
 
 // Config is the agent's configuration. Flag names keep the kubelet's where
@@ -64,6 +66,18 @@ type Config struct {
 	// resolved (one HEAD request, with ±10% jitter, longer while the
 	// registry fails). Default 1m.
 	OCICheckFrequency time.Duration `yaml:"oci-check-frequency"`
+	// UpdateWindow is when a new spec from ManifestURL or ManifestOCI is
+	// applied: a weekly range ("Mon-Fri 02:00-04:00", "Sat 22:00-Sun
+	// 06:00") or "cron:<5 fields> for <duration>", with optional
+	// "tz=<zone>" and "jitter=<duration>" (README "Update windows").
+	// Outside it the pods keep their spec. "" = always.
+	UpdateWindow string `yaml:"update-window"`
+	// DownloadWindow is when the images of a spec held for UpdateWindow
+	// are pulled ahead (same syntax). "" = always.
+	DownloadWindow string `yaml:"download-window"`
+	// FileSourceWindows holds updates of the manifest directory for the
+	// windows too. Default false: a file dropped in applies at once.
+	FileSourceWindows bool `yaml:"file-source-windows"`
 	// StatusURL is the HTTPS URL the node's status document is POSTed to
 	// (docs/status.md); "" = none. http:// only for a loopback host. Its
 	// user information and query values are never logged.
@@ -466,6 +480,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Var(&headerList{list: (*[]string)(&c.ManifestVerifyKey)}, "manifest-verify-key", "ed25519 public key (PEM file, or a directory of *.pem) whose signed bundle --manifest-url and --manifest-oci must serve (repeatable: any one verifies)")
 	fs.Var(&headerList{list: (*[]string)(&c.ManifestOCI)}, "manifest-oci", "reference (host/repository:tag or @digest) of a bundle artifact in an OCI registry, polled for pod manifests (repeatable)")
 	fs.DurationVar(&c.OCICheckFrequency, "oci-check-frequency", c.OCICheckFrequency, "polling period of each --manifest-oci")
+	fs.StringVar(&c.UpdateWindow, "update-window", c.UpdateWindow, "when a new spec from --manifest-url or --manifest-oci is applied: \"Mon-Fri 02:00-04:00\", \"Sat 22:00-Sun 06:00\" or \"cron:0 2 * * * for 2h\", with optional tz=<zone> jitter=<duration> (\"\" = always)")
+	fs.StringVar(&c.DownloadWindow, "download-window", c.DownloadWindow, "when the images of a spec waiting for --update-window are pulled ahead (same syntax; \"\" = always)")
+	fs.BoolVar(&c.FileSourceWindows, "file-source-windows", c.FileSourceWindows, "hold updates of --pod-manifest-path for the windows too")
 	fs.StringVar(&c.StatusURL, "status-url", c.StatusURL, "HTTPS URL the node's status document is POSTed to (docs/status.md)")
 	fs.StringVar(&c.StatusURLCA, "status-url-ca", c.StatusURLCA, "PEM file of CA certificates for --status-url, besides the system roots")
 	fs.StringVar(&c.StatusURLClientCert, "status-url-client-cert", c.StatusURLClientCert, "PEM client certificate presented to --status-url (mTLS)")
@@ -603,6 +620,12 @@ func (c *Config) Validate() error {
 	}
 	if c.OCICheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("oci-check-frequency: must be positive"))
+	}
+	if _, err := window.Parse(c.UpdateWindow); err != nil {
+		errs = append(errs, fmt.Errorf("update-window: %w", err))
+	}
+	if _, err := window.Parse(c.DownloadWindow); err != nil {
+		errs = append(errs, fmt.Errorf("download-window: %w", err))
 	}
 	seenOCI := map[string]bool{}
 	for _, ref := range c.ManifestOCI {

@@ -34,6 +34,9 @@ type Served struct {
 	Loop  PodStatuser
 	// Fetch returns the fetch state of each URL source, by source name.
 	Fetch map[string]func() podview.FetchStatus
+	// Waits, when set, returns the updates held for their update window,
+	// by file.
+	Waits func() map[pod.Origin]podview.UpdateWaiting
 	// Rollouts, when set, adds the RolloutFailed condition of pods whose
 	// update failed (implemented by rollout.Controller).
 	Rollouts RolloutConditions
@@ -189,6 +192,10 @@ func (v Served) Pods() []podview.View {
 func (v Served) Manifests() []podview.ManifestStatus {
 	files := v.Store.Files()
 	out := make([]podview.ManifestStatus, 0, len(files))
+	var waits map[pod.Origin]podview.UpdateWaiting
+	if v.Waits != nil {
+		waits = v.Waits()
+	}
 	for _, f := range files {
 		m := podview.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
 			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange, Version: f.Version}
@@ -202,7 +209,16 @@ func (v Served) Manifests() []podview.ManifestStatus {
 			fs := status()
 			m.Fetch = &fs
 		}
+		if w, ok := waits[f.Origin]; ok {
+			m.UpdateWaiting = &w
+			delete(waits, f.Origin)
+		}
 		out = append(out, m)
+	}
+	// A file new to the source has no state in the store until its
+	// update is applied.
+	for o, w := range waits {
+		out = append(out, podview.ManifestStatus{Source: o.Source, File: o.File, UpdateWaiting: &w})
 	}
 	// A URL that never answered (and has no checkpoint) has reported
 	// nothing to the store, so that it removes nothing; its fetch state

@@ -47,6 +47,23 @@ type ManifestStatus struct {
 	// Rollout is the rollout state of the file: its last good
 	// and its failed content; nil when tug has none.
 	Rollout *ManifestRollout `json:"rollout,omitempty"`
+	// UpdateWaiting is the file's update held for its update window; nil
+	// when none waits.
+	UpdateWaiting *UpdateWaiting `json:"updateWaiting,omitempty"`
+}
+
+// UpdateWaiting is a manifest file's (or URL bundle's) new content, held
+// until the update window opens: the pods run the applied content.
+type UpdateWaiting struct {
+	// Opens is the window's next opening; zero when it never opens.
+	Opens time.Time `json:"opens,omitzero"`
+	// Window is the window as written (--update-window, or the bundle's).
+	Window string `json:"window"`
+	// Hash and Version are the held content's ("" for a removed file).
+	Hash    string `json:"hash,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+	// Prefetched reports that its images are pulled already.
+	Prefetched bool `json:"prefetched,omitempty"`
 }
 
 // ManifestRollout is the rollout state of one manifest file or URL
