@@ -64,6 +64,9 @@ type described struct {
 	Pod     podview.View
 	Node    string // the node's name ("" unknown)
 	Source  string // the pod's manifest file or URL ("" unknown)
+	// UpdateWaiting is the source file's update held for its window (nil:
+	// none).
+	UpdateWaiting *podview.UpdateWaiting
 	Events  []events.Event
 	History *pod.RolloutHistory // nil: tug has no rollout record of the pod
 }
@@ -82,7 +85,7 @@ func readDescribed(ctx context.Context, c *api.Client, ns, name string) (describ
 	if ms, err := c.Manifests(ctx); err == nil {
 		for _, m := range ms {
 			if slices.Contains(m.UIDs, v.Metadata.UID) {
-				d.Source = m.File
+				d.Source, d.UpdateWaiting = m.File, m.UpdateWaiting
 			}
 		}
 	}
@@ -158,6 +161,9 @@ func writeDescription(out io.Writer, d described, now time.Time) error {
 		w.line(0, "Message:\t%s", st.Message)
 	}
 	w.line(0, "Source:\t%s", orNone(redact.URL(d.Source)))
+	if d.UpdateWaiting != nil {
+		w.line(0, "Update:\t%s", UpdateWaitingText(d.UpdateWaiting, now))
+	}
 	w.line(0, "IP:\t%s", podIP(st))
 	if len(st.PodIPs) > 0 {
 		w.line(0, "IPs:")

@@ -212,7 +212,7 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 			urls = append(urls, m)
 		}
 	}
-	if len(pods)+len(broken)+len(urls) == 0 {
+	if len(pods)+len(broken)+len(urls) == 0 && !slices.ContainsFunc(manifests, func(m podview.ManifestStatus) bool { return m.UpdateWaiting != nil }) {
 		return 0
 	}
 
@@ -290,7 +290,44 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 	for _, m := range urls {
 		fmt.Fprintln(w, escape(fetchLine(m, now)))
 	}
+	var waiting []podview.ManifestStatus
+	for _, m := range manifests {
+		if m.UpdateWaiting != nil {
+			waiting = append(waiting, m)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b podview.ManifestStatus) int { return cmp.Compare(a.File, b.File) })
+	for i, m := range waiting {
+		if i == 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, escape(m.File+": "+UpdateWaitingText(m.UpdateWaiting, now)))
+	}
 	return len(pods) + len(broken)
+}
+
+// UpdateWaitingText says what an update held for its window waits for:
+// "update waiting for the window at 2026-11-30 02:00:00 CET (version 7,
+// images pulled)", the opening in now's location.
+func UpdateWaitingText(u *podview.UpdateWaiting, now time.Time) string {
+	text := "update waiting for the window at " + u.Opens.In(now.Location()).Format("2006-01-02 15:04:05 MST")
+	if u.Opens.IsZero() {
+		text = "update waiting for the window " + strconv.Quote(u.Window) + ", which never opens"
+	}
+	var notes []string
+	if u.Version != 0 {
+		notes = append(notes, "version "+strconv.FormatUint(u.Version, 10))
+	}
+	if u.Hash == "" {
+		notes = append(notes, "file removed")
+	}
+	if u.Prefetched {
+		notes = append(notes, "images pulled")
+	}
+	if len(notes) > 0 {
+		text += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return text
 }
 
 // podNotes are the lines "tug pods" prints about a pod below the table:

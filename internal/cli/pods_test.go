@@ -485,3 +485,34 @@ func TestPodNotes(t *testing.T) {
 		})
 	}
 }
+
+func TestPodsUpdateWaiting(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 0, 30, 0, 0, berlin)
+	opens := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		u    podview.UpdateWaiting
+		want string
+	}{
+		{"a bundle", podview.UpdateWaiting{Opens: opens, Window: "daily 02:00-04:00", Hash: "ab", Version: 7},
+			"https://fleet.example/pods: update waiting for the window at 2026-11-30 02:00:00 CET (version 7)\n"},
+		{"prefetched", podview.UpdateWaiting{Opens: opens, Window: "daily 02:00-04:00", Hash: "ab", Prefetched: true},
+			"https://fleet.example/pods: update waiting for the window at 2026-11-30 02:00:00 CET (images pulled)\n"},
+		{"never opens", podview.UpdateWaiting{Window: "cron:0 0 30 2 * for 1h", Hash: "ab"},
+			"https://fleet.example/pods: update waiting for the window \"cron:0 0 30 2 * for 1h\", which never opens\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			ms := []podview.ManifestStatus{{Source: "https://fleet.example/pods", File: "https://fleet.example/pods", UpdateWaiting: &tt.u}}
+			PrintPods(&out, nil, ms, now)
+			if !strings.HasSuffix(out.String(), "\n"+tt.want) {
+				t.Errorf("tug pods printed:\n%s\nwant it to end with:\n%s", out.String(), tt.want)
+			}
+		})
+	}
+}

@@ -105,6 +105,20 @@ type File struct {
 	GoodHash   string `json:"goodHash,omitempty"`
 	FailedHash string `json:"failedHash,omitempty"`
 	HeldBack   bool   `json:"heldBack,omitempty"`
+	// UpdateWaiting is the file's new content held for its update window;
+	// nil when none waits.
+	UpdateWaiting *UpdateWaiting `json:"updateWaiting,omitempty"`
+}
+
+// UpdateWaiting is a held update: Message says "update waiting for the
+// window at <RFC 3339 time>", Opens is that time (absent when the window
+// never opens).
+type UpdateWaiting struct {
+	Message string    `json:"message"`
+	Opens   time.Time `json:"opens,omitzero"`
+	Window  string    `json:"window"`
+	Hash    string    `json:"hash,omitempty"`
+	Version uint64    `json:"version,omitempty"`
 }
 
 // Snapshot is what a document is built from, as the status API reads it.
@@ -163,6 +177,13 @@ func Build(s Snapshot) Document {
 		f := File{File: m.File, AppliedHash: m.AppliedHash, Version: m.Version, Error: m.Error}
 		if r := m.Rollout; r != nil {
 			f.GoodHash, f.FailedHash, f.HeldBack = r.GoodHash, r.FailedHash, r.HeldBack
+		}
+		if u := m.UpdateWaiting; u != nil {
+			f.UpdateWaiting = &UpdateWaiting{Opens: u.Opens.UTC(), Window: u.Window, Hash: u.Hash, Version: u.Version,
+				Message: "update waiting for the window at " + u.Opens.UTC().Format(time.RFC3339)}
+			if u.Opens.IsZero() {
+				f.UpdateWaiting.Opens, f.UpdateWaiting.Message = time.Time{}, "update waiting for a window that never opens"
+			}
 		}
 		src.Files = append(src.Files, f)
 	}

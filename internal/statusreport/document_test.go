@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,24 @@ func TestKeyIgnoresTimeOnly(t *testing.T) {
 	}
 	if bytes.Equal(k1, k3) {
 		t.Errorf("a change does not change the key: %s", k1)
+	}
+}
+
+func TestBuildUpdateWaiting(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := time.Date(2026, 11, 30, 2, 0, 0, 0, berlin)
+	d := Build(Snapshot{Manifests: []podview.ManifestStatus{{Source: "https://fleet.example/pods", File: "https://fleet.example/pods",
+		AppliedHash: "h1", Version: 1, Fetch: &podview.FetchStatus{},
+		UpdateWaiting: &podview.UpdateWaiting{Opens: opens, Window: "daily 02:00-04:00 tz=Europe/Berlin", Hash: "h2", Version: 2}}}})
+	b, err := json.Marshal(d.Sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"updateWaiting":{"message":"update waiting for the window at 2026-11-30T01:00:00Z","opens":"2026-11-30T01:00:00Z","window":"daily 02:00-04:00 tz=Europe/Berlin","hash":"h2","version":2}`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("sources %s\nwant them to hold %s", b, want)
 	}
 }
