@@ -34,6 +34,9 @@ than the one it runs (the default, the current Unix time, grows by itself).
 --node (repeatable) restricts the bundle to those node names (the host
 name tug uses, or --hostname-override; shell patterns such as "kiosk-*");
 none means every node.
+--update-window and --download-window (README "Update windows") replace
+the devices' own windows for this bundle; a tug that does not know these
+header fields refuses the bundle.
 
 `
 
@@ -45,6 +48,8 @@ type signFlags struct {
 	expires  *time.Duration
 	notAfter *string
 	nodes    *[]string
+	update   *string
+	download *string
 }
 
 func addSignFlags(fs *pflag.FlagSet) signFlags {
@@ -54,13 +59,16 @@ func addSignFlags(fs *pflag.FlagSet) signFlags {
 		expires:  fs.Duration("expires", 30*24*time.Hour, "the bundle is refused when fetched after this long"),
 		notAfter: fs.String("not-after", "", "the bundle is refused when fetched after this RFC 3339 time (instead of --expires)"),
 		nodes:    fs.StringArray("node", nil, "node `name` or pattern the bundle is for (repeatable; default: every node)"),
+		update:   fs.String("update-window", "", "`window` in which devices apply the bundle, instead of their --update-window (a tug that does not know the field refuses the bundle)"),
+		download: fs.String("download-window", "", "`window` in which devices pull the bundle's images ahead, instead of their --download-window"),
 	}
 }
 
 // header returns the envelope header the flags give at now; its error is
 // a usage error.
 func (f signFlags) header(now time.Time) (bundle.EnvelopeHeader, error) {
-	hdr := bundle.EnvelopeHeader{Version: *f.version, NotAfter: now.Add(*f.expires).Truncate(time.Second), Nodes: *f.nodes}
+	hdr := bundle.EnvelopeHeader{Version: *f.version, NotAfter: now.Add(*f.expires).Truncate(time.Second), Nodes: *f.nodes,
+		UpdateWindow: *f.update, DownloadWindow: *f.download}
 	if hdr.Version == 0 {
 		hdr.Version = uint64(now.Unix())
 	}

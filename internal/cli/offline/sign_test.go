@@ -61,11 +61,13 @@ func TestSignCmd(t *testing.T) {
 		}
 	}
 	o := filepath.Join(dir, "out.bundle")
-	if rc := Sign([]string{"--key", keyFile, "--version", "7", "--not-after", "2099-01-01T00:00:00Z", "--node", "kiosk-*", "--node", "gw1", "-o", o, a}, &out, &errb); rc != 0 {
+	if rc := Sign([]string{"--key", keyFile, "--version", "7", "--not-after", "2099-01-01T00:00:00Z", "--node", "kiosk-*", "--node", "gw1",
+		"--update-window", "Sat 22:00-Sun 06:00 tz=UTC", "--download-window", "daily 01:00-05:00", "-o", o, a}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}
 	env := open(o)
-	if env.Header.Version != 7 || env.Header.NotAfter.Year() != 2099 || strings.Join(env.Header.Nodes, ",") != "kiosk-*,gw1" {
+	if env.Header.Version != 7 || env.Header.NotAfter.Year() != 2099 || strings.Join(env.Header.Nodes, ",") != "kiosk-*,gw1" ||
+		env.Header.UpdateWindow != "Sat 22:00-Sun 06:00 tz=UTC" || env.Header.DownloadWindow != "daily 01:00-05:00" {
 		t.Fatalf("header %+v", env.Header)
 	}
 
@@ -80,6 +82,7 @@ func TestSignCmd(t *testing.T) {
 		{[]string{"--key", keyFile, "--expires", "-1h", a}, 2, "expired"},
 		{[]string{"--key", keyFile, "--not-after", "tomorrow", a}, 2, "not-after"},
 		{[]string{"--key", keyFile, "--node", "[", a}, 1, "nodes"},
+		{[]string{"--key", keyFile, "--update-window", "Mon 25:00-26:00", a}, 1, "updateWindow"},
 		{[]string{"--key", filepath.Join(dir, "nope"), a}, 1, "no such file"},
 		{[]string{"--key", a, a}, 1, "private key"},
 		{[]string{"--key", keyFile, filepath.Join(dir, "missing.yaml")}, 1, "missing.yaml"},
