@@ -11,6 +11,7 @@ import (
 	"tug/internal/images"
 	"tug/internal/pod"
 	"tug/internal/podview"
+	"tug/internal/source"
 	"tug/internal/window"
 	"tug/internal/windowgate"
 )
@@ -70,3 +71,6 @@ func gateWaits(g *windowgate.Gate) func() map[pod.Origin]podview.UpdateWaiting {
 		return out
 	}
 }
+
+// The URL and OCI sources checkpoint content only once the gate passes it.
+var _ source.Holder = (*windowgate.Gate)(nil)

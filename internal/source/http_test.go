@@ -706,3 +706,64 @@ func TestHTTPBundleWithoutKeys(t *testing.T) {
 	}
 	f.wantPods("nginx:2")
 }
+
+// holdingSink is a fakeSink that holds the content of the hashes in held
+// (as the window gate does while an update waits).
+type holdingSink struct {
+	*fakeSink
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func (s *holdingSink) Holds(_, hash string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[hash]
+}
+
+func TestHTTPHeldContentIsNotCheckpointed(t *testing.T) {
+	v1, v2 := podManifest("web", "nginx:1"), podManifest("web", "nginx:2")
+	f := newHTTPFixture(t, v1)
+	sink := &holdingSink{fakeSink: newFakeSink(), held: map[string]bool{sha256Hex([]byte(v2)): true}}
+	newSource := func() *HTTP {
+		h, err := NewHTTP(HTTPConfig{URL: f.ts.URL + "/pods.yaml", Timeout: time.Second, Checkpoint: f.ckpt, Hostname: "node1"}, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.start(context.Background())
+		return h
+	}
+	checkpointed := func() string {
+		t.Helper()
+		cp, err := readCheckpoint(f.ckpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(cp.Body)
+	}
+	h := newSource()
+	h.poll(context.Background())
+	if got := checkpointed(); got != v1 {
+		t.Fatalf("checkpoint %q, want v1", got)
+	}
+	f.srv.set(func(s *manifestServer) { s.body = []byte(v2) })
+	h.poll(context.Background())
+	h.poll(context.Background())
+	if got := checkpointed(); got != v1 {
+		t.Fatalf("held v2 checkpointed: %q", got)
+	}
+	// A restart while v2 is held starts v1 from the checkpoint.
+	restarted := newSource()
+	if hs := sink.history(); len(hs[len(hs)-1].files[0].Pods) != 1 || hs[len(hs)-1].files[0].Pods[0].Spec.Containers[0].Image != "nginx:1" {
+		t.Fatalf("restart reported %+v, want v1's pods", hs[len(hs)-1].files[0])
+	}
+	// Passed on: the next poll checkpoints it.
+	restarted.poll(context.Background())
+	sink.mu.Lock()
+	sink.held = nil
+	sink.mu.Unlock()
+	restarted.poll(context.Background())
+	if got := checkpointed(); got != v2 {
+		t.Fatalf("checkpoint %q after v2 passed, want v2", got)
+	}
+}

@@ -47,6 +47,7 @@ type remote struct {
 	reportedErr string // the error of the last Set; "" when it was the accepted content
 	failing     string // the error last logged; "" when ok
 	ckptErr     string // the checkpoint write error last logged
+	pending     *checkpoint // the accepted content's, not written while the sink holds it
 
 	parses atomic.Int64 // for tests: bodies parsed
 
@@ -105,7 +106,7 @@ func (r *remote) setStatus(f func(st *podview.FetchStatus)) {
 // reports its content; status adds the source's own fields of it.
 func (r *remote) start(ctx context.Context, status func(st *podview.FetchStatus, acc accepted)) {
 	r.acc, r.hasAcc, r.minVersion = accepted{}, false, 0
-	r.reportedErr, r.failing, r.ckptErr = "", "", ""
+	r.reportedErr, r.failing, r.ckptErr, r.pending = "", "", "", nil
 	r.setStatus(func(st *podview.FetchStatus) { *st = podview.FetchStatus{} })
 	if r.checkpoint == "" {
 		return
@@ -178,6 +179,7 @@ func (r *remote) parse(body []byte) (manifest.Parsed, error) {
 // status (status, if not nil, adds the source's own fields) and the log,
 // and reports what changed.
 func (r *remote) polled(ctx context.Context, err error, status func(st *podview.FetchStatus)) {
+	r.flushCheckpoint()
 	now := r.clock.Now()
 	r.setStatus(func(st *podview.FetchStatus) {
 		st.LastFetch = now
@@ -229,21 +231,17 @@ func (r *remote) logState(err error) {
 }
 
 // take makes acc, verified and parsed from body, the accepted content:
-// the version floor, the checkpoint cp (its URL, time, body and version
-// filled in here), the status (status adds the source's own fields), the
-// objects' warnings, a log line (msg and attrs), the report.
+// the version floor, the status (status adds the source's own fields), the
+// objects' warnings, a log line (msg and attrs), the report, then the
+// checkpoint cp (its URL, time, body and version filled in here) unless
+// the sink holds the content (Holder).
 func (r *remote) take(ctx context.Context, acc accepted, body []byte, cp checkpoint, status func(st *podview.FetchStatus), msg string, attrs ...any) {
 	r.acc, r.hasAcc = acc, true
 	r.minVersion = max(r.minVersion, acc.version)
+	r.pending = nil
 	if r.checkpoint != "" {
 		cp.URL, cp.FetchedAt, cp.Body, cp.BundleVersion = r.name, acc.fetchedAt, body, acc.version
-		err := writeCheckpoint(r.checkpoint, cp)
-		if text := errText(err); text != r.ckptErr {
-			if err != nil {
-				r.log.Error("cannot write "+r.words.source+" checkpoint", "path", r.checkpoint, "err", err)
-			}
-			r.ckptErr = text
-		}
+		r.pending = &cp
 	}
 	r.setStatus(func(st *podview.FetchStatus) {
 		st.CheckpointTime, st.FromCheckpoint = acc.fetchedAt, false
@@ -256,6 +254,35 @@ func (r *remote) take(ctx context.Context, acc accepted, body []byte, cp checkpo
 	}
 	r.log.Info(msg, append(attrs, "version", acc.version, "pods", len(acc.pods), "objects", len(acc.objects))...)
 	r.report(ctx, nil)
+	r.flushCheckpoint()
+}
+
+// Holder is a Sink that may hold a source's content back from the store
+// (windowgate.Gate, until the update window opens). A source checkpoints
+// content only once its sink does not hold it, so that a restart starts
+// what was applied, not what waits.
+type Holder interface {
+	Holds(source, hash string) bool
+}
+
+// flushCheckpoint writes the accepted content's checkpoint if it is
+// pending and the sink does not hold the content; take and each poll call
+// it.
+func (r *remote) flushCheckpoint() {
+	if r.pending == nil {
+		return
+	}
+	if h, ok := r.sink.(Holder); ok && h.Holds(r.name, r.acc.hash) {
+		return
+	}
+	err := writeCheckpoint(r.checkpoint, *r.pending)
+	r.pending = nil
+	if text := errText(err); text != r.ckptErr {
+		if err != nil {
+			r.log.Error("cannot write "+r.words.source+" checkpoint", "path", r.checkpoint, "err", err)
+		}
+		r.ckptErr = text
+	}
 }
 
 func errText(err error) string {

@@ -18,6 +18,10 @@
 // A signed bundle may carry its own windows (pod.SourceFile.Windows);
 // they replace the device's for that content.
 //
+// Holds tells a source whether its content is held (source.Holder): the
+// URL and OCI sources checkpoint only content the gate passed on, so that
+// a restart starts what was applied, not what waits.
+//
 // It imports pod, window and clock, and the standard library.
 package windowgate
 
@@ -244,6 +248,18 @@ func (g *Gate) logWait(source string, st *state) {
 		attrs = append(attrs, "opens", next)
 	}
 	g.cfg.Log.Info("update waiting for the window", attrs...)
+}
+
+// Holds reports whether the gate holds content of source whose hash is
+// hash (source.Holder: the source then does not checkpoint it yet).
+func (g *Gate) Holds(source, hash string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.sources[source]
+	if st == nil {
+		return false
+	}
+	return slices.ContainsFunc(st.heldFiles, func(f pod.SourceFile) bool { return f.Hash == hash })
 }
 
 // Waits returns the updates held, one per file, sorted by source and file.

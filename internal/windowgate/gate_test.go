@@ -95,6 +95,9 @@ func TestHoldUntilTheUpdateWindow(t *testing.T) {
 	if got := f.sink.hashes(url); !slices.Equal(got, []string{url + "=v1"}) {
 		t.Fatalf("held update: sink has %v", got)
 	}
+	if !g.Holds(url, "v2") || g.Holds(url, "v1") {
+		t.Errorf("Holds(v2) = %v, Holds(v1) = %v; want v2 held only", g.Holds(url, "v2"), g.Holds(url, "v1"))
+	}
 	waits := g.Waits()
 	if len(waits) != 1 || waits[0].File != url || waits[0].Hash != "v2" || waits[0].Version != 2 || !waits[0].Opens.Equal(opening) {
 		t.Fatalf("Waits = %+v, want v2 waiting for %s", waits, opening)
@@ -119,8 +122,8 @@ func TestHoldUntilTheUpdateWindow(t *testing.T) {
 	if got := f.sink.hashes(url); !slices.Equal(got, []string{url + "=v2"}) {
 		t.Fatalf("open window: sink has %v", got)
 	}
-	if w := g.Waits(); len(w) != 0 {
-		t.Fatalf("Waits after the opening = %+v", w)
+	if w := g.Waits(); len(w) != 0 || g.Holds(url, "v2") {
+		t.Fatalf("Waits after the opening = %+v, Holds(v2) = %v", w, g.Holds(url, "v2"))
 	}
 	// Inside the window an update passes at once.
 	f.now = inWindow
