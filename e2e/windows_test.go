@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,53 @@ func TestUpdateWindow(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestUpdateWindowRollback: a rollback to the last good spec is never held
+// by a closed window. The device's window is closed; v1 runs; v2 carries
+// its own window, open, so it is applied, and crashes; v3, served next,
+// waits for the device's window; v2 is rolled back to v1 at once all the
+// same, while v3 still waits.
+func TestUpdateWindowRollback(t *testing.T) {
+	t.Parallel()
+	image, _ := testutil.TestImage(t)
+	keys := t.TempDir()
+	_, pub := keyPair(t, keys, "k")
+	key := filepath.Join(keys, "k.pem")
+	// A window that opens in about 12 hours: closed for the whole test.
+	opens := time.Now().UTC().Truncate(time.Minute).Add(12 * time.Hour)
+	spec := fmt.Sprintf("daily %s-%s tz=UTC", opens.Format("15:04"), opens.Add(time.Minute).Format("15:04"))
+	ann := map[string]string{"tug.io/rollout-max-restarts": "1", "tug.io/rollout-timeout": "60s"}
+	signed := func(version int, script string, more ...string) answer {
+		return good(string(tugSign(t, key, rolloutPod("roll", image, script, ann, ""), append([]string{"--version", fmt.Sprint(version)}, more...)...)))
+	}
+	srv := newManifestServer(t, signed(1, fmt.Sprintf(rolloutWeb, "v1")))
+	tg := urlTug(t, srv.url, append([]string{"--manifest-verify-key", pub, "--update-window", spec}, rolloutArgs...)...)
+	uid := urlUID(srv.url, "roll")
+	tg.waitRunningUID(startTimeout, uid, "main", 0)
+	goodHash := tg.waitGood("roll", "")
+
+	srv.set(signed(2, "echo broken; exit 1", "--update-window", "daily 00:00-24:00 tz=UTC"))
+	tg.waitURLManifest(fetchTimeout, srv.url, "v2 applied (its own window is open)", func(m *podview.ManifestStatus) error {
+		if m.Version != 2 || m.UpdateWaiting != nil {
+			return fmt.Errorf("version %d applied, waiting %+v", m.Version, m.UpdateWaiting)
+		}
+		return nil
+	})
+	srv.set(signed(3, fmt.Sprintf(rolloutWeb, "v3")))
+	tg.waitURLManifest(fetchTimeout, srv.url, "v3 waiting for the device's window", func(m *podview.ManifestStatus) error {
+		if w := m.UpdateWaiting; w == nil || w.Version != 3 || !w.Opens.Equal(opens) {
+			return fmt.Errorf("waiting %+v, want version 3 until %s", w, opens)
+		}
+		return nil
+	})
+	tg.waitRolledBack(45*time.Second, "roll", goodHash, "restarted 2 times")
+	tg.waitMainReady("roll", "v1 runs again")
+	m, err := tg.urlManifest(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := m.UpdateWaiting; w == nil || w.Version != 3 {
+		t.Errorf("after the rollback: waiting %+v, want v3 still waiting", w)
+	}
 }
