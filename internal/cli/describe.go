@@ -61,14 +61,14 @@ func (e Env) describeCmd(ctx context.Context, args []string, stdout, stderr io.W
 
 // described is what "tug describe" prints of a pod.
 type described struct {
-	Pod     podview.View
-	Node    string // the node's name ("" unknown)
-	Source  string // the pod's manifest file or URL ("" unknown)
+	Pod    podview.View
+	Node   string // the node's name ("" unknown)
+	Source string // the pod's manifest file or URL ("" unknown)
 	// UpdateWaiting is the source file's update held for its window (nil:
 	// none).
 	UpdateWaiting *podview.UpdateWaiting
-	Events  []events.Event
-	History *pod.RolloutHistory // nil: tug has no rollout record of the pod
+	Events        []events.Event
+	History       *pod.RolloutHistory // nil: tug has no rollout record of the pod
 }
 
 // readDescribed asks the agent for the pod and what goes with it. Only the

@@ -43,10 +43,10 @@ type remote struct {
 	// State owned by Run.
 	acc         accepted
 	hasAcc      bool
-	minVersion  uint64 // the highest bundle version accepted (or checkpointed)
-	reportedErr string // the error of the last Set; "" when it was the accepted content
-	failing     string // the error last logged; "" when ok
-	ckptErr     string // the checkpoint write error last logged
+	minVersion  uint64      // the highest bundle version accepted (or checkpointed)
+	reportedErr string      // the error of the last Set; "" when it was the accepted content
+	failing     string      // the error last logged; "" when ok
+	ckptErr     string      // the checkpoint write error last logged
 	pending     *checkpoint // the accepted content's, not written while the sink holds it
 
 	parses atomic.Int64 // for tests: bodies parsed

@@ -50,7 +50,7 @@ type Window struct {
 	// the week's end (a span across Sunday midnight).
 	spans []span
 	// A cron window: open for dur from each time of sched.
-	cron bool
+	cron  bool
 	sched cronspec.Schedule
 	dur   time.Duration
 }
