@@ -23,13 +23,14 @@ import (
 )
 
 const bundleUsage = `usage: tug bundle push --key KEY [--version N] [--expires DURATION | --not-after TIME]
-                       [--node NAME]... FILE... REF
+                       [--node NAME]... [--update-window W] [--download-window W] FILE... REF
        tug bundle push --unsigned FILE... REF
        tug bundle pull [--verify-key PUB]... [--node NAME] [--min-version N] REF
 
 push checks FILE... (files or directories) with validate's messages, joins
 them into one bundle, signs it with KEY as "tug sign" does (--version,
---expires, --not-after and --node mean the same) and pushes it to REF
+--expires, --not-after, --node, --update-window and --download-window mean
+the same) and pushes it to REF
 (host/repository:tag) as tug's bundle artifact, which devices run with
 --manifest-oci REF. --unsigned pushes the bare manifests instead, which
 only a device without --manifest-verify-key accepts.
@@ -238,6 +239,9 @@ func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	switch {
 	case len(keys) > 0:
 		fmt.Fprintf(stdout, "signature: ok; version %d, not after %s, for %s\n", hdr.Version, hdr.NotAfter.UTC().Format(time.RFC3339), nodesOf(hdr.Nodes))
+		if hdr.UpdateWindow != "" || hdr.DownloadWindow != "" {
+			fmt.Fprintf(stdout, "windows: update %q, download %q (instead of the device's)\n", hdr.UpdateWindow, hdr.DownloadWindow)
+		}
 	case bundle.IsEnvelope(a.Body):
 		fmt.Fprintln(stdout, "signature: not checked (no --verify-key)")
 	default:
