@@ -107,6 +107,11 @@ func TestParsePrecedence(t *testing.T) {
 		{"OCI reference twice", []string{"--manifest-oci", "r.example/k:1", "--manifest-oci", "r.example/k:1"}, nil, "given twice"},
 		{"bad OCI policy", []string{"--oci-policy", "open"}, nil, "oci-policy"},
 		{"zero OCI period", []string{"--oci-check-frequency", "0s"}, nil, "oci-check-frequency"},
+		{"update windows", []string{"--update-window", "Mon-Fri 02:00-04:00 tz=UTC jitter=10m", "--download-window", "cron:0 1 * * * for 3h", "--file-source-windows"}, func(c Config) bool {
+			return c.UpdateWindow == "Mon-Fri 02:00-04:00 tz=UTC jitter=10m" && c.DownloadWindow == "cron:0 1 * * * for 3h" && c.FileSourceWindows
+		}, ""},
+		{"bad update window", []string{"--update-window", "Mon-Fri 2am-4am"}, nil, "update-window"},
+		{"bad download window", []string{"--download-window", "cron:0 1 * * *"}, nil, "download-window"},
 		{"bad default seccomp", []string{"--default-seccomp", "none"}, nil, "default-seccomp"},
 		{"relative seccomp root", []string{"--seccomp-profile-root", "seccomp"}, nil, "seccomp-profile-root"},
 		{"reserved", []string{"--reserved", "cpu=500m, memory=256Mi"}, func(c Config) bool {
