@@ -26,6 +26,7 @@
 package windowgate
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -194,18 +195,8 @@ func split(applied map[string]pod.SourceFile, files []pod.SourceFile) (keep, cha
 			changed = append(changed, removed)
 		}
 	}
-	slices.SortFunc(changed, func(a, b pod.SourceFile) int { return compareStrings(a.File, b.File) })
+	slices.SortFunc(changed, func(a, b pod.SourceFile) int { return cmp.Compare(a.File, b.File) })
 	return keep, changed
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func key(files []pod.SourceFile) string {
@@ -279,12 +270,7 @@ func (g *Gate) Waits() []Wait {
 				Hash: f.Hash, Version: f.Version, Prefetched: st.prefetched == st.heldKey})
 		}
 	}
-	slices.SortFunc(out, func(a, b Wait) int {
-		if c := compareStrings(a.Source, b.Source); c != 0 {
-			return c
-		}
-		return compareStrings(a.File, b.File)
-	})
+	slices.SortFunc(out, func(a, b Wait) int { return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.File, b.File)) })
 	return out
 }
 
