@@ -240,9 +240,6 @@ func (w Window) IsZero() bool { return w.spec == "" }
 // String returns the window as it was written ("" for none).
 func (w Window) String() string { return w.spec }
 
-// Location is the window's time zone (nil for no window).
-func (w Window) Location() *time.Location { return w.loc }
-
 // ForNode returns w shifted by node's offset: a hash of the name, below
 // the window's jitter. The same name always gives the same offset.
 func (w Window) ForNode(node string) Window {
@@ -316,14 +313,4 @@ func (w Window) Next(now time.Time) time.Time {
 		prev = open
 	}
 	return time.Time{}
-}
-
-// Format shows t, an opening, in the window's zone with the zone's
-// abbreviation: "2026-11-30 02:00 CET".
-func (w Window) Format(t time.Time) string {
-	loc := w.loc
-	if loc == nil {
-		loc = time.Local
-	}
-	return t.In(loc).Format("2006-01-02 15:04:05 MST")
 }

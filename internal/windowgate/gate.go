@@ -100,7 +100,7 @@ type Wait struct {
 	Source, File string
 	// Opens is the window's next opening; zero when it never opens.
 	Opens time.Time
-	// Window is the window as written; Zone is the name of its time zone.
+	// Window is the window as written.
 	Window string
 	Hash   string
 	// Version is the held signed bundle's version (0 for a file).
