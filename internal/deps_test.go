@@ -64,6 +64,9 @@ var allowedImports = map[string]allowed{
 	// Writing state files atomically (temporary file, fsync, rename):
 	// source's checkpoints, rollout's state, remotewrite's buffer.
 	"tug/internal/atomicfile": {},
+	// Judging the wall clock against tug's build time and the latest time
+	// it trusted (persisted atomically); the node condition is pod's type.
+	"tug/internal/timefloor": {internal: []string{"tug/internal/clock", "tug/internal/atomicfile", "tug/internal/pod"}},
 	// Gives back the executable's start-up pages (agent and the footprint
 	// benchmark's floor).
 	"tug/internal/exepages": {},
