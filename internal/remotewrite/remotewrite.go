@@ -50,6 +50,10 @@ const (
 	// buffer directory failed when tug stopped, or a crash cut the write
 	// short (counted at the next start from the temporary file left).
 	ReasonWriteError = "write_error"
+	// ReasonClockBehind: samples gathered while the clock was behind
+	// (Config.Hold) beyond the cap of what is held, or held still when
+	// tug stopped.
+	ReasonClockBehind = "clock_behind"
 )
 
 // errRejected marks a request the endpoint refused for good.
@@ -85,6 +89,16 @@ type Config struct {
 	// Log receives the link going down and coming back, and the batches
 	// dropped.
 	Log *slog.Logger
+	// Hold, when it returns true, means the clock is behind (package
+	// timefloor): a sample stamped now would carry a wrong time (1970,
+	// which a Prometheus rejects as out of bounds). The gatherings go on,
+	// held in memory unstamped and unsent, up to a quarter of BufferSize
+	// (their encoded size; the oldest beyond it are dropped, counted
+	// clock_behind); the first gathering with Hold false stamps each with
+	// its true time (that gathering's time less the monotonic time
+	// elapsed since the held one) and queues them before its own. nil:
+	// never held.
+	Hold func() bool
 }
 
 // Writer pushes the metrics. Build it with New; Run is its loop.
@@ -92,6 +106,11 @@ type Writer struct {
 	cfg  Config
 	buf  *buffer
 	wake chan struct{}
+
+	// held are the gatherings of a clock behind, oldest first, and their
+	// encoded size; only Run's goroutine touches them.
+	held     []heldBatch
+	heldSize int64
 
 	sent        prometheus.Counter
 	dropped     *prometheus.CounterVec
@@ -122,7 +141,7 @@ func New(cfg Config) (*Writer, error) {
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tug_metrics_remote_write_dropped_samples_total",
-			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (a batch that could not be written to disk when tug stopped, or whose write a crash cut short). A crash also loses the last interval's batch if it was not delivered yet, uncounted.",
+			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (a batch that could not be written to disk when tug stopped, or whose write a crash cut short), clock_behind (gathered while the clock was behind tug's time floor, beyond a quarter of --metrics-buffer-size, or held still when tug stopped). A crash also loses the last interval's batch if it was not delivered yet, uncounted.",
 		}, []string{"reason"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tug_metrics_remote_write_batches_pending",
@@ -137,7 +156,7 @@ func New(cfg Config) (*Writer, error) {
 			Help: "When the endpoint last accepted a batch (Unix time).",
 		}),
 	}
-	for _, r := range []string{ReasonBufferFull, ReasonRejected, ReasonWriteError} {
+	for _, r := range []string{ReasonBufferFull, ReasonRejected, ReasonWriteError, ReasonClockBehind} {
 		w.dropped.WithLabelValues(r)
 	}
 	if cfg.Registerer != nil {
@@ -173,13 +192,28 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			<-done
 			w.persist()
+			if n := w.heldSamples(); n > 0 {
+				w.dropped.WithLabelValues(ReasonClockBehind).Add(float64(n))
+				w.cfg.Log.Warn("tug stops with remote-write samples gathered while the clock was behind; they are lost", "samples", n)
+			}
 			return nil
 		case <-t.C:
 		}
 	}
 }
 
+// heldBatch is one gathering made while the clock was behind: its series
+// (their timestamps not yet true) and when it was made, with its
+// monotonic reading.
+type heldBatch struct {
+	taken  time.Time
+	series []series
+	size   int64
+}
+
 // collect gathers, encodes and buffers one batch, then wakes the sender.
+// While Hold says the clock is behind, it holds the gathering instead;
+// the first gathering after stamps and queues the held ones first.
 func (w *Writer) collect(now time.Time) {
 	families, err := w.cfg.Gatherer.Gather()
 	if err != nil {
@@ -187,6 +221,56 @@ func (w *Writer) collect(now time.Time) {
 		w.cfg.Log.Debug("gathering metrics for remote write", "err", err)
 	}
 	series := toTimeSeries(families, now.UnixMilli(), w.cfg.ExternalLabels)
+	if w.cfg.Hold != nil && w.cfg.Hold() {
+		w.hold(now, series)
+		return
+	}
+	for _, h := range w.held {
+		// now.Sub reads the monotonic clock when both times carry it: a
+		// step of the wall clock between them does not count.
+		ts := now.Add(-now.Sub(h.taken)).UnixMilli()
+		for i := range h.series {
+			h.series[i].ts = ts
+		}
+		w.queue(h.series)
+	}
+	if len(w.held) > 0 {
+		w.cfg.Log.Info("remote-write samples held while the clock was behind are queued with their true times", "batches", len(w.held))
+		w.held, w.heldSize = nil, 0
+	}
+	w.queue(series)
+}
+
+// hold keeps one gathering of a clock behind, dropping the oldest held
+// beyond a quarter of BufferSize.
+func (w *Writer) hold(now time.Time, series []series) {
+	if len(series) == 0 {
+		return
+	}
+	var size int64
+	for _, s := range series {
+		size += int64(timeSeriesSize(s))
+	}
+	w.held = append(w.held, heldBatch{taken: now, series: series, size: size})
+	w.heldSize += size
+	for len(w.held) > 1 && w.heldSize > w.cfg.BufferSize/4 {
+		w.dropped.WithLabelValues(ReasonClockBehind).Add(float64(len(w.held[0].series)))
+		w.heldSize -= w.held[0].size
+		w.held = w.held[1:]
+	}
+}
+
+// heldSamples is the number of samples held.
+func (w *Writer) heldSamples() int {
+	n := 0
+	for _, h := range w.held {
+		n += len(h.series)
+	}
+	return n
+}
+
+// queue encodes and buffers one batch, then wakes the sender.
+func (w *Writer) queue(series []series) {
 	if len(series) == 0 {
 		return
 	}
@@ -219,6 +303,9 @@ func (w *Writer) deliver(ctx context.Context) {
 		case <-w.wake:
 		}
 		for ctx.Err() == nil {
+			if w.cfg.Hold != nil && w.cfg.Hold() {
+				break // the clock is behind: collect wakes us once it is not
+			}
 			bt, body, ok, err := w.buf.oldest()
 			if err != nil {
 				w.dropped.WithLabelValues(ReasonWriteError).Add(float64(bt.samples))

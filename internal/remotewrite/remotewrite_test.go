@@ -479,3 +479,58 @@ func TestNewFollowsNoRedirectWithAGivenClient(t *testing.T) {
 		t.Errorf("CheckRedirect = %v, want http.ErrUseLastResponse", err)
 	}
 }
+
+// TestWriterHoldsWhileClockBehind: gatherings made while Hold says the
+// clock is behind are neither queued nor sent; the first gathering after
+// queues them first, each stamped with its true time (that gathering's
+// time less the monotonic time elapsed since the held one, whatever the
+// wall clock read then), then its own.
+func TestWriterHoldsWhileClockBehind(t *testing.T) {
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	w, _ := newTestWriter(t, t.TempDir(), srv.URL, 1<<20)
+	held := true
+	w.cfg.Hold = func() bool { return held }
+	base := time.Now() // carries a monotonic reading
+	// The wall clock reads 1970 while held: the times given to collect
+	// keep base's monotonic reading, moved by the time elapsed.
+	w.collect(base)
+	w.collect(base.Add(30 * time.Second))
+	if n, _, _ := w.buf.stats(); n != 0 {
+		t.Fatalf("%d batches queued while held", n)
+	}
+	held = false
+	release := base.Add(time.Minute)
+	w.collect(release)
+	deliverAll(t, w)
+	want := []int64{release.Add(-time.Minute).UnixMilli(), release.Add(-30 * time.Second).UnixMilli(), release.UnixMilli()}
+	if got := rcv.timestamps(); len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("timestamps %v, want %v", got, want)
+	}
+}
+
+// TestWriterHeldCap: what is held is capped at a quarter of the buffer;
+// the oldest beyond are dropped, counted clock_behind, and so is what is
+// held when tug stops.
+func TestWriterHeldCap(t *testing.T) {
+	w, _ := newTestWriter(t, t.TempDir(), "http://127.0.0.1:1/", 400)
+	w.cfg.Hold = func() bool { return true }
+	now := time.Now()
+	for i := range 20 {
+		w.collect(now.Add(time.Duration(i) * time.Second))
+	}
+	dropped := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonClockBehind))
+	if dropped == 0 || w.heldSize > 100 && len(w.held) > 1 {
+		t.Fatalf("held %d batches (%d bytes), dropped %v: want the cap of 100 bytes kept", len(w.held), w.heldSize, dropped)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Run gathers once more (held) before it sees ctx end.
+	if got := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonClockBehind)); got != 21 {
+		t.Errorf("dropped clock_behind = %v after stop, want 21 (every sample held)", got)
+	}
+}

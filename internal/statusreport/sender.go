@@ -93,6 +93,11 @@ type Config struct {
 	Log *slog.Logger
 	// Clock tells the documents' time. nil: the system clock.
 	Clock clock.Clock
+	// Hold, when it returns true, means the clock is behind (package
+	// timefloor): no document is built or sent, since its times would be
+	// wrong; the first look with Hold false sends the document of that
+	// moment, with true times. nil: never held.
+	Hold func() bool
 }
 
 // Sender pushes the status document to the status URL (see the package
@@ -174,6 +179,14 @@ func (s *Sender) Run(ctx context.Context) error {
 		failing   bool
 	)
 	for {
+		if s.cfg.Hold != nil && s.cfg.Hold() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+				continue
+			}
+		}
 		now := time.Now()
 		doc := s.build()
 		key, err := doc.key()

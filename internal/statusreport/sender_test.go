@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -110,6 +111,12 @@ func podNames(d Document) string {
 // go to the returned buffer.
 func startSender(t *testing.T, state *fakeState, ep *fakeEndpoint, reg prometheus.Registerer) *testutil.SyncBuffer {
 	t.Helper()
+	return startHeldSender(t, state, ep, reg, nil)
+}
+
+// startHeldSender is startSender with Config.Hold.
+func startHeldSender(t *testing.T, state *fakeState, ep *fakeEndpoint, reg prometheus.Registerer, hold func() bool) *testutil.SyncBuffer {
+	t.Helper()
 	logs := &testutil.SyncBuffer{}
 	s, err := New(Config{
 		URL:        "https://fleet.example/status?token=s3cret",
@@ -120,6 +127,7 @@ func startSender(t *testing.T, state *fakeState, ep *fakeEndpoint, reg prometheu
 		TugVersion: "v1.2.3",
 		Registerer: reg,
 		Log:        slog.New(slog.NewTextHandler(logs, nil)),
+		Hold:       hold,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +181,36 @@ func TestSenderHeartbeatAndChanges(t *testing.T) {
 		got, _ = ep.received()
 		if len(got) != 3 || podNames(got[2]) != "b,c" {
 			t.Fatalf("after a burst of changes: %d documents, last %q", len(got), podNames(got[len(got)-1]))
+		}
+	})
+}
+
+// TestSenderHoldsWhileClockBehind: while Hold says the clock is behind,
+// nothing is sent and no failure is counted, heartbeat or change; the
+// first look after sends the state of that moment.
+func TestSenderHoldsWhileClockBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		state, ep := &fakeState{}, &fakeEndpoint{}
+		state.set("a")
+		var held atomic.Bool
+		held.Store(true)
+		reg := prometheus.NewRegistry()
+		startHeldSender(t, state, ep, reg, held.Load)
+		synctest.Wait()
+		time.Sleep(2 * DefaultFrequency) // two heartbeats' time
+		state.set("a", "b")
+		time.Sleep(DefaultMinInterval)
+		if got, _ := ep.received(); len(got) != 0 {
+			t.Fatalf("%d documents sent while held", len(got))
+		}
+		if n := reportCount(t, reg, "failure") + reportCount(t, reg, "success"); n != 0 {
+			t.Errorf("%v reports counted while held", n)
+		}
+		held.Store(false)
+		time.Sleep(DefaultMinInterval)
+		got, _ := ep.received()
+		if len(got) != 1 || podNames(got[0]) != "a,b" {
+			t.Fatalf("after the hold: %d documents, want one of a,b: %+v", len(got), got)
 		}
 	})
 }
