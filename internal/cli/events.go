@@ -158,7 +158,11 @@ func (p *eventPrinter) print(evs []events.Event) error {
 		if e.Count > 1 && !wide {
 			seen += fmt.Sprintf(" (x%d over %s)", e.Count, api.HumanDuration(now.Sub(e.FirstTimestamp)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\tpod/%s\t", seen, escape(e.Type), escape(e.Reason), escape(e.InvolvedObject.Name))
+		kind := "pod"
+		if e.InvolvedObject.Kind == "Node" {
+			kind = "node"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t", seen, escape(e.Type), escape(e.Reason), kind, escape(e.InvolvedObject.Name))
 		if wide {
 			source := e.Source.Component
 			if e.Source.Host != "" {

@@ -90,6 +90,21 @@ func (r *Ring) Event(p *pod.Pod, container, eventType, reason, message string) {
 	if container != "" {
 		ref.FieldPath = fieldPath(p, container)
 	}
+	r.record(ref, eventType, reason, message)
+}
+
+// NodeEvent records an event about the node itself (involvedObject kind
+// Node, named by the ring's host). A nil Ring records nothing.
+func (r *Ring) NodeEvent(eventType, reason, message string) {
+	if r == nil {
+		return
+	}
+	r.record(ObjectReference{Kind: "Node", Name: r.host}, eventType, reason, message)
+}
+
+// record adds an event about ref, or counts it again when the last event
+// of ref has the same reason and message.
+func (r *Ring) record(ref ObjectReference, eventType, reason, message string) {
 	now := r.now.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -104,3 +104,17 @@ func TestWait(t *testing.T) {
 		t.Fatalf("Wait after the last = %v, %v; want a timeout", evs, err)
 	}
 }
+
+// TestNodeEvent: a node event names the node (the ring's host), and a
+// repeat is counted on the same event.
+func TestNodeEvent(t *testing.T) {
+	r := New(10, nil, "edge-1")
+	r.NodeEvent(Warning, "ClockBeforeTimeFloor", "m")
+	r.NodeEvent(Warning, "ClockBeforeTimeFloor", "m")
+	var nilRing *Ring
+	nilRing.NodeEvent(Warning, "x", "y") // must not panic
+	got := r.List(0)
+	if len(got) != 1 || got[0].InvolvedObject != (ObjectReference{Kind: "Node", Name: "edge-1"}) || got[0].Count != 2 || got[0].Type != Warning {
+		t.Errorf("List = %+v", got)
+	}
+}
