@@ -93,7 +93,11 @@ SHELL := bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+# BUILD_TIME is the commit's time (Unix seconds), not the build's: the
+# builds stay reproducible, and tug's time floor (internal/timefloor) starts
+# there.
+BUILD_TIME ?= $(shell git log -1 --format=%ct 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.buildTime=$(BUILD_TIME)
 # Every build of tug: grpcnotrace leaves out gRPC's request tracing
 # (golang.org/x/net/trace and html/template, which tug never enables);
 # -trimpath keeps the build machine's paths out of the binary.

@@ -38,6 +38,7 @@ import (
 	"tug/internal/redact"
 	"tug/internal/resize"
 	"tug/internal/source"
+	"tug/internal/timefloor"
 )
 
 // Compile-time checks that the concrete types fill the roles the consumers
@@ -104,11 +105,15 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	tel := telemetry{registry: newRegistry(), ring: events.New(events.DefaultSize, nil, h.name)}
+	// The clock is judged first, so that a clock behind is said before
+	// anything that stamps a time starts.
+	tel.floor = timefloor.New(timefloor.Config{File: filepath.Join(cfg.RootDir, timeFloorFile), Build: builtAt(),
+		Events: tel.ring, Log: log.With("component", "timefloor")})
 	in, err := readInputs(ctx, cfg, h, log)
 	if err != nil {
 		return err
 	}
-	tel := telemetry{registry: newRegistry(), ring: events.New(events.DefaultSize, nil, h.name)}
 	var closers []func()
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -128,6 +133,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	components := ctl.components(in, rp, np)
+	components["time floor"] = tel.floor.Run
 	rc, err := addReclaim(ctx, cfg, in, rp, np, ctl, tel, log, components)
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ import (
 	"tug/internal/rollout"
 	"tug/internal/sdnotify"
 	"tug/internal/source"
+	"tug/internal/timefloor"
 	"tug/internal/tuglog"
 	"tug/internal/userns"
 	"tug/internal/volume"
@@ -91,7 +92,13 @@ type sources struct {
 type telemetry struct {
 	registry *prometheus.Registry
 	ring     *events.Ring
+	// floor judges the clock: the node's ClockBehind condition, and what
+	// the reporters hold while the clock is behind.
+	floor *timefloor.Floor
 }
+
+// timeFloorFile, under --root-dir, holds the latest time tug trusted.
+const timeFloorFile = "timefloor"
 
 // runtimeParts are containerd, through podruntime, and the allocators
 // whose holdings the containers confirm.
@@ -562,7 +569,7 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 		cgstats.NewCollector(np.lifecycle, r.cgroups, tel.registry, log.With("component", "cgstats"))
 	}
 	server := &api.Server{Status: c.view, Health: health{pleg: np.lifecycle, runtime: rp.rt}, Log: log.With("component", "api"),
-		Node: nodeView{name: h.name, m: r.evictions, devices: rp.devs}, LogsDir: cfg.PodLogsDir,
+		Node: nodeView{name: h.name, m: r.evictions, devices: rp.devs, floor: tel.floor}, LogsDir: cfg.PodLogsDir,
 		Journal:  logsJournal(cfg.ContainerLogDriver, log),
 		Registry: tel.registry, Sources: srcStatus, Events: tel.ring, Rollouts: c.rollouts,
 		Exec: execer{rp.rt.Execer()}, Restarts: c.loop}
@@ -570,13 +577,13 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 		server.Stats = podStats{containers: np.lifecycle, cgroups: r.cgroups}
 	}
 	if in.status != nil {
-		rep, err := in.status.sender(cfg, h.name, c.view, server.Node, c.rollouts, tel.registry, log.With("component", "status"))
+		rep, err := in.status.sender(cfg, h.name, c.view, server.Node, c.rollouts, tel.registry, clockBehind(tel.floor), log.With("component", "status"))
 		if err != nil {
 			return err
 		}
 		components["status report"] = rep.Run
 	}
-	pusher, err := newRemoteWriter(cfg, h.node, tel.registry, log.With("component", "remotewrite"))
+	pusher, err := newRemoteWriter(cfg, h.node, tel.registry, clockBehind(tel.floor), log.With("component", "remotewrite"))
 	if err != nil {
 		return err
 	}
@@ -597,4 +604,10 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 		}
 	}
 	return nil
+}
+
+// clockBehind is the reporters' Hold: true while the clock is below the
+// time floor.
+func clockBehind(f *timefloor.Floor) func() bool {
+	return func() bool { return !f.Sane() }
 }

@@ -22,8 +22,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -35,6 +37,29 @@ import (
 // version is set at build time with -ldflags "-X main.version=...";
 // without it, buildVersion says what the Go toolchain recorded.
 var version = ""
+
+// buildTime is the commit's time in Unix seconds, set at build time with
+// -ldflags "-X main.buildTime=..." (the Makefile's BUILD_TIME); without it,
+// builtAt reads the time the toolchain recorded of the commit.
+var buildTime = ""
+
+// builtAt returns the time of the commit tug was built from, or the zero
+// time when none is known: the start of tug's time floor.
+func builtAt() time.Time {
+	if sec, err := strconv.ParseInt(buildTime, 10, 64); err == nil && sec > 0 {
+		return time.Unix(sec, 0).UTC()
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.time" {
+				if t, err := time.Parse(time.RFC3339, s.Value); err == nil {
+					return t.UTC()
+				}
+			}
+		}
+	}
+	return time.Time{}
+}
 
 // buildVersion returns version, or else the module version, the VCS
 // revision (and whether the tree had changes) and the Go version that the

@@ -25,6 +25,7 @@ import (
 	"tug/internal/reclaim/eviction"
 	"tug/internal/reclaim/imagegc"
 	"tug/internal/reconcile"
+	"tug/internal/timefloor"
 	"tug/internal/volume"
 )
 
@@ -270,10 +271,11 @@ type nodeView struct {
 	name    string
 	m       *eviction.Manager
 	devices *devices.Manager // nil: no device resources
+	floor   *timefloor.Floor
 }
 
 func (n nodeView) Node() podview.NodeView {
-	v := podview.NodeView{Metadata: podview.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: n.m.Conditions()}}
+	v := podview.NodeView{Metadata: podview.NodeMeta{Name: n.name}, Status: pod.NodeStatus{Conditions: append(n.m.Conditions(), n.floor.Conditions()...)}}
 	if n.devices != nil && len(n.devices.Resources()) > 0 {
 		v.Status.Capacity, v.Status.Allocatable = map[string]string{}, map[string]string{}
 		for name, units := range n.devices.Capacity() {

@@ -21,7 +21,7 @@ import (
 // made valid label names: node-role.kubernetes.io/edge is
 // node_role_kubernetes_io_edge) and node and instance, both the node's
 // name.
-func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.Registry, log *slog.Logger) (*remotewrite.Writer, error) {
+func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.Registry, hold func() bool, log *slog.Logger) (*remotewrite.Writer, error) {
 	if cfg.MetricsRemoteWriteURL == "" {
 		return nil, nil
 	}
@@ -58,5 +58,6 @@ func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.
 		Gatherer:       registry,
 		Registerer:     registry,
 		Log:            log,
+		Hold:           hold,
 	})
 }

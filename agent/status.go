@@ -65,7 +65,7 @@ func newStatusLink(cfg config.Config, hostname string, log *slog.Logger) (*statu
 
 // sender builds the --status-url sender over what the API reads.
 func (l *statusLink) sender(cfg config.Config, hostname string, status statusreport.StatusSource, node statusreport.NodeSource,
-	rollouts statusreport.RolloutSource, reg prometheus.Registerer, log *slog.Logger) (*statusreport.Sender, error) {
+	rollouts statusreport.RolloutSource, reg prometheus.Registerer, hold func() bool, log *slog.Logger) (*statusreport.Sender, error) {
 	return statusreport.New(statusreport.Config{
 		URL:        cfg.StatusURL,
 		Client:     l.client,
@@ -79,6 +79,7 @@ func (l *statusLink) sender(cfg config.Config, hostname string, status statusrep
 		TugVersion: buildVersion(),
 		Registerer: reg,
 		Log:        log,
+		Hold:       hold,
 	})
 }
 

@@ -92,7 +92,7 @@ var allowedImports = map[string]allowed{
 	// manifest reads what each source fetched. The OCI source speaks to
 	// registries through containerd's remotes (already linked for image
 	// pulls), with the OCI image-spec types, go-digest and errdefs.
-	"tug/internal/source": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile", "tug/internal/bundle"}, modules: []string{
+	"tug/internal/source": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/manifest", "tug/internal/clock", "tug/internal/atomicfile", "tug/internal/bundle", "tug/internal/timefloor"}, modules: []string{
 		"golang.org/x/sys", "github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/opencontainers/go-digest", "github.com/opencontainers/image-spec",
 	}},
@@ -236,14 +236,14 @@ var allowedImports = map[string]allowed{
 	// The status upstream: builds the document from pod's types, seals it
 	// in the bundle envelope, counts its sends with client_golang; only
 	// agent/ imports it. atomicfile writes its sequence file durably.
-	"tug/internal/statusreport": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile"},
+	"tug/internal/statusreport": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile", "tug/internal/timefloor"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// Metrics pushed by remote write: client_golang's registry is what is
 	// gathered, client_model its types; protowire (linked already, through
 	// grpc) encodes the requests, checked against Prometheus' prompb in the
 	// tests (docs/decisions.md, "Metrics by remote write"), and
 	// klauspost/compress's snappy (linked already) compresses them.
-	"tug/internal/remotewrite": {internal: []string{"tug/internal/atomicfile"}, modules: []string{
+	"tug/internal/remotewrite": {internal: []string{"tug/internal/atomicfile", "tug/internal/timefloor"}, modules: []string{
 		"github.com/prometheus/client_golang", "github.com/prometheus/client_model",
 		"google.golang.org/protobuf", "github.com/klauspost/compress",
 	}},
@@ -280,7 +280,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats", "tug/internal/userns",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/lifecycle", "tug/internal/imagehooks", "tug/internal/resize", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
-		"tug/internal/statusreport",
+		"tug/internal/statusreport", "tug/internal/timefloor",
 		"tug/internal/remotewrite",
 		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog", "tug/internal/bundle",
 	}, modules: []string{

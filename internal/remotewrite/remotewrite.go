@@ -9,7 +9,8 @@
 // that is down only makes the buffer grow, up to a cap beyond which the
 // oldest batches go.
 //
-// It imports atomicfile and client libraries only, never agent/ or config.
+// It imports atomicfile, timefloor (a TLS failure of a clock behind, in
+// words) and client libraries only, never agent/ or config.
 package remotewrite
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tug/internal/redact"
+	"tug/internal/timefloor"
 )
 
 // Back-off between delivery attempts while the endpoint fails.
@@ -410,7 +412,7 @@ func (w *Writer) send(ctx context.Context, body []byte) error {
 		if errors.As(err, &ue) {
 			ue.URL = redact.URL(ue.URL) // a query key must not reach the log
 		}
-		return fmt.Errorf("remote write: %w", err)
+		return fmt.Errorf("remote write: %w", timefloor.ExplainTLS(err, time.Now()))
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 256))

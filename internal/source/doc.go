@@ -19,7 +19,8 @@
 // same functions for the status URL (package statusreport).
 //
 // It imports only internal/pod, internal/manifest, internal/redact,
-// internal/clock, internal/atomicfile, internal/bundle,
+// internal/clock, internal/atomicfile, internal/bundle, internal/timefloor
+// (a TLS failure of a clock behind, in words),
 // golang.org/x/sys/unix, containerd's core/remotes and pkg/reference,
 // errdefs, the OCI image-spec and go-digest types, and the standard
 // library; it must not import podconfig (it defines Sink instead),

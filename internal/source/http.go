@@ -20,6 +20,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podview"
 	"tug/internal/redact"
+	"tug/internal/timefloor"
 )
 
 // HTTPConfig configures an HTTP source. The zero value of each field but
@@ -257,7 +258,7 @@ func (h *HTTP) poll(ctx context.Context) {
 func (h *HTTP) fetch(ctx context.Context) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.rawURL, nil)
 	if err != nil {
-		return 0, &fetchError{unreachable, h.clean(err)}
+		return 0, &fetchError{unreachable, timefloor.ExplainTLS(h.clean(err), time.Now())}
 	}
 	req.Header = h.cfg.Header.Clone()
 	if req.Header == nil {

@@ -21,6 +21,7 @@ import (
 	"tug/internal/pod"
 	"tug/internal/podview"
 	"tug/internal/redact"
+	"tug/internal/timefloor"
 )
 
 // StatusSource gives the pods and the manifest files as the status API
@@ -290,7 +291,7 @@ func (s *Sender) send(ctx context.Context, doc Document) error {
 	req.Header.Set("User-Agent", "tug/"+s.cfg.TugVersion)
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", s.url, clean(err))
+		return fmt.Errorf("POST %s: %w", s.url, timefloor.ExplainTLS(clean(err), time.Now()))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))

@@ -200,6 +200,7 @@ func TestSenderHoldsWhileClockBehind(t *testing.T) {
 		time.Sleep(2 * DefaultFrequency) // two heartbeats' time
 		state.set("a", "b")
 		time.Sleep(DefaultMinInterval)
+		synctest.Wait()
 		if got, _ := ep.received(); len(got) != 0 {
 			t.Fatalf("%d documents sent while held", len(got))
 		}
@@ -208,6 +209,7 @@ func TestSenderHoldsWhileClockBehind(t *testing.T) {
 		}
 		held.Store(false)
 		time.Sleep(DefaultMinInterval)
+		synctest.Wait()
 		got, _ := ep.received()
 		if len(got) != 1 || podNames(got[0]) != "a,b" {
 			t.Fatalf("after the hold: %d documents, want one of a,b: %+v", len(got), got)

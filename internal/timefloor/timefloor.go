@@ -187,16 +187,23 @@ func (f *Floor) Floor() time.Time {
 }
 
 // Sane reports whether the clock reads at least the floor, less the
-// tolerance: what the reporters ask before sending a time.
+// tolerance: what the reporters ask before sending a time. A nil Floor is
+// always sane.
 func (f *Floor) Sane() bool {
+	if f == nil {
+		return true
+	}
 	now := f.cfg.Clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return !now.Before(f.floor.Add(-f.cfg.Tolerance))
 }
 
-// Conditions returns the ClockBehind node condition.
+// Conditions returns the ClockBehind node condition; a nil Floor none.
 func (f *Floor) Conditions() []pod.NodeCondition {
+	if f == nil {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := pod.NodeCondition{Type: ConditionType, Status: "False", Reason: ReasonSane,

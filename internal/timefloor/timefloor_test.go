@@ -34,8 +34,12 @@ func (c *fakeClocks) elapsed() time.Duration {
 }
 
 // advance moves both clocks by d; step moves the wall clock alone.
-func (c *fakeClocks) advance(d time.Duration) { c.mu.Lock(); c.wall, c.mono = c.wall.Add(d), c.mono+d; c.mu.Unlock() }
-func (c *fakeClocks) step(d time.Duration)    { c.mu.Lock(); c.wall = c.wall.Add(d); c.mu.Unlock() }
+func (c *fakeClocks) advance(d time.Duration) {
+	c.mu.Lock()
+	c.wall, c.mono = c.wall.Add(d), c.mono+d
+	c.mu.Unlock()
+}
+func (c *fakeClocks) step(d time.Duration) { c.mu.Lock(); c.wall = c.wall.Add(d); c.mu.Unlock() }
 
 // logBuffer keeps the text of every log line.
 type logBuffer struct {
