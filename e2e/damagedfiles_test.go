@@ -228,7 +228,7 @@ func warnedFiles(out string) map[string]bool {
 func readAtStart(root, f string) bool {
 	rel, _ := filepath.Rel(root, f)
 	switch {
-	case rel == "status/sequence", rel == "userns.json", rel == "devices/allocations.json", rel == "cronjob/state.json":
+	case rel == "status/sequence", rel == "userns.json", rel == "devices/allocations.json", rel == "cronjob/state.json", rel == "timefloor":
 		return true
 	case strings.HasPrefix(rel, "rollout/"), strings.HasPrefix(rel, "checkpoints/"), strings.HasPrefix(rel, "network/leases/"):
 		return true

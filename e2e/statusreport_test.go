@@ -177,6 +177,12 @@ func withoutTime(d statusreport.Document) string {
 // statusTug starts a tug that reports to a new receiver with mutual TLS,
 // a header file and a signing key; more are extra flags.
 func statusTug(t *testing.T, more ...string) (*tug, *statusReceiver, []string) {
+	return statusTugBefore(t, nil, more...)
+}
+
+// statusTugBefore is statusTug with before run when the directories are
+// ready, before tug starts.
+func statusTugBefore(t *testing.T, before func(tg *tug), more ...string) (*tug, *statusReceiver, []string) {
 	dir := t.TempDir()
 	ca := testutil.NewCA(t, "fleet CA")
 	caFile := filepath.Join(dir, "ca.pem")
@@ -221,7 +227,12 @@ func statusTug(t *testing.T, more ...string) (*tug, *statusReceiver, []string) {
 			"--status-signing-key", signingKey,
 			"--status-frequency", statusFrequency.String(),
 		}, more...),
-		beforeStart: func(tg *tug) { tg.relay(u.Host) },
+		beforeStart: func(tg *tug) {
+			tg.relay(u.Host)
+			if before != nil {
+				before(tg)
+			}
+		},
 	})
 	return tg, r, secrets
 }

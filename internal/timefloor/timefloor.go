@@ -37,7 +37,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultTolerance  = time.Minute
+	DefaultTolerance  = 10 * time.Second
 	DefaultSaveEvery  = time.Hour
 	DefaultCheckEvery = time.Second
 )
