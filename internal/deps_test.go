@@ -102,7 +102,7 @@ var allowedImports = map[string]allowed{
 	// The sync loop defines the interfaces of the adapters and never
 	// imports them (nor qos: reconcile→qos passed the old deny-list).
 	// What a pod's sync does, decided from what it read: pure, over pod.
-	"tug/internal/podplan": {internal: []string{"tug/internal/pod"}},
+	"tug/internal/podplan": {internal: []string{"tug/internal/pod", "tug/internal/clock"}},
 	// A pod's status and what the API serves: pure, over the pod types,
 	// the store's file states and the API's wire types.
 	"tug/internal/podstatus": {internal: []string{"tug/internal/pod", "tug/internal/podplan", "tug/internal/podconfig", "tug/internal/podview"}},

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"tug/internal/clock"
 	"tug/internal/pod"
 )
 
@@ -14,8 +15,18 @@ import (
 // before it exited starts over. State is kept per pod UID and container
 // name, in memory: after a tug restart a crash-looping container gets one
 // immediate restart, then backs off again. It is safe for concurrent use.
+//
+// A due time is held on the monotonic clock: the exit's time (containerd's,
+// a wall time) gives how much of the delay is left when Due is first asked,
+// and the rest counts from then, so that a step of the wall clock (NTP
+// after a boot at 1970, or correcting a clock a year ahead) neither
+// restarts a container early nor holds it back; an exit time in the future
+// (the clock stepped back since) is taken as "just now".
 type CrashBackoff struct {
 	Initial, Max, Reset time.Duration
+	// Clock tells "now" when a due time is first computed. nil: the
+	// system clock, whose readings carry the monotonic clock.
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	entries map[string]*backoffEntry
@@ -44,14 +55,30 @@ func (b *CrashBackoff) Due(rec *pod.RuntimeContainer) time.Time {
 	if e == nil || (!rec.StartedAt.IsZero() && ranFor >= b.Reset) {
 		e = &backoffEntry{next: b.Initial}
 		b.entries[key] = e
-		e.attempt, e.due = rec.Attempt, rec.FinishedAt
+		e.attempt, e.due = rec.Attempt, b.held(rec.FinishedAt, 0)
 		return e.due
 	}
-	e.attempt, e.due = rec.Attempt, rec.FinishedAt.Add(e.next)
+	e.attempt, e.due = rec.Attempt, b.held(rec.FinishedAt, e.next)
 	if e.next *= 2; e.next > b.Max {
 		e.next = b.Max
 	}
 	return e.due
+}
+
+// held returns finished+delay as a time of the monotonic clock: now plus
+// what is left of the delay, at most all of it. A delay already over is
+// finished+delay itself, a time past.
+func (b *CrashBackoff) held(finished time.Time, delay time.Duration) time.Time {
+	due := finished.Add(delay)
+	if delay <= 0 {
+		return due
+	}
+	now := b.Clock.Now()
+	left := due.Sub(now)
+	if left <= 0 {
+		return due
+	}
+	return now.Add(min(left, delay))
 }
 
 // Forget drops the state of every container of the pod.

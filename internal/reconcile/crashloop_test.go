@@ -14,9 +14,9 @@ func TestSyncCrashLoopBackOff(t *testing.T) {
 	ctx := t.Context()
 	f := &fakeRuntime{}
 	s := newTestSyncer(f, &fakeSandbox{})
-	s.backoff = &podplan.CrashBackoff{Initial: 10 * time.Second, Max: time.Minute, Reset: time.Hour}
 	now := time.Now()
 	s.now = func() time.Time { return now }
+	s.backoff = &podplan.CrashBackoff{Initial: 10 * time.Second, Max: time.Minute, Reset: time.Hour, Clock: s.now}
 	p := testPod(pod.RestartAlways, nil, []string{"app"})
 	crash := func() {
 		f.mu.Lock()

@@ -145,6 +145,9 @@ func New(cfg Config) *Loop {
 	if cfg.Backoff == nil {
 		cfg.Backoff = &podplan.CrashBackoff{Initial: 10 * time.Second, Max: 5 * time.Minute, Reset: 10 * time.Minute}
 	}
+	if cfg.Backoff.Clock == nil {
+		cfg.Backoff.Clock = cfg.Clock
+	}
 	n := &statusNotes{now: cfg.Clock}
 	s := &podSyncer{rt: cfg.Runtime, sb: cfg.Sandbox, net: cfg.Network, cg: cfg.Cgroups, admit: cfg.Admission, notes: n, backoff: cfg.Backoff, now: cfg.Clock, log: cfg.Log, rec: cfg.Recorder, hooks: sortHooks(cfg.Hooks)}
 	workerDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
