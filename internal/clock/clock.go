@@ -11,6 +11,12 @@
 // package directly, and its tests use testing/synctest, which fakes both.
 // time.Now in a log line, in agent/ (the CLI's display) or in tests is fine.
 //
+// Anchor is the other half of the rule: a time read back from a file is a
+// wall time, which a step of the clock (NTP after a boot at 1970, or
+// correcting a clock a year ahead) moves; anchored to a reading of now, a
+// duration counted from it is on the monotonic clock, and one in the
+// future is taken as unknown ("from now"), never as "not yet".
+//
 // It imports only the standard library and no internal package, so every
 // package may use it. It has no state.
 package clock
@@ -32,4 +38,22 @@ func (c Clock) Now() time.Time {
 		return time.Now()
 	}
 	return c()
+}
+
+// Anchor returns t, a time read back from a file (a wall time, with no
+// monotonic reading), as a time that carries now's monotonic reading and
+// the same distance from now on the wall clock, so that durations counted
+// from it afterwards ignore any step of the wall clock. A t later than now
+// by more than tolerance cannot be right (the clock stepped back since it
+// was written): it is unknown, and counts from now. The zero time stays
+// zero. now is a reading of the system clock (time.Now), or a test's.
+func Anchor(now, t time.Time, tolerance time.Duration) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	d := t.Round(0).Sub(now.Round(0))
+	if d > tolerance {
+		return now
+	}
+	return now.Add(d)
 }

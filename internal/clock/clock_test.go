@@ -24,3 +24,30 @@ func TestNow(t *testing.T) {
 		})
 	}
 }
+
+func TestAnchor(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name string
+		t    time.Time
+		want time.Duration // t's distance from now after Anchor
+	}{
+		{"an hour ago", now.Add(-time.Hour).Round(0), -time.Hour},
+		{"a little ahead, within the tolerance", now.Add(5 * time.Second).Round(0), 5 * time.Second},
+		{"a day ahead: unknown, counts from now", now.Add(24 * time.Hour).Round(0), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Anchor(now, tt.t, 10*time.Second)
+			if d := got.Sub(now); d != tt.want {
+				t.Errorf("Anchor: %v from now, want %v", d, tt.want)
+			}
+			if got.Round(0) == got { // no monotonic reading
+				t.Errorf("Anchor(%v) = %v carries no monotonic reading", tt.t, got)
+			}
+		})
+	}
+	if got := Anchor(now, time.Time{}, time.Second); !got.IsZero() {
+		t.Errorf("Anchor(zero) = %v", got)
+	}
+}

@@ -136,9 +136,22 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Log.Warn("rollout state skipped: the pod has no last good spec", "file", errFile(err), "err", err)
 	}
 	c.records, c.fileRecs, c.atomic, c.manualFile = recs, fileRecs, map[pod.Origin]bool{}, map[pod.Origin]bool{}
-	c.afterReboot(cfg.Clock.Now())
+	now := cfg.Clock.Now()
+	for _, r := range c.records {
+		// The times a watch counts from are wall times read back: from
+		// here on they count on the monotonic clock, and one in the future
+		// (the clock stepped back since) counts from now.
+		r.WatchSince = clock.Anchor(now, r.WatchSince, clockStepTolerance)
+		r.CurrentSince = clock.Anchor(now, r.CurrentSince, clockStepTolerance)
+		r.ReadyAt = clock.Anchor(now, r.ReadyAt, clockStepTolerance)
+	}
+	c.afterReboot(now)
 	return c, nil
 }
+
+// clockStepTolerance is how far in the future a persisted time may be
+// and still be taken as it is.
+const clockStepTolerance = 10 * time.Second
 
 // rebootTries is the number of boots an update may take: a watch still
 // open at its second reboot rolls back.

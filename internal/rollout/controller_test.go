@@ -605,3 +605,25 @@ func TestAtomicBundleStaysWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartAfterClockStepBack: tug restarts (same boot) after the clock
+// stepped back a day: the watch's persisted start, a day in the future, is
+// unknown and counts from the restart, so the timeout fires after its own
+// length, not a day late.
+func TestRestartAfterClockStepBack(t *testing.T) {
+	dir := t.TempDir()
+	never := ready(time.Time{}, 0)
+	never.Status.Conditions[0].Status = "False"
+	h, p := updated(t, dir, never, time.Minute)
+	h2 := newHarnessAt(t, dir, "boot-1", h.now.Add(-24*time.Hour))
+	h2.store.want(p, "B")
+	h2.pods.progress = never
+	h2.step(4 * time.Minute)
+	if h2.pinned(p.Metadata.UID, "B") {
+		t.Fatal("rolled back 4 minutes after the restart, within the 5-minute timeout")
+	}
+	h2.step(2 * time.Minute)
+	if !h2.pinned(p.Metadata.UID, "B") {
+		t.Errorf("not rolled back 6 minutes after the restart (timeout 5m): the watch counts from a day ahead; pins %v", h2.store.pins)
+	}
+}
