@@ -46,6 +46,15 @@ type Decision struct {
 	Next time.Time
 }
 
+// MaxClockStepBack bounds how far ahead of the clock a CronJob's last
+// schedule time (or first-seen time) may be and still hold its slots: a
+// clock stepped back by up to a day (NTP correcting a clock that was
+// ahead) does not run a slot twice, since the slots up to the last
+// schedule time were run; one further ahead is taken as unknown, so that
+// a clock that was a year ahead does not stop the CronJob for a year
+// (Scheduler moves such a time to now, and says so).
+const MaxClockStepBack = 25 * time.Hour
+
 // Decide is the CronJob controller's decision (Kubernetes'
 // pkg/controller/cronjob, controller v2), as a pure function: of the slots
 // since the last scheduled run (or since the CronJob was first seen),
@@ -58,6 +67,7 @@ func Decide(cj *pod.CronJob, s cronspec.Schedule, loc *time.Location, created, l
 	if !last.IsZero() {
 		earliest = last
 	}
+
 	var deadline time.Duration
 	if cj.StartingDeadlineSeconds != nil {
 		deadline = time.Duration(*cj.StartingDeadlineSeconds) * time.Second

@@ -58,6 +58,10 @@ func TestDecide(t *testing.T) {
 			last: t0, now: t0.Add(61 * time.Second), want: Start, wantSlot: t0.Add(time.Minute)},
 		{name: "a forbidden slot starts late once the run ends", cj: pod.CronJob{Schedule: every, ConcurrencyPolicy: pod.ConcurrencyForbid},
 			last: t0, now: t0.Add(70 * time.Second), want: Start, wantSlot: t0.Add(time.Minute)},
+		{name: "a clock stepped back a day runs no slot twice", cj: pod.CronJob{Schedule: every},
+			created: t0.Add(-48 * time.Hour), last: t0, now: t0.Add(-24*time.Hour + 61*time.Second), want: Wait},
+		{name: "a clock stepped forward a year: the most recent slot, too many missed", cj: pod.CronJob{Schedule: every},
+			last: t0, now: t0.Add(365*24*time.Hour + time.Second), want: Start, wantSlot: t0.Add(365 * 24 * time.Hour), tooMany: true},
 		{name: "a forbidden slot past its deadline never starts", cj: pod.CronJob{Schedule: every, ConcurrencyPolicy: pod.ConcurrencyForbid, StartingDeadlineSeconds: ptr[int64](5)},
 			last: t0, now: t0.Add(70 * time.Second), want: Wait},
 	}

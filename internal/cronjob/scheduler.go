@@ -487,6 +487,11 @@ func (s *Scheduler) syncJob(t *pod.Pod, now time.Time) (time.Duration, bool) {
 		}
 		return time.Minute, dirty
 	}
+	if last, created := st.LastSchedule, unknownAfterStep(&st.Created, now); unknownAfterStep(&st.LastSchedule, now) || created {
+		log.Info("cronjob: its last schedule time is further ahead of the clock than a correction explains; its slots count from now",
+			"lastSchedule", last, "limit", MaxClockStepBack)
+		dirty = true
+	}
 	d := Decide(cj, sched, loc, st.Created, st.LastSchedule, active, now)
 	if d.TooMany && s.skipped[uid] != d.Slot {
 		s.event(t, "Warning", "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
@@ -580,4 +585,14 @@ func (s *Scheduler) save() {
 	if err != nil {
 		s.cfg.Log.Warn("cronjob state not saved", "file", s.cfg.StateFile, "err", err)
 	}
+}
+
+// unknownAfterStep moves *t to now when it is further ahead of now than
+// MaxClockStepBack, and reports whether it did.
+func unknownAfterStep(t *time.Time, now time.Time) bool {
+	if !t.After(now.Add(MaxClockStepBack)) {
+		return false
+	}
+	*t = now.UTC()
+	return true
 }

@@ -434,3 +434,52 @@ func TestSchedulerRestoreKeepsAWholeFile(t *testing.T) {
 		t.Fatalf("runs %v, want only the file's", got)
 	}
 }
+
+// TestSchedulerClockSteps: a CronJob that ran at 10:01 with a clock a day
+// ahead runs no slot twice once the clock is stepped back a day (its slots
+// wait for the clock to pass 10:01 again); one whose clock was a year
+// ahead runs its next slot after the step, not a year later.
+func TestSchedulerClockSteps(t *testing.T) {
+	tests := []struct {
+		name    string
+		back    time.Duration
+		wantRun bool
+	}{
+		{"a day back", 24 * time.Hour, false},
+		{"a year back", 365 * 24 * time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Date(2027, 3, 1, 10, 0, 0, 0, time.UTC)
+			now := t0.Add(10 * time.Second)
+			var mu sync.Mutex
+			clk := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
+			sink := &fakeSink{}
+			status := fakeStatus{}
+			s := New(Config{Sink: sink, Status: status, StateFile: filepath.Join(t.TempDir(), "state.json"), Clock: clk})
+			s.Set("file:/m", snapshot(t, "Allow"))
+			s.Sync()
+			set(t0.Add(time.Minute + time.Second))
+			s.Sync()
+			r1 := runName(t0.Add(time.Minute))
+			status[r1] = pod.PhaseSucceeded
+			if got := sink.pods("file:/m"); !slices.Equal(got, []string{r1, "web-h"}) {
+				t.Fatalf("before the step: %v", got)
+			}
+			stepped := t0.Add(-tt.back)
+			set(stepped.Add(10 * time.Second))
+			s.Sync()
+			set(stepped.Add(2*time.Minute + time.Second))
+			s.Sync()
+			got := sink.pods("file:/m")
+			ran := len(got) > 2
+			if ran != tt.wantRun {
+				t.Fatalf("after a step %s and two minutes: pods %v, want a new run %v", tt.name, got, tt.wantRun)
+			}
+			if ran && !slices.Contains(got, runName(stepped.Add(2*time.Minute))) {
+				t.Fatalf("after a step %s: pods %v, want the run of %v", tt.name, got, stepped.Add(2*time.Minute))
+			}
+		})
+	}
+}
