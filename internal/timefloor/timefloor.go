@@ -124,7 +124,7 @@ func New(cfg Config) *Floor {
 		start := time.Now()
 		cfg.Mono = func() time.Duration { return time.Since(start) }
 	}
-	f := &Floor{cfg: cfg, floor: cfg.Build.UTC()}
+	f := &Floor{cfg: cfg, floor: cfg.Build.UTC(), since: cfg.Clock.Now().UTC()}
 	saved, err := read(cfg.File)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
