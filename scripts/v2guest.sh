@@ -63,6 +63,9 @@
 #   V2G_IMAGE_TAR  OCI/docker archive to import into the guest's containerd
 #                  (namespace default) before CMD; selftest defaults it to
 #                  $V2G_DIR/busybox.tar built by scripts/mkimage.sh
+#   V2G_RTC        the guest's real-time clock at boot, as QEMU's -rtc base=
+#                  takes it (e.g. 1970-01-01T00:00:00, a device without an
+#                  RTC battery); default: the host's UTC time
 #   V2G_KPKG       kernel package, default: what linux-image-amd64 depends on
 #   V2G_KEEP_RUNS  run directories kept, default 5
 #   V2G_DISK       a raw image file attached as a PERSISTENT virtio-blk disk
@@ -485,6 +488,8 @@ boot_guest() {
     fi
     local pid_opts=()
     [ -n "${V2G_PIDFILE:-}" ] && pid_opts=(-pidfile "$V2G_PIDFILE")
+    local rtc_opts=(-rtc base=utc)
+    [ -n "${V2G_RTC:-}" ] && rtc_opts=(-rtc "base=$V2G_RTC")
 
     log "booting ($ACCEL, ${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT}s), run dir $RUN"
     # -fsdev ... readonly=on: the guest cannot write to the host's /.
@@ -498,7 +503,7 @@ boot_guest() {
         -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
         -fsdev local,id=v2out,path="$RUN/out",security_model=none,multidevs=remap \
         -device virtio-9p-pci,fsdev=v2out,mount_tag=v2out \
-        "${disk_opts[@]}" "${pid_opts[@]}" \
+        "${disk_opts[@]}" "${pid_opts[@]}" "${rtc_opts[@]}" \
         < /dev/null > "$RUN/qemu.log" 2>&1 &
     QPID=$!   # timeout(1)'s pid; QEMU is its child and dies with it
     guest_wait "$RUN" "$TIMEOUT" "$STALL" V2G

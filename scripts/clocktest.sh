@@ -1,0 +1,177 @@
+#!/bin/sh
+# clocktest.sh TUG ARCHIVE IMAGE TRUE_EPOCH: tug with a wrong clock (run in
+# the QEMU guest by `make test-clock`, booted with its real-time clock at
+# 1970: V2G_RTC). TRUE_EPOCH is the host's time (Unix seconds) when the
+# guest was booted; the true time in the guest is that plus its uptime. A
+# receiver in the guest (scripts/clockrecv.py) takes the status documents
+# and the remote-write batches. It checks:
+#   1. the guest's clock reads 1970 (when it does not, it is set to 1970
+#      with date -s before tug starts, and the run says so);
+#   2. tug starts, its pods run (a server with liveness and readiness
+#      probes, and a container that exits at once), and tug says once that
+#      the clock is behind: the Warn line, the node event
+#      ClockBeforeTimeFloor, the node condition ClockBehind True; the
+#      receiver gets nothing;
+#   3. date -s sets the true time: tug says the clock is sane again, the
+#      status document arrives with a true generatedAt and ClockBehind
+#      False, and the remote-write samples held arrive stamped with the true
+#      times they were gathered at (before the clock was set, none in 1970);
+#   4. while the crashing container waits out its 30 s back-off, the clock
+#      steps a year ahead: the container is not restarted early, the probed
+#      server is not restarted; then the clock steps back to the true time
+#      (NTP correcting): tug follows (no second "behind"), the floor file
+#      holds the true time, status documents go on, the crashing container
+#      restarts when its back-off ends (not a year later), and no probe
+#      failed across both steps.
+# Prints PASS/FAIL lines; exits 0 only if everything passed.
+set -u
+TUG=$1 ARCHIVE=$2 IMAGE=$3 TRUE0=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
+D=/run/clocktest
+NS=tugclock
+OUT=${V2G_OUT:-/tmp}
+LOG=$OUT/tug-clock.log
+RECV=$OUT/received.jsonl
+PORT=18081
+fails=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+waitfor() { # waitfor SECONDS CMD...: until CMD succeeds (seconds of uptime: the wall clock steps)
+    end=$(( $(cut -d. -f1 /proc/uptime) + $1 )); shift
+    while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do "$@" && return 0; sleep 0.5; done
+    return 1
+}
+truenow() { echo $(( TRUE0 + $(cut -d. -f1 /proc/uptime) )); }
+tugc() { "$TUG" "$@" --socket $D/run/tug.sock; }
+# restarts NAME: the restart count of pod NAME's container.
+restarts() {
+    tugc pods -o json 2>/dev/null | python3 -c '
+import json, sys
+for p in json.load(sys.stdin).get("items", []):
+    if p["metadata"]["name"].startswith(sys.argv[1] + "-"):
+        cs = p.get("status", {}).get("containerStatuses") or [{}]
+        print(cs[0].get("restartCount", 0)); break
+else:
+    print(-1)' "$1"
+}
+running() { [ "$(tugc pods 2>/dev/null | awk -v n="$1-" 'index($1, n) == 1 && $3 == "Running"' | wc -l)" -gt 0 ]; }
+lines() { grep -c "$1" "$LOG" 2>/dev/null || true; }
+# received PY: a Python expression over the records r (a list of dicts) that must hold.
+received() { python3 -c "
+import json, sys
+r = [json.loads(l) for l in open('$RECV')] if __import__('os').path.exists('$RECV') else []
+sys.exit(0 if ($1) else 1)"; }
+showlog() { echo "---- tug's log (out/tug-clock.log), last lines"; tail -n 30 "$LOG"; echo "---- received"; tail -n 5 "$RECV" 2>/dev/null; }
+
+# 1. The clock at boot.
+if [ "$(date -u +%Y)" -lt 2000 ]; then
+    pass "the guest booted with its clock at $(date -u +%FT%TZ) (the RTC at 1970)"
+else
+    echo "note: the guest's clock reads $(date -u +%FT%TZ), not 1970: set to 1970 with date -s before tug starts"
+    date -u -s @$(cut -d. -f1 /proc/uptime) >/dev/null
+fi
+
+mkdir -p $D/manifests $D/images $D/root $D/logs $D/run
+cp "$ARCHIVE" $D/images/
+cat > $D/manifests/pods.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: $IMAGE
+      imagePullPolicy: Never
+      command: ["sleep", "86400"]
+      livenessProbe:
+        exec: {command: ["true"]}
+        periodSeconds: 1
+        timeoutSeconds: 5
+        failureThreshold: 1
+      readinessProbe:
+        exec: {command: ["true"]}
+        periodSeconds: 1
+        timeoutSeconds: 5
+        failureThreshold: 1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crash
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: $IMAGE
+      imagePullPolicy: Never
+      command: ["sh", "-c", "exit 1"]
+YAML
+python3 "$HERE/clockrecv.py" $PORT "$RECV" &
+RPID=$!
+"$TUG" run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run \
+    --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 \
+    --status-url http://127.0.0.1:$PORT/status --status-frequency 5s \
+    --metrics-remote-write-url http://127.0.0.1:$PORT/write --metrics-push-interval 2s \
+    --crash-loop-back-off-initial 30s --crash-loop-back-off-max 60s > "$LOG" 2>&1 &
+TPID=$!
+
+# 2. Behind: the pods run, tug says so once, nothing is sent.
+if waitfor 120 running web; then pass "the pod runs with the clock at 1970"; else fail "the pod does not run"; showlog; fi
+waitfor 60 sh -c "[ \"\$(restarts crash)\" -ge 1 ]" || fail "the crashing container was not restarted at once (restarts $(restarts crash))"
+[ "$(lines "the clock is behind tug's time floor")" = 1 ] && pass "one Warn: the clock is behind tug's time floor" || { fail "the Warn line $(lines "the clock is behind tug's time floor") times"; showlog; }
+if tugc node -o json | python3 -c '
+import json, sys
+c = [c for c in json.load(sys.stdin)["status"]["conditions"] if c["type"] == "ClockBehind"]
+sys.exit(0 if c and c[0]["status"] == "True" else 1)'; then pass "tug node: ClockBehind True"; else fail "tug node: no ClockBehind True: $(tugc node)"; fi
+tugc events | grep -q "ClockBeforeTimeFloor" && pass "tug events: the node event ClockBeforeTimeFloor" || fail "no ClockBeforeTimeFloor event: $(tugc events | tail -n 5)"
+sleep 8
+if received "len(r) == 0"; then pass "nothing sent while the clock is behind"; else fail "sent while behind: $(head -n 3 "$RECV")"; fi
+
+# 3. The clock set: sane again, the held reports sent with true times.
+SET=$(truenow)
+date -u -s @$SET >/dev/null
+echo "clock set to $(date -u +%FT%TZ)"
+waitfor 20 grep -q "the clock is at or past tug's time floor again" "$LOG" && pass "tug says the clock is sane again" || { fail "no line saying the clock is sane again"; showlog; }
+if waitfor 30 received "any(x['path'] == '/status' and x['generatedAt'] >= '2025' and any(c['type'] == 'ClockBehind' and c['status'] == 'False' for c in x['conditions']) for x in r)"; then
+    pass "a status document with a true time and ClockBehind False"
+else
+    fail "no status document with a true time and ClockBehind False"; showlog
+fi
+if waitfor 30 received "any(x['path'] == '/write' and x['n'] > 0 and x['min'] < $SET * 1000 - 4000 and x['min'] > ($SET - 900) * 1000 for x in r)"; then
+    pass "held samples arrive stamped with the true times they were gathered at (before the clock was set)"
+else
+    fail "no held samples with true times before $SET"; showlog
+fi
+received "all(x['min'] > 1e12 for x in r if x['path'] == '/write') and not any('error' in x for x in r)" && pass "no sample stamped 1970, no request refused" || fail "a sample stamped 1970 or a refused request: $(grep -v '"min": 1[0-9]\{12\}' "$RECV" | head -n 3)"
+
+# 4. Steps while the pods run.
+web0=$(restarts web)
+n0=$(restarts crash)
+waitfor 90 sh -c "[ \"\$(restarts crash)\" -gt $n0 ]" || fail "the crashing container was not restarted within 90s"
+n1=$(restarts crash)
+sleep 2 # its exit is seen: its back-off (30 s or more) is running
+date -u -s @$(( $(truenow) + 365 * 86400 )) >/dev/null
+echo "clock stepped a year ahead: $(date -u +%FT%TZ)"
+sleep 10
+[ "$(restarts crash)" = "$n1" ] && pass "a year's step forward restarts no container early (back-off)" || fail "restarted early after a step forward: $n1 -> $(restarts crash)"
+date -u -s @$(truenow) >/dev/null
+echo "clock stepped back to $(date -u +%FT%TZ)"
+waitfor 10 grep -q "the clock stepped back; the time floor follows it" "$LOG" && pass "tug follows the step back" || { fail "no line about the step back"; showlog; }
+if waitfor 60 sh -c "[ \"\$(restarts crash)\" -gt $n1 ]"; then pass "the crashing container restarts when its back-off ends after the step back"; else fail "not restarted within 60s of the step back (restarts $(restarts crash))"; fi
+[ "$(lines "the clock is behind tug's time floor")" = 1 ] && pass "no second 'behind' after the step back" || { fail "said behind again after the step back"; showlog; }
+floor=$(date -u -d "$(cat $D/root/timefloor)" +%s 2>/dev/null || echo 0)
+[ "$floor" -le $(( $(truenow) + 60 )) ] && [ "$floor" -ge $(( SET - 60 )) ] && pass "the floor file holds the true time ($(cat $D/root/timefloor))" || fail "the floor file holds $(cat $D/root/timefloor 2>&1), true time $(truenow)"
+S=$(truenow)
+if waitfor 20 received "any(x['path'] == '/status' and x['at'] > $S + 1 for x in r)"; then pass "status documents go on after the steps"; else fail "no status document after the steps"; fi
+[ "$(restarts web)" = "$web0" ] && [ "$web0" = 0 ] && pass "the probed server was never restarted" || fail "the probed server restarted: $web0 -> $(restarts web)"
+if tugc events | grep -E "Unhealthy|Liveness|Readiness" >/dev/null; then fail "a probe failed: $(tugc events | grep -E 'Unhealthy|Liveness|Readiness' | head -n 3)"; else pass "no probe failure across the steps"; fi
+running web && pass "the server is still Running" || fail "the server is not Running"
+
+kill $TPID $RPID 2>/dev/null
+wait $TPID 2>/dev/null
+echo "clocktest: $([ $fails = 0 ] && echo PASS || echo "FAIL ($fails)")"
+[ $fails = 0 ]
