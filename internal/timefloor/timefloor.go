@@ -193,7 +193,7 @@ func (f *Floor) Sane() bool {
 	if f == nil {
 		return true
 	}
-	now := f.cfg.Clock.Now()
+	now := f.cfg.Clock.Now().Round(0)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return !now.Before(f.floor.Add(-f.cfg.Tolerance))
@@ -222,7 +222,9 @@ func (f *Floor) behindMessage() string {
 
 // check reads both clocks and moves the floor and the state.
 func (f *Floor) check() {
-	now, mono := f.cfg.Clock.Now(), f.cfg.Mono()
+	// Round(0) drops the monotonic reading time.Now carries: the step is
+	// the wall times' difference against Mono's.
+	now, mono := f.cfg.Clock.Now().Round(0), f.cfg.Mono()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	tol := f.cfg.Tolerance
