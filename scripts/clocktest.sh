@@ -22,7 +22,7 @@
 #      (NTP correcting): tug follows (no second "behind"), the floor file
 #      holds the true time, status documents go on, the crashing container
 #      restarts when its back-off ends (not a year later), and no probe
-#      failed across both steps.
+#      failed and the probed server was not restarted across both steps.
 # Prints PASS/FAIL lines; exits 0 only if everything passed.
 set -u
 TUG=$1 ARCHIVE=$2 IMAGE=$3 TRUE0=$4
@@ -56,6 +56,14 @@ else:
 }
 # more NAME N: pod NAME's container has restarted more than N times.
 more() { [ "$(restarts "$1")" -gt "$2" ]; }
+# unhealthy: the number of probe failures tug's events count.
+unhealthy() {
+    tugc events -o json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+items = d.get("items", d) if isinstance(d, dict) else d
+print(sum(e.get("count", 1) for e in items if e.get("reason") == "Unhealthy"))'
+}
 running() { [ "$(tugc pods 2>/dev/null | awk -v n="$1-" 'index($1, n) == 1 && $3 == "Running"' | wc -l)" -gt 0 ]; }
 lines() { grep -c "$1" "$LOG" 2>/dev/null || true; }
 # received PY: a Python expression over the records r (a list of dicts) that must hold.
@@ -150,12 +158,14 @@ else
 fi
 received "all(x['min'] > 1e12 for x in r if x['path'] == '/write') and not any('error' in x for x in r)" && pass "no sample stamped 1970, no request refused" || fail "a sample stamped 1970 or a refused request: $(grep -v '"min": 1[0-9]\{12\}' "$RECV" | head -n 3)"
 
-# 4. Steps while the pods run.
-web0=$(restarts web)
+# 4. Steps while the pods run. (Under emulation a loaded guest may lose a
+# shim or a probe before any step: what counts is what the steps change.)
 n0=$(restarts crash)
 waitfor 90 more crash "$n0" || fail "the crashing container was not restarted within 90s"
 n1=$(restarts crash)
 sleep 2 # its exit is seen: its back-off (30 s or more) is running
+web0=$(restarts web) unh0=$(unhealthy)
+echo "before the steps: the server restarted $web0 times, $unh0 probe failures"
 date -u -s @$(( $(truenow) + 365 * 86400 )) >/dev/null
 echo "clock stepped a year ahead: $(date -u +%FT%TZ)"
 sleep 10
@@ -169,8 +179,8 @@ floor=$(date -u -d "$(cat $D/root/timefloor)" +%s 2>/dev/null || echo 0)
 [ "$floor" -le $(( $(truenow) + 60 )) ] && [ "$floor" -ge $(( SET - 60 )) ] && pass "the floor file holds the true time ($(cat $D/root/timefloor))" || fail "the floor file holds $(cat $D/root/timefloor 2>&1), true time $(truenow)"
 S=$(truenow)
 if waitfor 20 received "any(x['path'] == '/status' and $S + 1 < x['at'] < $S + 300 and x['generatedAt'] < '2027' for x in r)"; then pass "status documents go on after the steps"; else fail "no status document after the steps"; fi
-[ "$(restarts web)" = "$web0" ] && [ "$web0" = 0 ] && pass "the probed server was never restarted" || fail "the probed server restarted: $web0 -> $(restarts web)"
-if tugc events | grep -E "Unhealthy|Liveness|Readiness" >/dev/null; then fail "a probe failed: $(tugc events | grep -E 'Unhealthy|Liveness|Readiness' | head -n 3)"; else pass "no probe failure across the steps"; fi
+[ "$(restarts web)" = "$web0" ] && pass "the probed server was not restarted across the steps" || fail "the probed server restarted across the steps: $web0 -> $(restarts web)"
+[ "$(unhealthy)" = "$unh0" ] && pass "no probe failure across the steps" || fail "probe failures across the steps: $unh0 -> $(unhealthy): $(tugc events | grep Unhealthy | tail -n 3)"
 running web && pass "the server is still Running" || fail "the server is not Running"
 
 kill $TPID $RPID 2>/dev/null
