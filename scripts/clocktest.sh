@@ -14,7 +14,8 @@
 #      receiver gets nothing;
 #   3. date -s sets the true time: tug says the clock is sane again, the
 #      status document arrives with a true generatedAt and ClockBehind
-#      False, and the remote-write samples held arrive stamped with the true
+#      False (every node condition's transition time a true time), and the
+#      remote-write samples held arrive stamped with the true
 #      times they were gathered at (before the clock was set, none in 1970);
 #   4. while the crashing container waits out its 30 s back-off, the clock
 #      steps a year ahead: the container is not restarted early, the probed
@@ -150,6 +151,11 @@ if waitfor 30 received "any(x['path'] == '/status' and x['generatedAt'] >= '2025
     pass "a status document with a true time and ClockBehind False"
 else
     fail "no status document with a true time and ClockBehind False"; showlog
+fi
+if received "all(c['lastTransitionTime'] >= '2025' for x in r if x['path'] == '/status' for c in x['conditions'])"; then
+    pass "the node conditions' transition times in the status documents are true times (none in 1970)"
+else
+    fail "a node condition's transition time in 1970: $(grep -m1 1970 "$RECV")"
 fi
 if waitfor 30 received "any(x['path'] == '/write' and x['n'] > 0 and x['min'] < $SET * 1000 - 4000 and x['min'] > ($SET - 900) * 1000 for x in r)"; then
     pass "held samples arrive stamped with the true times they were gathered at (before the clock was set)"

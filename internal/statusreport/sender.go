@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -237,8 +238,14 @@ func jitter(d time.Duration) time.Duration {
 // build gathers the state and builds its document.
 func (s *Sender) build() Document {
 	snap := Snapshot{Pods: s.cfg.Status.Pods(), Manifests: s.cfg.Status.Manifests()}
+	now := s.cfg.Clock.Now()
 	if s.cfg.Node != nil {
 		snap.Node = s.cfg.Node.Node()
+		conds := slices.Clone(snap.Node.Status.Conditions)
+		for i := range conds {
+			conds[i].LastTransitionTime = trueTime(now, conds[i].LastTransitionTime)
+		}
+		snap.Node.Status.Conditions = conds
 	}
 	if snap.Node.Metadata.Name == "" {
 		snap.Node.Metadata.Name = s.cfg.NodeName
@@ -256,8 +263,21 @@ func (s *Sender) build() Document {
 	if s.cfg.Signer != nil {
 		d.Node.KeyFingerprint = s.cfg.Signer.Fingerprint()
 	}
-	d.GeneratedAt = s.cfg.Clock.Now().UTC()
+	d.GeneratedAt = now.UTC()
 	return d
+}
+
+// trueTime returns t, a time tug read in this process, as the wall clock
+// of now says it: a time read while the clock was behind (a condition's
+// transition at 1970, after a boot without a real-time clock) comes out
+// at its true time, since the monotonic clock both readings carry does not
+// step. A time without a monotonic reading (read back from a file, or
+// given by another process) is returned as it is.
+func trueTime(now, t time.Time) time.Time {
+	if t.IsZero() || t == t.Round(0) {
+		return t
+	}
+	return now.Add(-now.Sub(t))
 }
 
 // maxAnswer bounds what is read of an answer's body (then dropped), so

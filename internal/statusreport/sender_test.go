@@ -363,3 +363,21 @@ func TestSenderTLS(t *testing.T) {
 		t.Errorf("received %+v", d)
 	}
 }
+
+// TestTrueTime: a time without a monotonic reading is kept as it is; one
+// with it is the wall time now's clock gives it (with no step between, the
+// same instant).
+func TestTrueTime(t *testing.T) {
+	now := time.Now()
+	read := now.Add(-time.Minute) // carries the monotonic reading
+	if got := trueTime(now, read); !got.Equal(read) || got.Round(0) != read.Round(0) {
+		t.Errorf("trueTime(now, a reading a minute ago) = %v, want %v", got, read)
+	}
+	fromFile := time.Date(1970, 1, 1, 0, 0, 34, 0, time.UTC)
+	if got := trueTime(now, fromFile); got != fromFile {
+		t.Errorf("trueTime of a time without a monotonic reading = %v, want it as it is", got)
+	}
+	if got := trueTime(now, time.Time{}); !got.IsZero() {
+		t.Errorf("trueTime(zero) = %v", got)
+	}
+}

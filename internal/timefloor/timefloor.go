@@ -124,7 +124,7 @@ func New(cfg Config) *Floor {
 		start := time.Now()
 		cfg.Mono = func() time.Duration { return time.Since(start) }
 	}
-	f := &Floor{cfg: cfg, floor: cfg.Build.UTC(), since: cfg.Clock.Now().UTC()}
+	f := &Floor{cfg: cfg, floor: cfg.Build.UTC(), since: cfg.Clock.Now()}
 	saved, err := read(cfg.File)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -224,7 +224,8 @@ func (f *Floor) behindMessage() string {
 func (f *Floor) check() {
 	// Round(0) drops the monotonic reading time.Now carries: the step is
 	// the wall times' difference against Mono's.
-	now, mono := f.cfg.Clock.Now().Round(0), f.cfg.Mono()
+	read, mono := f.cfg.Clock.Now(), f.cfg.Mono()
+	now := read.Round(0)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	tol := f.cfg.Tolerance
@@ -248,7 +249,7 @@ func (f *Floor) check() {
 	sane := !now.Before(f.floor.Add(-tol))
 	switch {
 	case !sane && !f.behind:
-		f.behind, f.since = true, now.UTC()
+		f.behind, f.since = true, read
 		msg := f.behindMessage()
 		f.cfg.Log.Warn("the clock is behind tug's time floor; status documents and remote-write samples are held until it is set",
 			"clock", now.UTC(), "floor", f.floor, "file", f.cfg.File)
@@ -256,7 +257,7 @@ func (f *Floor) check() {
 			f.cfg.Events.NodeEvent("Warning", ReasonBehind, msg)
 		}
 	case sane && f.behind:
-		f.behind, f.since = false, now.UTC()
+		f.behind, f.since = false, read
 		f.cfg.Log.Info("the clock is at or past tug's time floor again; sending what was held", "clock", now.UTC(), "floor", f.floor)
 		if f.cfg.Events != nil {
 			f.cfg.Events.NodeEvent("Normal", ReasonSane, "the clock reads at least tug's time floor again")
