@@ -5,7 +5,10 @@
 // core/remotes/docker/config so that a file means for tug what it means
 // for containerd; one token bucket that caps the download rate of every
 // resolver it gives (the node's total); and, per resolver, which host
-// answered (a mirror or the upstream).
+// answered (a mirror or the upstream). Every resolver of a Registry
+// shares one set of HTTP transports per registry host, kept until the
+// host's directory changes, so that polls and pulls reuse connections
+// (keep-alive, and HTTP/2 where the server offers it).
 //
 // Its Resolver serves every user of a registry (image pulls, the OCI
 // bundle source). It imports containerd's remotes only, and no tug
@@ -18,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
@@ -47,6 +51,9 @@ type Config struct {
 	// Bandwidth caps, in bytes per second, what every resolver of the
 	// Registry downloads, all together (0: no cap).
 	Bandwidth int64
+	// IdleConnTimeout is how long an idle connection to a registry host
+	// is kept for the next request. Default DefaultIdleConnTimeout.
+	IdleConnTimeout time.Duration
 }
 
 // Registry gives resolvers that read the hosts of Config.HostsDir and
@@ -54,11 +61,15 @@ type Config struct {
 type Registry struct {
 	hostsDir string
 	bucket   *bucket // nil: no cap
+	kept     *kept
 }
 
 // New returns a Registry of cfg.
 func New(cfg Config) *Registry {
-	r := &Registry{hostsDir: cfg.HostsDir}
+	if cfg.IdleConnTimeout <= 0 {
+		cfg.IdleConnTimeout = DefaultIdleConnTimeout
+	}
+	r := &Registry{hostsDir: cfg.HostsDir, kept: &kept{idle: cfg.IdleConnTimeout}}
 	if cfg.Bandwidth > 0 {
 		r.bucket = newBucket(cfg.Bandwidth, systemClock{})
 	}
@@ -99,8 +110,27 @@ func (r *Registry) Resolver(ctx context.Context, creds Credentials, observe Obse
 // ConfigureHosts reads them from r's HostsDir, with r's cap on each
 // host's responses and observe told of each answer; see Resolver.
 func (r *Registry) Hosts(ctx context.Context, creds Credentials, observe Observer) docker.RegistryHosts {
-	configure := config.ConfigureHosts(ctx, config.HostOptions{HostDir: r.hostDir, Credentials: creds})
 	return func(host string) ([]docker.RegistryHost, error) {
+		stamp, err := r.stamp(host)
+		if err != nil {
+			return nil, err
+		}
+		set := r.kept.forHost(host, stamp)
+		next := 0
+		configure := config.ConfigureHosts(ctx, config.HostOptions{
+			HostDir:     r.hostDir,
+			Credentials: creds,
+			// Each client ConfigureHosts builds (the one the hosts share,
+			// then one per host with TLS or dial settings of its own,
+			// the authorizers' too) gets the kept transport of its place.
+			UpdateClient: func(c *http.Client) error {
+				if tr, ok := c.Transport.(*http.Transport); ok {
+					c.Transport = set.transport(next, tr)
+				}
+				next++
+				return nil
+			},
+		})
 		hosts, err := configure(host) // hostDir refuses a host that is no host name
 		if err != nil {
 			return nil, fmt.Errorf("registry hosts of %q: %w", host, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -95,8 +96,10 @@ type fakeRegistry struct {
 	manifest ocispec.Descriptor
 	user     string
 
-	mu   sync.Mutex
-	hits []string // method and path (with query) of each request answered 2xx
+	mu     sync.Mutex
+	hits   []string // method and path (with query) of each request answered 2xx
+	protos []string // the protocol of each of them (HTTP/1.1, HTTP/2.0)
+	conns  int      // connections accepted
 }
 
 const testRepo = "team/app"
@@ -116,6 +119,7 @@ func newFakeRegistry(t *testing.T, prefix string, tlsServer bool, user string) *
 	serve := func(w http.ResponseWriter, r *http.Request, b []byte, mediaType string) {
 		f.mu.Lock()
 		f.hits = append(f.hits, r.Method+" "+r.URL.RequestURI())
+		f.protos = append(f.protos, r.Proto)
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", mediaType)
 		w.Header().Set("Docker-Content-Digest", digest.FromBytes(b).String())
@@ -149,10 +153,19 @@ func newFakeRegistry(t *testing.T, prefix string, tlsServer bool, user string) *
 		}
 		serve(w, r, b, "application/octet-stream")
 	}))
+	f.srv = httptest.NewUnstartedServer(mux)
+	f.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			f.mu.Lock()
+			f.conns++
+			f.mu.Unlock()
+		}
+	}
 	if tlsServer {
-		f.srv = httptest.NewTLSServer(mux)
+		f.srv.EnableHTTP2 = true
+		f.srv.StartTLS()
 	} else {
-		f.srv = httptest.NewServer(mux)
+		f.srv.Start()
 	}
 	t.Cleanup(f.srv.Close)
 	return f
