@@ -67,19 +67,20 @@ func newStatusLink(cfg config.Config, hostname string, log *slog.Logger) (*statu
 func (l *statusLink) sender(cfg config.Config, hostname string, status statusreport.StatusSource, node statusreport.NodeSource,
 	rollouts statusreport.RolloutSource, reg prometheus.Registerer, hold func() bool, log *slog.Logger) (*statusreport.Sender, error) {
 	return statusreport.New(statusreport.Config{
-		URL:        cfg.StatusURL,
-		Client:     l.client,
-		Header:     l.header,
-		Signer:     l.signer,
-		Frequency:  cfg.StatusFrequency,
-		Status:     status,
-		Node:       node,
-		Rollouts:   rollouts,
-		NodeName:   hostname,
-		TugVersion: buildVersion(),
-		Registerer: reg,
-		Log:        log,
-		Hold:       hold,
+		URL:          cfg.StatusURL,
+		Client:       l.client,
+		Header:       l.header,
+		Signer:       l.signer,
+		Frequency:    cfg.StatusFrequency,
+		Uncompressed: cfg.StatusCompression == "none",
+		Status:       status,
+		Node:         node,
+		Rollouts:     rollouts,
+		NodeName:     hostname,
+		TugVersion:   buildVersion(),
+		Registerer:   reg,
+		Log:          log,
+		Hold:         hold,
 	})
 }
 

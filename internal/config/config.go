@@ -99,6 +99,10 @@ type Config struct {
 	// --key` reads it); when set, each status document is sent as a
 	// signed envelope ("" = unsigned).
 	StatusSigningKey string `yaml:"status-signing-key"`
+	// StatusCompression is how each status document is encoded on the
+	// wire: "gzip" (Content-Encoding: gzip; a receiver that answers 415
+	// gets it uncompressed) or "none". Default "gzip".
+	StatusCompression string `yaml:"status-compression"`
 	// FileCheckFrequency is the safety-net rescan period of the manifest
 	// directory (inotify does the fast path). Default 20s.
 	FileCheckFrequency time.Duration `yaml:"file-check-frequency"`
@@ -419,6 +423,7 @@ func Default() Config {
 		LogLevel:             "info",
 		ManifestURLCAMode:    "append",
 		StatusFrequency:      time.Minute,
+		StatusCompression:    "gzip",
 
 		PLEGRelistPeriod:        time.Second,
 		CrashLoopBackOffInitial: 10 * time.Second,
@@ -490,6 +495,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.StatusURLHeaderFile, "status-url-header-file", c.StatusURLHeaderFile, "file of \"Name: Value\" header lines for --status-url requests (keep it 0600)")
 	fs.DurationVar(&c.StatusFrequency, "status-frequency", c.StatusFrequency, "heartbeat period of the status document when nothing changes (±10% jitter)")
 	fs.StringVar(&c.StatusSigningKey, "status-signing-key", c.StatusSigningKey, "ed25519 private key (as tug sign --key reads it) that signs each status document")
+	fs.StringVar(&c.StatusCompression, "status-compression", c.StatusCompression, "encoding of each status document on the wire: gzip (uncompressed to a receiver that answers 415) or none")
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "rescan period of the manifest directory")
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the full resync of every pod")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "state directory")
@@ -614,6 +620,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StatusFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("status-frequency: must be positive"))
+	}
+	if c.StatusCompression != "gzip" && c.StatusCompression != "none" {
+		errs = append(errs, fmt.Errorf("status-compression: %q is not gzip or none", c.StatusCompression))
 	}
 	if c.HTTPCheckFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("http-check-frequency: must be positive"))

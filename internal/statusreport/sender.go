@@ -2,6 +2,7 @@ package statusreport
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -79,6 +80,10 @@ type Config struct {
 	MinInterval time.Duration
 	// Timeout bounds one request. Default DefaultTimeout.
 	Timeout time.Duration
+	// Uncompressed sends each body as it is; false: gzip-compressed
+	// (Content-Encoding: gzip), and as it is from the first answer 415
+	// Unsupported Media Type on (a receiver that refuses gzip).
+	Uncompressed bool
 	// Status, Node and Rollouts are read to build the document; Node and
 	// Rollouts may be nil.
 	Status   StatusSource
@@ -111,6 +116,7 @@ type Sender struct {
 	cfg     Config
 	url     string // redacted
 	log     *slog.Logger
+	gzip    bool // bodies are gzip-compressed; only Run changes it
 	reports *prometheus.CounterVec
 	success prometheus.Gauge
 }
@@ -146,7 +152,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sender{cfg: cfg, url: redact.Parsed(u), log: cfg.Log}
+	s := &Sender{cfg: cfg, url: redact.Parsed(u), log: cfg.Log, gzip: !cfg.Uncompressed}
 	s.reports = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tug_status_reports_total",
 		Help: "Status documents POSTed to --status-url, by result (success: a 2xx answer; failure: any other answer or no answer).",
@@ -298,27 +304,68 @@ func (s *Sender) send(ctx context.Context, doc Document) error {
 		}
 		ctype = EnvelopeContentType
 	}
+	status, err := s.post(ctx, body, ctype, s.gzip)
+	if err == nil && status == http.StatusUnsupportedMediaType && s.gzip {
+		s.gzip = false
+		s.log.Warn("status receiver refuses gzip-compressed documents; sending them uncompressed")
+		status, err = s.post(ctx, body, ctype, false)
+	}
+	if err != nil {
+		return err
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("POST %s: %w: %d %s", s.url, ErrRefused, status, http.StatusText(status))
+	}
+	return nil
+}
+
+// post POSTs body, gzip-compressed when compress is set, and returns the
+// answer's status.
+func (s *Sender) post(ctx context.Context, body []byte, ctype string, compress bool) (int, error) {
+	if compress {
+		var err error
+		if body, err = Gzip(body); err != nil {
+			return 0, fmt.Errorf("statusreport: compress: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", s.url, clean(err))
+		return 0, fmt.Errorf("POST %s: %w", s.url, clean(err))
 	}
 	for name, values := range s.cfg.Header {
 		req.Header[name] = values
 	}
 	req.Header.Set("Content-Type", ctype)
+	if compress {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
 	req.Header.Set("User-Agent", "tug/"+s.cfg.TugVersion)
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", s.url, timefloor.ExplainTLS(clean(err), time.Now()))
+		return 0, fmt.Errorf("POST %s: %w", s.url, timefloor.ExplainTLS(clean(err), time.Now()))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %w: %s", s.url, ErrRefused, resp.Status)
+	return resp.StatusCode, nil
+}
+
+// Gzip returns b gzip-compressed at the best compression: a document is
+// compressed once per send, small, and goes over links paid by the byte.
+func Gzip(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // clean drops what a client error says beyond its cause: net/http's

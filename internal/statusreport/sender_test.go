@@ -1,12 +1,14 @@
 package statusreport
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -65,7 +67,7 @@ type fakeEndpoint struct {
 }
 
 func (f *fakeEndpoint) RoundTrip(r *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +86,24 @@ func (f *fakeEndpoint) RoundTrip(r *http.Request) (*http.Response, error) {
 		f.headers = append(f.headers, r.Header.Clone())
 	}
 	return &http.Response{StatusCode: code, Status: http.StatusText(code), Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+}
+
+// readBody reads a request's body as a receiver does: gunzipped when its
+// Content-Encoding is gzip.
+func readBody(r *http.Request) ([]byte, error) {
+	var body io.Reader = r.Body
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "":
+	case "gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = zr
+	default:
+		return nil, fmt.Errorf("content encoding %q", enc)
+	}
+	return io.ReadAll(body)
 }
 
 func (f *fakeEndpoint) setDown(down bool) {
@@ -311,7 +331,10 @@ func TestSenderTLS(t *testing.T) {
 			http.Redirect(w, r, "/status", http.StatusTemporaryRedirect)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
+		body, err := readBody(r)
+		if err != nil {
+			t.Error(err)
+		}
 		env, err := bundle.ParseEnvelope(body)
 		if err == nil {
 			err = env.Verify([]ed25519.PublicKey{pub})
