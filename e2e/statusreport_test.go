@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
@@ -45,8 +47,9 @@ type receivedDoc struct {
 
 // statusReceiver is a fleet's status endpoint: HTTPS with a test CA, a
 // client certificate required, the device's header required, every
-// document's signature checked with the device's public key. While down
-// it answers 503.
+// document gzip-compressed (Content-Encoding: gzip, tug's default) and its
+// signature checked with the device's public key. While down it answers
+// 503.
 type statusReceiver struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -80,6 +83,16 @@ func (r *statusReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		if ct := req.Header.Get("Content-Type"); ct != statusreport.EnvelopeContentType {
 			return receivedDoc{}, fmt.Errorf("content type %q", ct)
+		}
+		if ce := req.Header.Get("Content-Encoding"); ce != "gzip" {
+			return receivedDoc{}, fmt.Errorf("content encoding %q, want gzip", ce)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return receivedDoc{}, fmt.Errorf("gzip body: %w", err)
+		}
+		if body, err = io.ReadAll(zr); err != nil {
+			return receivedDoc{}, fmt.Errorf("gzip body: %w", err)
 		}
 		env, err := bundle.ParseEnvelope(body)
 		if err != nil {
