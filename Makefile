@@ -81,6 +81,11 @@
 #                     the bytes, files and fsyncs tug writes to storage a day at rest, with
 #                     and without status and remote write, vs a baseline built from
 #                     an earlier commit in the same run (bench/benchwear; strace);
+#                     the bytes on the wire of a device-day (URL and OCI polls,
+#                     status, remote write, all over TLS through counting proxies)
+#                     and of one bundle update, at defaults and with the metered
+#                     profile, vs a baseline built from an earlier commit in the
+#                     same run (bench/benchbytes; iptables);
 #                     the programs measure with one kit, bench/internal/kit (PSS and CPU
 #                     of process sets, ratios, percentiles, tables, tug in its own netns)
 #   make pkgmap       the package map: lines, exported names and job of each package
@@ -376,7 +381,8 @@ bench:
 		  $(GO) run ./bench/benchprobe && \
 		  $(GO) run ./bench/benchrollout && \
 		  $(GO) run ./bench/benchoci && \
-		  $(GO) run ./bench/benchwear ) || rc=$$?; \
+		  $(GO) run ./bench/benchwear && \
+		  $(GO) run ./bench/benchbytes ) || rc=$$?; \
 	fi; \
 	$(TESTENV) down || true; \
 	exit $$rc

@@ -313,6 +313,10 @@ var allowedImports = map[string]allowed{
 	// containerd's docker resolver for the OCI sources and the push.
 	"tug/bench/benchoci": {internal: []string{"tug/internal/podview", "tug/bench/internal/kit", "tug/internal/pod", "tug/internal/source", "tug/internal/bundle"},
 		modules: []string{"github.com/containerd/containerd/v2"}},
+	// A device-day's bytes on the wire: the bundles it pushes (bundle,
+	// containerd's docker resolver).
+	"tug/bench/benchbytes": {internal: []string{"tug/bench/internal/kit", "tug/internal/bundle"},
+		modules: []string{"github.com/containerd/containerd/v2"}},
 	// ctr's way of starting a container, with containerd's client, beside tug's.
 	"tug/bench/benchstart": {internal: []string{"tug/bench/internal/kit"}, modules: []string{"github.com/containerd/containerd/v2", "golang.org/x/sys"}},
 	// What each module adds to a binary: go list and go tool nm, the

@@ -32,6 +32,12 @@ type TugConfig struct {
 	Netns string
 	// Args are more flags of "tug run", after the kit's own.
 	Args []string
+	// Env is added to tug's environment (NAME=value), e.g. SSL_CERT_FILE.
+	Env []string
+	// BeforeStart, when set, is called with tug's network namespace once
+	// it exists, before tug starts: upstreams listen there from tug's
+	// first request on.
+	BeforeStart func(netns string) error
 }
 
 // Tug is a tug instance under test, in a network namespace of its own.
@@ -139,8 +145,17 @@ func (t *Tug) Start() error {
 	if t.netns, err = NewNetns(t.cfg.Netns); err != nil {
 		return err
 	}
+	if t.cfg.BeforeStart != nil {
+		if err := t.cfg.BeforeStart(t.netns.Name); err != nil {
+			t.netns.Delete()
+			return err
+		}
+	}
 	t.cmd = t.netns.Command(t.Bin, args...)
 	t.cmd.Stdout, t.cmd.Stderr = logf, logf
+	if len(t.cfg.Env) > 0 {
+		t.cmd.Env = append(os.Environ(), t.cfg.Env...)
+	}
 	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := t.cmd.Start(); err != nil {
 		t.netns.Delete()
