@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -48,8 +49,14 @@ func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.
 	}
 	slices.SortFunc(labels, func(a, b remotewrite.Label) int { return cmp.Compare(a.Name, b.Name) })
 	log.Info("pushing metrics by remote write", "interval", cfg.MetricsPushInterval, "buffer", cfg.MetricsBufferSize, "labels", labels)
+	// Go's default transport, with a TLS session cache: a push after the
+	// idle connection was closed resumes the session (no certificate
+	// chain sent again).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 	return remotewrite.New(remotewrite.Config{
 		URL:            cfg.MetricsRemoteWriteURL,
+		Client:         &http.Client{Transport: tr},
 		Header:         header,
 		Interval:       cfg.MetricsPushInterval,
 		BufferSize:     cfg.MetricsBufferSize,

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -65,8 +66,10 @@ func (k *kept) forHost(host, stamp string) *hostTransports {
 // transport returns the i-th transport of the set: the kept one, or fresh
 // (ConfigureHosts' own, built from the same files) made the set's,
 // tuned to keep its connections: idle ones open for the idle timeout,
-// and HTTP/2 when the server offers it over TLS (Go leaves HTTP/2 off for
-// a transport with its own TLS configuration or dialer, as containerd's).
+// HTTP/2 when the server offers it over TLS (Go leaves HTTP/2 off for a
+// transport with its own TLS configuration or dialer, as containerd's),
+// and TLS sessions resumed when a connection is made again (no
+// certificate chain sent again).
 func (h *hostTransports) transport(i int, fresh *http.Transport) *http.Transport {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -75,6 +78,9 @@ func (h *hostTransports) transport(i int, fresh *http.Transport) *http.Transport
 	}
 	fresh.IdleConnTimeout = h.idle
 	fresh.ForceAttemptHTTP2 = true
+	if fresh.TLSClientConfig != nil && fresh.TLSClientConfig.ClientSessionCache == nil {
+		fresh.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	}
 	h.trs = append(h.trs, fresh)
 	return fresh
 }

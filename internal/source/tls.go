@@ -21,13 +21,21 @@ type TLSFiles struct {
 	ClientCert, ClientKey string
 }
 
+// sessionCacheSize is how many TLS sessions a client configuration keeps
+// for resumption: one server each, a few for redirects.
+const sessionCacheSize = 4
+
 // ClientTLS builds a TLS client configuration from f: TLS 1.2 at least,
-// the CA file added to the system roots or replacing them, and the client
-// certificate. Its errors start with what failed ("CA: ...", "client
+// the CA file added to the system roots or replacing them, the client
+// certificate, and a cache of TLS sessions to resume. Its errors start with what failed ("CA: ...", "client
 // certificate: ...") for the caller to prefix with the URL they are for;
 // they never hold a key's bytes.
 func ClientTLS(f TLSFiles) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	// The session cache lets a new connection resume the last TLS session:
+	// on a link paid by the byte, the server's certificate chain is not
+	// sent again at each reconnection (an idle connection is closed
+	// between two polls or heartbeats far apart).
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(sessionCacheSize)}
 	if f.CAReplace && f.CA == "" {
 		return nil, errors.New("CA: replacing the system roots needs a CA file")
 	}
