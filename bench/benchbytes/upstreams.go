@@ -345,6 +345,11 @@ func proxy(l net.Listener, target string, c *counter) {
 			return
 		}
 		c.conns.Add(1)
+		// No keep-alive probes from the proxy's side: servers differ in
+		// theirs; the IP-level count holds tug's own.
+		if tc, ok := in.(*net.TCPConn); ok {
+			_ = tc.SetKeepAlive(false)
+		}
 		go func() {
 			defer in.Close()
 			out, err := net.Dial("tcp", target)
