@@ -138,7 +138,7 @@ func run(ctx context.Context, o options) (err error) {
 		{name: "this tree, metered", args: meteredArgs},
 	}
 	for i, s := range subjects {
-		if s.session, err = kit.OpenClient(ctx, "benchbytes", client, o.Options, fmt.Sprintf("bench-bytes-%d", i)); err != nil {
+		if s.session, err = kit.OpenClient(ctx, "benchbytes", client, o.Options, fmt.Sprintf("bench-bytes-%d-%d", os.Getpid(), i)); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, s.session.Close()) }()
