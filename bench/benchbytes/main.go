@@ -31,7 +31,10 @@
 // default, 10 m, holds 30 URL polls, 10 OCI polls, 10 heartbeats and 20
 // pushes, and 2 of the metered profile's 5 m polls. One bundle update is
 // measured after the window: a new version of the OCI bundle (one pod
-// added), its bytes from the push until the pod runs.
+// added), its bytes from the push until the pod runs. The metered
+// profile's heartbeat (30 m) and push (1 h) are longer than the window:
+// its day is counted per period (printMetered), each feature's bytes per
+// request times its requests a day.
 //
 //	go run ./bench/benchbytes [-pods 10] [-window 10m] [-settle 30s] [-tug ./tug] [-base ./tug-base | -base-rev REV] [-keep] [-markdown]
 //
@@ -159,13 +162,12 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	subjects[0].bin, subjects[1].bin, subjects[2].bin = baseBin, treeBin, treeBin
 
-	srv, err := startServers(ctx, work, o.registry)
-	if err != nil {
-		return err
-	}
-	defer srv.close()
-
 	for i, s := range subjects {
+		srv, err := startServers(s.session.Dir, o.registry)
+		if err != nil {
+			return err
+		}
+		defer srv.close()
 		if s.up, err = srv.newUpstreams(ctx, s.session.Dir, fmt.Sprintf("bytes%d-%d", i, os.Getpid())); err != nil {
 			return err
 		}
@@ -268,7 +270,7 @@ var features = []string{"URL poll", "OCI poll", "status", "remote write"}
 func printReport(w io.Writer, o options, window time.Duration, subjects []*subject, day, update []map[string]counts) {
 	scale := float64(24*time.Hour) / float64(window)
 	fmt.Fprintf(w, "benchbytes: %d pods (+1 from each source), window %v scaled ×%.1f to a device-day; TLS everywhere\n\n", o.pods, window.Round(time.Second), scale)
-	t := &kit.Table{Header: []string{"feature", "tug", "TCP payload/day", "up", "down", "conns/day", "IP level/day", "vs baseline"}}
+	t := &kit.Table{Header: []string{"feature", "tug", "TCP payload/day", "up", "down", "requests/day", "conns/day", "IP level/day", "vs baseline"}}
 	totals := make([]counts, len(subjects))
 	for _, f := range append(features, "total") {
 		for i, s := range subjects {
@@ -287,7 +289,7 @@ func printReport(w io.Writer, o options, window time.Duration, subjects []*subje
 				ratio = kit.RatioString(float64(c.payload()), float64(b.payload()))
 			}
 			t.Row(f, s.name, size(float64(c.payload())*scale), size(float64(c.up)*scale), size(float64(c.down)*scale),
-				fmt.Sprintf("%.0f", float64(c.conns)*scale), ipSize(c, scale), ratio)
+				fmt.Sprintf("%.0f", float64(c.requests)*scale), fmt.Sprintf("%.0f", float64(c.conns)*scale), ipSize(c, scale), ratio)
 		}
 	}
 	_ = t.Write(w, o.Markdown)
@@ -303,9 +305,54 @@ func printReport(w io.Writer, o options, window time.Duration, subjects []*subje
 	}
 	_ = u.Write(w, o.Markdown)
 	fmt.Fprintln(w)
-	def, met := float64(totals[1].payload())*scale, float64(totals[2].payload())*scale
+	met := printMetered(w, o, day[1], day[2])
+	def := float64(totals[1].payload()) * scale
 	fmt.Fprintf(w, "budget at defaults: %s a device-day, under %s: %s\n", size(def), size(budgetDefault), kit.Verdict(def < budgetDefault))
 	fmt.Fprintf(w, "budget, metered profile (%s): %s a device-day, under %s: %s\n", strings.Join(meteredArgs, " "), size(met), size(budgetMetered), kit.Verdict(met < budgetMetered))
+}
+
+// meteredPeriods are the metered profile's periods (meteredArgs).
+var meteredPeriods = map[string]time.Duration{
+	"URL poll": 5 * time.Minute, "OCI poll": 5 * time.Minute, "status": 30 * time.Minute, "remote write": time.Hour,
+}
+
+// printMetered prints the metered profile's day per period and returns
+// its total: each feature's bytes per request times its requests a day.
+// A period longer than the window (the heartbeat, the push) may hold no
+// request of the metered tug: its cost is then the default tug's request
+// (the same document, the same series) plus what a reconnection adds,
+// measured as the metered URL poll's cost (a new connection, the TLS
+// session resumed) less the default one's (a kept connection).
+func printMetered(w io.Writer, o options, def, met map[string]counts) float64 {
+	per := func(c counts) (float64, bool) {
+		if c.requests == 0 {
+			return 0, false
+		}
+		return float64(c.payload()) / float64(c.requests), true
+	}
+	reconnect := 0.0
+	if m, ok := per(met["URL poll"]); ok {
+		if d, ok := per(def["URL poll"]); ok && m > d {
+			reconnect = m - d
+		}
+	}
+	t := &kit.Table{Header: []string{"metered profile", "period", "bytes/request", "from", "requests/day", "TCP payload/day"}}
+	total := 0.0
+	for _, f := range features {
+		cost, ok := per(met[f])
+		from := "measured"
+		if !ok {
+			d, _ := per(def[f])
+			cost, from = d+reconnect, "default's + reconnection"
+		}
+		n := float64(24*time.Hour) / float64(meteredPeriods[f])
+		total += cost * n
+		t.Row(f, meteredPeriods[f], fmt.Sprintf("%.0f", cost), from, fmt.Sprintf("%.0f", n), size(cost*n))
+	}
+	t.Row("total", "", "", "", "", size(total))
+	_ = t.Write(w, o.Markdown)
+	fmt.Fprintf(w, "(a reconnection, the TLS session resumed: %.0f bytes)\n\n", reconnect)
+	return total
 }
 
 func size(b float64) string {

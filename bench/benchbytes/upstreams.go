@@ -33,21 +33,22 @@ import (
 	"tug/internal/bundle"
 )
 
-// servers are the upstreams on the host's loopback, shared by the tugs:
-// TLS (HTTP/2 offered, as Go's server does) with certificates of a CA of
-// the run's own.
+// servers are one tug's upstreams on the host's loopback: TLS (HTTP/2
+// offered, as Go's server does) with certificates of a CA of their own,
+// each counting the requests it answers.
 type servers struct {
 	caFile   string
 	pubFile  string // the bundles' verify key
 	priv     ed25519.PrivateKey
 	registry string // plain-HTTP registry the bundles are pushed to
 
-	regFront, urlSrv, statusSrv, writeSrv string // host addresses
+	regFront, urlSrv, statusSrv, writeSrv string                   // host addresses
+	requests                              map[string]*atomic.Int64 // by feature
 	stop                                  []func()
 }
 
-func startServers(ctx context.Context, dir, registry string) (*servers, error) {
-	s := &servers{registry: registry, caFile: filepath.Join(dir, "ca.pem"), pubFile: filepath.Join(dir, "bundle.pub")}
+func startServers(dir, registry string) (*servers, error) {
+	s := &servers{registry: registry, caFile: filepath.Join(dir, "ca.pem"), pubFile: filepath.Join(dir, "bundle.pub"), requests: map[string]*atomic.Int64{}}
 	cert, caPEM, err := newCA()
 	if err != nil {
 		return nil, err
@@ -74,11 +75,12 @@ func startServers(ctx context.Context, dir, registry string) (*servers, error) {
 	etag := fmt.Sprintf(`"%x"`, len(urlBody))
 	regURL, _ := url.Parse("http://" + registry)
 	handlers := []struct {
-		addr *string
-		h    http.Handler
+		feature string
+		addr    *string
+		h       http.Handler
 	}{
-		{&s.regFront, httputil.NewSingleHostReverseProxy(regURL)},
-		{&s.urlSrv, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		{"OCI poll", &s.regFront, httputil.NewSingleHostReverseProxy(regURL)},
+		{"URL poll", &s.urlSrv, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("ETag", etag)
 			if r.Header.Get("If-None-Match") == etag {
 				w.WriteHeader(http.StatusNotModified)
@@ -86,21 +88,24 @@ func startServers(ctx context.Context, dir, registry string) (*servers, error) {
 			}
 			_, _ = w.Write(urlBody)
 		})},
-		{&s.statusSrv, http.HandlerFunc(receive)},
-		{&s.writeSrv, http.HandlerFunc(receive)},
+		{"status", &s.statusSrv, http.HandlerFunc(receive)},
+		{"remote write", &s.writeSrv, http.HandlerFunc(receive)},
 	}
 	for _, h := range handlers {
+		n := &atomic.Int64{}
+		s.requests[h.feature] = n
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			s.close()
 			return nil, err
 		}
-		srv := &http.Server{Handler: h.h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+		next := h.h
+		counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1); next.ServeHTTP(w, r) })
+		srv := &http.Server{Handler: counted, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
 		go func() { _ = srv.ServeTLS(l, "", "") }()
 		*h.addr = l.Addr().String()
 		s.stop = append(s.stop, func() { srv.Close() })
 	}
-	_ = ctx
 	return s, nil
 }
 
@@ -166,7 +171,7 @@ func newCA() (tls.Certificate, []byte, error) {
 // connections accepted, and the bytes of the same streams at the IP level
 // (-1: not counted).
 type counts struct {
-	up, down, conns, ipBytes int64
+	up, down, conns, ipBytes, requests int64
 }
 
 func (c counts) payload() int64 { return c.up + c.down }
@@ -176,7 +181,7 @@ func (c counts) add(o counts) counts {
 	if c.ipBytes < 0 || o.ipBytes < 0 {
 		ip = -1
 	}
-	return counts{c.up + o.up, c.down + o.down, c.conns + o.conns, ip}
+	return counts{c.up + o.up, c.down + o.down, c.conns + o.conns, ip, c.requests + o.requests}
 }
 
 // counter counts one proxy's streams.
@@ -290,6 +295,9 @@ func (u *upstreams) reset() {
 		c.down.Store(0)
 		c.conns.Store(0)
 	}
+	for _, n := range u.srv.requests {
+		n.Store(0)
+	}
 	_ = u.iptables("-Z", "OUTPUT")
 }
 
@@ -303,7 +311,7 @@ func (u *upstreams) read() map[string]counts {
 		if ip != nil {
 			n = ip[u.ports[f]]
 		}
-		out[f] = counts{up: c.up.Load(), down: c.down.Load(), conns: c.conns.Load(), ipBytes: n}
+		out[f] = counts{up: c.up.Load(), down: c.down.Load(), conns: c.conns.Load(), ipBytes: n, requests: u.srv.requests[f].Load()}
 	}
 	return out
 }
