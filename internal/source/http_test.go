@@ -767,3 +767,14 @@ func TestHTTPHeldContentIsNotCheckpointed(t *testing.T) {
 		t.Fatalf("checkpoint %q after v2 passed, want v2", got)
 	}
 }
+
+// TestIdleConnTimeout: the URL's idle connection outlives the poll period
+// (with its jitter), so that each poll reuses it.
+func TestIdleConnTimeout(t *testing.T) {
+	for _, period := range []time.Duration{time.Second, 20 * time.Second, time.Minute, 5 * time.Minute, time.Hour} {
+		got := idleConnTimeout(period)
+		if got < 90*time.Second || got <= period*11/10 {
+			t.Errorf("idleConnTimeout(%v) = %v, want at least 90s and longer than the period with its jitter", period, got)
+		}
+	}
+}
