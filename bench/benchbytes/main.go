@@ -341,8 +341,12 @@ func printMetered(w io.Writer, o options, base, def, met map[string]counts) floa
 	t := &kit.Table{Header: []string{"metered profile", "period", "bytes/request", "from", "requests/day", "TCP payload/day"}}
 	total := 0.0
 	for _, f := range features {
-		cost, _ := per(met[f])
+		cost, ok := per(met[f])
 		from := "measured"
+		if !ok { // a window shorter than the period: the default tug's poll, over its kept connection
+			cost, _ = per(def[f])
+			from = "default's (none in the window)"
+		}
 		if f == "status" || f == "remote write" {
 			d, _ := per(def[f])
 			cost, from = d+reconnect, "default's + reconnection"
