@@ -66,7 +66,7 @@ var allowedImports = map[string]allowed{
 	"tug/internal/atomicfile": {},
 	// Judging the wall clock against tug's build time and the latest time
 	// it trusted (persisted atomically); the node condition is pod's type.
-	"tug/internal/timefloor": {internal: []string{"tug/internal/clock", "tug/internal/atomicfile", "tug/internal/pod"}},
+	"tug/internal/timefloor": {internal: []string{"tug/internal/clock", "tug/internal/atomicfile", "tug/internal/pod"}, modules: []string{"golang.org/x/sys"}},
 	// Gives back the executable's start-up pages (agent and the footprint
 	// benchmark's floor).
 	"tug/internal/exepages": {},

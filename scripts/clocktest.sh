@@ -12,7 +12,8 @@
 #      the clock is behind: the Warn line, the node event
 #      ClockBeforeTimeFloor, the node condition ClockBehind True; the
 #      receiver gets nothing;
-#   3. date -s sets the true time: tug says the clock is sane again, the
+#   3. date -s sets the true time (and the kernel is told it is
+#      synchronized, as an NTP client tells it): tug says the clock is sane again, the
 #      status document arrives with a true generatedAt and ClockBehind
 #      False (every node condition's transition time a true time), and the
 #      remote-write samples held arrive stamped with the true
@@ -21,7 +22,8 @@
 #      steps a year ahead: the container is not restarted early, the probed
 #      server is not restarted; then the clock steps back to the true time
 #      (NTP correcting): tug follows (no second "behind"), the floor file
-#      holds the true time, status documents go on, the crashing container
+#      holds the true time (the year ahead, set by hand and so not
+#      synchronized, is never written), status documents go on, the crashing container
 #      restarts when its back-off ends (not a year later), and no probe
 #      failed and the probed server was not restarted across both steps.
 # Prints PASS/FAIL lines; exits 0 only if everything passed.
@@ -43,6 +45,18 @@ waitfor() { # waitfor SECONDS CMD...: until CMD succeeds (seconds of uptime: the
     return 1
 }
 truenow() { echo $(( TRUE0 + $(cut -d. -f1 /proc/uptime) )); }
+# ntpsynced: tell the kernel the clock is synchronized, as an NTP client
+# does (adjtimex: STA_UNSYNC cleared, maximum error 0); date -s sets the
+# flag again. x86_64 struct timex: modes at 0, maxerror at 24, esterror
+# at 32, status at 40.
+ntpsynced() { python3 -c '
+import ctypes, struct
+buf = ctypes.create_string_buffer(512)
+struct.pack_into("I", buf, 0, 0x0004 | 0x0008 | 0x0010)  # ADJ_MAXERROR | ADJ_ESTERROR | ADJ_STATUS
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.adjtimex(buf) < 0 or struct.unpack_from("i", buf.raw, 40)[0] & 0x40:
+    raise SystemExit("adjtimex: STA_UNSYNC not cleared, errno %d" % ctypes.get_errno())
+' || fail "ntpsynced: the kernel's clock not marked synchronized"; }
 tugc() { "$TUG" "$@" --socket $D/run/tug.sock; }
 # restarts NAME: the restart count of pod NAME's container.
 restarts() {
@@ -145,6 +159,7 @@ if received "len(r) == 0"; then pass "nothing sent while the clock is behind"; e
 # 3. The clock set: sane again, the held reports sent with true times.
 SET=$(truenow)
 date -u -s @$SET >/dev/null
+ntpsynced
 echo "clock set to $(date -u +%FT%TZ)"
 waitfor 20 grep -q "the clock is at or past tug's time floor again" "$LOG" && pass "tug says the clock is sane again" || { fail "no line saying the clock is sane again"; showlog; }
 if waitfor 30 received "any(x['path'] == '/status' and x['generatedAt'] >= '2025' and any(c['type'] == 'ClockBehind' and c['status'] == 'False' for c in x['conditions']) for x in r)"; then
@@ -177,6 +192,7 @@ echo "clock stepped a year ahead: $(date -u +%FT%TZ)"
 sleep 10
 [ "$(restarts crash)" = "$n1" ] && pass "a year's step forward restarts no container early (back-off)" || fail "restarted early after a step forward: $n1 -> $(restarts crash)"
 date -u -s @$(truenow) >/dev/null
+ntpsynced
 echo "clock stepped back to $(date -u +%FT%TZ)"
 waitfor 10 grep -q "the clock stepped back; the time floor follows it" "$LOG" && pass "tug follows the step back" || { fail "no line about the step back"; showlog; }
 if waitfor 60 more crash "$n1"; then pass "the crashing container restarts when its back-off ends after the step back"; else fail "not restarted within 60s of the step back (restarts $(restarts crash))"; fi

@@ -7,16 +7,22 @@
 // hold what a wrong clock makes wrong (Floor.Sane); when the clock comes
 // back above the floor, tug says that too.
 //
-// The floor follows the clock while the clock is sane, in memory; the file
-// is written at most every SaveEvery (an hour: flash wears) and when Run
-// ends. A step back of the clock while tug runs and the clock was sane (NTP
+// The floor follows the clock while the clock is sane, in memory. The file
+// holds the latest time the kernel said was synchronized (adjtimex: an NTP
+// client such as systemd-timesyncd or chrony set it; STA_UNSYNC clear), as
+// systemd-timesyncd keeps its clock file: a clock that merely reads a
+// sane time (an RTC a year ahead) is never written, so a floor can never
+// hold reports back once such a clock is corrected while tug is stopped.
+// It is written at most every SaveEvery (an hour: flash wears) and when
+// Run ends. A step back of the clock while tug runs and the clock was sane (NTP
 // correcting a clock that was ahead) is trusted: the floor follows it down,
 // never below the build time, and the file is written at once, so that a
 // clock that was ahead does not leave a floor that holds the reports once
 // it is corrected. A step is told from the monotonic clock: the wall time
 // moved more or less than the monotonic time did.
 //
-// It imports clock, atomicfile and pod (the condition's type) only.
+// It imports clock, atomicfile and pod (the condition's type), and
+// x/sys/unix for adjtimex.
 package timefloor
 
 import (
@@ -29,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"tug/internal/atomicfile"
 	"tug/internal/clock"
@@ -81,6 +89,9 @@ type Config struct {
 	// Floor's creation, which Go reads from the monotonic clock).
 	Clock clock.Clock
 	Mono  func() time.Duration
+	// Synced reports whether the kernel counts the clock as synchronized
+	// (set by NTP); nil: adjtimex's STA_UNSYNC flag.
+	Synced func() bool
 	// Events receives the node events; nil: none.
 	Events Recorder
 	// Log receives the floor's state changes. Default: discard.
@@ -92,7 +103,8 @@ type Floor struct {
 	cfg Config
 
 	mu       sync.Mutex
-	floor    time.Time // max(build, trusted)
+	floor    time.Time // max(build, the file, the clock while sane)
+	trusted  time.Time // the file's time or the latest synchronized reading
 	behind   bool
 	since    time.Time // the last transition, for the condition
 	checked  bool      // lastWall and lastMono hold a reading
@@ -120,6 +132,9 @@ func New(cfg Config) *Floor {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Synced == nil {
+		cfg.Synced = kernelSynced
+	}
 	if cfg.Mono == nil {
 		start := time.Now()
 		cfg.Mono = func() time.Duration { return time.Since(start) }
@@ -133,7 +148,7 @@ func New(cfg Config) *Floor {
 		cfg.Log.Warn("the time floor's file is damaged; the build time is the floor", "file", cfg.File, "err", err)
 		f.dirty = true
 	default:
-		f.saved = saved
+		f.saved, f.trusted = saved, saved
 		if saved.After(f.floor) {
 			f.floor = saved
 		}
@@ -239,6 +254,9 @@ func (f *Floor) check() {
 			if now.After(f.floor) {
 				f.floor = now.UTC()
 			}
+			if f.trusted.After(f.floor) {
+				f.trusted = f.floor
+			}
 			f.cfg.Log.Info("the clock stepped back; the time floor follows it", "by", (-drift).Round(time.Second).String(), "floor", f.floor)
 			f.dirty = true
 		case drift < -tol || drift > tol:
@@ -270,21 +288,37 @@ func (f *Floor) check() {
 	if now.After(f.floor) {
 		f.floor = now.UTC()
 	}
+	if now.After(f.trusted) && f.cfg.Synced() {
+		f.trusted = now.UTC()
+	}
 	if f.dirty || mono-f.savedAt >= f.cfg.SaveEvery {
 		f.save()
 	}
 }
 
-// save writes the floor to File when it differs from what the file
-// holds. f.mu is held.
+// save writes the trusted time (at least the build time) to File when it
+// differs from what the file holds. f.mu is held.
 func (f *Floor) save() {
 	f.savedAt = f.cfg.Mono()
-	if f.floor.Equal(f.saved) && !f.dirty {
+	t := f.trusted
+	if b := f.cfg.Build.UTC(); b.After(t) {
+		t = b
+	}
+	if t.Equal(f.saved) && !f.dirty {
 		return
 	}
-	if err := atomicfile.Write(f.cfg.File, []byte(f.floor.Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(f.cfg.File, []byte(t.Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
 		f.cfg.Log.Warn("cannot write the time floor", "file", f.cfg.File, "err", err)
 		return
 	}
-	f.saved, f.dirty = f.floor, false
+	f.saved, f.dirty = t, false
+}
+
+// kernelSynced reports whether the kernel counts the clock as synchronized
+// by NTP (adjtimex's STA_UNSYNC clear); setting the clock by hand
+// (settimeofday, date -s) sets the flag until an NTP client clears it.
+func kernelSynced() bool {
+	var tx unix.Timex
+	state, err := unix.Adjtimex(&tx)
+	return err == nil && state != unix.TIME_ERROR && tx.Status&unix.STA_UNSYNC == 0
 }

@@ -16,9 +16,16 @@ import (
 // fakeClocks is a wall clock a test steps and a monotonic clock it only
 // advances.
 type fakeClocks struct {
-	mu   sync.Mutex
-	wall time.Time
-	mono time.Duration
+	mu       sync.Mutex
+	wall     time.Time
+	mono     time.Duration
+	unsynced bool // the kernel's STA_UNSYNC: set by hand, not by NTP
+}
+
+func (c *fakeClocks) synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.unsynced
 }
 
 func (c *fakeClocks) now() time.Time {
@@ -83,7 +90,7 @@ var (
 
 func newFloor(t *testing.T, file string, c *fakeClocks, ev *fakeEvents, log *logBuffer) *Floor {
 	t.Helper()
-	return New(Config{File: file, Build: build, Clock: c.now, Mono: c.elapsed, Events: ev, Log: log.Logger()})
+	return New(Config{File: file, Build: build, Clock: c.now, Mono: c.elapsed, Synced: c.synced, Events: ev, Log: log.Logger()})
 }
 
 func writeFloor(t *testing.T, file string, at time.Time) {
@@ -273,5 +280,40 @@ func TestDamagedFile(t *testing.T) {
 				t.Errorf("file = %v, want rewritten with %v", got, c.now())
 			}
 		})
+	}
+}
+
+// TestUnsyncedClockNotWritten: a clock that reads a sane time the kernel
+// does not count as synchronized (an RTC a year ahead, set by hand) moves
+// the floor in memory but is never written, so that once it is corrected
+// while tug is stopped the next start is not behind; a synchronized
+// reading is written.
+func TestUnsyncedClockNotWritten(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "timefloor")
+	c := &fakeClocks{wall: build.Add(365 * 24 * time.Hour), unsynced: true}
+	f := newFloor(t, file, c, &fakeEvents{}, newLogBuffer())
+	c.advance(2 * time.Hour)
+	f.check()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := f.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFloor(t, file); !got.Equal(build) {
+		t.Errorf("floor file = %v after an unsynchronized year ahead, want the build time %v", got, build)
+	}
+
+	c = &fakeClocks{wall: build.Add(time.Hour), unsynced: true}
+	f = newFloor(t, file, c, &fakeEvents{}, newLogBuffer())
+	if !f.Sane() {
+		t.Fatalf("the corrected clock %v counts as behind the floor %v", c.now(), f.Floor())
+	}
+	c.mu.Lock()
+	c.unsynced = false
+	c.mu.Unlock()
+	c.advance(2 * time.Hour)
+	f.check()
+	if got := readFloor(t, file); !got.Equal(c.now()) {
+		t.Errorf("floor file = %v after a synchronized reading past SaveEvery, want %v", got, c.now())
 	}
 }
