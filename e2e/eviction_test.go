@@ -116,7 +116,7 @@ func TestMemoryPressureEvictsBestEffortFirst(t *testing.T) {
 	for _, c := range node.Status.Conditions {
 		conds[c.Type] = c.Status + "/" + c.Reason
 	}
-	if want := map[string]string{"MemoryPressure": "True/KubeletHasInsufficientMemory", "DiskPressure": "False/KubeletHasNoDiskPressure", "PIDPressure": "False/KubeletHasSufficientPID"}; !maps.Equal(conds, want) || node.Metadata.Name != "e2e" {
+	if want := map[string]string{"MemoryPressure": "True/KubeletHasInsufficientMemory", "DiskPressure": "False/KubeletHasNoDiskPressure", "PIDPressure": "False/KubeletHasSufficientPID", "ClockBehind": "False/ClockSane"}; !maps.Equal(conds, want) || node.Metadata.Name != "e2e" {
 		t.Errorf("GET /node: %s %v, want e2e %v", node.Metadata.Name, conds, want)
 	}
 	out, stderr, code := tg.runCLI("node")
