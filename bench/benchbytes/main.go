@@ -53,7 +53,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -156,7 +155,7 @@ func run(ctx context.Context, o options) (err error) {
 	baseBin := o.base
 	if baseBin == "" {
 		fmt.Fprintf(os.Stderr, "benchbytes: building the baseline tug from %s\n", o.baseRev)
-		if baseBin, err = buildRev(ctx, o.baseRev, work); err != nil {
+		if baseBin, err = kit.BuildRev(ctx, o.baseRev, work); err != nil {
 			return err
 		}
 	}
@@ -241,27 +240,6 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	printReport(os.Stdout, o, window, subjects, day, update)
 	return nil
-}
-
-// buildRev builds ./agent of commit rev of the repository the benchmark
-// runs in (git archive, no work tree touched) into dir/tug-base.
-func buildRev(ctx context.Context, rev, dir string) (string, error) {
-	src := filepath.Join(dir, "base-src")
-	if err := os.MkdirAll(src, 0o700); err != nil {
-		return "", err
-	}
-	sh := fmt.Sprintf("git archive --format=tar %q | tar -x -C %q", rev, src)
-	if out, err := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", sh).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("git archive %s: %w\n%s", rev, err, out)
-	}
-	bin := filepath.Join(dir, "tug-base")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bin, "./agent")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s: %w\n%s", rev, err, out)
-	}
-	return bin, nil
 }
 
 // features are the upstreams, in the report's order.

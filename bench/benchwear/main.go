@@ -144,7 +144,7 @@ func run(ctx context.Context, o options) (err error) {
 	baseBin := o.base
 	if baseBin == "" {
 		fmt.Fprintf(os.Stderr, "benchwear: building the baseline tug from %s\n", o.baseRev)
-		if baseBin, err = buildRev(ctx, o.baseRev, subjects[0].session.Dir); err != nil {
+		if baseBin, err = kit.BuildRev(ctx, o.baseRev, subjects[0].session.Dir); err != nil {
 			return err
 		}
 	}
@@ -266,28 +266,6 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	printReport(os.Stdout, o, window, subjects, cd1.Sub(cd0), cdErr)
 	return nil
-}
-
-// buildRev builds ./agent of commit rev of the repository the benchmark
-// runs in (git archive, no work tree of the repository touched) into
-// dir/tug-base.
-func buildRev(ctx context.Context, rev, dir string) (string, error) {
-	src := filepath.Join(dir, "base-src")
-	if err := os.MkdirAll(src, 0o700); err != nil {
-		return "", err
-	}
-	sh := fmt.Sprintf("git archive --format=tar %q | tar -x -C %q", rev, src)
-	if out, err := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", sh).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("git archive %s: %w\n%s", rev, err, out)
-	}
-	bin := filepath.Join(dir, "tug-base")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bin, "./agent")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build %s: %w\n%s", rev, err, out)
-	}
-	return bin, nil
 }
 
 // writeSigningKey writes a new ed25519 key, PKCS#8 PEM, to path: the
