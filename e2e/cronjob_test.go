@@ -196,9 +196,12 @@ func TestCronJobForbidSkipsBusySlot(t *testing.T) {
 		return nil
 	})[0]
 	// The slot after the next: the busy one is skipped.
-	slots := tg.waitRuns(3*time.Minute, "busy", "the run of the slot after the busy one", func(slots []int64, _ map[int64]podview.View) error {
+	slots := tg.waitRuns(3*time.Minute, "busy", "the run of the slot after the busy one", func(slots []int64, views map[int64]podview.View) error {
 		if !slices.Contains(slots, first+2) {
 			return fmt.Errorf("no run for slot %d", first+2)
+		}
+		if ph := views[first+2].Status.Phase; ph != pod.PhaseRunning && ph != pod.PhaseSucceeded {
+			return fmt.Errorf("run %d is %s", first+2, ph)
 		}
 		return nil
 	})

@@ -149,9 +149,15 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 	}
 	st.Step("spec_options")
 
-	// 8. The container. From here on a failure removes what was made; a
-	// container that exists already was made by someone else, and its
+	// 8. The container. From here on the start runs to its end whatever
+	// happens to ctx (tug stopping): a container whose creation is
+	// cancelled leaves its snapshot under containerd's lease, and a task
+	// that containerd started while the call was being cancelled must not
+	// be taken for a failure and killed. A failure removes what was made;
+	// a container that exists already was made by someone else, and its
 	// snapshot is not ours to remove.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
 	var cont containerd.Container
 	owned := false
 	defer func() {
@@ -179,11 +185,6 @@ func (r *Runtime) startContainer(ctx context.Context, p *pod.Pod, c *pod.Contain
 		return "", err
 	}
 	st.Step("create")
-	// From here on the start runs to its end whatever happens to ctx (tug
-	// stopping): a task that containerd started while the call was being
-	// cancelled must not be taken for a failure and killed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer cancel()
 
 	// 9. A restart first looks at the image's entrypoint: a binary a power
 	// cut left empty fails only once it is exec'd, after the start
