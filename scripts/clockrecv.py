@@ -1,5 +1,6 @@
 """clockrecv.py PORT OUT: the receiver of scripts/clocktest.sh (run in the
-QEMU guest): a status URL (/status, unsigned JSON documents) and a
+QEMU guest): a status URL (/status, unsigned JSON documents, gzip-compressed
+when the request says Content-Encoding: gzip) and a
 remote-write endpoint (/write, snappy-compressed protobuf) on 127.0.0.1.
 Each request is one JSON line appended to OUT: when it came (the guest's
 clock), and for a status document its generatedAt and node conditions, for
@@ -8,6 +9,7 @@ timestamps (ms). The standard library only: the guest has no snappy or
 protobuf module, so both are decoded here (the block format and the
 varint/length-delimited wire types are all a WriteRequest uses)."""
 
+import gzip
 import http.server
 import json
 import sys
@@ -98,6 +100,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ts = timestamps(body)
                 rec.update(n=len(ts), min=min(ts, default=0), max=max(ts, default=0))
             else:
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
                 d = json.loads(body)
                 rec.update(generatedAt=d.get("generatedAt"), conditions=d.get("node", {}).get("conditions"))
         except Exception as e:  # recorded, and answered 400

@@ -250,14 +250,15 @@ YML
     done
 }
 # The status receiver: busybox httpd with a CGI script that appends the
-# version of each document (line 2 of the envelope, its header) to
+# version of each document (line 2 of the envelope, its header; gzip -dcf
+# takes a compressed document and passes a plain one through) to
 # $PC/status-received and syncs it before it answers.
 start_receiver() {
     mkdir -p $PC/recv/cgi-bin
     cat > $PC/recv/cgi-bin/status <<'CGI'
 #!/bin/sh
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
-v=$(head -c "${CONTENT_LENGTH:-0}" | sed -n 2p | jq -r '.version // empty' 2>/dev/null)
+v=$(head -c "${CONTENT_LENGTH:-0}" | gzip -dcf | sed -n 2p | jq -r '.version // empty' 2>/dev/null)
 [ -n "$v" ] && echo "v=$v;" >> /persist/pc/status-received && sync /persist/pc/status-received
 printf 'Content-Type: text/plain\r\n\r\nok\n'
 CGI
