@@ -48,7 +48,7 @@ func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.
 		labels = append(labels, remotewrite.Label{Name: k, Value: v})
 	}
 	slices.SortFunc(labels, func(a, b remotewrite.Label) int { return cmp.Compare(a.Name, b.Name) })
-	log.Info("pushing metrics by remote write", "interval", cfg.MetricsPushInterval, "buffer", cfg.MetricsBufferSize, "labels", labels)
+	log.Info("pushing metrics by remote write", "interval", cfg.MetricsPushInterval, "sample_interval", cfg.MetricsSampleInterval, "buffer", cfg.MetricsBufferSize, "labels", labels)
 	// Go's default transport, with a TLS session cache: a push after the
 	// idle connection was closed resumes the session (no certificate
 	// chain sent again).
@@ -59,6 +59,7 @@ func newRemoteWriter(cfg config.Config, node *policy.Node, registry *prometheus.
 		Client:         &http.Client{Transport: tr},
 		Header:         header,
 		Interval:       cfg.MetricsPushInterval,
+		SampleInterval: cfg.MetricsSampleInterval,
 		BufferSize:     cfg.MetricsBufferSize,
 		Dir:            filepath.Join(cfg.RootDir, "remote-write"),
 		ExternalLabels: labels,

@@ -23,13 +23,14 @@
 // headers, handshakes, ACKs and keep-alive probes included).
 //
 // The window is a compressed day: the default periods (URL 20 s, OCI 1 m,
-// status heartbeat 1 m ±10 %, remote write 30 s; the metered profile's are
-// longer) run for -window, after the pods run and -settle has passed, and
-// every figure is scaled by 24 h / window. Everything a quiet device sends
-// is periodic (polls, heartbeats, pushes, the reconnections their idle
-// timeouts cause), so the window should hold several periods of each: the
-// default, 10 m, holds 30 URL polls, 10 OCI polls, 10 heartbeats and 20
-// pushes, and 2 of the metered profile's 5 m polls. One bundle update is
+// status heartbeat 5 m ±10 %, remote write pushed every 2 m with four
+// gatherings; the metered profile's are longer) run for -window, after
+// the pods run and -settle has passed, and every figure is scaled by 24 h
+// / window. Everything a quiet device sends is periodic (polls,
+// heartbeats, pushes, the reconnections their idle timeouts cause), so the
+// window should hold several periods of each: the default, 10 m, holds 30
+// URL polls, 10 OCI polls, 2 heartbeats and 5 pushes, and 2 of the metered
+// profile's 5 m polls. One bundle update is
 // measured after the window: a new version of the OCI bundle (one pod
 // added), its bytes from the push until the pod runs. The metered
 // profile's heartbeat (30 m) and push (1 h) are longer than the window:
@@ -67,13 +68,22 @@ const (
 
 // meteredArgs is the metered profile (README, "Bytes on the wire"):
 // polls every 5 minutes, the status document on a change and as a
-// heartbeat every 30 minutes, metrics pushed once an hour.
+// heartbeat every 30 minutes, metrics gathered every 10 minutes and pushed
+// once an hour.
 var meteredArgs = []string{
 	"--http-check-frequency", "5m",
 	"--oci-check-frequency", "5m",
 	"--status-frequency", "30m",
 	"--metrics-push-interval", "1h",
+	"--metrics-sample-interval", "10m",
 }
+
+// Gatherings a push holds: at defaults (--metrics-push-interval 2m,
+// --metrics-sample-interval 30s) and with the metered profile.
+const (
+	defaultGatherings = 4
+	meteredGatherings = 6
+)
 
 type options struct {
 	kit.Options
@@ -299,10 +309,13 @@ var meteredPeriods = map[string]time.Duration{
 // The polls (5 m) are measured: the window holds a few, each over the
 // connection the last one left. The heartbeat (30 m) and the push (1 h)
 // are longer than the window and than their clients' idle timeout (90 s):
-// each costs the default tug's request (the same document, the same
-// series) plus a reconnection, counted as a full TLS handshake (the
-// baseline's OCI poll, a new connection each, less this tree's, over a
-// kept one): an upper bound, a resumed session costs less.
+// each costs the default tug's request (the same document; the same
+// series, with meteredGatherings samples each where the default's have
+// defaultGatherings, counted as that many times the default's request)
+// plus a reconnection, counted as a full TLS handshake (the baseline's OCI
+// poll, a new connection each, less this tree's, over a kept one): an
+// upper bound, a resumed session costs less and the labels of a series are
+// sent once a request, not once a sample.
 func printMetered(w io.Writer, o options, base, def, met map[string]counts) float64 {
 	per := func(c counts) (float64, bool) {
 		if c.requests == 0 {
@@ -325,9 +338,14 @@ func printMetered(w io.Writer, o options, base, def, met map[string]counts) floa
 			cost, _ = per(def[f])
 			from = "default's (none in the window)"
 		}
-		if f == "status" || f == "remote write" {
+		switch f {
+		case "status":
 			d, _ := per(def[f])
 			cost, from = d+reconnect, "default's + reconnection"
+		case "remote write":
+			d, _ := per(def[f])
+			cost = d*meteredGatherings/defaultGatherings + reconnect
+			from = fmt.Sprintf("default's ×%d/%d + reconnection", meteredGatherings, defaultGatherings)
 		}
 		n := float64(24*time.Hour) / float64(meteredPeriods[f])
 		total += cost * n

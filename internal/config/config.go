@@ -93,7 +93,9 @@ type Config struct {
 	// sent as headers with every status document ("" = none).
 	StatusURLHeaderFile string `yaml:"status-url-header-file"`
 	// StatusFrequency is how often the status document is sent when
-	// nothing changed, a heartbeat (with ±10% jitter). Default 1m.
+	// nothing changed, a heartbeat (with ±10% jitter). Default 5m, the
+	// kubelet's nodeStatusReportFrequency: a change is sent when it
+	// happens, the heartbeat only says the device is there.
 	StatusFrequency time.Duration `yaml:"status-frequency"`
 	// StatusSigningKey is an ed25519 private key file (as `tug sign
 	// --key` reads it); when set, each status document is sent as a
@@ -353,9 +355,14 @@ type Config struct {
 	// lines sent as headers with every push (Authorization...), in the
 	// format of ManifestURLHeaderFile ("" = none). Never logged.
 	MetricsRemoteWriteHeaderFile string `yaml:"metrics-remote-write-header-file"`
-	// MetricsPushInterval is how often the metrics are gathered and
-	// pushed: one batch each. Default 30s.
+	// MetricsPushInterval is how often the metrics are pushed: one batch
+	// each, with the gatherings made since the last (every
+	// MetricsSampleInterval). Default 2m.
 	MetricsPushInterval time.Duration `yaml:"metrics-push-interval"`
+	// MetricsSampleInterval is how often the metrics are gathered: the
+	// resolution of what is pushed. More than MetricsPushInterval means
+	// MetricsPushInterval. Default 30s.
+	MetricsSampleInterval time.Duration `yaml:"metrics-sample-interval"`
 	// MetricsBufferSize caps, in bytes, the batches kept on disk (under
 	// <root-dir>/remote-write) while the endpoint cannot be reached; the
 	// oldest go first beyond it. Default 16 MiB.
@@ -402,28 +409,29 @@ const DefaultPodCIDR = "10.87.0.0/24"
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	return Config{
-		PodManifestPath:      "/etc/tug/manifests",
-		FileCheckFrequency:   20 * time.Second,
-		HTTPCheckFrequency:   20 * time.Second,
-		OCICheckFrequency:    time.Minute,
-		SyncFrequency:        time.Minute,
-		RootDir:              "/var/lib/tug",
-		RunDir:               "/run/tug",
-		PodLogsDir:           "/var/log/pods",
-		ImageDir:             "/var/lib/tug/images",
-		RegistryConfigDir:    "/etc/containerd/certs.d",
-		ImagePullBandwidth:   "0",
-		ContainerdAddress:    "/run/containerd/containerd.sock",
-		ContainerdNamespace:  "tug",
-		ContainerLogMaxSize:  10 << 20,
-		MetricsPushInterval:  30 * time.Second,
-		MetricsBufferSize:    16 << 20,
-		ContainerLogMaxFiles: 5,
-		ContainerLogDriver:   "file",
-		LogLevel:             "info",
-		ManifestURLCAMode:    "append",
-		StatusFrequency:      time.Minute,
-		StatusCompression:    "gzip",
+		PodManifestPath:       "/etc/tug/manifests",
+		FileCheckFrequency:    20 * time.Second,
+		HTTPCheckFrequency:    20 * time.Second,
+		OCICheckFrequency:     time.Minute,
+		SyncFrequency:         time.Minute,
+		RootDir:               "/var/lib/tug",
+		RunDir:                "/run/tug",
+		PodLogsDir:            "/var/log/pods",
+		ImageDir:              "/var/lib/tug/images",
+		RegistryConfigDir:     "/etc/containerd/certs.d",
+		ImagePullBandwidth:    "0",
+		ContainerdAddress:     "/run/containerd/containerd.sock",
+		ContainerdNamespace:   "tug",
+		ContainerLogMaxSize:   10 << 20,
+		MetricsPushInterval:   2 * time.Minute,
+		MetricsSampleInterval: 30 * time.Second,
+		MetricsBufferSize:     16 << 20,
+		ContainerLogMaxFiles:  5,
+		ContainerLogDriver:    "file",
+		LogLevel:              "info",
+		ManifestURLCAMode:     "append",
+		StatusFrequency:       5 * time.Minute,
+		StatusCompression:     "gzip",
 
 		PLEGRelistPeriod:        time.Second,
 		CrashLoopBackOffInitial: 10 * time.Second,
@@ -566,7 +574,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.PageOutExecutableAfter, "page-out-executable-after", c.PageOutExecutableAfter, "how long after start tug gives back the pages of its own binary that start-up mapped (0: never)")
 	fs.StringVar(&c.MetricsRemoteWriteURL, "metrics-remote-write-url", c.MetricsRemoteWriteURL, "Prometheus remote-write endpoint (http or https) the metrics are pushed to")
 	fs.StringVar(&c.MetricsRemoteWriteHeaderFile, "metrics-remote-write-header-file", c.MetricsRemoteWriteHeaderFile, "file of \"Name: Value\" header lines for remote-write requests (keep it 0600)")
-	fs.DurationVar(&c.MetricsPushInterval, "metrics-push-interval", c.MetricsPushInterval, "how often the metrics are gathered and pushed to --metrics-remote-write-url")
+	fs.DurationVar(&c.MetricsPushInterval, "metrics-push-interval", c.MetricsPushInterval, "how often the metrics are pushed to --metrics-remote-write-url, one request holding the gatherings since the last")
+	fs.DurationVar(&c.MetricsSampleInterval, "metrics-sample-interval", c.MetricsSampleInterval, "how often the metrics are gathered for --metrics-remote-write-url (at most --metrics-push-interval)")
 	fs.Int64Var(&c.MetricsBufferSize, "metrics-buffer-size", c.MetricsBufferSize, "bytes of unsent metrics kept on disk while the remote-write endpoint is unreachable (the oldest go first)")
 }
 
@@ -771,6 +780,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricsPushInterval < time.Second {
 		errs = append(errs, fmt.Errorf("metrics-push-interval: at least 1s"))
+	}
+	if c.MetricsSampleInterval < time.Second {
+		errs = append(errs, fmt.Errorf("metrics-sample-interval: at least 1s"))
 	}
 	if c.MetricsBufferSize < 64<<10 {
 		errs = append(errs, fmt.Errorf("metrics-buffer-size: at least 65536 bytes"))

@@ -160,7 +160,7 @@ func TestParsePrecedence(t *testing.T) {
 		{"bandwidth not a quantity", []string{"--image-pull-bandwidth", "fast"}, nil, "image-pull-bandwidth"},
 		{"bandwidth negative", []string{"--image-pull-bandwidth", "-1Mi"}, nil, "image-pull-bandwidth"},
 		{"bandwidth too low", []string{"--image-pull-bandwidth", "2"}, nil, "at least 1024 bytes per second"},
-		{"status report off by default", nil, func(c Config) bool { return c.StatusURL == "" && c.StatusFrequency == time.Minute }, ""},
+		{"status report off by default", nil, func(c Config) bool { return c.StatusURL == "" && c.StatusFrequency == 5*time.Minute }, ""},
 		{"status flags", []string{"--status-url", "https://fleet.example/status", "--status-url-ca", "/ca.pem",
 			"--status-url-client-cert", "/c.pem", "--status-url-client-key", "/k.pem", "--status-url-header-file", "/h",
 			"--status-frequency", "30s", "--status-signing-key", "/sign.pem"}, func(c Config) bool {

@@ -40,7 +40,7 @@ func toTimeSeries(families []*dto.MetricFamily, ts int64, external []Label) []se
 			}
 		}
 		slices.SortFunc(labels, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
-		out = append(out, series{labels: labels, value: v, ts: ts})
+		out = append(out, series{labels: labels, samples: []sample{{value: v, ts: ts}}})
 	}
 	for _, f := range families {
 		name := f.GetName()

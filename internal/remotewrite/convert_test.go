@@ -51,20 +51,24 @@ func TestEncodeWriteRequestAsPrompb(t *testing.T) {
 		in   []series
 	}{
 		{"none", nil},
-		{"one", []series{{labels: []Label{{"__name__", "up"}, {"node", "edge1"}}, value: 1, ts: 1000}}},
-		{"zeros", []series{{labels: []Label{{"__name__", "z"}, {"empty", ""}}, value: 0, ts: 0}}},
-		{"no labels", []series{{value: 2, ts: 5}}},
+		{"one", []series{{labels: []Label{{"__name__", "up"}, {"node", "edge1"}}, samples: []sample{{value: 1, ts: 1000}}}}},
+		{"zeros", []series{{labels: []Label{{"__name__", "z"}, {"empty", ""}}, samples: []sample{{value: 0, ts: 0}}}}},
+		{"no labels", []series{{samples: []sample{{value: 2, ts: 5}}}}},
+		{"several samples", []series{{labels: []Label{{"__name__", "up"}}, samples: []sample{{value: 1, ts: 1000}, {value: 0, ts: 2000}, {value: 3, ts: 3000}}}}},
 		{"negative and special", []series{
-			{labels: []Label{{"__name__", "a"}}, value: math.Inf(-1), ts: -1},
-			{labels: []Label{{"__name__", "b"}}, value: math.NaN(), ts: math.MaxInt64},
-			{labels: []Label{{"__name__", "c"}}, value: -0.5, ts: math.MinInt64},
+			{labels: []Label{{"__name__", "a"}}, samples: []sample{{value: math.Inf(-1), ts: -1}}},
+			{labels: []Label{{"__name__", "b"}}, samples: []sample{{value: math.NaN(), ts: math.MaxInt64}}},
+			{labels: []Label{{"__name__", "c"}}, samples: []sample{{value: -0.5, ts: math.MinInt64}}},
 		}},
-		{"long", []series{{labels: []Label{{"__name__", long}, {"ünï", long + "ç"}}, value: 1e300, ts: 1 << 40}}},
+		{"long", []series{{labels: []Label{{"__name__", long}, {"ünï", long + "ç"}}, samples: []sample{{value: 1e300, ts: 1 << 40}}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var ref prompb.WriteRequest
 			for _, s := range tt.in {
-				ts := prompb.TimeSeries{Samples: []prompb.Sample{{Value: s.value, Timestamp: s.ts}}}
+				var ts prompb.TimeSeries
+				for _, sm := range s.samples {
+					ts.Samples = append(ts.Samples, prompb.Sample{Value: sm.value, Timestamp: sm.ts})
+				}
 				for _, l := range s.labels {
 					ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value})
 				}

@@ -68,8 +68,13 @@ type Config struct {
 	// Header is added to every request (Authorization...). It is never
 	// logged.
 	Header http.Header
-	// Interval is the time between two gatherings: one batch each.
+	// Interval is the time between two pushes: one batch each, holding
+	// the gatherings made since the last one.
 	Interval time.Duration
+	// SampleInterval is the time between two gatherings (the samples'
+	// resolution). Zero, or more than Interval: Interval (one gathering a
+	// batch).
+	SampleInterval time.Duration
 	// BufferSize caps the total size of the batches queued (in memory
 	// and on disk), in bytes.
 	BufferSize int64
@@ -110,9 +115,13 @@ type Writer struct {
 	wake chan struct{}
 
 	// held are the gatherings of a clock behind, oldest first, and their
-	// encoded size; only Run's goroutine touches them.
+	// encoded size; gathered are the gatherings not queued yet, oldest
+	// first, perBatch of which make a batch. Only Run's goroutine touches
+	// them.
 	held     []heldBatch
 	heldSize int64
+	gathered [][]series
+	perBatch int
 
 	sent        prometheus.Counter
 	dropped     *prometheus.CounterVec
@@ -128,22 +137,26 @@ func New(cfg Config) (*Writer, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.SampleInterval <= 0 || cfg.SampleInterval > cfg.Interval {
+		cfg.SampleInterval = cfg.Interval
+	}
 	cfg.Client = noRedirects(cfg.Client)
 	buf, lost, err := openBuffer(cfg.Dir, cfg.BufferSize)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{
-		cfg:  cfg,
-		buf:  buf,
-		wake: make(chan struct{}, 1),
+		cfg:      cfg,
+		buf:      buf,
+		wake:     make(chan struct{}, 1),
+		perBatch: max(1, int(cfg.Interval/cfg.SampleInterval)),
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tug_metrics_remote_write_samples_sent_total",
 			Help: "Samples the remote-write endpoint accepted.",
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tug_metrics_remote_write_dropped_samples_total",
-			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (a batch that could not be written to disk when tug stopped, or whose write a crash cut short), clock_behind (gathered while the clock was behind tug's time floor, beyond a quarter of --metrics-buffer-size, or held still when tug stopped). A crash also loses the last interval's batch if it was not delivered yet, uncounted.",
+			Help: "Samples never delivered: buffer_full (the oldest batches, beyond --metrics-buffer-size), rejected (a 4xx answer other than 429), write_error (a batch that could not be written to disk when tug stopped, or whose write a crash cut short), clock_behind (gathered while the clock was behind tug's time floor, beyond a quarter of --metrics-buffer-size, or held still when tug stopped). A crash also loses what was gathered since the last push (--metrics-push-interval) and the last batch if it was not delivered yet, uncounted.",
 		}, []string{"reason"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tug_metrics_remote_write_batches_pending",
@@ -176,23 +189,28 @@ func New(cfg Config) (*Writer, error) {
 	return w, nil
 }
 
-// Run gathers a batch at once and then every interval, and delivers the
-// queue in a goroutine of its own, so that a slow or unreachable endpoint
-// never delays a gathering. It returns nil when ctx ends, once the batches
-// not delivered are on disk for the next run.
+// Run gathers at once, and then every sample interval; it queues the first
+// gathering as a batch at once (a receiver hears of a device soon after
+// it starts) and then a batch every interval, holding the gatherings made
+// since the last. It delivers the queue in a goroutine of its own, so that
+// a slow or unreachable endpoint never delays a gathering. It returns nil
+// when ctx ends, once the gatherings and batches not delivered are on disk
+// for the next run.
 func (w *Writer) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		w.deliver(ctx)
 	}()
-	t := time.NewTicker(w.cfg.Interval)
+	t := time.NewTicker(w.cfg.SampleInterval)
 	defer t.Stop()
+	w.collect(time.Now())
+	w.flush(true)
 	for {
-		w.collect(time.Now())
 		select {
 		case <-ctx.Done():
 			<-done
+			w.flush(true)
 			w.persist()
 			if n := w.heldSamples(); n > 0 {
 				w.dropped.WithLabelValues(ReasonClockBehind).Add(float64(n))
@@ -200,6 +218,7 @@ func (w *Writer) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
+			w.collect(time.Now())
 		}
 	}
 }
@@ -213,9 +232,10 @@ type heldBatch struct {
 	size   int64
 }
 
-// collect gathers, encodes and buffers one batch, then wakes the sender.
-// While Hold says the clock is behind, it holds the gathering instead;
-// the first gathering after stamps and queues the held ones first.
+// collect gathers once and keeps the gathering for the next batch, queued
+// once it has perBatch gatherings. While
+// Hold says the clock is behind, it holds the gathering instead; the first
+// gathering after stamps the held ones and keeps them first.
 func (w *Writer) collect(now time.Time) {
 	families, err := w.cfg.Gatherer.Gather()
 	if err != nil {
@@ -232,15 +252,33 @@ func (w *Writer) collect(now time.Time) {
 		// step of the wall clock between them does not count.
 		ts := now.Add(-now.Sub(h.taken)).UnixMilli()
 		for i := range h.series {
-			h.series[i].ts = ts
+			for j := range h.series[i].samples {
+				h.series[i].samples[j].ts = ts
+			}
 		}
-		w.queue(h.series)
+		w.gathered = append(w.gathered, h.series)
 	}
 	if len(w.held) > 0 {
 		w.cfg.Log.Info("remote-write samples held while the clock was behind are queued with their true times", "batches", len(w.held))
 		w.held, w.heldSize = nil, 0
 	}
-	w.queue(series)
+	if len(series) > 0 {
+		w.gathered = append(w.gathered, series)
+	}
+	w.flush(false)
+}
+
+// flush queues the gatherings kept, perBatch to a batch; all of them when
+// all is true, else only full batches.
+func (w *Writer) flush(all bool) {
+	for len(w.gathered) >= w.perBatch || (all && len(w.gathered) > 0) {
+		n := min(w.perBatch, len(w.gathered))
+		w.queue(merge(w.gathered[:n]))
+		w.gathered = w.gathered[n:]
+	}
+	if len(w.gathered) == 0 {
+		w.gathered = nil
+	}
 }
 
 // hold keeps one gathering of a clock behind, dropping the oldest held
@@ -256,7 +294,7 @@ func (w *Writer) hold(now time.Time, series []series) {
 	w.held = append(w.held, heldBatch{taken: now, series: series, size: size})
 	w.heldSize += size
 	for len(w.held) > 1 && w.heldSize > w.cfg.BufferSize/4 {
-		w.dropped.WithLabelValues(ReasonClockBehind).Add(float64(len(w.held[0].series)))
+		w.dropped.WithLabelValues(ReasonClockBehind).Add(float64(samples(w.held[0].series)))
 		w.heldSize -= w.held[0].size
 		w.held = w.held[1:]
 	}
@@ -266,7 +304,7 @@ func (w *Writer) hold(now time.Time, series []series) {
 func (w *Writer) heldSamples() int {
 	n := 0
 	for _, h := range w.held {
-		n += len(h.series)
+		n += samples(h.series)
 	}
 	return n
 }
@@ -277,7 +315,7 @@ func (w *Writer) queue(series []series) {
 		return
 	}
 	body := snappy.Encode(nil, encodeWriteRequest(series))
-	dropped, err := w.buf.add(body, len(series))
+	dropped, err := w.buf.add(body, samples(series))
 	if dropped > 0 {
 		w.dropped.WithLabelValues(ReasonBufferFull).Add(float64(dropped))
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -532,5 +534,70 @@ func TestWriterHeldCap(t *testing.T) {
 	// Run gathers once more (held) before it sees ctx end.
 	if got := testutil.ToFloat64(w.dropped.WithLabelValues(ReasonClockBehind)); got != 21 {
 		t.Errorf("dropped clock_behind = %v after stop, want 21 (every sample held)", got)
+	}
+}
+
+// TestWriterBatchesGatherings: with a sample interval a quarter of the
+// push interval, four gatherings make one request whose series carry four
+// samples each, oldest first; what is gathered when tug stops is queued,
+// not lost.
+func TestWriterBatchesGatherings(t *testing.T) {
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	w, _ := newTestWriter(t, t.TempDir(), srv.URL, 1<<20)
+	w.cfg.SampleInterval = w.cfg.Interval / 4
+	w.perBatch = 4
+	for i := range int64(6) {
+		w.collect(time.UnixMilli(1000 * (i + 1)))
+	}
+	deliverAll(t, w)
+	if len(rcv.got) != 1 {
+		t.Fatalf("after 6 gatherings %d requests, want 1 (4 gatherings)", len(rcv.got))
+	}
+	if n := len(rcv.got[0].Timeseries); n != 1 {
+		t.Errorf("%d series, want 1 with 4 samples", n)
+	}
+	l := "__name__=kubelet_running_pods,node=edge1 "
+	if got, want := seriesText(rcv.got[0].Timeseries), []string{l + "2@1000", l + "2@2000", l + "2@3000", l + "2@4000"}; !slices.Equal(got, want) {
+		t.Errorf("series %q, want %q", got, want)
+	}
+	if got := testutil.ToFloat64(w.sent); got != 4 {
+		t.Errorf("samples sent = %v, want 4", got)
+	}
+	w.flush(true)
+	deliverAll(t, w)
+	if len(rcv.got) != 2 {
+		t.Fatalf("after the stop's flush %d requests, want 2", len(rcv.got))
+	}
+	if got, want := seriesText(rcv.got[1].Timeseries), []string{l + "2@5000", l + "2@6000"}; !slices.Equal(got, want) {
+		t.Errorf("the stop's batch: %q, want %q", got, want)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	a := []Label{{"__name__", "a"}}
+	b := []Label{{"__name__", "b"}}
+	one := func(l []Label, v float64, ts int64) series { return series{labels: l, samples: []sample{{v, ts}}} }
+	for _, tt := range []struct {
+		name string
+		in   [][]series
+		want []series
+	}{
+		{"one gathering as it is", [][]series{{one(a, 1, 1)}}, []series{one(a, 1, 1)}},
+		{"samples joined oldest first", [][]series{{one(a, 1, 1), one(b, 2, 1)}, {one(a, 3, 2), one(b, 4, 2)}},
+			[]series{{labels: a, samples: []sample{{1, 1}, {3, 2}}}, {labels: b, samples: []sample{{2, 1}, {4, 2}}}}},
+		{"a series that appears later goes last", [][]series{{one(a, 1, 1)}, {one(b, 2, 2), one(a, 3, 2)}},
+			[]series{{labels: a, samples: []sample{{1, 1}, {3, 2}}}, {labels: b, samples: []sample{{2, 2}}}}},
+		{"a series that goes keeps its samples", [][]series{{one(a, 1, 1), one(b, 2, 1)}, {one(a, 3, 2)}},
+			[]series{{labels: a, samples: []sample{{1, 1}, {3, 2}}}, {labels: b, samples: []sample{{2, 1}}}}},
+		{"labels differ only in a value", [][]series{{one([]Label{{"x", "ab"}, {"y", "c"}}, 1, 1)}, {one([]Label{{"x", "a"}, {"y", "bc"}}, 2, 2)}},
+			[]series{one([]Label{{"x", "ab"}, {"y", "c"}}, 1, 1), one([]Label{{"x", "a"}, {"y", "bc"}}, 2, 2)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := merge(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("merge = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

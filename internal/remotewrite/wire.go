@@ -2,16 +2,23 @@ package remotewrite
 
 import (
 	"math"
+	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // series is one remote-write time series: its labels, sorted by name, and
-// its one sample.
+// its samples, oldest first (one per gathering it was in).
 type series struct {
-	labels []Label
-	value  float64
-	ts     int64 // ms
+	labels  []Label
+	samples []sample
+}
+
+// sample is one value of a series at a time.
+type sample struct {
+	value float64
+	ts    int64 // ms
 }
 
 // Field numbers of the remote-write 1.0 messages (prometheus/prompb:
@@ -41,15 +48,17 @@ func encodeWriteRequest(ss []series) []byte {
 			b = appendString(b, fieldLabelName, l.Name)
 			b = appendString(b, fieldLabelValue, l.Value)
 		}
-		b = protowire.AppendTag(b, fieldSamples, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(sampleSize(s)))
-		if s.value != 0 {
-			b = protowire.AppendTag(b, fieldSampleValue, protowire.Fixed64Type)
-			b = protowire.AppendFixed64(b, math.Float64bits(s.value))
-		}
-		if s.ts != 0 {
-			b = protowire.AppendTag(b, fieldSampleTime, protowire.VarintType)
-			b = protowire.AppendVarint(b, uint64(s.ts))
+		for _, sm := range s.samples {
+			b = protowire.AppendTag(b, fieldSamples, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(sampleSize(sm)))
+			if sm.value != 0 {
+				b = protowire.AppendTag(b, fieldSampleValue, protowire.Fixed64Type)
+				b = protowire.AppendFixed64(b, math.Float64bits(sm.value))
+			}
+			if sm.ts != 0 {
+				b = protowire.AppendTag(b, fieldSampleTime, protowire.VarintType)
+				b = protowire.AppendVarint(b, uint64(sm.ts))
+			}
 		}
 	}
 	return b
@@ -74,7 +83,7 @@ func labelSize(l Label) int {
 	return stringSize(fieldLabelName, l.Name) + stringSize(fieldLabelValue, l.Value)
 }
 
-func sampleSize(s series) int {
+func sampleSize(s sample) int {
 	n := 0
 	if s.value != 0 {
 		n += protowire.SizeTag(fieldSampleValue) + protowire.SizeFixed64()
@@ -90,5 +99,51 @@ func timeSeriesSize(s series) int {
 	for _, l := range s.labels {
 		n += protowire.SizeTag(fieldLabels) + protowire.SizeBytes(labelSize(l))
 	}
-	return n + protowire.SizeTag(fieldSamples) + protowire.SizeBytes(sampleSize(s))
+	for _, sm := range s.samples {
+		n += protowire.SizeTag(fieldSamples) + protowire.SizeBytes(sampleSize(sm))
+	}
+	return n
+}
+
+// merge joins gatherings, oldest first, into one list of series: a series
+// found in several gatherings is sent once, with one sample from each. Its
+// labels are written once a request instead of once a sample, which is
+// most of a request's size (measured on tug's own metrics at 10 pods, 194
+// series: one gathering is 4,363 bytes snappy-compressed, four merged
+// 1,692 bytes a gathering). Series keep the order of their first
+// appearance.
+func merge(gatherings [][]series) []series {
+	if len(gatherings) == 1 {
+		return gatherings[0]
+	}
+	var out []series
+	at := map[string]int{}
+	var key strings.Builder
+	for _, g := range gatherings {
+		for _, s := range g {
+			key.Reset()
+			for _, l := range s.labels {
+				key.WriteString(l.Name)
+				key.WriteByte(0)
+				key.WriteString(l.Value)
+				key.WriteByte(0)
+			}
+			if i, ok := at[key.String()]; ok {
+				out[i].samples = append(out[i].samples, s.samples...)
+				continue
+			}
+			at[key.String()] = len(out)
+			out = append(out, series{labels: s.labels, samples: slices.Clone(s.samples)})
+		}
+	}
+	return out
+}
+
+// samples is the number of samples of ss.
+func samples(ss []series) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.samples)
+	}
+	return n
 }
