@@ -150,8 +150,9 @@ var allowedImports = map[string]allowed{
 	// types it speaks (image-spec, distribution/reference for names,
 	// errdefs for its error kinds, platforms for the host's platform);
 	// registry gives the resolvers of its pulls; x/sys for the syncfs(2)
-	// that makes an unpack durable on a containerd 1.x daemon.
-	"tug/internal/images": {internal: []string{"tug/internal/pod", "tug/internal/registry"}, modules: []string{
+	// that makes an unpack durable on a containerd 1.x daemon; timefloor
+	// says a registry certificate's dates against the clock in words.
+	"tug/internal/images": {internal: []string{"tug/internal/pod", "tug/internal/registry", "tug/internal/timefloor"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/containerd/platforms", "github.com/distribution/reference",
 		"github.com/opencontainers/image-spec", "golang.org/x/sys",

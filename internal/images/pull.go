@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes"
 
 	"tug/internal/pod"
+	"tug/internal/timefloor"
 )
 
 // Event reasons and types of image pulls, the kubelet's.
@@ -330,7 +331,9 @@ func (m *Manager) doPull(ctx context.Context, call *pullCall, resolver remotes.R
 		if errors.Is(cause, pod.ErrImagePullDeferred) {
 			return nil, 0, fmt.Errorf("pull image %q: %w", ref, cause) // a wait, not a failed pull
 		}
-		return nil, 0, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, err)
+		// A registry's certificate that is not valid by the device's
+		// clock is said in words (a clock behind after a boot in 1970).
+		return nil, 0, fmt.Errorf("pull image %q: %w: %w", ref, pod.ErrImagePull, timefloor.ExplainTLS(err, time.Now()))
 	}
 	failed = false
 	if unpack {

@@ -15,6 +15,7 @@ import (
 	"tug/internal/manifest"
 	"tug/internal/pod"
 	"tug/internal/podview"
+	"tug/internal/timefloor"
 )
 
 // OCIPrefix starts the name of an OCI source: "oci://" and its reference.
@@ -184,7 +185,7 @@ func (o *OCI) poll(ctx context.Context) {
 func (o *OCI) fetch(ctx context.Context) error {
 	_, desc, err := o.cfg.Resolver.Resolve(ctx, o.cfg.Ref)
 	if err != nil {
-		return &fetchError{unreachable, fmt.Errorf("resolve %s: %w", o.cfg.Ref, err)}
+		return &fetchError{unreachable, fmt.Errorf("resolve %s: %w", o.cfg.Ref, timefloor.ExplainTLS(err, time.Now()))}
 	}
 	dgst := desc.Digest.String()
 	now := o.cfg.Clock.Now()
@@ -210,7 +211,7 @@ func (o *OCI) fetch(ctx context.Context) error {
 	case errors.As(err, &be) || errors.Is(err, bundle.ErrNotBundle):
 		return o.refuse(dgst, fmt.Errorf("%s: %s: %w", o.name, dgst, err))
 	case err != nil:
-		return &fetchError{unreachable, fmt.Errorf("%s: %s: %w", o.name, dgst, err)}
+		return &fetchError{unreachable, fmt.Errorf("%s: %s: %w", o.name, dgst, timefloor.ExplainTLS(err, time.Now()))}
 	}
 	o.mu.Lock()
 	o.st.FullResponses++

@@ -52,13 +52,20 @@ func NewCA(t testing.TB, name string) *CA {
 // server's certificate for ip, a client's when ip is nil.
 func (ca *CA) Issue(t testing.TB, dir, name string, ip net.IP) (certFile, keyFile string) {
 	t.Helper()
+	return ca.IssueValid(t, dir, name, ip, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// IssueValid is Issue for a certificate valid from from until until: one
+// a wrong clock sees as not valid yet, or expired.
+func (ca *CA) IssueValid(t testing.TB, dir, name string, ip net.IP, from, until time.Time) (certFile, keyFile string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: from, NotAfter: until,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	if ip != nil {
@@ -85,7 +92,14 @@ func (ca *CA) Issue(t testing.TB, dir, name string, ip net.IP) (certFile, keyFil
 // ServerPair returns a server certificate for ip, signed by ca.
 func (ca *CA) ServerPair(t testing.TB, ip net.IP) tls.Certificate {
 	t.Helper()
-	c, k := ca.Issue(t, t.TempDir(), "server", ip)
+	return ca.ServerPairValid(t, ip, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// ServerPairValid is ServerPair for a certificate valid from from until
+// until.
+func (ca *CA) ServerPairValid(t testing.TB, ip net.IP, from, until time.Time) tls.Certificate {
+	t.Helper()
+	c, k := ca.IssueValid(t, t.TempDir(), "server", ip, from, until)
 	pair, err := tls.LoadX509KeyPair(c, k)
 	if err != nil {
 		t.Fatal(err)
