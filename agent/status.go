@@ -40,7 +40,7 @@ func newStatusLink(cfg config.Config, hostname string, log *slog.Logger) (*statu
 	if err != nil {
 		return nil, fmt.Errorf("status URL %w", err)
 	}
-	l := &statusLink{client: statusreport.NewClient(tlsCfg), header: http.Header{}}
+	l := &statusLink{client: statusreport.NewClient(tlsCfg, keepIdle(cfg.StatusFrequency)), header: http.Header{}}
 	if cfg.StatusURLHeaderFile != "" {
 		if l.header, err = readHeaderFile(cfg.StatusURLHeaderFile, "status URL", log); err != nil {
 			return nil, err

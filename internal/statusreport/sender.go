@@ -122,12 +122,16 @@ type Sender struct {
 }
 
 // NewClient returns the HTTP client of a status URL: the TLS
-// configuration given (nil: Go's defaults) and no redirect followed, so
-// that the headers and the document go nowhere but the configured URL; a
-// redirect answer is a failed send.
-func NewClient(tlsCfg *tls.Config) *http.Client {
+// configuration given (nil: Go's defaults), idle connections kept for idle
+// (zero: Go's 90 s) and no redirect followed, so that the headers and the
+// document go nowhere but the configured URL; a redirect answer is a
+// failed send.
+func NewClient(tlsCfg *tls.Config, idle time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
+	if idle > 0 {
+		tr.IdleConnTimeout = idle
+	}
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 

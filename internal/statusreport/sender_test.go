@@ -369,7 +369,7 @@ func TestSenderTLS(t *testing.T) {
 		path string
 		ok   bool
 	}{{"/status", true}, {"/moved", false}} {
-		s, err := New(Config{URL: srv.URL + tt.path, Client: NewClient(tlsCfg), Signer: signer, Status: state, NodeName: "kiosk-1"})
+		s, err := New(Config{URL: srv.URL + tt.path, Client: NewClient(tlsCfg, 0), Signer: signer, Status: state, NodeName: "kiosk-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
