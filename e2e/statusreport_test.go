@@ -418,3 +418,36 @@ func checkNoSecret(t *testing.T, tg *tug, secrets []string) {
 		}
 	}
 }
+
+// TestStatusQuietDeviceSendsHeartbeatsOnly: a device at rest sends its
+// document as a heartbeat and nothing else: no field of it (a condition's
+// transition time computed again at each build) changes while nothing
+// happens, so no change sends one between heartbeats.
+func TestStatusQuietDeviceSendsHeartbeatsOnly(t *testing.T) {
+	t.Parallel()
+	const beat = 20 * time.Second
+	tg, r, _ := statusTug(t, "--status-frequency", beat.String())
+	tg.writeManifest("quiet.yaml", shPod("quiet", tg.image, idle))
+	r.waitDoc(tg, startTimeout, 0, "quiet runs", func(d statusreport.Document) error {
+		p, err := reportedPod(d, "quiet")
+		if err == nil && (p.Phase != "Running" || !p.Ready) {
+			err = fmt.Errorf("quiet %+v", p)
+		}
+		return err
+	})
+	time.Sleep(5 * time.Second) // the last changes of the start sent
+	n := r.count()
+	const window = 45 * time.Second
+	time.Sleep(window)
+	docs, _ := r.since(n)
+	// At most three heartbeats fit in 45 s of a 20 s ±10% period.
+	if len(docs) > 3 {
+		for i := 1; i < len(docs); i++ {
+			if a, b := withoutTime(docs[i-1].doc), withoutTime(docs[i].doc); a != b {
+				t.Logf("document %d differs from the one before:\n%s\n%s", i, a, b)
+				break
+			}
+		}
+		t.Errorf("%d documents in %v at rest, want at most 3 (the heartbeats)", len(docs), window)
+	}
+}

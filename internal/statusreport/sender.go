@@ -283,11 +283,28 @@ func (s *Sender) build() Document {
 // at its true time, since the monotonic clock both readings carry does not
 // step. A time without a monotonic reading (read back from a file, or
 // given by another process) is returned as it is.
+//
+// The result must not change from one document to the next while nothing
+// happens: a change is what sends a document. The wall clock drifts from
+// the monotonic one by a little (NTP slewing it, a hypervisor), so the
+// computed true time moves by nanoseconds at each build; settle keeps the
+// time as it was read when the two agree within a second, else the true
+// time to the second.
 func trueTime(now, t time.Time) time.Time {
 	if t.IsZero() || t == t.Round(0) {
 		return t
 	}
-	return now.Add(-now.Sub(t))
+	return settle(now.Add(-now.Sub(t)), t.Round(0))
+}
+
+// settle returns read, the wall time a reading carried, when the true time
+// computed for it is within a second of it, else that true time truncated
+// to the second: a value that stays the same while the clocks only drift.
+func settle(computed, read time.Time) time.Time {
+	if d := computed.Sub(read); d > -time.Second && d < time.Second {
+		return read
+	}
+	return computed.Truncate(time.Second)
 }
 
 // maxAnswer bounds what is read of an answer's body (then dropped), so

@@ -393,7 +393,7 @@ func TestSenderTLS(t *testing.T) {
 func TestTrueTime(t *testing.T) {
 	now := time.Now()
 	read := now.Add(-time.Minute) // carries the monotonic reading
-	if got := trueTime(now, read); !got.Equal(read) || got.Round(0) != read.Round(0) {
+	if got := trueTime(now, read); got != read.Round(0) {
 		t.Errorf("trueTime(now, a reading a minute ago) = %v, want %v", got, read)
 	}
 	fromFile := time.Date(1970, 1, 1, 0, 0, 34, 0, time.UTC)
@@ -402,5 +402,31 @@ func TestTrueTime(t *testing.T) {
 	}
 	if got := trueTime(now, time.Time{}); !got.IsZero() {
 		t.Errorf("trueTime(zero) = %v", got)
+	}
+}
+
+// TestSettle: a true time computed again and again while the wall clock
+// only drifts from the monotonic one stays the same value (a document is
+// sent on every change); a step gives the true time to the second.
+func TestSettle(t *testing.T) {
+	read := time.Date(2026, 11, 29, 18, 38, 24, 905859677, time.UTC)
+	in1970 := time.Date(1970, 1, 1, 0, 0, 34, 5, time.UTC)
+	stepped := time.Date(2026, 11, 29, 18, 0, 5, 0, time.UTC)
+	for _, tt := range []struct {
+		name           string
+		computed, read time.Time
+		want           time.Time
+	}{
+		{"the same", read, read, read},
+		{"drifted by nanoseconds", read.Add(731), read, read},
+		{"drifted back by milliseconds", read.Add(-3 * time.Millisecond), read, read},
+		{"read in 1970", stepped.Add(123), in1970, stepped},
+		{"read in 1970, then drift", stepped.Add(9999), in1970, stepped},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := settle(tt.computed, tt.read); got != tt.want {
+				t.Errorf("settle = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
