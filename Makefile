@@ -51,7 +51,10 @@
 #   make test-clock   tug in the QEMU guest booted with its RTC at 1970: the clock
 #                     behind said and the reports held until date -s, then sent
 #                     with true times; a year's step forward and back while pods
-#                     run (scripts/clocktest.sh); part of make test
+#                     run; then booted with its RTC a year ahead: a certificate
+#                     expired by the clock said in words, the URL's pods from
+#                     their checkpoint after a SIGKILL, NTP's step back followed
+#                     (scripts/clocktest.sh); part of make test
 #   make test-powercut  power cuts of a device running tug: the QEMU guest of
 #                     test-systemd with a persistent ext4 disk (containerd, tug's
 #                     root dir, pod logs, claims), killed hard (SIGKILL of QEMU) at
@@ -307,8 +310,12 @@ test-clock:
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
 	mkdir -p $(V2_BIN)
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-clock ./agent
-	V2G_RTC=1970-01-01T00:00:00 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/clocktest.sh \
+	V2G_RTC=1970-01-01T00:00:00 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/clocktest.sh behind \
 		$(V2_BIN)/tug-clock $(V2_ARCHIVE) $(V2_IMAGE) "$$(date +%s)"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 180 -subj /CN=clocktest \
+		-addext subjectAltName=IP:127.0.0.1 -keyout $(V2_BIN)/clock-tls.key -out $(V2_BIN)/clock-tls.crt 2>/dev/null
+	V2G_RTC=$$(date -u -d '+1 year' +%FT%T) scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/clocktest.sh ahead \
+		$(V2_BIN)/tug-clock $(V2_ARCHIVE) $(V2_IMAGE) "$$(date +%s)" $(V2_BIN)/clock-tls.crt $(V2_BIN)/clock-tls.key
 
 # test-arm64: a subset of the e2e suite on arm64, in a QEMU aarch64 guest
 # (software emulation) with Debian's arm64 kernel, containerd, runc and

@@ -1,7 +1,9 @@
-"""clockrecv.py PORT OUT: the receiver of scripts/clocktest.sh (run in the
-QEMU guest): a status URL (/status, unsigned JSON documents, gzip-compressed
-when the request says Content-Encoding: gzip) and a
-remote-write endpoint (/write, snappy-compressed protobuf) on 127.0.0.1.
+"""clockrecv.py PORT OUT [BUNDLE [CERT KEY]]: the receiver of
+scripts/clocktest.sh (run in the QEMU guest): a status URL (/status,
+unsigned JSON documents, gzip-compressed when the request says
+Content-Encoding: gzip) and a remote-write endpoint (/write,
+snappy-compressed protobuf) on 127.0.0.1; with BUNDLE, GET /bundle serves
+that file (503 while BUNDLE.down exists); with CERT and KEY, it speaks TLS.
 Each request is one JSON line appended to OUT: when it came (the guest's
 clock), and for a status document its generatedAt and node conditions, for
 a remote-write batch its sample count and its lowest and highest sample
@@ -12,6 +14,8 @@ varint/length-delimited wire types are all a WriteRequest uses)."""
 import gzip
 import http.server
 import json
+import os
+import ssl
 import sys
 import time
 
@@ -111,10 +115,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(400 if "error" in rec else 204)
         self.end_headers()
 
+    def do_GET(self):
+        if self.path != "/bundle" or not BUNDLE or os.path.exists(BUNDLE + ".down"):
+            self.send_response(503)
+            self.end_headers()
+            return
+        with open(BUNDLE, "rb") as f:
+            body = f.read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, *args):
         pass
 
 
 if __name__ == "__main__":
     OUT = sys.argv[2]
-    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    BUNDLE = sys.argv[3] if len(sys.argv) > 3 else ""
+    srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    if len(sys.argv) > 5:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.serve_forever()

@@ -1,10 +1,13 @@
 #!/bin/sh
-# clocktest.sh TUG ARCHIVE IMAGE TRUE_EPOCH: tug with a wrong clock (run in
-# the QEMU guest by `make test-clock`, booted with its real-time clock at
-# 1970: V2G_RTC). TRUE_EPOCH is the host's time (Unix seconds) when the
-# guest was booted; the true time in the guest is that plus its uptime. A
+# clocktest.sh MODE TUG ARCHIVE IMAGE TRUE_EPOCH [TLS_CERT TLS_KEY]: tug
+# with a wrong clock, run in the QEMU guest by `make test-clock`, booted
+# with its real-time clock (V2G_RTC) at 1970 (MODE behind) or a year ahead
+# (MODE ahead). TRUE_EPOCH is the host's time (Unix seconds) when the guest
+# was booted; the true time in the guest is that plus its uptime. A
 # receiver in the guest (scripts/clockrecv.py) takes the status documents
-# and the remote-write batches. It checks:
+# and the remote-write batches.
+#
+# MODE behind checks:
 #   1. the guest's clock reads 1970 (when it does not, it is set to 1970
 #      with date -s before tug starts, and the run says so);
 #   2. tug starts, its pods run (a server with liveness and readiness
@@ -26,9 +29,33 @@
 #      synchronized, is never written), status documents go on, the crashing container
 #      restarts when its back-off ends (not a year later), and no probe
 #      failed and the probed server was not restarted across both steps.
+#
+# MODE ahead (TLS_CERT, TLS_KEY: the status receiver's certificate, made
+# on the host at the true time and valid for 180 days, so expired by the
+# guest's clock) checks:
+#   1. the guest's clock reads a year ahead;
+#   2. tug starts with a URL source (a signed bundle valid for two years,
+#      its host-network pod allowed by --url-policy privileged)
+#      and its manifest directory: both pods run; a clock ahead is not
+#      behind (no Warn line); the status receiver's certificate fails the
+#      handshake and tug says so in words ("renew the certificate, or set
+#      the clock if it is ahead"); no status document is received;
+#   3. tug is killed (SIGKILL) and the URL answers 503: the next tug starts
+#      the URL's pods from their checkpoint, and the pod runs on, never
+#      restarted;
+#   4. the clock steps back to the true time (NTP correcting): tug follows
+#      ("the clock stepped back"), never says "behind", the floor file
+#      never holds the year ahead, the status documents arrive over TLS
+#      with true times, remote-write samples after the step carry true
+#      times, no pod restarted and no probe failed.
+#
+# A clock ahead cannot be told from a true one by the device alone: tug
+# says what it sees (a certificate expired by its clock) in words that name
+# both causes, and follows the step back.
 # Prints PASS/FAIL lines; exits 0 only if everything passed.
 set -u
-TUG=$1 ARCHIVE=$2 IMAGE=$3 TRUE0=$4
+MODE=$1 TUG=$2 ARCHIVE=$3 IMAGE=$4 TRUE0=$5 CERT=${6:-} KEY=${7:-}
+RPID2= TPID= RPID=
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=/run/clocktest
 NS=tugclock
@@ -88,6 +115,7 @@ r = [json.loads(l) for l in open('$RECV')] if __import__('os').path.exists('$REC
 sys.exit(0 if ($1) else 1)"; }
 showlog() { echo "---- tug's log (out/tug-clock.log), last lines"; tail -n 30 "$LOG"; echo "---- received"; tail -n 5 "$RECV" 2>/dev/null; }
 
+behind() {
 # 1. The clock at boot.
 if [ "$(date -u +%Y)" -lt 2000 ]; then
     pass "the guest booted with its clock at $(date -u +%FT%TZ) (the RTC at 1970)"
@@ -205,7 +233,123 @@ if waitfor 20 received "any(x['path'] == '/status' and $S + 1 < x['at'] < $S + 3
 [ "$(unhealthy)" = "$unh0" ] && pass "no probe failure across the steps" || fail "probe failures across the steps: $unh0 -> $(unhealthy): $(tugc events | grep Unhealthy | tail -n 3)"
 running web && pass "the server is still Running" || fail "the server is not Running"
 
-kill $TPID $RPID 2>/dev/null
+}
+
+ahead() {
+# 1. The clock at boot.
+if [ "$(date +%s)" -gt $(( $(truenow) + 300 * 86400 )) ]; then
+    pass "the guest booted with its clock at $(date -u +%FT%TZ), a year ahead (the RTC)"
+else
+    echo "note: the guest's clock reads $(date -u +%FT%TZ), not a year ahead: set with date -s before tug starts"
+    date -u -s @$(( $(truenow) + 365 * 86400 )) >/dev/null
+fi
+[ -r "$CERT" ] && [ -r "$KEY" ] || { fail "no TLS certificate and key given ($CERT, $KEY)"; return; }
+
+mkdir -p $D/manifests $D/images $D/root $D/logs $D/run $D/url
+cp "$ARCHIVE" $D/images/
+cat > $D/manifests/web.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: $IMAGE
+      imagePullPolicy: Never
+      command: ["sleep", "86400"]
+      livenessProbe:
+        exec: {command: ["true"]}
+        periodSeconds: 2
+        timeoutSeconds: 20
+        failureThreshold: 2
+YAML
+cat > $D/url/ckpt.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ckpt
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: $IMAGE
+      imagePullPolicy: Never
+      command: ["sleep", "86400"]
+YAML
+openssl genpkey -algorithm ed25519 -out $D/url/key.pem 2>/dev/null && openssl pkey -in $D/url/key.pem -pubout -out $D/url/pub.pem ||
+    fail "openssl: no ed25519 key"
+notafter=$(date -u -d @$(( $(truenow) + 2 * 365 * 86400 )) +%FT%TZ)
+"$TUG" sign --key $D/url/key.pem --version 1 --not-after "$notafter" -o $D/url/bundle $D/url/ckpt.yaml || fail "tug sign"
+python3 "$HERE/clockrecv.py" $PORT "$RECV" $D/url/bundle &
+RPID=$!
+python3 "$HERE/clockrecv.py" $((PORT + 1)) "$RECV" "" "$CERT" "$KEY" &
+RPID2=$!
+starttug() {
+    "$TUG" run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run \
+        --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 \
+        --manifest-url http://127.0.0.1:$PORT/bundle --manifest-verify-key $D/url/pub.pem --http-check-frequency 5s --url-policy privileged \
+        --status-url https://127.0.0.1:$((PORT + 1))/status --status-url-ca "$CERT" --status-frequency 5s \
+        --metrics-remote-write-url http://127.0.0.1:$PORT/write --metrics-push-interval 2s >> "$LOG" 2>&1 &
+    TPID=$!
+}
+starttug
+
+# 2. Ahead: the pods run, the certificate's failure said in words.
+if waitfor 120 running web && waitfor 60 running ckpt; then pass "the pods of the directory and the URL run with the clock a year ahead"; else fail "the pods do not run"; showlog; fi
+if waitfor 60 grep -q "renew the certificate, or set the clock if it is ahead" "$LOG"; then
+    pass "the status receiver's certificate, expired by the clock, is said in words: $(grep -m1 -o 'the certificate expired at [^:]*' "$LOG")"
+else
+    fail "no words about the certificate and the clock"; showlog
+fi
+[ "$(lines "the clock is behind tug's time floor")" = 0 ] && pass "a clock ahead is not said to be behind" || fail "said behind with the clock ahead"
+received "not any(x['path'] == '/status' for x in r)" && pass "no status document through the refused handshake" || fail "a status document arrived: $(grep -m1 status "$RECV")"
+
+# 3. A crash and a restart with the URL down: the checkpoint.
+kill -9 $TPID; wait $TPID 2>/dev/null
+touch $D/url/bundle.down
+echo "tug killed; the URL answers 503"
+starttug
+if waitfor 60 grep -q "starting manifest URL pods from checkpoint" "$LOG"; then pass "the URL's pods start from their checkpoint, the clock a year ahead"; else fail "no start from the checkpoint"; showlog; fi
+sleep 10
+running ckpt && [ "$(restarts ckpt)" = 0 ] && pass "the checkpoint's pod runs, never restarted" || fail "the checkpoint's pod: restarts $(restarts ckpt), $(tugc pods | grep ckpt)"
+rm -f $D/url/bundle.down
+web0=$(restarts web) unh0=$(unhealthy)
+
+# 4. NTP steps the clock back: tug follows, reports go with true times.
+S=$(truenow)
+date -u -s @$S >/dev/null
+ntpsynced
+echo "clock stepped back to $(date -u +%FT%TZ)"
+waitfor 20 grep -q "the clock stepped back; the time floor follows it" "$LOG" && pass "tug follows the step back" || { fail "no line about the step back"; showlog; }
+if waitfor 60 received "any(x['path'] == '/status' and '$(date -u -d @$((S - 60)) +%FT%T)' <= x['generatedAt'] < '$(date -u -d @$((S + 600)) +%FT%T)' for x in r)"; then
+    pass "status documents arrive over TLS with true times"
+else
+    fail "no status document with a true time"; showlog
+fi
+if waitfor 30 received "any(x['path'] == '/write' and x['n'] > 0 and ($S - 60) * 1000 < x['min'] and x['max'] < ($S + 600) * 1000 for x in r)"; then
+    pass "remote-write samples after the step carry true times"
+else
+    fail "no remote-write batch with true times"; showlog
+fi
+[ "$(lines "the clock is behind tug's time floor")" = 0 ] && pass "never said behind" || fail "said behind"
+floor=$(date -u -d "$(cat $D/root/timefloor 2>/dev/null)" +%s 2>/dev/null || echo 0)
+[ "$floor" -le $(( $(truenow) + 60 )) ] && pass "the floor file never holds the year ahead ($(cat $D/root/timefloor 2>/dev/null || echo absent))" || fail "the floor file holds $(cat $D/root/timefloor), true time $(truenow)"
+[ "$(restarts web)" = "$web0" ] && [ "$(restarts ckpt)" = 0 ] && pass "no pod restarted across the step" || fail "restarts across the step: web $web0 -> $(restarts web), ckpt $(restarts ckpt)"
+[ "$(unhealthy)" = "$unh0" ] && pass "no probe failure across the step" || fail "probe failures across the step: $unh0 -> $(unhealthy)"
+running web && running ckpt && pass "both pods still Running" || fail "a pod is not Running: $(tugc pods)"
+}
+
+case $MODE in
+behind) behind ;;
+ahead) ahead ;;
+*) fail "mode $MODE: want behind or ahead" ;;
+esac
+
+kill $TPID $RPID $RPID2 2>/dev/null
 wait $TPID 2>/dev/null
 echo "clocktest: $([ $fails = 0 ] && echo PASS || echo "FAIL ($fails)")"
 [ $fails = 0 ]
