@@ -45,7 +45,7 @@ func (s *Server) registry() *prometheus.Registry {
 			Name: "kubelet_http_requests_total",
 			Help: "Number of the API's HTTP requests, by method, path pattern, server type (socket or health) and whether they stream.",
 		}, []string{"method", "path", "server_type", "long_running"})
-		s.Registry.MustRegister(s.requests, newStatusCollector(s))
+		s.Registry.MustRegister(s.requests, newStatusCollector(s), newStateCollector(s))
 	})
 	return s.Registry
 }

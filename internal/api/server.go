@@ -52,8 +52,9 @@ type Server struct {
 	// Log receives listener events and failed writes; nil discards them.
 	Log *slog.Logger
 	// Registry is served on /metrics; the server registers its own
-	// collectors on it (the status gauges and kubelet_http_requests_total)
-	// when it first builds a handler. nil: a registry of the server's own.
+	// collectors on it (the status gauges, the pods' and the node's
+	// kube-state-metrics series and kubelet_http_requests_total) when it
+	// first builds a handler. nil: a registry of the server's own.
 	Registry *prometheus.Registry
 	// Sources reports the manifest sources' readiness for /metrics; nil
 	// means none.
