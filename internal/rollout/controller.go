@@ -127,6 +127,12 @@ func New(cfg Config) (*Controller, error) {
 		wake:   make(chan struct{}, 1),
 		manual: map[string]bool{},
 	}
+	// Every result's series exists from the start, at 0, so that the
+	// first rollback is an increase a rule sees (increase() of a series
+	// that appears at 1 is nothing).
+	for _, r := range []string{"succeeded", "rolled_back", "failed"} {
+		c.total.WithLabelValues(r)
+	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(c.total)
 	}

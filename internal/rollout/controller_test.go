@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -625,5 +626,28 @@ func TestRestartAfterClockStepBack(t *testing.T) {
 	h2.step(2 * time.Minute)
 	if !h2.pinned(p.Metadata.UID, "B") {
 		t.Errorf("not rolled back 6 minutes after the restart (timeout 5m): the watch counts from a day ahead; pins %v", h2.store.pins)
+	}
+}
+
+// TestRolloutCounterStartsAtZero: each result's series is gathered at 0
+// before any update is judged, so that a rule's increase() sees the first
+// rollback.
+func TestRolloutCounterStartsAtZero(t *testing.T) {
+	h := newHarness(t, t.TempDir(), "boot-1")
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "tug_rollouts_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if want := map[string]float64{"succeeded": 0, "rolled_back": 0, "failed": 0}; !maps.Equal(got, want) {
+		t.Errorf("tug_rollouts_total = %v, want %v", got, want)
 	}
 }
