@@ -10,10 +10,14 @@
 #                     (go.mod and go.sum as go mod tidy would write them); the
 #                     import allow-list (internal/deps_test.go) runs with test-unit
 #   make test-unit    unit tests with the race detector: no root, no tags
+#   make test-alerts  the Prometheus alerting rules systemd/tug-alerts.yml: promtool check
+#                     rules and promtool test rules systemd/tug-alerts.test.yml
+#                     (scripts/alerttest.sh; installs Debian's prometheus package for
+#                     promtool when it is missing, its server not started)
 #   make fuzz         each fuzz target of FUZZ_TARGETS for FUZZ_TIME (20s) from its
 #                     committed corpus (testdata/fuzz/<Name>/); a crasher is
 #                     written there and fails the run
-#   make test         everything CI runs: lint, test-unit, fuzz, build, size, then the
+#   make test         everything CI runs: lint, test-unit, test-alerts, fuzz, build, size, then the
 #                     e2e suite (-tags e2e, as root) against the test environment
 #                     of scripts/testenv.sh, which is brought down afterwards,
 #                     then e2e-containerd2, test-v2, test-systemd, test-clock and test-powercut
@@ -160,7 +164,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-clock test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit test-alerts fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-clock test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -195,7 +199,10 @@ lint:
 test-unit:
 	$(GO) test -race ./...
 
-test: lint test-unit fuzz build size e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-clock test-small-device test-powercut
+test-alerts:
+	scripts/alerttest.sh
+
+test: lint test-unit test-alerts fuzz build size e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-clock test-small-device test-powercut
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes
