@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -38,15 +39,29 @@ type promServer struct {
 
 func newPromServer(t *testing.T) *promServer {
 	t.Helper()
+	// Nothing to scrape: the samples come by remote write only.
+	return newPromServerWith(t, "global: {}\n", nil)
+}
+
+// newPromServerWith starts Prometheus with config as its prometheus.yml
+// and files (a rules file, say) beside it.
+func newPromServerWith(t *testing.T, config string, files map[string][]byte) *promServer {
+	t.Helper()
 	testutil.RequireCommand(t, "prometheus")
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &promServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), out: &testutil.SyncBuffer{}}
-	// Nothing to scrape: the samples come by remote write only.
-	if err := os.WriteFile(filepath.Join(p.dir, "prometheus.yml"), []byte("global: {}\n"), 0o644); err != nil {
-		t.Fatal(err)
+	files = maps.Clone(files)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files["prometheus.yml"] = []byte(config)
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(p.dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		p.stop()
