@@ -75,6 +75,14 @@ func TestAlertsOnACrashLoopingPod(t *testing.T) {
 		s := series(mf, "kube_node_status_condition", map[string]string{"condition": "MemoryPressure", "status": "true"})
 		return len(s) == 1 && value(s[0]) == 1, nil
 	})
+	total, state := 0, 0
+	for name, f := range mf {
+		total += len(f.GetMetric())
+		if strings.HasPrefix(name, "kube_") {
+			state += len(f.GetMetric())
+		}
+	}
+	t.Logf("/metrics: %d series, %d of them kube-state-metrics'", total, state)
 	for _, c := range []struct {
 		condition, status string
 		want              float64
