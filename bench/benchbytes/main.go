@@ -23,13 +23,13 @@
 // headers, handshakes, ACKs and keep-alive probes included).
 //
 // The window is a compressed day: the default periods (URL 20 s, OCI 1 m,
-// status heartbeat 5 m ±10 %, remote write pushed every 2 m with four
+// status heartbeat 5 m ±10 %, remote write pushed every 5 m with ten
 // gatherings; the metered profile's are longer) run for -window, after
 // the pods run and -settle has passed, and every figure is scaled by 24 h
 // / window. Everything a quiet device sends is periodic (polls,
 // heartbeats, pushes, the reconnections their idle timeouts cause), so the
 // window should hold several periods of each: the default, 10 m, holds 30
-// URL polls, 10 OCI polls, 2 heartbeats and 5 pushes, and 2 of the metered
+// URL polls, 10 OCI polls, 2 heartbeats and 2 pushes, and 2 of the metered
 // profile's 5 m polls. One bundle update is
 // measured after the window: a new version of the OCI bundle (one pod
 // added), its bytes from the push until the pod runs. The metered
@@ -78,10 +78,10 @@ var meteredArgs = []string{
 	"--metrics-sample-interval", "10m",
 }
 
-// Gatherings a push holds: at defaults (--metrics-push-interval 2m,
+// Gatherings a push holds: at defaults (--metrics-push-interval 5m,
 // --metrics-sample-interval 30s) and with the metered profile.
 const (
-	defaultGatherings = 4
+	defaultGatherings = 10
 	meteredGatherings = 6
 )
 

@@ -357,7 +357,7 @@ type Config struct {
 	MetricsRemoteWriteHeaderFile string `yaml:"metrics-remote-write-header-file"`
 	// MetricsPushInterval is how often the metrics are pushed: one batch
 	// each, with the gatherings made since the last (every
-	// MetricsSampleInterval). Default 2m.
+	// MetricsSampleInterval). Default 5m, as the status heartbeat.
 	MetricsPushInterval time.Duration `yaml:"metrics-push-interval"`
 	// MetricsSampleInterval is how often the metrics are gathered: the
 	// resolution of what is pushed. More than MetricsPushInterval means
@@ -423,7 +423,7 @@ func Default() Config {
 		ContainerdAddress:     "/run/containerd/containerd.sock",
 		ContainerdNamespace:   "tug",
 		ContainerLogMaxSize:   10 << 20,
-		MetricsPushInterval:   2 * time.Minute,
+		MetricsPushInterval:   5 * time.Minute,
 		MetricsSampleInterval: 30 * time.Second,
 		MetricsBufferSize:     16 << 20,
 		ContainerLogMaxFiles:  5,
