@@ -40,9 +40,13 @@ var allowedImports = map[string]allowed{
 	// config (validation), bundle (a bundle's own windows) and windowgate
 	// read it.
 	"tug/internal/window": {internal: []string{"tug/internal/cronspec"}},
+	// Rollout plans and halts of signed bundles: their JSON, validation,
+	// the stable hash and the choice of a device's wave; the standard
+	// library only, so that bundle, windowgate and the CLI share it.
+	"tug/internal/wave": {},
 	// Holds a source's updates until the update window opens, between the
 	// sources and the pod store: pod's types, the windows, the clock.
-	"tug/internal/windowgate": {internal: []string{"tug/internal/pod", "tug/internal/window", "tug/internal/clock"}},
+	"tug/internal/windowgate": {internal: []string{"tug/internal/pod", "tug/internal/window", "tug/internal/wave", "tug/internal/clock"}},
 	// Runs CronJobs between the sources and the pod store: pod's types,
 	// the schedule syntax, the injected clock and atomic state writes.
 	"tug/internal/cronjob": {internal: []string{"tug/internal/pod", "tug/internal/cronspec", "tug/internal/clock", "tug/internal/atomicfile"}},
@@ -84,7 +88,7 @@ var allowedImports = map[string]allowed{
 	// linked for image pulls, with the image-spec types, go-digest and
 	// errdefs): what the sources check, "tug sign", "tug bundle" and the
 	// signed status documents share.
-	"tug/internal/bundle": {internal: []string{"tug/internal/window"}, modules: []string{
+	"tug/internal/bundle": {internal: []string{"tug/internal/window", "tug/internal/wave"}, modules: []string{
 		"github.com/containerd/containerd/v2", "github.com/containerd/errdefs",
 		"github.com/opencontainers/go-digest", "github.com/opencontainers/image-spec",
 	}},

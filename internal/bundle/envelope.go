@@ -13,6 +13,7 @@ import (
 	"path"
 	"time"
 
+	"tug/internal/wave"
 	"tug/internal/window"
 )
 
@@ -47,6 +48,20 @@ import (
 //     (unknown fields are refused): a fleet that sets them needs every
 //     device on a tug that reads them. A window that does not parse on
 //     the device makes the bundle bad content, as any bad header field.
+//   - rollout (optional): the rollout plan (package wave): a start time and
+//     ordered waves, each selecting devices by node labels and/or a share
+//     of the fleet, each opening some time after the start. A device
+//     holds the content until its wave and its update window are open.
+//   - halt (optional): {"version": N, "revert": bool}: this bundle halts
+//     the rollout of version N (lower than its own). A device that has not
+//     applied N keeps what it runs; one that applied N keeps it, unless
+//     revert, then it applies this bundle's content (which the fleet makes
+//     the last good version's manifests). A bundle carries a plan or a
+//     halt, not both.
+//
+// A tug that does not know rollout or halt refuses the bundle (unknown
+// fields): it keeps its current content and reports bad content. A fleet
+// updates tug before it publishes its first plan.
 
 // EnvelopeMagic is the first line of a signed bundle.
 const EnvelopeMagic = "tug-envelope-v1"
@@ -65,6 +80,10 @@ type EnvelopeHeader struct {
 	// syntax); "" leaves the device's.
 	UpdateWindow   string `json:"updateWindow,omitempty"`
 	DownloadWindow string `json:"downloadWindow,omitempty"`
+	// Rollout is the rollout plan; nil: every device at once.
+	Rollout *wave.Plan `json:"rollout,omitempty"`
+	// Halt halts the rollout of an older version; nil: none.
+	Halt *wave.Halt `json:"halt,omitempty"`
 }
 
 // Envelope is a parsed bundle. Parsing checks its structure and that the
@@ -144,6 +163,15 @@ func parseEnvelopeHeader(line []byte) (EnvelopeHeader, error) {
 	for name, w := range map[string]string{"updateWindow": h.UpdateWindow, "downloadWindow": h.DownloadWindow} {
 		if _, err := window.Parse(w); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if h.Rollout != nil {
+		errs = append(errs, h.Rollout.Validate())
+	}
+	if h.Halt != nil {
+		errs = append(errs, wave.ValidateHalt(h.Halt, h.Version))
+		if h.Rollout != nil {
+			errs = append(errs, errors.New("halt: a bundle that halts a rollout carries no rollout plan"))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tug/internal/wave"
 )
 
 func TestEnvelope(t *testing.T) {
@@ -137,5 +139,57 @@ func TestEnvelopeWindows(t *testing.T) {
 	}
 	if _, err := SealEnvelope(priv, EnvelopeHeader{Version: 1, NotAfter: at, UpdateWindow: "Sat 25:00-Sun 06:00"}, []byte("x")); !errors.Is(err, ErrBadEnvelope) || !strings.Contains(err.Error(), "updateWindow") {
 		t.Fatalf("a bad window: %v", err)
+	}
+}
+
+// TestEnvelopeRollout: a plan and a halt travel signed in the header; a bad
+// one is a bad envelope whose error names the field; an unsigned bundle's
+// are dropped by Open (they name versions, which only a verified bundle
+// has).
+func TestEnvelopeRollout(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	body := []byte("apiVersion: v1\nkind: Pod\n")
+	fifty := 50.0
+	plan := &wave.Plan{Start: at.Add(-time.Hour), Waves: []wave.Wave{{Name: "canary", Labels: map[string]string{"ring": "canary"}}, {Share: &fifty, After: wave.Duration(time.Hour)}}}
+	b, err := SealEnvelope(priv, EnvelopeHeader{Version: 7, NotAfter: at, Rollout: plan}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rollout":{"start":"2030-01-02T02:04:05Z","waves":[{"name":"canary","labels":{"ring":"canary"}},{"share":50,"after":"1h0m0s"}]}`) {
+		t.Errorf("header:\n%s", b)
+	}
+	_, hdr, err := Open(b, Check{Keys: []ed25519.PublicKey{pub}, Now: at.Add(-time.Minute)})
+	if err != nil || hdr.Rollout == nil || len(hdr.Rollout.Waves) != 2 || hdr.Rollout.Waves[1].After != wave.Duration(time.Hour) {
+		t.Fatalf("Open: %+v, %v", hdr.Rollout, err)
+	}
+	if _, hdr, err := Open(b, Check{Now: at.Add(-time.Minute)}); err != nil || hdr.Rollout != nil || hdr.Version != 0 {
+		t.Errorf("Open without keys: plan %+v, version %d, %v; want neither", hdr.Rollout, hdr.Version, err)
+	}
+	h, err := SealEnvelope(priv, EnvelopeHeader{Version: 8, NotAfter: at, Halt: &wave.Halt{Version: 7, Revert: true}}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, hdr, err := Open(h, Check{Keys: []ed25519.PublicKey{pub}, MinVersion: 7, Now: at.Add(-time.Minute)}); err != nil || hdr.Halt == nil || *hdr.Halt != (wave.Halt{Version: 7, Revert: true}) {
+		t.Errorf("Open halt: %+v, %v", hdr.Halt, err)
+	}
+	bad := []struct {
+		name  string
+		line  string
+		field string
+	}{
+		{"share out of range", `"rollout":{"start":"2030-01-01T00:00:00Z","waves":[{"share":101}]}`, "rollout.waves[0].share"},
+		{"no start", `"rollout":{"waves":[{}]}`, "rollout.start"},
+		{"unknown wave field", `"rollout":{"start":"2030-01-01T00:00:00Z","waves":[{"percent":5}]}`, "percent"},
+		{"bad after", `"rollout":{"start":"2030-01-01T00:00:00Z","waves":[{"after":"soon"}]}`, "after"},
+		{"halt of a newer version", `"halt":{"version":9}`, "halt.version"},
+		{"halt and plan", `"halt":{"version":2},"rollout":{"start":"2030-01-01T00:00:00Z","waves":[{}]}`, "halt:"},
+	}
+	for _, tt := range bad {
+		line := `{"version":3,"notAfter":"2030-01-02T03:04:05Z","sha256":"` + sha256Hex(body) + `",` + tt.line + `}`
+		data := EnvelopeMagic + "\n" + line + "\n" + strings.Repeat("A", 86) + "==\n" + string(body)
+		if _, err := ParseEnvelope([]byte(data)); !errors.Is(err, ErrBadEnvelope) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("%s: %v, want a bad envelope naming %s", tt.name, err, tt.field)
+		}
 	}
 }

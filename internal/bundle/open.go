@@ -28,7 +28,8 @@ type Check struct {
 // MinVersion. Without keys, a bare body is the manifests; a bundle is
 // unwrapped and its nodes and expiry checked, but its version is neither
 // enforced nor kept (returned as 0): an unauthenticated header must not set
-// a floor that freezes the device. The returned body aliases body.
+// a floor that freezes the device; nor are its rollout plan and halt, which
+// name versions (returned as nil). The returned body aliases body.
 func Open(body []byte, c Check) ([]byte, EnvelopeHeader, error) {
 	keys := len(c.Keys) > 0
 	if !keys && !IsEnvelope(body) {
@@ -53,7 +54,7 @@ func Open(body []byte, c Check) ([]byte, EnvelopeHeader, error) {
 	}
 	hdr := env.Header
 	if !keys {
-		hdr.Version = 0
+		hdr.Version, hdr.Rollout, hdr.Halt = 0, nil, nil
 	}
 	if hdr.Version < c.MinVersion {
 		return nil, EnvelopeHeader{}, fmt.Errorf("%w: version %d, applied %d", ErrRollback, hdr.Version, c.MinVersion)

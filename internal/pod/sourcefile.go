@@ -27,6 +27,9 @@ type SourceFile struct {
 	// Windows are the update windows the signed bundle sets for its own
 	// content, which replace the device's; empty for the device's.
 	Windows Windows
+	// Rollout is the signed bundle's rollout plan and halt; empty for a
+	// file or an unsigned body.
+	Rollout Rollout
 	ModTime time.Time // modification time of the file, zero for URLs
 }
 
@@ -35,4 +38,11 @@ type SourceFile struct {
 type Windows struct {
 	Update   string
 	Download string
+}
+
+// Rollout is a signed bundle's rollout plan and halt, each the JSON of its
+// envelope header field as package wave reads it ("" for none).
+type Rollout struct {
+	Plan string
+	Halt string
 }

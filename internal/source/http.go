@@ -377,7 +377,7 @@ func (h *HTTP) accept(ctx context.Context, body []byte, hdr http.Header) error {
 		}
 		return &fetchError{badContent, err}
 	}
-	acc := accepted{hash: hash, version: b.Version, windows: windowsOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects, etag: etag, lastModified: lastMod, fetchedAt: now}
+	acc := accepted{hash: hash, version: b.Version, windows: windowsOf(b), rollout: rolloutOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects, etag: etag, lastModified: lastMod, fetchedAt: now}
 	h.take(ctx, acc, body, checkpoint{ETag: etag, LastModified: lastMod}, func(st *podview.FetchStatus) {
 		st.ETag, st.LastModified = etag, lastMod
 	}, "manifest URL content accepted", "sha256", hash)

@@ -243,7 +243,7 @@ func (o *OCI) refuse(dgst string, err error) error {
 func (o *OCI) accept(ctx context.Context, a bundle.Artifact, b bundle.EnvelopeHeader, parsed manifest.Parsed, now time.Time) {
 	dgst := a.Manifest.Digest.String()
 	o.refused, o.refusedErr = "", nil
-	acc := accepted{hash: sha256Hex(a.Body), version: b.Version, windows: windowsOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
+	acc := accepted{hash: sha256Hex(a.Body), version: b.Version, windows: windowsOf(b), rollout: rolloutOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
 		fetchedAt: now, digest: dgst}
 	o.take(ctx, acc, a.Body, checkpoint{Digest: dgst}, func(st *podview.FetchStatus) { st.Digest = dgst }, "OCI bundle accepted", "digest", dgst)
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,11 +75,26 @@ type accepted struct {
 	fetchedAt    time.Time
 	digest       string // the OCI source's artifact manifest digest
 	windows      pod.Windows
+	rollout      pod.Rollout
 }
 
 // windowsOf returns the update windows a bundle's header sets.
 func windowsOf(h bundle.EnvelopeHeader) pod.Windows {
 	return pod.Windows{Update: h.UpdateWindow, Download: h.DownloadWindow}
+}
+
+// rolloutOf returns the rollout plan and halt a bundle's header sets.
+func rolloutOf(h bundle.EnvelopeHeader) pod.Rollout {
+	var r pod.Rollout
+	if h.Rollout != nil {
+		b, _ := json.Marshal(h.Rollout)
+		r.Plan = string(b)
+	}
+	if h.Halt != nil {
+		b, _ := json.Marshal(h.Halt)
+		r.Halt = string(b)
+	}
+	return r
 }
 
 func newRemote(name string, words remoteWords, keys []ed25519.PublicKey, hostname, checkpoint string, c clock.Clock, sink Sink, log *slog.Logger) remote {
@@ -156,7 +172,7 @@ func (r *remote) loadCheckpoint() (accepted, error) {
 		return accepted{}, fmt.Errorf("checkpoint %s: %w", r.checkpoint, err)
 	}
 	return accepted{
-		hash: cp.SHA256, version: b.Version, windows: windowsOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
+		hash: cp.SHA256, version: b.Version, windows: windowsOf(b), rollout: rolloutOf(b), notAfter: b.NotAfter, pods: parsed.Pods, objects: parsed.Objects,
 		etag: capValidator(cp.ETag), lastModified: capValidator(cp.LastModified), fetchedAt: cp.FetchedAt, digest: cp.Digest,
 	}, nil
 }
@@ -208,7 +224,7 @@ func (r *remote) polled(ctx context.Context, err error, status func(st *podview.
 
 // report sends the accepted content, with err when the source is failing.
 func (r *remote) report(ctx context.Context, err error) {
-	m := pod.SourceFile{Origin: r.origin, Hash: r.acc.hash, Version: r.acc.version, Windows: r.acc.windows, Err: err}
+	m := pod.SourceFile{Origin: r.origin, Hash: r.acc.hash, Version: r.acc.version, Windows: r.acc.windows, Rollout: r.acc.rollout, Err: err}
 	if err == nil {
 		m.Pods, m.Objects = r.acc.pods, r.acc.objects
 		r.reportedErr = ""

@@ -18,6 +18,16 @@
 // A signed bundle may carry its own windows (pod.SourceFile.Windows);
 // they replace the device's for that content.
 //
+// A signed bundle may carry a rollout plan (pod.SourceFile.Rollout,
+// package wave): its content is held, as for a window, until the device's
+// wave opens and then until its update window is open; its images are
+// pulled ahead in the download window meanwhile. A device that no wave
+// selects holds it for good (it never applies that version, and pulls
+// nothing). A bundle that halts version N is held for good too (the
+// device keeps what it runs, and drops a held N), unless it reverts and
+// the device runs N: then it passes at once, windows and waves aside, as
+// a rollback would. Rollouts reports each source's place in its rollout.
+//
 // Holds tells a source whether its content is held (source.Holder): the
 // URL and OCI sources checkpoint only content the gate passed on, so that
 // a restart starts what was applied, not what waits.
@@ -28,6 +38,8 @@ package windowgate
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -35,6 +47,7 @@ import (
 
 	"tug/internal/clock"
 	"tug/internal/pod"
+	"tug/internal/wave"
 	"tug/internal/window"
 )
 
@@ -56,8 +69,11 @@ type Config struct {
 	// zero Window is always open.
 	Update, Download window.Window
 	// Node is the device's name, for the start offset of a bundle's own
-	// windows.
+	// windows and its bucket in a rollout plan.
 	Node string
+	// Labels are the node's labels, which a rollout plan's waves select
+	// on.
+	Labels map[string]string
 	// Gated reports whether a source's updates are held; nil: every source.
 	Gated func(source string) bool
 	// Prefetch pulls held content's images in the download window; nil:
@@ -93,6 +109,58 @@ type state struct {
 	heldKey    string
 	prefetched string // the heldKey whose images were pulled
 	logged     string // the heldKey last logged as waiting
+	// heldRollout is the held content's plan or halt; passed the applied
+	// content's, and reverted whether it passed as a halt's revert.
+	heldRollout, passed rollout
+	reverted            bool
+}
+
+// rollout is what a content's rollout plan or halt says for this device.
+type rollout struct {
+	version uint64
+	plan    *wave.Plan
+	assign  wave.Assignment
+	halt    *wave.Halt
+}
+
+// never reports whether held content with r never passes by itself: a
+// halt, or a plan no wave of which selects the device.
+func (r rollout) never() bool {
+	return r.halt != nil || (r.plan != nil && r.assign.Index == 0)
+}
+
+// rolloutOf reads the plan or halt of files (the first file that has one)
+// and places the device in the plan.
+func (g *Gate) rolloutOf(files []pod.SourceFile) rollout {
+	for _, f := range files {
+		if f.Rollout == (pod.Rollout{}) {
+			continue
+		}
+		r := rollout{version: f.Version}
+		if f.Rollout.Plan != "" {
+			var p wave.Plan
+			if json.Unmarshal([]byte(f.Rollout.Plan), &p) == nil && p.Validate() == nil {
+				r.plan, r.assign = &p, p.Choose(g.cfg.Node, g.cfg.Labels, f.Version)
+			}
+		}
+		if f.Rollout.Halt != "" {
+			var h wave.Halt
+			if json.Unmarshal([]byte(f.Rollout.Halt), &h) == nil {
+				r.halt = &h
+			}
+		}
+		return r
+	}
+	return rollout{}
+}
+
+// appliedVersion is the highest bundle version of the applied content.
+func (st *state) appliedVersion() uint64 {
+	var v uint64
+	for _, f := range st.applied {
+		v = max(v, f.Version)
+	}
+	return v
 }
 
 // Wait is one file's update held for its window.
@@ -107,6 +175,43 @@ type Wait struct {
 	Version uint64
 	// Prefetched reports whether the held content's images are pulled.
 	Prefetched bool
+	// WaveIndex (from 1) and Wave name the device's wave in the held
+	// bundle's rollout plan and WaveOpens when it opens; 0, "" and zero
+	// for content without a plan.
+	WaveIndex int
+	Wave      string
+	WaveOpens time.Time
+}
+
+// Rollout states (Rollout.State).
+const (
+	StateIdle       = "idle"
+	StateWaiting    = "waiting"
+	StateApplied    = "applied"
+	StateHalted     = "halted"
+	StateRolledBack = "rolled_back"
+)
+
+// Rollout is a source's place in a bundle rollout.
+type Rollout struct {
+	Source, File string
+	// State is StateIdle (no plan concerns the device, or no wave selects
+	// it), StateWaiting (held for its wave or its window), StateApplied
+	// (the applied content came with a plan) or StateHalted.
+	State string
+	// Version is the bundle version the state is about: the held one,
+	// the applied one, or the halted one.
+	Version uint64
+	// WaveIndex, Wave and WaveOpens are the device's wave in that
+	// version's plan (0, "", zero without one).
+	WaveIndex int
+	Wave      string
+	WaveOpens time.Time
+	// Opens is when held content passes next (the wave's opening, then
+	// the update window's); zero when it never does.
+	Opens time.Time
+	// Reason says why, in a sentence.
+	Reason string
 }
 
 // New returns a gate that passes on to cfg.Sink. Held updates are passed
@@ -133,11 +238,24 @@ func (g *Gate) Set(source string, files []pod.SourceFile) {
 		return
 	}
 	keep, changed := split(st.applied, files)
-	if len(changed) == 0 || g.updateWindow(changed).Open(g.cfg.Clock.Now()) {
+	if len(changed) == 0 {
 		g.pass(source, st, files)
 		return
 	}
-	st.held, st.heldFiles, st.heldKey = files, changed, key(changed)
+	ro := g.rolloutOf(changed)
+	if h := ro.halt; h != nil && h.Revert && st.appliedVersion() == h.Version {
+		g.cfg.Log.Info("rollout halted with revert: applying the halting bundle's content", "source", source,
+			"halted", h.Version, "version", ro.version)
+		st.held = nil
+		g.pass(source, st, files)
+		st.reverted = true
+		return
+	}
+	if g.mayPass(ro, changed, g.cfg.Clock.Now()) {
+		g.pass(source, st, files)
+		return
+	}
+	st.held, st.heldFiles, st.heldKey, st.heldRollout = files, changed, key(changed), ro
 	g.cfg.Sink.Set(source, keep)
 	g.logWait(source, st)
 	select {
@@ -152,13 +270,18 @@ func (g *Gate) pass(source string, st *state, files []pod.SourceFile) {
 		g.cfg.Log.Info("update window open, applying the held update", "source", source)
 	}
 	st.started = true
-	st.held, st.heldFiles, st.heldKey, st.logged = nil, nil, "", ""
+	st.held, st.heldFiles, st.heldKey, st.logged, st.heldRollout = nil, nil, "", "", rollout{}
 	present := map[string]bool{}
+	var good []pod.SourceFile
 	for _, f := range files {
 		present[f.File] = true
 		if f.Err == nil {
 			st.applied[f.File] = f
+			good = append(good, f)
 		}
+	}
+	if len(good) > 0 || len(files) == 0 {
+		st.passed, st.reverted = g.rolloutOf(good), false
 	}
 	for name := range st.applied {
 		if !present[name] {
@@ -199,6 +322,34 @@ func split(applied map[string]pod.SourceFile, files []pod.SourceFile) (keep, cha
 	return keep, changed
 }
 
+// mayPass reports whether content files with rollout r may be applied at
+// now: the device's wave is open (no plan: at once) and so is the update
+// window.
+func (g *Gate) mayPass(r rollout, files []pod.SourceFile, now time.Time) bool {
+	if r.never() || (r.plan != nil && now.Before(r.assign.Opens)) {
+		return false
+	}
+	return g.updateWindow(files).Open(now)
+}
+
+// opens is when held content may pass next: the wave's opening, then the
+// update window's next opening; zero when never.
+func (g *Gate) opens(st *state, now time.Time) time.Time {
+	r := st.heldRollout
+	if r.never() {
+		return time.Time{}
+	}
+	from := now
+	if r.plan != nil && r.assign.Opens.After(now) {
+		from = r.assign.Opens
+	}
+	w := g.updateWindow(st.heldFiles)
+	if w.Open(from) {
+		return from
+	}
+	return w.Next(from)
+}
+
 func key(files []pod.SourceFile) string {
 	var k string
 	for _, f := range files {
@@ -233,10 +384,26 @@ func (g *Gate) logWait(source string, st *state) {
 		return
 	}
 	st.logged = st.heldKey
+	r := st.heldRollout
+	switch {
+	case r.halt != nil:
+		g.cfg.Log.Info("rollout halted: keeping the applied content", "source", source, "halted", r.halt.Version,
+			"version", r.version, "applied", st.appliedVersion())
+		return
+	case r.plan != nil && r.assign.Index == 0:
+		g.cfg.Log.Info("no wave of the bundle's rollout plan selects this node: keeping the applied content", "source", source,
+			"version", r.version, "bucket", r.assign.Bucket)
+		return
+	}
 	w := g.updateWindow(st.heldFiles)
 	attrs := []any{"source", source, "window", w.String()}
-	if next := w.Next(g.cfg.Clock.Now()); !next.IsZero() {
+	if next := g.opens(st, g.cfg.Clock.Now()); !next.IsZero() {
 		attrs = append(attrs, "opens", next)
+	}
+	if r.plan != nil {
+		attrs = append(attrs, "version", r.version, "wave", r.assign.Index, "wave_name", r.assign.Name, "wave_opens", r.assign.Opens)
+		g.cfg.Log.Info("update waiting for its wave", attrs...)
+		return
 	}
 	g.cfg.Log.Info("update waiting for the window", attrs...)
 }
@@ -260,14 +427,16 @@ func (g *Gate) Waits() []Wait {
 	now := g.cfg.Clock.Now()
 	var out []Wait
 	for source, st := range g.sources {
-		if st.held == nil {
+		if st.held == nil || st.heldRollout.never() {
 			continue
 		}
 		w := g.updateWindow(st.heldFiles)
-		opens := w.Next(now)
+		opens := g.opens(st, now)
+		r := st.heldRollout
 		for _, f := range st.heldFiles {
 			out = append(out, Wait{Source: source, File: f.File, Opens: opens, Window: w.String(),
-				Hash: f.Hash, Version: f.Version, Prefetched: st.prefetched == st.heldKey})
+				Hash: f.Hash, Version: f.Version, Prefetched: st.prefetched == st.heldKey,
+				WaveIndex: r.assign.Index, Wave: r.assign.Name, WaveOpens: r.assign.Opens})
 		}
 	}
 	slices.SortFunc(out, func(a, b Wait) int { return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.File, b.File)) })
@@ -308,15 +477,14 @@ func (g *Gate) step(ctx context.Context) time.Duration {
 	g.mu.Lock()
 	now := g.cfg.Clock.Now()
 	for source, st := range g.sources {
-		if st.held == nil {
+		if st.held == nil || st.heldRollout.never() {
 			continue
 		}
-		w := g.updateWindow(st.heldFiles)
-		if w.Open(now) {
+		if g.mayPass(st.heldRollout, st.heldFiles, now) {
 			g.pass(source, st, st.held)
 			continue
 		}
-		if next := w.Next(now); !next.IsZero() {
+		if next := g.opens(st, now); !next.IsZero() {
 			sleep = min(sleep, max(next.Sub(now), 10*time.Millisecond))
 		}
 		if g.cfg.Prefetch == nil || st.prefetched == st.heldKey {
@@ -348,4 +516,78 @@ func (g *Gate) step(ctx context.Context) time.Duration {
 		g.mu.Unlock()
 	}
 	return sleep
+}
+
+// Rollouts returns each source's place in a bundle rollout, sorted by
+// source; a source with neither a plan nor a halt in its held or applied
+// content is left out (it is idle).
+func (g *Gate) Rollouts() []Rollout {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.cfg.Clock.Now()
+	var out []Rollout
+	for source, st := range g.sources {
+		if r, ok := g.rolloutState(source, st, now); ok {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b Rollout) int { return cmp.Compare(a.Source, b.Source) })
+	return out
+}
+
+// rolloutState is a source's Rollout; false when it is idle with nothing
+// to say.
+func (g *Gate) rolloutState(source string, st *state, now time.Time) (Rollout, bool) {
+	applied := st.appliedVersion()
+	out := Rollout{Source: source}
+	if st.held != nil {
+		r := st.heldRollout
+		if len(st.heldFiles) > 0 {
+			out.File = st.heldFiles[0].File
+		}
+		out.Version, out.WaveIndex, out.Wave, out.WaveOpens = r.version, r.assign.Index, r.assign.Name, r.assign.Opens
+		switch {
+		case r.halt != nil:
+			out.State, out.Version, out.WaveIndex, out.Wave, out.WaveOpens = StateHalted, r.halt.Version, 0, "", time.Time{}
+			if applied == r.halt.Version {
+				out.Reason = fmt.Sprintf("version %d halted by version %d after it was applied here: keeping it", r.halt.Version, r.version)
+			} else {
+				out.Reason = fmt.Sprintf("version %d halted by version %d before it was applied here: keeping version %d", r.halt.Version, r.version, applied)
+			}
+		case r.plan != nil && r.assign.Index == 0:
+			out.State = StateIdle
+			out.Reason = fmt.Sprintf("no wave of version %d selects this node (bucket %d of %d): keeping version %d", r.version, r.assign.Bucket, wave.Buckets, applied)
+		default:
+			out.State, out.Opens = StateWaiting, g.opens(st, now)
+			switch {
+			case r.plan != nil && r.assign.Opens.After(now):
+				out.Reason = fmt.Sprintf("version %d waiting for wave %d %q at %s", r.version, r.assign.Index, r.assign.Name, r.assign.Opens.UTC().Format(time.RFC3339))
+			case out.Opens.IsZero():
+				out.Reason = fmt.Sprintf("version %d waiting for an update window that never opens", r.version)
+			default:
+				out.Reason = fmt.Sprintf("version %d waiting for the update window at %s", r.version, out.Opens.UTC().Format(time.RFC3339))
+			}
+		}
+		return out, true
+	}
+	r := st.passed
+	for _, f := range st.applied {
+		if f.Version == applied {
+			out.File = f.File
+		}
+	}
+	switch {
+	case r.halt != nil:
+		out.State, out.Version = StateHalted, r.halt.Version
+		out.Reason = fmt.Sprintf("running version %d, which halts version %d", r.version, r.halt.Version)
+		if st.reverted {
+			out.Reason = fmt.Sprintf("version %d halted with revert by version %d: running version %d's content", r.halt.Version, r.version, r.version)
+		}
+	case r.plan != nil && r.assign.Index > 0:
+		out.State, out.Version, out.WaveIndex, out.Wave, out.WaveOpens = StateApplied, r.version, r.assign.Index, r.assign.Name, r.assign.Opens
+		out.Reason = fmt.Sprintf("version %d applied in wave %d %q", r.version, r.assign.Index, r.assign.Name)
+	default:
+		return Rollout{}, false
+	}
+	return out, true
 }
