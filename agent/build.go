@@ -225,7 +225,7 @@ func buildSources(ctx context.Context, cfg config.Config, h host, log *slog.Logg
 	// updates until the update window opens.
 	var err error
 	var dirName string
-	if s.gate, s.prefetch, err = newWindowGate(cfg, h.name, s.cron, func() string { return dirName }, log.With("component", "windows")); err != nil {
+	if s.gate, s.prefetch, err = newWindowGate(cfg, h.name, h.node.Labels, s.cron, func() string { return dirName }, log.With("component", "windows")); err != nil {
 		return sources{}, err
 	}
 	s.dir = source.NewDir(source.DirConfig{
@@ -425,7 +425,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	resync = c.loop.Resync
 	in.src.cron.Attach(c.loop, tel.ring)
 	store := in.src.store
-	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.images, ImagesFromCache: rp.images, Waits: gateWaits(in.src.gate)}
+	c.view = podstatus.Served{Store: store, Loop: c.loop, Pulls: rp.images, ImagesFromCache: rp.images, Waits: gateWaits(in.src.gate), Waves: gateWaves(in.src.gate)}
 	var err error
 	c.rollouts, err = rollout.New(rollout.Config{
 		Dir:        filepath.Join(cfg.RootDir, "rollout"),
@@ -453,6 +453,7 @@ func buildControl(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	for _, o := range in.src.oci {
 		c.view.Fetch[o.Name()] = o.Status
 	}
+	tel.registry.MustRegister(newWaveMetrics(c.view.Manifests))
 	return c, nil
 }
 

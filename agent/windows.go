@@ -20,7 +20,7 @@ import (
 // update window (--update-window, --download-window); the file source is
 // held only with --file-source-windows. Its prefetcher gets the image
 // manager once the runtime is connected.
-func newWindowGate(cfg config.Config, node string, sink windowgate.Sink, fileSource func() string, log *slog.Logger) (*windowgate.Gate, *imagePrefetch, error) {
+func newWindowGate(cfg config.Config, node string, labels map[string]string, sink windowgate.Sink, fileSource func() string, log *slog.Logger) (*windowgate.Gate, *imagePrefetch, error) {
 	update, err := window.Parse(cfg.UpdateWindow)
 	if err != nil {
 		return nil, nil, fmt.Errorf("update-window: %w", err)
@@ -31,7 +31,7 @@ func newWindowGate(cfg config.Config, node string, sink windowgate.Sink, fileSou
 	}
 	pf := &imagePrefetch{}
 	g := windowgate.New(windowgate.Config{
-		Sink: sink, Update: update.ForNode(node), Download: download.ForNode(node), Node: node,
+		Sink: sink, Update: update.ForNode(node), Download: download.ForNode(node), Node: node, Labels: labels,
 		Gated:    func(src string) bool { return cfg.FileSourceWindows || src != fileSource() },
 		Prefetch: pf, Log: log,
 	})
@@ -66,7 +66,21 @@ func gateWaits(g *windowgate.Gate) func() map[pod.Origin]podview.UpdateWaiting {
 		out := map[pod.Origin]podview.UpdateWaiting{}
 		for _, w := range g.Waits() {
 			out[pod.Origin{Source: w.Source, File: w.File}] = podview.UpdateWaiting{
-				Opens: w.Opens, Window: w.Window, Hash: w.Hash, Version: w.Version, Prefetched: w.Prefetched}
+				Opens: w.Opens, Window: w.Window, Hash: w.Hash, Version: w.Version, Prefetched: w.Prefetched,
+				WaveIndex: w.WaveIndex, Wave: w.Wave, WaveOpens: w.WaveOpens}
+		}
+		return out
+	}
+}
+
+// gateWaves gives the status API each URL bundle's place in its rollout,
+// by file.
+func gateWaves(g *windowgate.Gate) func() map[pod.Origin]podview.WaveState {
+	return func() map[pod.Origin]podview.WaveState {
+		out := map[pod.Origin]podview.WaveState{}
+		for _, r := range g.Rollouts() {
+			out[pod.Origin{Source: r.Source, File: r.File}] = podview.WaveState{State: r.State, Version: r.Version,
+				WaveIndex: r.WaveIndex, Wave: r.Wave, WaveOpens: r.WaveOpens, Opens: r.Opens, Reason: r.Reason}
 		}
 		return out
 	}

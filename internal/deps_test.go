@@ -266,7 +266,7 @@ var allowedImports = map[string]allowed{
 	// "tug validate --policy", registry and containerd's remotes resolver
 	// for "tug bundle push" and "pull", as the agent's OCI source uses them.
 	"tug/internal/cli/offline": {internal: []string{"tug/internal/pod", "tug/internal/manifest", "tug/internal/source", "tug/internal/bundle",
-		"tug/internal/policy", "tug/internal/registry", "tug/internal/cli/cmdflag"}, modules: []string{"github.com/spf13/pflag", "github.com/containerd/containerd/v2"}},
+		"tug/internal/policy", "tug/internal/registry", "tug/internal/cli/cmdflag", "tug/internal/wave"}, modules: []string{"github.com/spf13/pflag", "github.com/containerd/containerd/v2"}},
 	// How every subcommand parses its flags.
 	"tug/internal/cli/cmdflag": {modules: []string{"github.com/spf13/pflag"}},
 	// Test code only: the one package that may import testing; manifest

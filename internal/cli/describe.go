@@ -67,8 +67,10 @@ type described struct {
 	// UpdateWaiting is the source file's update held for its window (nil:
 	// none).
 	UpdateWaiting *podview.UpdateWaiting
-	Events        []events.Event
-	History       *pod.RolloutHistory // nil: tug has no rollout record of the pod
+	// Wave is the source's place in a bundle rollout (nil: none).
+	Wave    *podview.WaveState
+	Events  []events.Event
+	History *pod.RolloutHistory // nil: tug has no rollout record of the pod
 }
 
 // readDescribed asks the agent for the pod and what goes with it. Only the
@@ -85,7 +87,7 @@ func readDescribed(ctx context.Context, c *api.Client, ns, name string) (describ
 	if ms, err := c.Manifests(ctx); err == nil {
 		for _, m := range ms {
 			if slices.Contains(m.UIDs, v.Metadata.UID) {
-				d.Source, d.UpdateWaiting = m.File, m.UpdateWaiting
+				d.Source, d.UpdateWaiting, d.Wave = m.File, m.UpdateWaiting, m.Wave
 			}
 		}
 	}
@@ -163,6 +165,9 @@ func writeDescription(out io.Writer, d described, now time.Time) error {
 	w.line(0, "Source:\t%s", orNone(redact.URL(d.Source)))
 	if d.UpdateWaiting != nil {
 		w.line(0, "Update:\t%s", UpdateWaitingText(d.UpdateWaiting, now))
+	}
+	if d.Wave != nil && d.Wave.State != "waiting" {
+		w.line(0, "Rollout wave:\t%s", WaveText(d.Wave))
 	}
 	w.line(0, "IP:\t%s", podIP(st))
 	if len(st.PodIPs) > 0 {

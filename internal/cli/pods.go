@@ -292,7 +292,7 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 	}
 	var waiting []podview.ManifestStatus
 	for _, m := range manifests {
-		if m.UpdateWaiting != nil {
+		if m.UpdateWaiting != nil || (m.Wave != nil && m.Wave.State != "waiting") {
 			waiting = append(waiting, m)
 		}
 	}
@@ -301,9 +301,25 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 		if i == 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintln(w, escape(m.File+": "+UpdateWaitingText(m.UpdateWaiting, now)))
+		if m.UpdateWaiting != nil {
+			fmt.Fprintln(w, escape(m.File+": "+UpdateWaitingText(m.UpdateWaiting, now)))
+		}
+		if m.Wave != nil && m.Wave.State != "waiting" {
+			fmt.Fprintln(w, escape(m.File+": "+WaveText(m.Wave)))
+		}
 	}
 	return len(pods) + len(broken)
+}
+
+// WaveText says where a source is in a bundle rollout: "rollout halted:
+// version 7 halted by version 8 before it was applied here: keeping
+// version 6".
+func WaveText(s *podview.WaveState) string {
+	text := "rollout " + strings.ReplaceAll(s.State, "_", " ")
+	if s.Reason != "" {
+		text += ": " + s.Reason
+	}
+	return text
 }
 
 // UpdateWaitingText says what an update held for its window waits for:
@@ -311,8 +327,16 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 // images pulled)", the opening in now's location.
 func UpdateWaitingText(u *podview.UpdateWaiting, now time.Time) string {
 	text := "update waiting for the window at " + u.Opens.In(now.Location()).Format("2006-01-02 15:04:05 MST")
-	if u.Opens.IsZero() {
+	switch {
+	case u.WaveIndex > 0 && u.WaveOpens.After(now):
+		text = fmt.Sprintf("update waiting for wave %d %q at %s", u.WaveIndex, u.Wave, u.WaveOpens.In(now.Location()).Format("2006-01-02 15:04:05 MST"))
+		if !u.Opens.Equal(u.WaveOpens) && !u.Opens.IsZero() {
+			text += ", then for the window at " + u.Opens.In(now.Location()).Format("2006-01-02 15:04:05 MST")
+		}
+	case u.Opens.IsZero():
 		text = "update waiting for the window " + strconv.Quote(u.Window) + ", which never opens"
+	case u.WaveIndex > 0:
+		text += fmt.Sprintf(" (wave %d %q open)", u.WaveIndex, u.Wave)
 	}
 	var notes []string
 	if u.Version != 0 {

@@ -37,6 +37,10 @@ type Served struct {
 	// Waits, when set, returns the updates held for their update window,
 	// by file.
 	Waits func() map[pod.Origin]podview.UpdateWaiting
+	// Waves, when set, returns each URL bundle's place in its rollout, by
+	// file; a file whose applied content failed (its file rollout's
+	// failed content) is rolled_back.
+	Waves func() map[pod.Origin]podview.WaveState
 	// Rollouts, when set, adds the RolloutFailed condition of pods whose
 	// update failed (implemented by rollout.Controller).
 	Rollouts RolloutConditions
@@ -196,6 +200,10 @@ func (v Served) Manifests() []podview.ManifestStatus {
 	if v.Waits != nil {
 		waits = v.Waits()
 	}
+	var waves map[pod.Origin]podview.WaveState
+	if v.Waves != nil {
+		waves = v.Waves()
+	}
 	for _, f := range files {
 		m := podview.ManifestStatus{Source: f.Origin.Source, File: f.Origin.File, UIDs: f.UIDs,
 			AppliedHash: f.AppliedHash, Hash: f.Hash, LastChange: f.LastChange, Version: f.Version}
@@ -213,12 +221,31 @@ func (v Served) Manifests() []podview.ManifestStatus {
 			m.UpdateWaiting = &w
 			delete(waits, f.Origin)
 		}
+		if w, ok := waves[f.Origin]; ok {
+			m.Wave = &w
+			delete(waves, f.Origin)
+		}
+		if r := m.Rollout; r != nil && r.FailedHash != "" && r.FailedHash == m.AppliedHash && (m.Wave == nil || m.Wave.State != "waiting") {
+			w := podview.WaveState{State: "rolled_back", Version: r.FailedVersion,
+				Reason: fmt.Sprintf("version %d rolled back to version %d: %s", r.FailedVersion, r.GoodVersion, r.Reason)}
+			if m.Wave != nil && m.Wave.Version == r.FailedVersion {
+				w.WaveIndex, w.Wave, w.WaveOpens = m.Wave.WaveIndex, m.Wave.Wave, m.Wave.WaveOpens
+			}
+			m.Wave = &w
+		}
 		out = append(out, m)
 	}
 	// A file new to the source has no state in the store until its
 	// update is applied.
 	for o, w := range waits {
 		out = append(out, podview.ManifestStatus{Source: o.Source, File: o.File, UpdateWaiting: &w})
+	}
+	for o, w := range waves {
+		if i := slices.IndexFunc(out, func(m podview.ManifestStatus) bool { return m.Source == o.Source && m.File == o.File }); i >= 0 {
+			out[i].Wave = &w
+		} else {
+			out = append(out, podview.ManifestStatus{Source: o.Source, File: o.File, Wave: &w})
+		}
 	}
 	// A URL that never answered (and has no checkpoint) has reported
 	// nothing to the store, so that it removes nothing; its fetch state

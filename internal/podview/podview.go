@@ -50,6 +50,27 @@ type ManifestStatus struct {
 	// UpdateWaiting is the file's update held for its update window; nil
 	// when none waits.
 	UpdateWaiting *UpdateWaiting `json:"updateWaiting,omitempty"`
+	// Wave is the URL bundle's place in its rollout plan or halt; nil
+	// when neither concerns the device.
+	Wave *WaveState `json:"wave,omitempty"`
+}
+
+// WaveState is a source's place in a bundle rollout (README "Updating a
+// fleet").
+type WaveState struct {
+	// State is idle, waiting, applied, halted or rolled_back.
+	State string `json:"state"`
+	// Version is the bundle version the state is about.
+	Version uint64 `json:"version,omitempty"`
+	// WaveIndex (from 1), Wave and WaveOpens are the device's wave in
+	// that version's plan and when it opens.
+	WaveIndex int       `json:"waveIndex,omitempty"`
+	Wave      string    `json:"wave,omitempty"`
+	WaveOpens time.Time `json:"waveOpens,omitzero"`
+	// Opens is when the held version is applied next (its wave, then its
+	// update window); zero when it never is.
+	Opens  time.Time `json:"opens,omitzero"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // UpdateWaiting is a manifest file's (or URL bundle's) new content, held
@@ -64,6 +85,12 @@ type UpdateWaiting struct {
 	Version uint64 `json:"version,omitempty"`
 	// Prefetched reports that its images are pulled already.
 	Prefetched bool `json:"prefetched,omitempty"`
+	// WaveIndex (from 1), Wave and WaveOpens are the device's wave in the
+	// held bundle's rollout plan; Opens is then the later of the wave's
+	// opening and the window's next opening after it.
+	WaveIndex int       `json:"waveIndex,omitempty"`
+	Wave      string    `json:"wave,omitempty"`
+	WaveOpens time.Time `json:"waveOpens,omitzero"`
 }
 
 // ManifestRollout is the rollout state of one manifest file or URL

@@ -3,6 +3,7 @@ package statusreport
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -108,6 +109,25 @@ type File struct {
 	// UpdateWaiting is the file's new content held for its update window;
 	// nil when none waits.
 	UpdateWaiting *UpdateWaiting `json:"updateWaiting,omitempty"`
+	// Wave is the bundle's rollout on this device (its wave, its state);
+	// nil when no rollout plan or halt concerns it.
+	Wave *Wave `json:"wave,omitempty"`
+}
+
+// Wave is a source's place in a bundle rollout: State is idle (no wave
+// selects the device), waiting (for its wave, then its update window),
+// applied (in its wave), halted or rolled_back; Version the bundle version
+// it is about; Index (from 1), Name and WaveOpens the device's wave in
+// that version's plan; Opens when a held version is applied next; Reason
+// a sentence.
+type Wave struct {
+	State     string    `json:"state"`
+	Version   uint64    `json:"version,omitempty"`
+	Index     int       `json:"index,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	WaveOpens time.Time `json:"waveOpens,omitzero"`
+	Opens     time.Time `json:"opens,omitzero"`
+	Reason    string    `json:"reason,omitempty"`
 }
 
 // UpdateWaiting is a held update: Message says "update waiting for the
@@ -119,6 +139,12 @@ type UpdateWaiting struct {
 	Window  string    `json:"window"`
 	Hash    string    `json:"hash,omitempty"`
 	Version uint64    `json:"version,omitempty"`
+	// WaveIndex, Wave and WaveOpens are the device's wave when the held
+	// bundle has a rollout plan; Message then says "update waiting for
+	// wave <n> "<name>" at <time>" while the wave is what it waits for.
+	WaveIndex int       `json:"waveIndex,omitempty"`
+	Wave      string    `json:"wave,omitempty"`
+	WaveOpens time.Time `json:"waveOpens,omitzero"`
 }
 
 // Snapshot is what a document is built from, as the status API reads it.
@@ -184,6 +210,16 @@ func Build(s Snapshot) Document {
 			if u.Opens.IsZero() {
 				f.UpdateWaiting.Opens, f.UpdateWaiting.Message = time.Time{}, "update waiting for a window that never opens"
 			}
+			if u.WaveIndex > 0 {
+				f.UpdateWaiting.Wave, f.UpdateWaiting.WaveIndex, f.UpdateWaiting.WaveOpens = u.Wave, u.WaveIndex, u.WaveOpens.UTC()
+				if u.WaveOpens.Equal(u.Opens) {
+					f.UpdateWaiting.Message = fmt.Sprintf("update waiting for wave %d %q at %s", u.WaveIndex, u.Wave, u.WaveOpens.UTC().Format(time.RFC3339))
+				}
+			}
+		}
+		if w := m.Wave; w != nil {
+			f.Wave = &Wave{State: w.State, Version: w.Version, Index: w.WaveIndex, Name: w.Wave,
+				WaveOpens: w.WaveOpens.UTC(), Opens: w.Opens.UTC(), Reason: w.Reason}
 		}
 		src.Files = append(src.Files, f)
 	}

@@ -23,24 +23,31 @@ import (
 )
 
 const bundleUsage = `usage: tug bundle push --key KEY [--version N] [--expires DURATION | --not-after TIME]
-                       [--node NAME]... [--update-window W] [--download-window W] FILE... REF
+                       [--node NAME]... [--update-window W] [--download-window W]
+                       [--rollout-start TIME] [--wave SPEC]... FILE... REF
+       tug bundle push --key KEY --halt N [--revert] [FILE...] REF
        tug bundle push --unsigned FILE... REF
-       tug bundle pull [--verify-key PUB]... [--node NAME] [--min-version N] REF
+       tug bundle pull [--verify-key PUB]... [--node NAME] [--labels K=V,...]
+                       [--min-version N] REF
 
 push checks FILE... (files or directories) with validate's messages, joins
 them into one bundle, signs it with KEY as "tug sign" does (--version,
---expires, --not-after, --node, --update-window and --download-window mean
-the same) and pushes it to REF
+--expires, --not-after, --node, --update-window, --download-window,
+--rollout-start, --wave, --halt and --revert mean the same) and pushes it to REF
 (host/repository:tag) as tug's bundle artifact, which devices run with
 --manifest-oci REF. --unsigned pushes the bare manifests instead, which
-only a device without --manifest-verify-key accepts.
+only a device without --manifest-verify-key accepts. With --halt, FILE...
+may be left out (an empty bundle); give the last good version's manifests,
+which a device that joins during the halt runs and --revert returns to.
 
 pull fetches REF (a tag or a digest) as a device would, checks each blob
 against its digest, and shows what a device would apply: the artifact's
 digest, the bundle's signature (with --verify-key, as
 --manifest-verify-key), expiry, nodes (--node, default this host's name)
 and version (not older than --min-version), and its manifests with
-validate's messages. Nothing is applied. Exits 1 when a device would refuse
+validate's messages, and, when the bundle has a rollout plan or a halt,
+what a device named --node with the labels --labels (its --node-labels)
+would do and when. Nothing is applied. Exits 1 when a device would refuse
 the bundle.
 
 Registries are reached as tug run reaches them: the hosts.toml of
@@ -108,6 +115,7 @@ func bundlePushFlags() (*pflag.FlagSet, signFlags, *bool, registryFlags) {
 type pullFlags struct {
 	keys       *[]string
 	node       *string
+	labels     *string
 	minVersion *uint64
 	registry   registryFlags
 }
@@ -118,6 +126,7 @@ func bundlePullFlags() (*pflag.FlagSet, pullFlags) {
 	return fs, pullFlags{
 		keys:       fs.StringArray("verify-key", nil, "ed25519 public key `file` (PEM), or a directory of *.pem, as --manifest-verify-key (repeatable: any one verifies)"),
 		node:       fs.String("node", host, "the `name` of the node the bundle must be for"),
+		labels:     fs.String("labels", "", "the node's `labels` (key=value,...), as its --node-labels, for the bundle's rollout plan"),
 		minVersion: fs.Uint64("min-version", 0, "refuse a bundle older than this `version` (what the device runs)"),
 		registry:   addRegistryFlags(fs),
 	}
@@ -129,8 +138,11 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
-	if len(pos) < 2 {
+	if len(pos) < 2 && (len(pos) == 0 || *sf.halt == 0) {
 		return cmdflag.UsageError(stderr, bundleUsage, "bundle push: want FILE... REF")
+	}
+	if *sf.revert && len(pos) < 2 {
+		return cmdflag.UsageError(stderr, bundleUsage, "bundle push: --revert wants FILE...: the content devices go back to")
 	}
 	if (*sf.key == "") == !*unsigned {
 		return cmdflag.UsageError(stderr, bundleUsage, "bundle push: give --key, or --unsigned")
@@ -184,7 +196,10 @@ func bundlePush(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 1
 		}
 	}
-	title := filepath.Base(files[0])
+	title := "halt.yaml"
+	if len(files) == 1 {
+		title = filepath.Base(files[0])
+	}
 	if len(files) > 1 {
 		title = "bundle.yaml"
 	}
@@ -242,6 +257,11 @@ func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if hdr.UpdateWindow != "" || hdr.DownloadWindow != "" {
 			fmt.Fprintf(stdout, "windows: update %q, download %q (instead of the device's)\n", hdr.UpdateWindow, hdr.DownloadWindow)
 		}
+		labels, err := deviceLabels(*node, *pf.labels)
+		if err != nil {
+			return cmdflag.UsageError(stderr, bundleUsage, "bundle pull: --labels: "+err.Error())
+		}
+		printRollout(stdout, hdr, *node, labels, time.Now())
 	case bundle.IsEnvelope(a.Body):
 		fmt.Fprintln(stdout, "signature: not checked (no --verify-key)")
 	default:

@@ -15,10 +15,12 @@ import (
 	"tug/internal/cli/cmdflag"
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/wave"
 )
 
 const signUsage = `usage: tug sign --key KEY [--version N] [--expires DURATION | --not-after TIME]
-                [--node NAME]... [-o OUT] FILE...
+                [--node NAME]... [--rollout-start TIME] [--wave SPEC]...
+                [--halt N [--revert]] [-o OUT] FILE...
 
 Writes FILE.signed (or OUT, for one FILE) for each FILE: a signed bundle
 (tug-envelope-v1, see docs/decisions.md) holding the file's exact bytes,
@@ -37,6 +39,16 @@ none means every node.
 --update-window and --download-window (README "Update windows") replace
 the devices' own windows for this bundle; a tug that does not know these
 header fields refuses the bundle.
+--wave (repeatable, in order) adds a wave to the bundle's rollout plan
+(README "Updating a fleet"): SPEC is comma-separated name=NAME,
+labels=KEY=VALUE (repeatable: all must match the node's labels),
+share=PERCENT (of the fleet, by a stable hash of node name and version),
+after=DURATION (from --rollout-start, default now); a device applies the
+bundle in its wave, the first that selects it, and one no wave selects
+never applies it. --halt N makes the bundle halt the rollout of version
+N: devices keep what they run; with --revert, those that applied N apply
+this bundle's content (give the last good version's manifests). A tug that
+does not know these fields refuses the bundle: update tug first.
 
 `
 
@@ -50,6 +62,10 @@ type signFlags struct {
 	nodes    *[]string
 	update   *string
 	download *string
+	start    *string
+	waves    *[]string
+	halt     *uint64
+	revert   *bool
 }
 
 func addSignFlags(fs *pflag.FlagSet) signFlags {
@@ -61,6 +77,10 @@ func addSignFlags(fs *pflag.FlagSet) signFlags {
 		nodes:    fs.StringArray("node", nil, "node `name` or pattern the bundle is for (repeatable; default: every node)"),
 		update:   fs.String("update-window", "", "`window` in which devices apply the bundle, instead of their --update-window (a tug that does not know the field refuses the bundle)"),
 		download: fs.String("download-window", "", "`window` in which devices pull the bundle's images ahead, instead of their --download-window"),
+		start:    fs.String("rollout-start", "", "RFC 3339 `time` the rollout plan's waves count from (default: now)"),
+		waves:    fs.StringArray("wave", nil, "a wave of the rollout plan, in order: `name=N,labels=K=V,share=PERCENT,after=DURATION` (repeatable)"),
+		halt:     fs.Uint64("halt", 0, "halt the rollout of this `version`: devices keep what they run"),
+		revert:   fs.Bool("revert", false, "with --halt: devices that applied the halted version apply this bundle's content"),
 	}
 }
 
@@ -81,6 +101,42 @@ func (f signFlags) header(now time.Time) (bundle.EnvelopeHeader, error) {
 	}
 	if !hdr.NotAfter.After(now) {
 		return hdr, errors.New("the bundle would already have expired")
+	}
+	if *f.start != "" && len(*f.waves) == 0 {
+		return hdr, errors.New("--rollout-start without --wave")
+	}
+	if len(*f.waves) > 0 {
+		plan := &wave.Plan{Start: now.Truncate(time.Second).UTC()}
+		if *f.start != "" {
+			t, err := time.Parse(time.RFC3339, *f.start)
+			if err != nil {
+				return hdr, fmt.Errorf("--rollout-start: %w", err)
+			}
+			plan.Start = t.UTC()
+		}
+		for _, s := range *f.waves {
+			w, err := wave.ParseFlag(s)
+			if err != nil {
+				return hdr, fmt.Errorf("--wave: %w", err)
+			}
+			plan.Waves = append(plan.Waves, w)
+		}
+		if err := plan.Validate(); err != nil {
+			return hdr, fmt.Errorf("--wave: %w", err)
+		}
+		hdr.Rollout = plan
+	}
+	if *f.revert && *f.halt == 0 {
+		return hdr, errors.New("--revert without --halt")
+	}
+	if *f.halt != 0 {
+		if hdr.Rollout != nil {
+			return hdr, errors.New("--halt and --wave: a bundle that halts a rollout carries no plan")
+		}
+		hdr.Halt = &wave.Halt{Version: *f.halt, Revert: *f.revert}
+		if err := wave.ValidateHalt(hdr.Halt, hdr.Version); err != nil {
+			return hdr, fmt.Errorf("--halt: %w", err)
+		}
 	}
 	return hdr, nil
 }

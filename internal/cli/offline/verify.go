@@ -13,16 +13,19 @@ import (
 	"tug/internal/cli/cmdflag"
 	"tug/internal/manifest"
 	"tug/internal/pod"
+	"tug/internal/policy"
+	"tug/internal/wave"
 )
 
-const verifyUsage = `usage: tug verify --key PUB [--node NAME] [--min-version N] FILE.signed...
+const verifyUsage = `usage: tug verify --key PUB [--node NAME] [--labels K=V,...] [--min-version N] FILE.signed...
 
 Checks each signed bundle as a device run with --manifest-verify-key PUB
 would: its signature, that it has not expired, that it is for the node
 (--node, default this host's name) and not older than --min-version (the
 version the device runs: "tug pods -o json" and GET /manifests show it),
 then its manifests with validate's messages; and prints what the device
-would apply. PUB is a PEM "PUBLIC KEY" file or a directory of *.pem, as
+would apply; with a rollout plan or a halt, what a device named --node
+with the labels --labels (its --node-labels) would do and when. PUB is a PEM "PUBLIC KEY" file or a directory of *.pem, as
 for --manifest-verify-key. Exits 1 when a device would refuse a bundle.
 
 `
@@ -34,9 +37,14 @@ func Verify(args []string, stdout, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	node := fs.String("node", host, "the `name` of the node the bundle must be for")
 	minVersion := fs.Uint64("min-version", 0, "refuse a bundle older than this `version` (what the device runs)")
+	labelFlag := fs.String("labels", "", "the node's `labels` (key=value,...), as its --node-labels, for the bundle's rollout plan")
 	files, code, ok := cmdflag.Parse(fs, args, verifyUsage, stdout, stderr)
 	if !ok {
 		return code
+	}
+	labels, err := deviceLabels(*node, *labelFlag)
+	if err != nil {
+		return cmdflag.UsageError(stderr, verifyUsage, "verify: --labels: "+err.Error())
 	}
 	if len(*keys) == 0 {
 		return cmdflag.UsageError(stderr, verifyUsage, "verify: --key is required")
@@ -51,7 +59,7 @@ func Verify(args []string, stdout, stderr io.Writer) int {
 	}
 	rc := 0
 	for _, file := range files {
-		if err := verifyBundle(file, pubs, *node, *minVersion, time.Now(), stdout, stderr); err != nil {
+		if err := verifyBundle(file, pubs, *node, labels, *minVersion, time.Now(), stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "tug: verify: %s: refused: %v\n", file, err)
 			rc = 1
 		}
@@ -60,7 +68,7 @@ func Verify(args []string, stdout, stderr io.Writer) int {
 }
 
 // verifyBundle checks one bundle file and prints what it would apply.
-func verifyBundle(file string, keys []ed25519.PublicKey, node string, minVersion uint64, now time.Time, stdout, stderr io.Writer) error {
+func verifyBundle(file string, keys []ed25519.PublicKey, node string, labels map[string]string, minVersion uint64, now time.Time, stdout, stderr io.Writer) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -105,7 +113,56 @@ func verifyBundle(file string, keys []ed25519.PublicKey, node string, minVersion
 	}
 	fmt.Fprintf(stdout, "%s: ok: version %d, not after %s, for %s; %s\n", file, env.Header.Version,
 		env.Header.NotAfter.UTC().Format(time.RFC3339), nodesOf(env.Header.Nodes), apply)
+	printRollout(stdout, env.Header, node, labels, now)
 	return nil
+}
+
+// deviceLabels are the labels a device named node has with --node-labels
+// s: the standard kubernetes.io/hostname and kubernetes.io/os (linux) and
+// s's, as the agent's node has them (kubernetes.io/arch only when s says).
+func deviceLabels(node, s string) (map[string]string, error) {
+	labels, err := policy.ParseNodeLabels(s)
+	if err != nil {
+		return nil, err
+	}
+	std := policy.StandardLabels(node, "linux", "")
+	delete(std, "kubernetes.io/arch")
+	for k, v := range std {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	return labels, nil
+}
+
+// printRollout says what a device (node, labels) would do with a bundle
+// that has a rollout plan or a halt, at now.
+func printRollout(w io.Writer, hdr bundle.EnvelopeHeader, node string, labels map[string]string, now time.Time) {
+	if h := hdr.Halt; h != nil {
+		fmt.Fprintf(w, "halt: version %d's rollout is halted: a device that has not applied it keeps what it runs and drops it if held;", h.Version)
+		if h.Revert {
+			fmt.Fprintf(w, " one that applied it applies this bundle's content at once (revert)\n")
+		} else {
+			fmt.Fprintf(w, " one that applied it keeps it\n")
+		}
+		return
+	}
+	p := hdr.Rollout
+	if p == nil {
+		return
+	}
+	a := p.Choose(node, labels, hdr.Version)
+	fmt.Fprintf(w, "rollout: starts %s, %d waves; node %s has bucket %d of %d for version %d\n",
+		p.Start.UTC().Format(time.RFC3339), len(p.Waves), node, a.Bucket, wave.Buckets, hdr.Version)
+	switch {
+	case a.Index == 0:
+		fmt.Fprintf(w, "node %s: in no wave: would never apply version %d and keep what it runs\n", node, hdr.Version)
+	case a.Opens.After(now):
+		fmt.Fprintf(w, "node %s: wave %d %q, opens at %s (in %s): would pull the images ahead in its download window, keep what it runs until then, then apply in its update window\n",
+			node, a.Index, a.Name, a.Opens.UTC().Format(time.RFC3339), a.Opens.Sub(now).Round(time.Second))
+	default:
+		fmt.Fprintf(w, "node %s: wave %d %q, open since %s: would apply in its update window\n", node, a.Index, a.Name, a.Opens.UTC().Format(time.RFC3339))
+	}
 }
 
 // envelopeLines is the bundle's body with its three envelope lines
