@@ -55,6 +55,7 @@ type statusReceiver struct {
 	srv    *httptest.Server
 	pub    ed25519.PublicKey
 	header string // the Authorization header it wants
+	node   string // the node name it wants (the harness's hostname unless set)
 
 	mu       sync.Mutex
 	down     bool
@@ -101,7 +102,7 @@ func (r *statusReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if err := env.Verify([]ed25519.PublicKey{r.pub}); err != nil {
 			return receivedDoc{}, err
 		}
-		if err := env.ForNode(hostname); err != nil {
+		if err := env.ForNode(r.node); err != nil {
 			return receivedDoc{}, err
 		}
 		if err := env.Fresh(time.Now()); err != nil {
@@ -112,8 +113,8 @@ func (r *statusReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return receivedDoc{}, err
 		}
 		fp, _ := statusreport.Fingerprint(r.pub)
-		if d.APIVersion != statusreport.APIVersion || d.Node.Name != hostname || d.Node.KeyFingerprint != fp {
-			return receivedDoc{}, fmt.Errorf("document %s %s %s, want %s %s %s", d.APIVersion, d.Node.Name, d.Node.KeyFingerprint, statusreport.APIVersion, hostname, fp)
+		if d.APIVersion != statusreport.APIVersion || d.Node.Name != r.node || d.Node.KeyFingerprint != fp {
+			return receivedDoc{}, fmt.Errorf("document %s %s %s, want %s %s %s", d.APIVersion, d.Node.Name, d.Node.KeyFingerprint, statusreport.APIVersion, r.node, fp)
 		}
 		if n := len(r.received); n > 0 && env.Header.Version <= r.received[n-1].version {
 			return receivedDoc{}, fmt.Errorf("version %d after %d", env.Header.Version, r.received[n-1].version)
@@ -196,6 +197,12 @@ func statusTug(t *testing.T, more ...string) (*tug, *statusReceiver, []string) {
 // statusTugBefore is statusTug with before run when the directories are
 // ready, before tug starts.
 func statusTugBefore(t *testing.T, before func(tg *tug), more ...string) (*tug, *statusReceiver, []string) {
+	return statusTugOn(t, hostname, before, more...)
+}
+
+// statusTugOn is statusTugBefore for a tug whose node is named node (its
+// --hostname-override, which more must give when it is not the harness's).
+func statusTugOn(t *testing.T, node string, before func(tg *tug), more ...string) (*tug, *statusReceiver, []string) {
 	dir := t.TempDir()
 	ca := testutil.NewCA(t, "fleet CA")
 	caFile := filepath.Join(dir, "ca.pem")
@@ -222,7 +229,7 @@ func statusTugBefore(t *testing.T, before func(tg *tug), more ...string) (*tug, 
 	}
 	clients := x509.NewCertPool()
 	clients.AddCert(ca.Cert)
-	r := &statusReceiver{t: t, pub: pub, header: "Bearer " + token}
+	r := &statusReceiver{t: t, pub: pub, header: "Bearer " + token, node: node}
 	r.srv = httptest.NewUnstartedServer(r)
 	r.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.ServerPair(t, net.ParseIP("127.0.0.1"))},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clients}
