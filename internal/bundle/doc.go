@@ -3,7 +3,8 @@
 // and read, and the status reporter seals its documents in:
 //
 //   - the envelope (envelope.go): magic, signed JSON header (version,
-//     expiry, node selector, the body's sha256), ed25519 signature, body;
+//     expiry, node selector, the body's sha256, windows, the rollout plan
+//     and halt of package wave), ed25519 signature, body;
 //   - the keys (keys.go): ed25519 public and private keys in PEM or raw
 //     base64, and the verify keys of a configuration (LoadPublicKeys);
 //   - the check of a served body (open.go, Open), one function for every
@@ -12,6 +13,6 @@
 //     its layout, and fetching and pushing it with digest and size checks
 //     through a containerd resolver its caller gives it.
 //
-// It imports only containerd's core/remotes, errdefs, the OCI image-spec
+// It imports window and wave, containerd's core/remotes, errdefs, the OCI image-spec
 // and go-digest types, and the standard library.
 package bundle

@@ -32,7 +32,7 @@
 // URL and OCI sources checkpoint only content the gate passed on, so that
 // a restart starts what was applied, not what waits.
 //
-// It imports pod, window and clock, and the standard library.
+// It imports pod, window, wave and clock, and the standard library.
 package windowgate
 
 import (
