@@ -292,7 +292,7 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 	}
 	var waiting []podview.ManifestStatus
 	for _, m := range manifests {
-		if m.UpdateWaiting != nil || (m.Wave != nil && m.Wave.State != "waiting") {
+		if m.UpdateWaiting != nil || (m.Wave != nil && m.Wave.State != "waiting" && m.Wave.State != "applied") {
 			waiting = append(waiting, m)
 		}
 	}
@@ -304,7 +304,7 @@ func writePodTable(w io.Writer, pods []podview.View, manifests []podview.Manifes
 		if m.UpdateWaiting != nil {
 			fmt.Fprintln(w, escape(m.File+": "+UpdateWaitingText(m.UpdateWaiting, now)))
 		}
-		if m.Wave != nil && m.Wave.State != "waiting" {
+		if m.Wave != nil && m.Wave.State != "waiting" && m.Wave.State != "applied" {
 			fmt.Fprintln(w, escape(m.File+": "+WaveText(m.Wave)))
 		}
 	}
