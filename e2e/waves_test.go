@@ -53,7 +53,8 @@ func waveOf(d statusreport.Document) *statusreport.Wave {
 // documents, finds wave 1 failing and publishes the halt of version 3
 // (version 4, with version 2's manifests): the other two devices keep
 // version 2 past the times of waves 2 and 3, and every status document
-// says what happened.
+// says what happened. A halt with revert (version 5) then sends the canary
+// back to version 2's manifests and leaves the others as they are.
 func TestRolloutWaves(t *testing.T) {
 	t.Parallel()
 	testutil.RequireCommand(t, "jq")
@@ -270,6 +271,35 @@ func TestRolloutWaves(t *testing.T) {
 			t.Errorf("%s: state %s, want halted or rolled_back", d.node, m.Wave.State)
 		}
 	}
+
+	// The fleet sends wave 1 back too: a halt with revert, with version 2's
+	// manifests. The canary applies them at once; the others keep version 2.
+	bundlePush(t, "--key", key, "--version", "5", "--halt", "3", "--revert", v2, ref)
+	canary.r.waitDoc(canary.tg, ociApplyTimeout+startTimeout, 0, "the canary reverted, version 2's pod ready", func(d statusreport.Document) error {
+		w := waveOf(d)
+		if w == nil || w.State != "halted" || w.Version != 3 || !strings.Contains(w.Reason, "halted with revert by version 5") {
+			return fmt.Errorf("wave %+v", w)
+		}
+		if p, err := reportedPodOn(d, "fleet"); err != nil || !p.Ready {
+			return fmt.Errorf("pod %+v, %v", p, err)
+		}
+		return nil
+	})
+	if m, err := canary.tg.urlManifest(name); err != nil || m.Version != 5 {
+		t.Errorf("canary after the revert: version %d applied, %v; want 5", m.Version, err)
+	}
+	for _, d := range []*waveDevice{half, rest} {
+		d.r.waitDoc(d.tg, ociApplyTimeout+fetchTimeout, 0, "the revert not applied", func(doc statusreport.Document) error {
+			if w := waveOf(doc); w == nil || w.State != "halted" || w.Reason != "version 3 halted by version 5 before it was applied here: keeping version 2" {
+				return fmt.Errorf("wave %+v", w)
+			}
+			return nil
+		})
+		if m, err := d.tg.urlManifest(name); err != nil || m.Version != 2 {
+			t.Errorf("%s after the revert: version %d applied, %v; want 2", d.node, m.Version, err)
+		}
+	}
+
 	mf, _ = rest.tg.scrape(rest.port)
 	if s := series(mf, "tug_bundle_rollout_state", map[string]string{"source": name, "state": "halted"}); len(s) != 1 || value(s[0]) != 1 {
 		t.Errorf("tug_bundle_rollout_state{state=halted} = %v, want 1", s)
