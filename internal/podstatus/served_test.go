@@ -188,3 +188,60 @@ func TestWithUpdatePull(t *testing.T) {
 		})
 	}
 }
+
+type fakeFileRollouts map[pod.Origin]*podview.ManifestRollout
+
+func (f fakeFileRollouts) Condition(string) *pod.Condition            { return nil }
+func (f fakeFileRollouts) File(o pod.Origin) *podview.ManifestRollout { return f[o] }
+
+// TestManifestsWave: each URL bundle gets its place in its rollout from
+// the gate; one whose applied content failed and went back to its good
+// content is rolled_back, with the rollout's reason, unless a newer version
+// waits.
+func TestManifestsWave(t *testing.T) {
+	url := pod.Origin{Source: "oci:r/fleet:prod", File: "oci:r/fleet:prod"}
+	tests := []struct {
+		name      string
+		gate      *podview.WaveState
+		failed    string // the file's failed content
+		wantState string
+		wantWave  int
+	}{
+		{"applied", &podview.WaveState{State: "applied", Version: 3, WaveIndex: 1}, "", "applied", 1},
+		{"applied, then rolled back", &podview.WaveState{State: "applied", Version: 3, WaveIndex: 1}, "h3", "rolled_back", 1},
+		{"halted, then rolled back", &podview.WaveState{State: "halted", Version: 3}, "h3", "rolled_back", 0},
+		{"rolled back without a plan", nil, "h3", "rolled_back", 0},
+		{"rolled back, a newer version waits", &podview.WaveState{State: "waiting", Version: 4, WaveIndex: 2}, "h3", "waiting", 2},
+		{"an older content failed", &podview.WaveState{State: "applied", Version: 3, WaveIndex: 1}, "h2", "applied", 1},
+		{"nothing", nil, "", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Served{
+				Store: fakeSnapshot{files: []podconfig.FileState{{Origin: url, AppliedHash: "h3", Version: 3}}},
+				Loop:  fakeStatuser{},
+				Waves: func() map[pod.Origin]podview.WaveState {
+					if tt.gate == nil {
+						return nil
+					}
+					return map[pod.Origin]podview.WaveState{url: *tt.gate}
+				},
+				Rollouts: fakeFileRollouts{url: {GoodHash: "h2", GoodVersion: 2, FailedHash: tt.failed, FailedVersion: 3, Reason: "restarted 2 times", HeldBack: true}},
+			}
+			ms := v.Manifests()
+			if len(ms) != 1 {
+				t.Fatalf("Manifests = %+v", ms)
+			}
+			w := ms[0].Wave
+			switch {
+			case tt.wantState == "" && w != nil:
+				t.Fatalf("wave %+v, want none", w)
+			case tt.wantState == "":
+			case w == nil || w.State != tt.wantState || w.WaveIndex != tt.wantWave:
+				t.Fatalf("wave %+v, want %s in wave %d", w, tt.wantState, tt.wantWave)
+			case w.State == "rolled_back" && w.Reason != "version 3 rolled back to version 2: restarted 2 times":
+				t.Errorf("reason %q", w.Reason)
+			}
+		})
+	}
+}
