@@ -20,6 +20,7 @@ import (
 
 	"tug/internal/bundle"
 	"tug/internal/pod"
+	"tug/internal/wave"
 )
 
 // manifestServer serves a settable body with an ETag, counting full
@@ -776,5 +777,44 @@ func TestIdleConnTimeout(t *testing.T) {
 		if got < 90*time.Second || got <= period*11/10 {
 			t.Errorf("idleConnTimeout(%v) = %v, want at least 90s and longer than the period with its jitter", period, got)
 		}
+	}
+}
+
+// TestHTTPRolloutReported: a verified bundle's rollout plan and halt reach
+// the sink with its content, from a fetch and from the checkpoint; an
+// unverified bundle's do not (they name versions).
+func TestHTTPRolloutReported(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	soon := time.Now().Add(time.Hour)
+	plan := &wave.Plan{Start: soon, Waves: []wave.Wave{{Name: "canary", Labels: map[string]string{"ring": "canary"}}}}
+	withKeys := func(c *HTTPConfig) { c.VerifyKeys = []ed25519.PublicKey{pub} }
+	f := newHTTPFixture(t, "", withKeys)
+	f.srv.set(func(s *manifestServer) {
+		s.body = sealHeader(t, priv, bundle.EnvelopeHeader{Version: 5, NotAfter: soon, Rollout: plan}, podManifest("web", "nginx:5"))
+	})
+	f.poll()
+	last, ok := f.lastGood()
+	if !ok || !strings.Contains(last.Rollout.Plan, `"name":"canary"`) || last.Rollout.Halt != "" || last.Version != 5 {
+		t.Fatalf("reported %+v, want the plan of version 5", last.Rollout)
+	}
+	f.h = f.newSource(withKeys)
+	if last, _ := f.lastGood(); !strings.Contains(last.Rollout.Plan, `"name":"canary"`) {
+		t.Fatalf("from the checkpoint: %+v, want the plan", last.Rollout)
+	}
+	f.srv.set(func(s *manifestServer) {
+		s.body = sealHeader(t, priv, bundle.EnvelopeHeader{Version: 6, NotAfter: soon, Halt: &wave.Halt{Version: 5, Revert: true}}, podManifest("web", "nginx:4"))
+	})
+	f.poll()
+	if last, _ := f.lastGood(); last.Rollout.Halt != `{"version":5,"revert":true}` || last.Rollout.Plan != "" {
+		t.Fatalf("reported %+v, want the halt of version 5", last.Rollout)
+	}
+
+	u := newHTTPFixture(t, "")
+	u.srv.set(func(s *manifestServer) {
+		s.body = sealHeader(t, priv, bundle.EnvelopeHeader{Version: 5, NotAfter: soon, Rollout: plan}, podManifest("web", "nginx:5"))
+	})
+	u.poll()
+	if last, ok := u.lastGood(); !ok || last.Rollout != (pod.Rollout{}) {
+		t.Fatalf("without keys: reported %+v, want no plan", last.Rollout)
 	}
 }
