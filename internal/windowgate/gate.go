@@ -11,7 +11,8 @@
 // What is never held: a source's first snapshot (a fresh device, or the
 // checkpoint at start, runs what it has at once), a snapshot whose good
 // content is the one applied (a return to it, a fetch error: the store
-// keeps its last good pods), the sources that are not gated (Config.Gated:
+// keeps its last good pods; an error about held content reaches the store
+// while the content stays held), the sources that are not gated (Config.Gated:
 // the manifest directory unless asked), and a rollback, which reaches the
 // store through its pins and never through a source.
 //
@@ -238,6 +239,13 @@ func (g *Gate) Set(source string, files []pod.SourceFile) {
 		return
 	}
 	keep, changed := split(st.applied, files)
+	if len(changed) == 0 && st.held != nil && failsHeld(files, st.heldFiles) {
+		// The source fails with the held content as its last accepted:
+		// the store gets the error (it keeps its pods), the content stays
+		// held (and not checkpointed: a restart must not apply it).
+		g.cfg.Sink.Set(source, files)
+		return
+	}
 	if len(changed) == 0 {
 		g.pass(source, st, files)
 		return
@@ -348,6 +356,22 @@ func (g *Gate) opens(st *state, now time.Time) time.Time {
 		return from
 	}
 	return w.Next(from)
+}
+
+// failsHeld reports whether files are a source's failure report about
+// the held content: each failing file has the hash of a held file.
+func failsHeld(files, held []pod.SourceFile) bool {
+	failing := false
+	for _, f := range files {
+		if f.Err == nil {
+			continue
+		}
+		failing = true
+		if !slices.ContainsFunc(held, func(h pod.SourceFile) bool { return h.File == f.File && h.Hash == f.Hash }) {
+			return false
+		}
+	}
+	return failing
 }
 
 func key(files []pod.SourceFile) string {

@@ -102,11 +102,15 @@ func TestHoldUntilTheUpdateWindow(t *testing.T) {
 	if len(waits) != 1 || waits[0].File != url || waits[0].Hash != "v2" || waits[0].Version != 2 || !waits[0].Opens.Equal(opening) {
 		t.Fatalf("Waits = %+v, want v2 waiting for %s", waits, opening)
 	}
-	// A fetch error while held passes (the store keeps its last good pods).
+	// A fetch error while held passes (the store keeps its last good pods);
+	// the update stays held, and so not checkpointed.
 	failing := pod.SourceFile{Origin: pod.Origin{Source: url, File: url}, Hash: "v2", Err: errors.New("unreachable")}
 	g.Set(url, []pod.SourceFile{failing})
 	if last := f.sink.last[url]; len(last) != 1 || last[0].Err == nil {
 		t.Fatalf("fetch error not passed on: %+v", last)
+	}
+	if !g.Holds(url, "v2") || len(g.Waits()) != 1 {
+		t.Fatalf("after a fetch error: Holds(v2) = %v, Waits %+v; want v2 still held", g.Holds(url, "v2"), g.Waits())
 	}
 	g.Set(url, []pod.SourceFile{file(url, "v2", 2)})
 	// Still closed: nothing passes.

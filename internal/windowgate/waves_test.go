@@ -3,6 +3,7 @@ package windowgate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -178,6 +179,13 @@ func TestHalt(t *testing.T) {
 			}
 			if held := g.Holds(url, "v3"); held == (tt.want == "v3") {
 				t.Errorf("Holds(v3) = %v", held)
+			}
+			if tt.want != "v3" {
+				// A fetch error keeps the halt: it is never checkpointed.
+				g.Set(url, []pod.SourceFile{{Origin: pod.Origin{Source: url, File: url}, Hash: "v3", Version: 3, Err: errors.New("unreachable")}})
+				if r := f.rollout(t); !g.Holds(url, "v3") || r.State != StateHalted {
+					t.Errorf("after a fetch error: Holds(v3) = %v, Rollout %+v; want the halt held", g.Holds(url, "v3"), r)
+				}
 			}
 			// A newer version goes on with its own plan.
 			g.cfg.Update = window.Window{}
