@@ -281,7 +281,7 @@ up() {
     else
         rm -f "$DIR/containerd.bin"
     fi
-    ensure_packages docker-registry prometheus zsh fish iptables # prometheus: the e2e tests of a real scraper (TestPrometheusScrapesTug) and remote-write receiver (TestRemoteWrite); zsh, fish: TestShellCompletion; iptables: the IP-level counters of bench/benchbytes
+    ensure_packages docker-registry prometheus zsh fish iptables jq # jq: scripts/fleet-halt.sh in TestRolloutWaves; prometheus: the e2e tests of a real scraper (TestPrometheusScrapesTug) and remote-write receiver (TestRemoteWrite); zsh, fish: TestShellCompletion; iptables: the IP-level counters of bench/benchbytes
     start_containerd
     start_registry
     setup_image
