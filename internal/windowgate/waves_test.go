@@ -202,3 +202,15 @@ func TestHalt(t *testing.T) {
 		t.Errorf("fresh device: Rollout = %+v", r)
 	}
 }
+
+// TestWavesFirstSnapshot: a fresh device (or the checkpoint at start) runs
+// its first content at once, whatever its wave.
+func TestWavesFirstSnapshot(t *testing.T) {
+	f := waveFixture(t, "daily 02:00-04:00 tz=UTC", nil)
+	later := wave.Plan{Start: closed.Add(time.Hour), Waves: []wave.Wave{{Name: "all"}}}
+	f.gate.Set(url, []pod.SourceFile{planned("v2", 2, later)})
+	f.applied(t, "v2")
+	if r := f.rollout(t); r.State != StateApplied || r.WaveIndex != 1 || r.Version != 2 {
+		t.Errorf("Rollout = %+v, want applied in wave 1", r)
+	}
+}
