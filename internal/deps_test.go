@@ -241,6 +241,10 @@ var allowedImports = map[string]allowed{
 	// The status upstream: builds the document from pod's types, seals it
 	// in the bundle envelope, counts its sends with client_golang; only
 	// agent/ imports it. atomicfile writes its sequence file durably.
+	// tug's update of itself: the A/B layout, its state, the launch
+	// guard, the updater and the trial's gate; releases are bundle's
+	// envelopes, state files atomicfile's.
+	"tug/internal/selfupdate": {internal: []string{"tug/internal/bundle", "tug/internal/atomicfile"}},
 	"tug/internal/statusreport": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile", "tug/internal/timefloor"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// Metrics pushed by remote write: client_golang's registry is what is
@@ -285,7 +289,7 @@ var allowedImports = map[string]allowed{
 		"tug/internal/policy", "tug/internal/devices", "tug/internal/api", "tug/internal/events", "tug/internal/cgstats", "tug/internal/userns",
 		"tug/internal/reclaim/imagegc", "tug/internal/reclaim/eviction",
 		"tug/internal/prober", "tug/internal/lifecycle", "tug/internal/imagehooks", "tug/internal/resize", "tug/internal/rollout", "tug/internal/exepages", "tug/internal/podlogs",
-		"tug/internal/statusreport", "tug/internal/timefloor",
+		"tug/internal/statusreport", "tug/internal/timefloor", "tug/internal/selfupdate",
 		"tug/internal/remotewrite",
 		"tug/internal/registry", "tug/internal/sdnotify", "tug/internal/tuglog", "tug/internal/bundle",
 	}, modules: []string{

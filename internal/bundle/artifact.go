@@ -116,6 +116,12 @@ func BuildArtifact(body []byte, title string, created time.Time) (Artifact, erro
 // ParseArtifact reads a bundle artifact's manifest and returns the
 // descriptor of its bundle layer. Errors wrap ErrNotBundle.
 func ParseArtifact(manifestJSON []byte) (ocispec.Descriptor, error) {
+	return parseArtifactOf(manifestJSON, ArtifactType)
+}
+
+// parseArtifactOf is ParseArtifact for an artifact of the given type
+// (a bundle's, or one platform's binary of a release).
+func parseArtifactOf(manifestJSON []byte, artifactType string) (ocispec.Descriptor, error) {
 	var m ocispec.Manifest
 	if err := json.Unmarshal(manifestJSON, &m); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("%w: manifest: %s", ErrNotBundle, truncate(err.Error(), 200))
@@ -123,8 +129,8 @@ func ParseArtifact(manifestJSON []byte) (ocispec.Descriptor, error) {
 	if m.SchemaVersion != 2 || (m.MediaType != "" && m.MediaType != ocispec.MediaTypeImageManifest) {
 		return ocispec.Descriptor{}, fmt.Errorf("%w: media type %q, want an OCI image manifest", ErrNotBundle, truncate(m.MediaType, 100))
 	}
-	if m.ArtifactType != ArtifactType && m.Config.MediaType != ArtifactType {
-		return ocispec.Descriptor{}, fmt.Errorf("%w: artifact type %q, want %s", ErrNotBundle, truncate(m.ArtifactType, 100), ArtifactType)
+	if m.ArtifactType != artifactType && m.Config.MediaType != artifactType {
+		return ocispec.Descriptor{}, fmt.Errorf("%w: artifact type %q, want %s", ErrNotBundle, truncate(m.ArtifactType, 100), artifactType)
 	}
 	if len(m.Layers) != 1 {
 		return ocispec.Descriptor{}, fmt.Errorf("%w: %d layers, want 1", ErrNotBundle, len(m.Layers))
@@ -165,6 +171,11 @@ func FetchArtifact(ctx context.Context, r ArtifactResolver, ref string, maxBody 
 // FetchResolved fetches the artifact of ref whose manifest desc names.
 // Its errors name neither ref nor desc's digest.
 func FetchResolved(ctx context.Context, r ArtifactResolver, ref string, desc ocispec.Descriptor, maxBody int64) (Artifact, error) {
+	return fetchResolvedOf(ctx, r, ref, desc, maxBody, ArtifactType)
+}
+
+// fetchResolvedOf is FetchResolved for an artifact of the given type.
+func fetchResolvedOf(ctx context.Context, r ArtifactResolver, ref string, desc ocispec.Descriptor, maxBody int64, artifactType string) (Artifact, error) {
 	f, err := r.Fetcher(ctx, ref)
 	if err != nil {
 		return Artifact{}, fmt.Errorf("fetcher: %w", err)
@@ -176,7 +187,7 @@ func FetchResolved(ctx context.Context, r ArtifactResolver, ref string, desc oci
 	if err != nil {
 		return Artifact{}, fmt.Errorf("manifest: %w", err)
 	}
-	layer, err := ParseArtifact(mjson)
+	layer, err := parseArtifactOf(mjson, artifactType)
 	if err != nil {
 		return Artifact{}, err
 	}

@@ -66,6 +66,7 @@ func Commands(env Env) []Command {
 		{"sign", "--key KEY FILE...  write FILE.signed, the signed bundle --manifest-verify-key checks", noContext(offline.Sign)},
 		{"verify", "--key PUB FILE.signed...  check a signed bundle as a device would, and show what it would apply", noContext(offline.Verify)},
 		{"bundle", "push|pull ...  push a signed bundle to an OCI registry (--manifest-oci), or show what a device would apply", offline.Bundle},
+		{"release", "push --key KEY --version N BIN... REF  push signed tug binaries for --self-update-oci", offline.Release},
 		{"completion", "bash|zsh|fish  print the shell completion script", noContext(completionCmd)},
 		{"version", "           print the version", noContext(env.versionCmd)},
 	}

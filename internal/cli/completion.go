@@ -165,6 +165,9 @@ func completeArgs(ctx context.Context, all []Command, c Command, socket string, 
 	if c.Name == "bundle" && len(before) == 0 {
 		return []string{"push", "pull"}
 	}
+	if c.Name == "release" && len(before) == 0 {
+		return []string{"push"}
+	}
 	if slices.Contains(podArgCommands, c.Name) && q.pod == "" {
 		return agentNames(ctx, q, func(v podview.View) []string {
 			if q.namespace != "" && v.Metadata.Namespace != q.namespace {

@@ -18,7 +18,7 @@ func TestComplete(t *testing.T) {
 		words []string
 		want  []string // exactly these, in this order
 	}{
-		{"commands", []string{""}, []string{"validate", "pods", "inspect", "describe", "top", "logs", "node", "events", "exec", "restart", "rollback", "history", "sign", "verify", "bundle", "completion", "version", "help"}},
+		{"commands", []string{""}, []string{"validate", "pods", "inspect", "describe", "top", "logs", "node", "events", "exec", "restart", "rollback", "history", "sign", "verify", "bundle", "release", "completion", "version", "help"}},
 		{"command prefix", []string{"ve"}, []string{"verify", "version"}},
 		{"flags", []string{"pods", "--n"}, []string{"--namespace", "--no-headers"}},
 		{"shorthands too", []string{"logs", "-"}, []string{"--container", "--follow", "--namespace", "--previous", "--since", "--socket", "--tail", "--timestamps", "-c", "-f", "-n", "-p"}},

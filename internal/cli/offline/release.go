@@ -1,0 +1,111 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"tug/internal/bundle"
+	"tug/internal/cli/cmdflag"
+)
+
+const releaseUsage = `usage: tug release push --key KEY --version N [--expires DURATION | --not-after TIME]
+                        [--node NAME]... BIN... REF
+
+push signs each tug binary BIN (one per architecture, read from its ELF
+header) with KEY in the signed bundle envelope, version N for all of them,
+and pushes them to REF (host/repository:tag) as one release: an OCI index
+with one manifest per platform, which devices follow with
+--self-update-oci REF. A device installs a release only when one of its
+--manifest-verify-key keys verifies it, its version is above the one it
+runs, it was never reverted there, --node matches the device, and the
+binary is of the device's architecture.
+
+Registries are reached as tug run reaches them (see tug bundle --help).
+
+`
+
+// Release implements "tug release".
+func Release(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return cmdflag.UsageError(stderr, releaseUsage, "release: push?")
+	}
+	switch args[0] {
+	case "push":
+		return releasePush(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fs := cmdflag.New("release push")
+		addSignFlags(fs)
+		addRegistryFlags(fs)
+		fmt.Fprint(stdout, releaseUsage)
+		fmt.Fprint(stdout, "Flags of push:\n"+fs.FlagUsages())
+		return 0
+	}
+	return cmdflag.UsageError(stderr, releaseUsage, fmt.Sprintf("release: unknown command %q (push)", args[0]))
+}
+
+func releasePush(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := cmdflag.New("release push")
+	sf := addSignFlags(fs)
+	rf := addRegistryFlags(fs)
+	pos, code, ok := cmdflag.Parse(fs, args, releaseUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) < 2 {
+		return cmdflag.UsageError(stderr, releaseUsage, "release push: want BIN... REF")
+	}
+	if *sf.key == "" || *sf.version == 0 {
+		return cmdflag.UsageError(stderr, releaseUsage, "release push: give --key and --version")
+	}
+	if *sf.update != "" || *sf.download != "" {
+		return cmdflag.UsageError(stderr, releaseUsage, "release push: a release follows each device's own windows (no --update-window, --download-window)")
+	}
+	bins, ref := pos[:len(pos)-1], pos[len(pos)-1]
+	now := time.Now()
+	hdr, err := sf.header(now)
+	if err != nil {
+		return cmdflag.UsageError(stderr, releaseUsage, "release push: "+err.Error())
+	}
+	priv, err := sf.privateKey()
+	if err != nil {
+		fmt.Fprintf(stderr, "tug: release push: %v\n", err)
+		return 1
+	}
+	var envelopes [][]byte
+	for _, b := range bins {
+		data, err := os.ReadFile(b)
+		if err != nil {
+			fmt.Fprintf(stderr, "tug: release push: %v\n", err)
+			return 1
+		}
+		if _, err := bundle.ELFArch(data); err != nil {
+			fmt.Fprintf(stderr, "tug: release push: %s: %v\n", b, err)
+			return 1
+		}
+		env, err := bundle.SealEnvelope(priv, hdr, data)
+		if err != nil {
+			fmt.Fprintf(stderr, "tug: release push: %v\n", err)
+			return 1
+		}
+		envelopes = append(envelopes, env)
+	}
+	rel, err := bundle.BuildRelease(envelopes, now)
+	if err != nil {
+		fmt.Fprintf(stderr, "tug: release push: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*bundleTimeout)
+	defer cancel()
+	if err := bundle.PushRelease(ctx, rf.resolver(ctx, stderr), ref, rel); err != nil {
+		fmt.Fprintf(stderr, "tug: release push: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s@%s (version %d, not after %s)\n", ref, rel.Index.Digest, hdr.Version, hdr.NotAfter.UTC().Format(time.RFC3339))
+	for _, a := range rel.Platforms {
+		fmt.Fprintf(stdout, "  %s %s (%d bytes)\n", a.Layer.Annotations["org.opencontainers.image.title"], a.Manifest.Digest, len(a.Body))
+	}
+	return 0
+}
