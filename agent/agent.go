@@ -141,6 +141,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := addReporting(cfg, h, in, rp, np, ctl, rc, tel, log, stdout, components); err != nil {
 		return err
 	}
+	if err := addSelfUpdate(ctx, cfg, selfUpdateParts{store: in.self, registries: in.src.registries, node: h.name, args: args,
+		health:  watchdogHealth(np.lifecycle, ctl.loop, loopStale(cfg.SyncFrequency)),
+		sources: sourceStatus{store: in.src.store, sources: in.src.names, fetch: ctl.view.Fetch},
+		running: runningContainerIDs(np.lifecycle.All)}, log, components); err != nil {
+		return err
+	}
 	return runAll(ctx, log, components)
 }
 

@@ -41,6 +41,7 @@ import (
 	"tug/internal/resize"
 	"tug/internal/rollout"
 	"tug/internal/sdnotify"
+	"tug/internal/selfupdate"
 	"tug/internal/source"
 	"tug/internal/timefloor"
 	"tug/internal/tuglog"
@@ -71,6 +72,7 @@ type inputs struct {
 	thresholds []eviction.Threshold
 	src        sources
 	status     *statusLink // nil without --status-url
+	self       *selfupdate.Store
 }
 
 // sources are the pod store and the sources that feed it.
@@ -204,6 +206,7 @@ func readInputs(ctx context.Context, cfg config.Config, h host, log *slog.Logger
 	if in.src, err = buildSources(ctx, cfg, h, log); err != nil {
 		return inputs{}, err
 	}
+	in.self = openSelfUpdate(cfg, log)
 	if cfg.StatusURL != "" {
 		if in.status, err = newStatusLink(cfg, h.name, log.With("component", "status")); err != nil {
 			return inputs{}, err
@@ -563,6 +566,9 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	if err := registerOCIMetrics(tel.registry, in.src.oci); err != nil {
 		return err
 	}
+	if err := tel.registry.Register(selfUpdateCollector{in.self}); err != nil {
+		return fmt.Errorf("self-update metrics: %w", err)
+	}
 	srcStatus := sourceStatus{store: in.src.store, sources: in.src.names, fetch: c.view.Fetch}
 	if r.cgErr != nil {
 		log.Warn("no per-container usage on /metrics", "err", r.cgErr)
@@ -578,7 +584,7 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 		server.Stats = podStats{containers: np.lifecycle, cgroups: r.cgroups}
 	}
 	if in.status != nil {
-		rep, err := in.status.sender(cfg, h.name, c.view, server.Node, c.rollouts, tel.registry, clockBehind(tel.floor), log.With("component", "status"))
+		rep, err := in.status.sender(cfg, h.name, c.view, server.Node, c.rollouts, selfUpdateDoc(in.self, cfg.SelfUpdateOCI != "" || cfg.SelfUpdateURL != ""), tel.registry, clockBehind(tel.floor), log.With("component", "status"))
 		if err != nil {
 			return err
 		}
@@ -593,7 +599,7 @@ func addReporting(cfg config.Config, h host, in inputs, rp runtimeParts, np node
 	}
 	components["page out executable"] = codeTrimmer{after: cfg.PageOutExecutableAfter, log: log.With("component", "trim")}.Run
 	components["systemd notify"] = sdnotify.New(sdnotify.Config{Sources: srcStatus, Loop: c.loop, PLEG: np.lifecycle, Pods: c.view,
-		LoopStale: loopStale(cfg.SyncFrequency), Log: log.With("component", "systemd")}).Run
+		LoopStale: loopStale(cfg.SyncFrequency), Log: log.With("component", "systemd"), Notify: notifyFault()}).Run
 	healthAddr := ""
 	if cfg.HealthzPort > 0 {
 		healthAddr = fmt.Sprintf("%s:%d", cfg.HealthzBindAddress, cfg.HealthzPort)

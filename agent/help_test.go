@@ -24,6 +24,7 @@ func TestHelp(t *testing.T) {
 		flags []string
 	}{
 		{"run", runFlags},
+		{"check-config", runFlags},
 		{"validate", []string{"--policy", "--allow-privileged", "--allow-host-state-mounts"}},
 		{"pods", []string{"--socket", "-n, --namespace", "-A, --all-namespaces", "-w, --watch", "-o, --output", "--no-headers"}},
 		{"inspect", []string{"--socket", "-n, --namespace", "-o, --output", "--no-headers"}},

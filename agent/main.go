@@ -108,7 +108,8 @@ func commands() []cli.Command {
 			return newPolicy(c, levels, nil)
 		},
 	}
-	all := []cli.Command{{Name: "run", Synopsis: "[flags]        run the agent (tug run --help lists the flags)", Run: runCmd}}
+	all := []cli.Command{{Name: "run", Synopsis: "[flags]        run the agent (tug run --help lists the flags)", Run: runCmd},
+		{Name: "check-config", Synopsis: "[run flags]  check the configuration as tug run would read it", Run: checkConfigCmd}}
 	all = append(all, cli.Commands(env)...)
 	return append(all, cli.Command{Name: "help", Synopsis: "[COMMAND]     list the commands, or print COMMAND's usage and flags (as COMMAND --help)"})
 }
@@ -167,6 +168,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // runCmd is "tug run".
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	launchSelf(args, stderr)
+	if selfUpdateTestFault == "exit" {
+		fmt.Fprintln(stderr, "tug: test fault: exiting at start")
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	defer startProfiles(stderr)()
@@ -175,6 +181,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, pflag.ErrHelp):
 		fmt.Fprint(stdout, runUsage)
 		config.PrintFlags(stdout)
+		return 0
+	case isRestart(err):
+		// systemd (Restart=always) starts tug again, and the launcher
+		// runs the binary the current link names.
+		fmt.Fprintln(stderr, "tug: exiting to restart into the self-update's binary; pods keep running")
 		return 0
 	case err != nil:
 		fmt.Fprintln(stderr, "tug:", err)

@@ -65,7 +65,7 @@ func newStatusLink(cfg config.Config, hostname string, log *slog.Logger) (*statu
 
 // sender builds the --status-url sender over what the API reads.
 func (l *statusLink) sender(cfg config.Config, hostname string, status statusreport.StatusSource, node statusreport.NodeSource,
-	rollouts statusreport.RolloutSource, reg prometheus.Registerer, hold func() bool, log *slog.Logger) (*statusreport.Sender, error) {
+	rollouts statusreport.RolloutSource, self func() *statusreport.SelfUpdate, reg prometheus.Registerer, hold func() bool, log *slog.Logger) (*statusreport.Sender, error) {
 	return statusreport.New(statusreport.Config{
 		URL:          cfg.StatusURL,
 		Client:       l.client,
@@ -78,6 +78,7 @@ func (l *statusLink) sender(cfg config.Config, hostname string, status statusrep
 		Rollouts:     rollouts,
 		NodeName:     hostname,
 		TugVersion:   buildVersion(),
+		SelfUpdate:   self,
 		Registerer:   reg,
 		Log:          log,
 		Hold:         hold,

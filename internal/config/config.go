@@ -75,6 +75,20 @@ type Config struct {
 	// DownloadWindow is when the images of a spec held for UpdateWindow
 	// are pulled ahead (same syntax). "" = always.
 	DownloadWindow string `yaml:"download-window"`
+	// SelfUpdateOCI is the reference of a tug release in an OCI registry
+	// ("tug release push"), polled every OCICheckFrequency: a release that
+	// one of ManifestVerifyKey's keys verifies, above the running version,
+	// never reverted here, for this node and of this architecture is
+	// installed A/B under RootDir/self, tried and committed or reverted
+	// (README "Updating tug itself"). Default none.
+	SelfUpdateOCI string `yaml:"self-update-oci"`
+	// SelfUpdateURL is the same from a URL serving this architecture's
+	// signed binary ("{arch}" in it is replaced by the GOARCH). Default
+	// none.
+	SelfUpdateURL string `yaml:"self-update-url"`
+	// SelfUpdateTrial is how long a new tug's health gate must hold
+	// before it is committed. Default 2m.
+	SelfUpdateTrial time.Duration `yaml:"self-update-trial"`
 	// FileSourceWindows holds updates of the manifest directory for the
 	// windows too. Default false: a file dropped in applies at once.
 	FileSourceWindows bool `yaml:"file-source-windows"`
@@ -413,6 +427,7 @@ func Default() Config {
 		FileCheckFrequency:    20 * time.Second,
 		HTTPCheckFrequency:    20 * time.Second,
 		OCICheckFrequency:     time.Minute,
+		SelfUpdateTrial:       2 * time.Minute,
 		SyncFrequency:         time.Minute,
 		RootDir:               "/var/lib/tug",
 		RunDir:                "/run/tug",
@@ -495,6 +510,9 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.OCICheckFrequency, "oci-check-frequency", c.OCICheckFrequency, "polling period of each --manifest-oci")
 	fs.StringVar(&c.UpdateWindow, "update-window", c.UpdateWindow, "when a new spec from --manifest-url or --manifest-oci is applied: \"Mon-Fri 02:00-04:00\", \"Sat 22:00-Sun 06:00\" or \"cron:0 2 * * * for 2h\", with optional tz=<zone> jitter=<duration> (\"\" = always)")
 	fs.StringVar(&c.DownloadWindow, "download-window", c.DownloadWindow, "when the images of a spec waiting for --update-window are pulled ahead (same syntax; \"\" = always)")
+	fs.StringVar(&c.SelfUpdateOCI, "self-update-oci", c.SelfUpdateOCI, "reference (host/repository:tag) of a tug release (tug release push) tug updates itself from, verified with --manifest-verify-key")
+	fs.StringVar(&c.SelfUpdateURL, "self-update-url", c.SelfUpdateURL, "URL of this architecture's signed tug binary ({arch} is replaced), instead of --self-update-oci")
+	fs.DurationVar(&c.SelfUpdateTrial, "self-update-trial", c.SelfUpdateTrial, "how long a new tug's health gate must hold before it is committed")
 	fs.BoolVar(&c.FileSourceWindows, "file-source-windows", c.FileSourceWindows, "hold updates of --pod-manifest-path for the windows too")
 	fs.StringVar(&c.StatusURL, "status-url", c.StatusURL, "HTTPS URL the node's status document is POSTed to (docs/status.md)")
 	fs.StringVar(&c.StatusURLCA, "status-url-ca", c.StatusURLCA, "PEM file of CA certificates for --status-url, besides the system roots")
@@ -644,6 +662,25 @@ func (c *Config) Validate() error {
 	}
 	if _, err := window.Parse(c.DownloadWindow); err != nil {
 		errs = append(errs, fmt.Errorf("download-window: %w", err))
+	}
+	if c.SelfUpdateOCI != "" || c.SelfUpdateURL != "" {
+		switch {
+		case c.SelfUpdateOCI != "" && c.SelfUpdateURL != "":
+			errs = append(errs, fmt.Errorf("self-update-oci and self-update-url: give one"))
+		case len(c.ManifestVerifyKey) == 0:
+			errs = append(errs, fmt.Errorf("self-update-oci, self-update-url: need manifest-verify-key (a release is always verified)"))
+		}
+		if c.SelfUpdateOCI != "" {
+			if err := checkOCIRef(c.SelfUpdateOCI); err != nil {
+				errs = append(errs, fmt.Errorf("self-update-oci: %w", err))
+			}
+		}
+		if u, err := url.Parse(c.SelfUpdateURL); c.SelfUpdateURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+			errs = append(errs, fmt.Errorf("self-update-url: %q is not an http(s) URL", c.SelfUpdateURL))
+		}
+	}
+	if c.SelfUpdateTrial <= 0 {
+		errs = append(errs, fmt.Errorf("self-update-trial: must be positive"))
 	}
 	seenOCI := map[string]bool{}
 	for _, ref := range c.ManifestOCI {

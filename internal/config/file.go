@@ -283,3 +283,45 @@ func didYouMean(name string, keys map[string][]int) string {
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
+
+// RootDirOf finds the root directory "tug run" with args would use,
+// without parsing the rest of its configuration: --root-dir on the
+// command line, else the config file's root-dir key, else the default. A
+// key or flag this tug does not know is no error: the launcher of an older
+// installed tug reads the configuration of a newer one.
+func RootDirOf(args []string) string {
+	var root, file string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		for _, name := range []string{"root-dir", "config"} {
+			var v string
+			switch {
+			case a == "--"+name && i+1 < len(args):
+				v = args[i+1]
+			case strings.HasPrefix(a, "--"+name+"="):
+				v = strings.TrimPrefix(a, "--"+name+"=")
+			default:
+				continue
+			}
+			if name == "root-dir" {
+				root = v
+			} else {
+				file = v
+			}
+		}
+	}
+	if root != "" {
+		return root
+	}
+	if file != "" {
+		if data, err := os.ReadFile(file); err == nil {
+			var m map[string]any
+			if yaml.Unmarshal(data, &m) == nil {
+				if s, ok := m["root-dir"].(string); ok && s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return Default().RootDir
+}

@@ -135,3 +135,24 @@ image-pull-bandwidth: 1048576
 		t.Errorf("comments only: %v, %+v", err, c)
 	}
 }
+
+func TestRootDirOf(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(file, []byte("root-dir: /data/tug\nkey-of-a-newer-tug: 1\n"), 0o600)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, "/var/lib/tug"},
+		{[]string{"--root-dir", "/x"}, "/x"},
+		{[]string{"--root-dir=/y", "--config", file}, "/y"},
+		{[]string{"--config", file}, "/data/tug"},
+		{[]string{"--config=" + file, "--v", "2"}, "/data/tug"},
+		{[]string{"--config", "/nonexistent"}, "/var/lib/tug"},
+	}
+	for _, tt := range tests {
+		if got := RootDirOf(tt.args); got != tt.want {
+			t.Errorf("RootDirOf(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func NewUpdater(cfg UpdaterConfig) *Updater {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Updater{cfg: cfg}
+	return &Updater{cfg: cfg, failing: "not polled yet"}
 }
 
 // Run polls the source every Period while no release is on trial. A

@@ -31,6 +31,23 @@ type Document struct {
 	Node        Node      `json:"node"`
 	Pods        []Pod     `json:"pods"`
 	Sources     []Source  `json:"sources"`
+	// SelfUpdate is tug's update of itself; nil when tug has no A/B
+	// state (no release followed or installed).
+	SelfUpdate *SelfUpdate `json:"selfUpdate,omitempty"`
+}
+
+// SelfUpdate is what became of tug's latest release on the device.
+type SelfUpdate struct {
+	// State is idle, downloading, trial, committed or reverted.
+	State string `json:"state"`
+	// Version is the release on trial, or that of the latest outcome.
+	Version uint64 `json:"version,omitempty"`
+	// Committed is the release running as good (0: the installed tug).
+	Committed uint64 `json:"committed,omitempty"`
+	// Reason says why the latest release was reverted.
+	Reason string `json:"reason,omitempty"`
+	// Broken lists the releases reverted on the device, never tried again.
+	Broken []uint64 `json:"broken,omitempty"`
 }
 
 // Node is the node: its name, the fingerprint of the key that signs its

@@ -91,6 +91,8 @@ type Config struct {
 	Rollouts RolloutSource
 	// NodeName names the node when Node is nil or gives no name.
 	NodeName string
+	// SelfUpdate, when set, gives the document's selfUpdate.
+	SelfUpdate func() *SelfUpdate
 	// TugVersion is the document's tugVersion and the User-Agent's.
 	TugVersion string
 	// Registerer receives tug_status_reports_total and
@@ -270,6 +272,9 @@ func (s *Sender) build() Document {
 	}
 	d := Build(snap)
 	d.TugVersion = s.cfg.TugVersion
+	if s.cfg.SelfUpdate != nil {
+		d.SelfUpdate = s.cfg.SelfUpdate()
+	}
 	if s.cfg.Signer != nil {
 		d.Node.KeyFingerprint = s.cfg.Signer.Fingerprint()
 	}

@@ -1,0 +1,158 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tug/internal/selfupdate"
+	"tug/internal/testutil"
+)
+
+// buildTugVersion builds tug with -X main.version=version (and, when
+// fault is not "", the self-update test fault) into dir.
+func buildTugVersion(t *testing.T, dir, version, fault string) string {
+	t.Helper()
+	out := filepath.Join(dir, "tug-"+version)
+	ld := "-X main.version=" + version
+	if fault != "" {
+		ld += " -X main.selfUpdateTestFault=" + fault
+	}
+	cmd := exec.Command("go", "build", "-ldflags", ld, "-o", out, "../agent")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build tug %s: %v\n%s", version, err, b)
+	}
+	return out
+}
+
+// releasePush runs "tug release push args..." on the host.
+func releasePush(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(tugBin, append([]string{"release", "push"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tug release push %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// startBinary starts bin (another build of tug) as tg.Start starts tugBin.
+func (tg *tug) startBinary(bin string, more ...string) {
+	tg.t.Helper()
+	if tg.running() {
+		tg.t.Fatal("startBinary: tug is already running")
+	}
+	args := tg.runArgs(more...)
+	fmt.Fprintf(tg.out, "==== nsenter --net=%s %s %s\n", tg.netns, bin, strings.Join(args, " "))
+	cmd := exec.Command("nsenter", append([]string{"--net=" + tg.netns, bin}, args...)...)
+	cmd.Stdout, cmd.Stderr = tg.out, tg.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	tg.startedAt = time.Now()
+	if err := cmd.Start(); err != nil {
+		tg.t.Fatalf("start tug: %v", err)
+	}
+	tg.cmd, tg.exited, tg.waitErr = cmd, make(chan struct{}), nil
+	go func(exited chan struct{}) {
+		err := cmd.Wait()
+		tg.waitErr = err
+		close(exited)
+	}(tg.exited)
+}
+
+// TestSelfUpdate publishes tug releases to a registry and follows them
+// with --self-update-oci: a release signed by another key, one with no
+// binary for this architecture and one older than the committed one are
+// refused with their reason; a good one is installed into the A/B
+// directory, checked, switched to, and tug exits for its restart; the
+// installed binary started again executes the new one, which passes its
+// trial and commits it, and the pod keeps its containers and PIDs.
+func TestSelfUpdate(t *testing.T) {
+	t.Parallel()
+	image, _ := testutil.TestImage(t)
+	reg := startRegistry(t, registryOpts{})
+	dir := t.TempDir()
+	_, pub := keyPair(t, dir, "k")
+	key := filepath.Join(dir, "k.pem")
+	keyPair(t, dir, "other")
+	otherKey := filepath.Join(dir, "other.pem")
+	v1 := buildTugVersion(t, dir, "1.0-e2e", "")
+	v2 := buildTugVersion(t, dir, "2.0-e2e", "")
+	v2bytes, err := os.ReadFile(v2)
+	must(t, err)
+	// The same binary with an arm64 ELF header: a release for another
+	// architecture.
+	arm := bytes.Clone(v2bytes)
+	binary.LittleEndian.PutUint16(arm[18:], uint16(elf.EM_AARCH64))
+	armBin := filepath.Join(dir, "tug-arm64")
+	must(t, os.WriteFile(armBin, arm, 0o755))
+	ref := reg.Ref("tug/release:stable")
+
+	tg := startTug(t, tugOpts{noStart: true, beforeStart: func(tg *tug) { tg.relay(reg.Addr) },
+		args: []string{"--self-update-oci", ref, "--manifest-verify-key", pub, "--oci-check-frequency", "1s", "--self-update-trial", "5s"}})
+	tg.writeManifest("idle.yaml", shPod("idle", image, idle))
+	tg.startBinary(v1)
+	uid := tg.uid("idle")
+	tg.waitRunningUID(startTimeout, uid, "main", 0)
+	before := tg.tasksOf(uid)
+
+	releasePush(t, "--key", otherKey, "--version", "5", v2, ref)
+	tg.waitForOutput(30*time.Second, "release not installed", "bad signature")
+	releasePush(t, "--key", key, "--version", "6", armBin, ref)
+	tg.waitForOutput(30*time.Second, "release not installed", "no binary for this architecture")
+	if cur, _ := selfupdate.NewLayout(tg.rootDir).Current(); cur != "" {
+		t.Fatalf("a refused release was switched to: %q", cur)
+	}
+
+	releasePush(t, "--key", key, "--version", "3", v2, ref)
+	select {
+	case <-tg.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("tug did not exit after switching to release 3")
+	}
+	if tg.waitErr != nil {
+		t.Fatalf("tug exited with %v after the switch", tg.waitErr)
+	}
+	l := selfupdate.NewLayout(tg.rootDir)
+	st, err := selfupdate.ReadState(l.StateFile())
+	must(t, err)
+	cur, _ := l.Current()
+	got, _ := os.ReadFile(l.Bin(selfupdate.SlotA))
+	if cur != selfupdate.SlotA || st.Trial == nil || st.Trial.Version != 3 || st.Trial.Printed != "2.0-e2e" || !bytes.Equal(got, v2bytes) {
+		t.Fatalf("after the switch: current %q, state %+v, slot a holds %d bytes", cur, st, len(got))
+	}
+
+	// What systemd does: the installed binary starts again; its launcher
+	// executes slot a, which is on trial, passes the gate and commits.
+	tg.startBinary(v1)
+	tg.waitForOutput(2*time.Minute, "self-update: trial passed; release committed")
+	if !strings.Contains(tg.output(), "release 3 on trial, launch 1 of 3") || findLine(tg.output(), "starting tug", "2.0-e2e") == "" {
+		t.Fatalf("the launcher did not run release 3's binary")
+	}
+	if st, err = selfupdate.ReadState(l.StateFile()); err != nil || st.Committed != 3 || st.Good != selfupdate.SlotA || st.Trial != nil {
+		t.Fatalf("after the trial: %+v %v", st, err)
+	}
+	after := tg.tasksOf(uid)
+	for id, c := range before {
+		if a, ok := after[id]; !ok || a.PID != c.PID {
+			t.Errorf("container %s: PID %d before the update, %+v after", id, c.PID, a)
+		}
+	}
+
+	// A release older than the committed one is refused.
+	releasePush(t, "--key", key, "--version", "2", v1, ref)
+	tg.waitForOutput(30*time.Second, "release not installed", "older than the one committed")
+	if cur, _ := l.Current(); cur != selfupdate.SlotA {
+		t.Fatalf("current %q after an older release", cur)
+	}
+	must(t, tg.Stop())
+}
