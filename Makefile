@@ -52,6 +52,11 @@
 #                     the pod; journald: tug's priorities, the journald log driver's
 #                     entries, tug logs, systemd-journal-upload to -remote;
 #                     scripts/systemdtest.sh); part of make test
+#   make test-self-update  tug updating itself under the guest's systemd: a
+#                     release that exits at start, one that hangs (watchdog),
+#                     one that fails its gate, each reverted and never retried,
+#                     then a good one committed; the pod keeps its pid
+#                     (scripts/selfupdatetest.sh); part of make test
 #   make test-clock   tug in the QEMU guest booted with its RTC at 1970: the clock
 #                     behind said and the reports held until date -s, then sent
 #                     with true times; a year's step forward and back while pods
@@ -164,7 +169,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit test-alerts fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-clock test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit test-alerts fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-self-update test-clock test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -202,7 +207,7 @@ test-unit:
 test-alerts:
 	scripts/alerttest.sh
 
-test: lint test-unit test-alerts fuzz build size e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-clock test-small-device test-powercut
+test: lint test-unit test-alerts fuzz build size e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-self-update test-clock test-small-device test-powercut
 
 # fuzz: the manifest decoder and the parsers of what a URL server sends, each
 # fuzzed for a bounded number of inputs (package:Target; go test -fuzz takes
@@ -304,6 +309,30 @@ test-systemd:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(V2_BIN)/tug-systemd ./agent
 	V2G_SYSTEMD=1 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/systemdtest.sh \
 		$(V2_BIN)/tug-systemd $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
+
+# test-self-update: tug updating itself under a real systemd (the guest of
+# test-systemd): release 1 installed with the repository's unit, releases
+# 3 (exits at start), 4 (never feeds the watchdog) and 5 (fails its health
+# gate) served in turn at --self-update-url, each reverted with no person
+# and never tried again, then release 2 committed after its 30 s trial; the
+# pod's task keeps its pid throughout (scripts/selfupdatetest.sh; the bad
+# releases are builds with main.selfUpdateTestFault). About 4 minutes
+# under TCG.
+SU_BIN := $(V2_BIN)/selfupdate
+test-self-update:
+	@scripts/v2guest.sh setup
+	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
+	rm -rf $(SU_BIN) && mkdir -p $(SU_BIN)
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS) -X main.version=selfupdate-1' -o $(SU_BIN)/tug-1 ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS) -X main.version=selfupdate-2' -o $(SU_BIN)/tug-2 ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS) -X main.version=selfupdate-3 -X main.selfUpdateTestFault=exit' -o $(SU_BIN)/tug-3 ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS) -X main.version=selfupdate-4 -X main.selfUpdateTestFault=hang' -o $(SU_BIN)/tug-4 ./agent
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS) -X main.version=selfupdate-5 -X main.selfUpdateTestFault=gate' -o $(SU_BIN)/tug-5 ./agent
+	openssl genpkey -algorithm ed25519 -out $(SU_BIN)/key.pem
+	openssl pkey -in $(SU_BIN)/key.pem -pubout -out $(SU_BIN)/key.pub.pem
+	for v in 2 3 4 5; do $(SU_BIN)/tug-1 release sign --key $(SU_BIN)/key.pem --version $$v $(SU_BIN)/tug-$$v || exit 1; done
+	V2G_SYSTEMD=1 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/selfupdatetest.sh \
+		$(SU_BIN)/tug-1 $(SU_BIN) $(SU_BIN)/key.pub.pem $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
 # test-clock: tug with a wrong clock, in the guest booted with its
 # real-time clock at 1970 (V2G_RTC): the pods run, tug says the clock is

@@ -37,6 +37,7 @@ import (
 	"tug/internal/reconcile"
 	"tug/internal/redact"
 	"tug/internal/resize"
+	"tug/internal/selfupdate"
 	"tug/internal/source"
 	"tug/internal/timefloor"
 )
@@ -248,7 +249,10 @@ func runAll(ctx context.Context, log *slog.Logger, components map[string]func(co
 		go func() {
 			defer wg.Done()
 			err := run(ctx)
-			if err != nil && !errors.Is(err, context.Canceled) {
+			if errors.Is(err, selfupdate.ErrRestart) {
+				once.Do(func() { first = fmt.Errorf("%s: %w", name, err) })
+				log.Info("stopping to restart into the self-update's binary", "component", name)
+			} else if err != nil && !errors.Is(err, context.Canceled) {
 				once.Do(func() { first = fmt.Errorf("%s: %w", name, err) })
 				log.Error("component failed", "component", name, "err", err)
 			}

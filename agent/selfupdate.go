@@ -25,6 +25,7 @@ import (
 	"tug/internal/registry"
 	"tug/internal/selfupdate"
 	"tug/internal/statusreport"
+	"tug/internal/window"
 )
 
 // selfUpdateTestFault is a test build's fault, set with -ldflags
@@ -199,7 +200,7 @@ var (
 	selfUpdateStateDesc = prometheus.NewDesc("tug_self_update_state",
 		"1 for the self-update's current state (idle, downloading, trial, committed, reverted), 0 for the others.", []string{"state"}, nil)
 	buildInfoDesc = prometheus.NewDesc("tug_build_info",
-		"1, with the running tug's version and release (0: the installed binary) as labels.", []string{"version", "release"}, nil)
+		"1, with the running tug's version as a label.", []string{"version"}, nil)
 )
 
 func (c selfUpdateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -219,11 +220,7 @@ func (c selfUpdateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(selfUpdateStateDesc, prometheus.GaugeValue, v, s)
 	}
-	release := st.Committed
-	if st.Trial != nil && st.Trial.Slot == runningSlot() {
-		release = st.Trial.Version
-	}
-	ch <- prometheus.MustNewConstMetric(buildInfoDesc, prometheus.GaugeValue, 1, buildVersion(), fmt.Sprint(release))
+	ch <- prometheus.MustNewConstMetric(buildInfoDesc, prometheus.GaugeValue, 1, buildVersion())
 }
 
 // selfUpdateParts are what addSelfUpdate needs of the running agent.
@@ -263,8 +260,16 @@ func addSelfUpdate(ctx context.Context, cfg config.Config, p selfUpdateParts, lo
 	if err != nil {
 		return err
 	}
+	// A release is fetched and switched to only inside the device's
+	// update window (the switch is the update; the binary is not fetched
+	// ahead in the download window). A release's waves go here too.
+	uw, err := window.Parse(cfg.UpdateWindow)
+	if err != nil {
+		return err
+	}
+	uw = uw.ForNode(p.node)
 	u := selfupdate.NewUpdater(selfupdate.UpdaterConfig{Layout: l, Store: p.store, Source: src, Keys: keys, Node: p.node,
-		Arch: runtime.GOARCH, Check: checkRelease(p.args), Period: cfg.OCICheckFrequency, Log: log})
+		Arch: runtime.GOARCH, Check: checkRelease(p.args), Period: cfg.OCICheckFrequency, Ready: uw.Open, Log: log})
 	components["self-update"] = u.Run
 	return nil
 }

@@ -97,7 +97,8 @@ func TestSelfUpdate(t *testing.T) {
 	must(t, os.WriteFile(armBin, arm, 0o755))
 	ref := reg.Ref("tug/release:stable")
 
-	tg := startTug(t, tugOpts{noStart: true, beforeStart: func(tg *tug) { tg.relay(reg.Addr) },
+	port := freePort(t)
+	tg := startTug(t, tugOpts{noStart: true, healthzPort: port, beforeStart: func(tg *tug) { tg.relay(reg.Addr) },
 		args: []string{"--self-update-oci", ref, "--manifest-verify-key", pub, "--oci-check-frequency", "1s", "--self-update-trial", "5s"}})
 	tg.writeManifest("idle.yaml", shPod("idle", image, idle))
 	tg.startBinary(v1)
@@ -140,6 +141,22 @@ func TestSelfUpdate(t *testing.T) {
 	}
 	if st, err = selfupdate.ReadState(l.StateFile()); err != nil || st.Committed != 3 || st.Good != selfupdate.SlotA || st.Trial != nil {
 		t.Fatalf("after the trial: %+v %v", st, err)
+	}
+	mf, _ := tg.scrape(port)
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"tug_self_update_state", map[string]string{"state": "committed"}, 1},
+		{"tug_self_update_state", map[string]string{"state": "trial"}, 0},
+		{"tug_self_update_reverted_total", nil, 0},
+		{"tug_build_info", map[string]string{"version": "2.0-e2e"}, 1},
+	} {
+		s := series(mf, m.name, m.labels)
+		if len(s) != 1 || s[0].GetGauge().GetValue()+s[0].GetCounter().GetValue() != m.want {
+			t.Errorf("/metrics %s%v: %v, want %v", m.name, m.labels, s, m.want)
+		}
 	}
 	after := tg.tasksOf(uid)
 	for id, c := range before {

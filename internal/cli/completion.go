@@ -166,7 +166,7 @@ func completeArgs(ctx context.Context, all []Command, c Command, socket string, 
 		return []string{"push", "pull"}
 	}
 	if c.Name == "release" && len(before) == 0 {
-		return []string{"push"}
+		return []string{"push", "sign"}
 	}
 	if slices.Contains(podArgCommands, c.Name) && q.pod == "" {
 		return agentNames(ctx, q, func(v podview.View) []string {

@@ -64,9 +64,10 @@ func (g *Gate) OnTrial() bool {
 }
 
 // Run does nothing but wait for ctx unless this tug is on trial. On
-// trial, it takes the containers running at its start and, for Window,
-// checks the watchdog's condition every Tick; then every source must have
-// reported and every container of the start must still run (adopted, not
+// trial, it takes the containers running at its start, waits (at most
+// Window) for every source to report, and for Window from then checks the
+// watchdog's condition every Tick; then every source must have reported
+// and every container of the start must still run (adopted, not
 // restarted). It then commits the release (the state names its slot as
 // good), or reverts it: the current link back to the good slot, the
 // release marked broken with the reason, and ErrRestart so that systemd
@@ -78,13 +79,25 @@ func (g *Gate) Run(ctx context.Context) error {
 	}
 	t := g.cfg.Store.Get().Trial
 	log := g.cfg.Log.With("version", t.Version, "slot", t.Slot)
-	start := time.Now()
 	baseline := g.cfg.Running()
 	log.Info("self-update: on trial", "window", g.cfg.Window, "containers", len(baseline))
 	tick := time.NewTicker(g.cfg.Tick)
 	defer tick.Stop()
 	var failed string
-	for failed == "" && time.Since(start) < g.cfg.Window {
+	// The window starts once every source has reported (when tug tells
+	// systemd it is ready, and its watchdog starts), within a window's
+	// time; the watchdog's condition holds throughout.
+	start, ready := time.Now(), false
+	for failed == "" {
+		if !ready {
+			if ready, _ = g.cfg.Sources.AllReady(); ready {
+				start = time.Now()
+			} else if time.Since(start) >= g.cfg.Window {
+				break
+			}
+		} else if time.Since(start) >= g.cfg.Window {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return nil

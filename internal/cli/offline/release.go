@@ -13,6 +13,7 @@ import (
 
 const releaseUsage = `usage: tug release push --key KEY --version N [--expires DURATION | --not-after TIME]
                         [--node NAME]... BIN... REF
+       tug release sign --key KEY --version N [...] BIN...
 
 push signs each tug binary BIN (one per architecture, read from its ELF
 header) with KEY in the signed bundle envelope, version N for all of them,
@@ -23,6 +24,9 @@ with one manifest per platform, which devices follow with
 runs, it was never reverted there, --node matches the device, and the
 binary is of the device's architecture.
 
+sign writes BIN.signed for each BIN instead: the signed binary a URL serves
+for --self-update-url (one file per architecture).
+
 Registries are reached as tug run reaches them (see tug bundle --help).
 
 `
@@ -30,11 +34,13 @@ Registries are reached as tug run reaches them (see tug bundle --help).
 // Release implements "tug release".
 func Release(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return cmdflag.UsageError(stderr, releaseUsage, "release: push?")
+		return cmdflag.UsageError(stderr, releaseUsage, "release: push or sign?")
 	}
 	switch args[0] {
 	case "push":
 		return releasePush(ctx, args[1:], stdout, stderr)
+	case "sign":
+		return releaseSign(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fs := cmdflag.New("release push")
 		addSignFlags(fs)
@@ -43,7 +49,7 @@ func Release(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, "Flags of push:\n"+fs.FlagUsages())
 		return 0
 	}
-	return cmdflag.UsageError(stderr, releaseUsage, fmt.Sprintf("release: unknown command %q (push)", args[0]))
+	return cmdflag.UsageError(stderr, releaseUsage, fmt.Sprintf("release: unknown command %q (push or sign)", args[0]))
 }
 
 func releasePush(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -106,6 +112,47 @@ func releasePush(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fmt.Fprintf(stdout, "%s@%s (version %d, not after %s)\n", ref, rel.Index.Digest, hdr.Version, hdr.NotAfter.UTC().Format(time.RFC3339))
 	for _, a := range rel.Platforms {
 		fmt.Fprintf(stdout, "  %s %s (%d bytes)\n", a.Layer.Annotations["org.opencontainers.image.title"], a.Manifest.Digest, len(a.Body))
+	}
+	return 0
+}
+
+// releaseSign is "tug release sign": each BIN sealed into BIN.signed.
+func releaseSign(args []string, stdout, stderr io.Writer) int {
+	fs := cmdflag.New("release sign")
+	sf := addSignFlags(fs)
+	pos, code, ok := cmdflag.Parse(fs, args, releaseUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 || *sf.key == "" || *sf.version == 0 {
+		return cmdflag.UsageError(stderr, releaseUsage, "release sign: want --key, --version and BIN...")
+	}
+	hdr, err := sf.header(time.Now())
+	if err != nil {
+		return cmdflag.UsageError(stderr, releaseUsage, "release sign: "+err.Error())
+	}
+	priv, err := sf.privateKey()
+	if err != nil {
+		fmt.Fprintf(stderr, "tug: release sign: %v\n", err)
+		return 1
+	}
+	for _, b := range pos {
+		data, err := os.ReadFile(b)
+		if err == nil {
+			_, err = bundle.ELFArch(data)
+		}
+		var env []byte
+		if err == nil {
+			env, err = bundle.SealEnvelope(priv, hdr, data)
+		}
+		if err == nil {
+			err = os.WriteFile(b+".signed", env, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tug: release sign: %s: %v\n", b, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s.signed (version %d)\n", b, hdr.Version)
 	}
 	return 0
 }
