@@ -316,8 +316,10 @@ test-systemd:
 # gate) served in turn at --self-update-url, each reverted with no person
 # and never tried again, then release 2 committed after its 30 s trial; the
 # pod's task keeps its pid throughout (scripts/selfupdatetest.sh; the bad
-# releases are builds with main.selfUpdateTestFault). About 4 minutes
-# under TCG.
+# releases are builds with main.selfUpdateTestFault); then a power cut
+# (SIGKILL of QEMU) at a seeded moment while tug switches to release 2, and
+# a boot from the persistent disk that must start tug, run the pod and
+# commit release 2 (scripts/selfupdatecut.sh; SEED replays).
 SU_BIN := $(V2_BIN)/selfupdate
 test-self-update:
 	@scripts/v2guest.sh setup
@@ -333,6 +335,7 @@ test-self-update:
 	for v in 2 3 4 5; do $(SU_BIN)/tug-1 release sign --key $(SU_BIN)/key.pem --version $$v $(SU_BIN)/tug-$$v || exit 1; done
 	V2G_SYSTEMD=1 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/selfupdatetest.sh \
 		$(SU_BIN)/tug-1 $(SU_BIN) $(SU_BIN)/key.pub.pem $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
+	scripts/selfupdatecut.sh $(SU_BIN) $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
 # test-clock: tug with a wrong clock, in the guest booted with its
 # real-time clock at 1970 (V2G_RTC): the pods run, tug says the clock is
