@@ -142,6 +142,11 @@ func TestSelfUpdate(t *testing.T) {
 	if st, err = selfupdate.ReadState(l.StateFile()); err != nil || st.Committed != 3 || st.Good != selfupdate.SlotA || st.Trial != nil {
 		t.Fatalf("after the trial: %+v %v", st, err)
 	}
+	tg.waitFor(30*time.Second, "tug_self_update_state{state=committed} 1", func() (bool, error) {
+		mf, _ := tg.scrape(port)
+		s := series(mf, "tug_self_update_state", map[string]string{"state": "committed"})
+		return len(s) == 1 && s[0].GetGauge().GetValue() == 1, nil
+	})
 	mf, _ := tg.scrape(port)
 	for _, m := range []struct {
 		name   string

@@ -166,7 +166,7 @@ func (s *Store) setDownloading(b bool) {
 }
 
 // Current is the state tug_self_update_state reports: downloading while
-// a release is fetched and installed, trial while one is on trial, then
+// an admitted release is written and checked, trial while one is on trial, then
 // the last outcome (committed or reverted), idle before any.
 func (s *Store) Current() string {
 	s.mu.Lock()

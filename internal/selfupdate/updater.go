@@ -155,8 +155,6 @@ func isTransient(err error) bool {
 
 func (u *Updater) install(ctx context.Context, id string) error {
 	name := u.cfg.Source.Name()
-	u.cfg.Store.setDownloading(true)
-	defer u.cfg.Store.setDownloading(false)
 	env, err := u.cfg.Source.Fetch(ctx, id)
 	if err != nil {
 		return err
@@ -179,6 +177,11 @@ func (u *Updater) install(ctx context.Context, id string) error {
 	if arch != u.cfg.Arch {
 		return fmt.Errorf("%s: version %d: %w: %s, this device is %s", name, hdr.Version, ErrArch, arch, u.cfg.Arch)
 	}
+	// Downloading, as the metric says it, is a release admitted and being
+	// installed: a fetch that ends in a refusal (the running release seen
+	// again after a restart) is not one.
+	u.cfg.Store.setDownloading(true)
+	defer u.cfg.Store.setDownloading(false)
 	slot := Other(st.Good)
 	log := u.cfg.Log.With("source", name, "version", hdr.Version, "slot", slot)
 	log.Info("self-update: installing a release")
