@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tug/internal/bundle"
+	"tug/internal/wave"
 )
 
 var at = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -200,6 +201,10 @@ func TestUpdater(t *testing.T) {
 		return b
 	}
 	bin := selfELF(t)
+	halted, err := bundle.SealEnvelope(priv, bundle.EnvelopeHeader{Version: 5, NotAfter: at.Add(time.Hour), Halt: &wave.Halt{Version: 4}}, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		st     State
@@ -219,6 +224,7 @@ func TestUpdater(t *testing.T) {
 		{name: "broken", st: State{Committed: 4, Good: "a", Broken: map[uint64]string{5: "hung"}}, env: seal(priv, 5, bin), want: ErrBroken},
 		{name: "wrong arch", st: State{Committed: 4, Good: "a"}, env: seal(priv, 5, bin), arch: "riscv64", want: ErrArch},
 		{name: "not a binary", st: State{Committed: 4, Good: "a"}, env: seal(priv, 5, []byte("#!/bin/sh\n")), want: bundle.ErrWrongArch},
+		{name: "a halt in the release", st: State{Committed: 4, Good: "a"}, env: halted, want: ErrPlan},
 		{name: "check fails", st: State{Committed: 4, Good: "a"}, env: seal(priv, 5, bin), check: errors.New("config refused"), want: ErrCheck, broken: true},
 	}
 	for _, tt := range tests {

@@ -143,7 +143,7 @@ func isTransient(err error) bool {
 	if err == nil || errors.Is(err, ErrRestart) {
 		return false
 	}
-	for _, e := range []error{ErrNotNewer, ErrBelowFloor, ErrBroken, ErrArch, ErrCheck,
+	for _, e := range []error{ErrNotNewer, ErrBelowFloor, ErrBroken, ErrArch, ErrCheck, ErrPlan,
 		bundle.ErrBadSignature, bundle.ErrBadEnvelope, bundle.ErrNotEnvelope, bundle.ErrOtherNode,
 		bundle.ErrExpired, bundle.ErrNoPlatform, bundle.ErrWrongArch, bundle.ErrNotBundle, bundle.ErrDigestMismatch, bundle.ErrTooLarge} {
 		if errors.Is(err, e) {
@@ -165,6 +165,11 @@ func (u *Updater) install(ctx context.Context, id string) error {
 	bin, hdr, err := bundle.Open(env, bundle.Check{Keys: u.cfg.Keys, Node: u.cfg.Node, Now: u.cfg.Now()})
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if hdr.Rollout != nil || hdr.Halt != nil {
+		// The place of a release's waves: refused until the updater
+		// follows them, never silently ignored.
+		return fmt.Errorf("%s: version %d: %w", name, hdr.Version, ErrPlan)
 	}
 	st := u.cfg.Store.Get()
 	if err := Admit(st, hdr.Version); err != nil {

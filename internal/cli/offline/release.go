@@ -66,8 +66,8 @@ func releasePush(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if *sf.key == "" || *sf.version == 0 {
 		return cmdflag.UsageError(stderr, releaseUsage, "release push: give --key and --version")
 	}
-	if *sf.update != "" || *sf.download != "" {
-		return cmdflag.UsageError(stderr, releaseUsage, "release push: a release follows each device's own windows (no --update-window, --download-window)")
+	if msg := releaseOnlyFlags(sf); msg != "" {
+		return cmdflag.UsageError(stderr, releaseUsage, "release push: "+msg)
 	}
 	bins, ref := pos[:len(pos)-1], pos[len(pos)-1]
 	now := time.Now()
@@ -127,6 +127,9 @@ func releaseSign(args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 0 || *sf.key == "" || *sf.version == 0 {
 		return cmdflag.UsageError(stderr, releaseUsage, "release sign: want --key, --version and BIN...")
 	}
+	if msg := releaseOnlyFlags(sf); msg != "" {
+		return cmdflag.UsageError(stderr, releaseUsage, "release sign: "+msg)
+	}
 	hdr, err := sf.header(time.Now())
 	if err != nil {
 		return cmdflag.UsageError(stderr, releaseUsage, "release sign: "+err.Error())
@@ -155,4 +158,18 @@ func releaseSign(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s.signed (version %d)\n", b, hdr.Version)
 	}
 	return 0
+}
+
+// releaseOnlyFlags refuses the bundle flags a release does not take: a
+// release follows each device's own windows, and tug's update of itself
+// reads no rollout plan or halt yet (a device refuses a release that
+// carries one).
+func releaseOnlyFlags(sf signFlags) string {
+	switch {
+	case *sf.update != "" || *sf.download != "":
+		return "a release follows each device's own windows (no --update-window, --download-window)"
+	case len(*sf.waves) > 0 || *sf.start != "" || *sf.halt != 0 || *sf.revert:
+		return "a release carries no rollout plan or halt (no --wave, --rollout-start, --halt, --revert)"
+	}
+	return ""
 }
