@@ -28,7 +28,11 @@ func buildTugVersion(t *testing.T, dir, version, fault string) string {
 	if fault != "" {
 		ld += " -X main.selfUpdateTestFault=" + fault
 	}
-	cmd := exec.Command("go", "build", "-ldflags", ld, "-o", out, "../agent")
+	// The flags of testutil's build (the Makefile's BUILDFLAGS): the
+	// packages come from the build cache and only the link runs, a few
+	// seconds instead of a compile of everything beside the parallel
+	// tests (which a pull's stall timer or a probe would feel).
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-ldflags", ld, "-o", out, "../agent")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build tug %s: %v\n%s", version, err, b)
