@@ -214,6 +214,14 @@ func TestRestartCommand(t *testing.T) {
 		return len(h.Entries) > 0, fmt.Errorf("history %+v", h)
 	})
 
+	// tug restart acts on the containers tug's status says run, which
+	// follows containerd by a relist: wait for it to say so.
+	tg.waitPod(startTimeout, "svc", "main running in tug's status", func(v *podview.View) error {
+		if cs := mainStatus(v); cs.State.Running == nil {
+			return fmt.Errorf("main: %+v", cs.State)
+		}
+		return nil
+	})
 	stdout := tg.cli("restart", "svc")
 	if stdout != "default/svc-e2e: restarting main\n" {
 		t.Errorf("tug restart printed %q", stdout)
