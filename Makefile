@@ -57,6 +57,9 @@
 #                     one that fails its gate, each reverted and never retried,
 #                     then a good one committed; the pod keeps its pid
 #                     (scripts/selfupdatetest.sh); part of make test
+#   make test-self-update-cut  a power cut while tug switches to a release and
+#                     the boot after it (scripts/selfupdatecut.sh; two boots,
+#                     ~5 min; outside make test for the CI budget)
 #   make test-clock   tug in the QEMU guest booted with its RTC at 1970: the clock
 #                     behind said and the reports held until date -s, then sent
 #                     with true times; a year's step forward and back while pods
@@ -169,7 +172,7 @@ V2_TEST_TIMEOUT ?= 6m
 BENCHDAY2_ARGS ?= -eviction-args '--eviction-hard=memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%'
 E2E_V2_RUN ?= ^TestQoS|^TestPodLevelResources|^TestResize|^TestMetricsAndEvents|^TestMemoryPressureEvictsBestEffortFirst|^TestDeviceCgroupRules
 
-.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit test-alerts fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-self-update test-clock test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
+.PHONY: help pkgmap walk build build-arm64 size size-table lint test-unit test-alerts fuzz test e2e e2e-containerd2 test-v2 test-arm64 test-systemd test-self-update test-self-update-cut self-update-releases test-clock test-small-device test-powercut bench demo demo-stop testenv-up testenv-down clean
 
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/tug ./agent
@@ -316,12 +319,14 @@ test-systemd:
 # gate) served in turn at --self-update-url, each reverted with no person
 # and never tried again, then release 2 committed after its 30 s trial; the
 # pod's task keeps its pid throughout (scripts/selfupdatetest.sh; the bad
-# releases are builds with main.selfUpdateTestFault); then a power cut
-# (SIGKILL of QEMU) at a seeded moment while tug switches to release 2, and
-# a boot from the persistent disk that must start tug, run the pod and
-# commit release 2 (scripts/selfupdatecut.sh; SEED replays).
+# releases are builds with main.selfUpdateTestFault).
+# test-self-update-cut: a power cut (SIGKILL of QEMU) at a seeded moment
+# while tug switches to release 2, and a boot from the persistent disk that
+# must start tug, run the pod and commit release 2 (scripts/selfupdatecut.sh;
+# SEED replays). Two boots, about 5 minutes: outside make test, whose
+# 45 minutes it would not fit in.
 SU_BIN := $(V2_BIN)/selfupdate
-test-self-update:
+self-update-releases:
 	@scripts/v2guest.sh setup
 	@scripts/mkimage.sh $(V2_ARCHIVE) $(V2_IMAGE)
 	rm -rf $(SU_BIN) && mkdir -p $(SU_BIN)
@@ -333,8 +338,12 @@ test-self-update:
 	openssl genpkey -algorithm ed25519 -out $(SU_BIN)/key.pem
 	openssl pkey -in $(SU_BIN)/key.pem -pubout -out $(SU_BIN)/key.pub.pem
 	for v in 2 3 4 5; do $(SU_BIN)/tug-1 release sign --key $(SU_BIN)/key.pem --version $$v $(SU_BIN)/tug-$$v || exit 1; done
+
+test-self-update: self-update-releases
 	V2G_SYSTEMD=1 scripts/v2guest.sh run -- env CI="$${CI:-}" sh scripts/selfupdatetest.sh \
 		$(SU_BIN)/tug-1 $(SU_BIN) $(SU_BIN)/key.pub.pem $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
+
+test-self-update-cut: self-update-releases
 	scripts/selfupdatecut.sh $(SU_BIN) $(CURDIR)/systemd/tug.service $(V2_ARCHIVE) $(V2_IMAGE)
 
 # test-clock: tug with a wrong clock, in the guest booted with its
