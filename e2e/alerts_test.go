@@ -84,7 +84,7 @@ func TestAlertsOnACrashLoopingPod(t *testing.T) {
 		}
 		return true, nil
 	})
-	// The eviction manager's first pass sets MemoryPressure.
+	// The eviction manager's first observation sets MemoryPressure.
 	var mf map[string]*dto.MetricFamily
 	waitFor(t, time.Minute, "kube_node_status_condition MemoryPressure true", func() (bool, error) {
 		mf, _ = tg.scrape(port)
