@@ -93,18 +93,26 @@ func Resize(p *pod.Pod, byName map[string][]pod.RuntimeContainer, qos func(*pod.
 // ResizeOnly reports whether running container last differs from c, its
 // spec in p, in resources it can be resized to in place and nothing else.
 func ResizeOnly(p *pod.Pod, c *pod.Container, last *pod.RuntimeContainer) bool {
-	if last.State != pod.RunRunning || last.Allocated == nil {
+	return last.State == pod.RunRunning && resourcesOnly(p, c, last)
+}
+
+// resourcesOnly reports whether container last, in whatever state,
+// differs from c, its spec in p, in its resources and nothing else.
+func resourcesOnly(p *pod.Pod, c *pod.Container, last *pod.RuntimeContainer) bool {
+	if last.Allocated == nil {
 		return false
 	}
 	cc := pod.WithResources(c, *last.Allocated)
 	return pod.ContainerHash(p, &cc) == last.SpecHash
 }
 
-// Allocated returns p with each running container that differs from its
-// spec only by a resize (pending, or being applied) at the resources it
-// runs with: the pod whose QoS class the status reports, as the class of
-// a running pod does not change with a resize. It returns p itself when
-// there is none.
+// Allocated returns p with each container that differs from its spec
+// only by a resize (pending, or being applied) at the resources it was
+// created with: the pod whose QoS class the status reports, as the class
+// of a running pod does not change with a resize. The container's state
+// does not matter: a container just started may still be "created" in
+// the records, and one that exited ran with those resources until it is
+// created again. It returns p itself when there is none.
 func Allocated(p *pod.Pod, recs []pod.RuntimeContainer) *pod.Pod {
 	byName := GroupByName(recs)
 	out := p
@@ -115,7 +123,7 @@ func Allocated(p *pod.Pod, recs []pod.RuntimeContainer) *pod.Pod {
 		for i := range it.list {
 			c := &it.list[i]
 			last := Latest(byName[c.Name])
-			if last == nil || last.SpecHash == pod.ContainerHash(p, c) || !ResizeOnly(p, c, last) {
+			if last == nil || last.SpecHash == pod.ContainerHash(p, c) || !resourcesOnly(p, c, last) {
 				continue
 			}
 			if out == p {

@@ -102,3 +102,47 @@ func describeResize(pl *ResizePlan) string {
 	}
 	return s
 }
+
+// TestAllocated pins the pod whose QoS class the status reports: each
+// container at the resources it was created with while its spec differs
+// from them by resources only, whatever its state.
+func TestAllocated(t *testing.T) {
+	burstable := pod.Resources{
+		Requests: pod.ResourceList{pod.ResourceCPU: pod.MustParseQuantity("100m")},
+		Limits:   pod.ResourceList{pod.ResourceCPU: pod.MustParseQuantity("200m")},
+	}
+	guaranteed := pod.Resources{
+		Requests: pod.ResourceList{pod.ResourceCPU: pod.MustParseQuantity("200m")},
+		Limits:   pod.ResourceList{pod.ResourceCPU: pod.MustParseQuantity("200m")},
+	}
+	tests := []struct {
+		name  string
+		state pod.RunState
+		edit  func(c *pod.Container)
+		want  string // the CPU request of the pod returned
+	}{
+		{"running, requests raised", pod.RunRunning, func(c *pod.Container) { c.Resources = guaranteed }, "100m"},
+		{"just created, requests raised", pod.RunCreated, func(c *pod.Container) { c.Resources = guaranteed }, "100m"},
+		{"exited, requests raised", pod.RunExited, func(c *pod.Container) { c.Resources = guaranteed }, "100m"},
+		{"nothing changed", pod.RunRunning, func(c *pod.Container) {}, "100m"},
+		{"an image change too: the spec", pod.RunRunning, func(c *pod.Container) {
+			c.Resources = guaranteed
+			c.Image = "busybox:1.36"
+		}, "200m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testutil.Pod("web")
+			p.Spec.Containers[0].Resources = burstable
+			allocated := burstable
+			rec := pod.RuntimeContainer{ID: "web", Name: p.Spec.Containers[0].Name, State: tt.state,
+				SpecHash: pod.ContainerHash(p, &p.Spec.Containers[0]), Allocated: &allocated}
+			q := CopyPod(p)
+			tt.edit(&q.Spec.Containers[0])
+			got := Allocated(q, []pod.RuntimeContainer{rec}).Spec.Containers[0].Resources.Requests[pod.ResourceCPU]
+			if got.String() != tt.want {
+				t.Errorf("cpu request %s, want %s", got.String(), tt.want)
+			}
+		})
+	}
+}
