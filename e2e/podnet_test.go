@@ -103,15 +103,21 @@ func (tg *tug) podIPOf(name string) string {
 
 // netState counts what the pod network has in the node: veths on the
 // bridge, leases, hostPort rules.
-type netState struct{ veths, leases, rules int }
+// netState counts what tug has in its node's network namespace; links
+// names the links on the bridge, so that a count that is off says which.
+type netState struct {
+	veths, leases, rules int
+	links                string
+}
 
 func (tg *tug) netState() netState {
 	tg.t.Helper()
 	node := netnsName(tg.netns)
 	var s netState
 	for _, line := range strings.Split(run(tg.t, "ip", "-n", node, "-o", "link", "show", "master", "tug0"), "\n") {
-		if strings.TrimSpace(line) != "" {
+		if f := strings.Fields(line); len(f) > 1 {
 			s.veths++
+			s.links += strings.TrimSuffix(f[1], ":") + " "
 		}
 	}
 	leases, err := os.ReadDir(filepath.Join(tg.rootDir, "network", "leases"))
