@@ -40,7 +40,7 @@ func TestHelp(t *testing.T) {
 		{"sign", []string{"--key", "--version", "--expires", "--not-after", "-o, --output", "--node"}},
 		{"verify", []string{"--key", "--node", "--min-version"}},
 		{"bundle", []string{"--key", "--version", "--expires", "--not-after", "--node", "--unsigned", "--verify-key", "--min-version"}},
-		{"release", []string{"--key", "--version", "--expires", "--not-after", "--node", "--registry-config-dir"}},
+		{"release", []string{"--key", "--version", "--expires", "--not-after", "--node", "--registry-config-dir", "--wave", "--rollout-start", "--halt", "--revert"}},
 		{"completion", nil},
 		{"version", nil},
 	}

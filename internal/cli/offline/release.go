@@ -12,7 +12,8 @@ import (
 )
 
 const releaseUsage = `usage: tug release push --key KEY --version N [--expires DURATION | --not-after TIME]
-                        [--node NAME]... BIN... REF
+                        [--node NAME]... [--rollout-start TIME] [--wave SPEC]... BIN... REF
+       tug release push --key KEY --version N --halt N [--revert] BIN... REF
        tug release sign --key KEY --version N [...] BIN...
 
 push signs each tug binary BIN (one per architecture, read from its ELF
@@ -23,6 +24,15 @@ with one manifest per platform, which devices follow with
 --manifest-verify-key keys verifies it, its version is above the one it
 runs, it was never reverted there, --node matches the device, and the
 binary is of the device's architecture.
+
+--rollout-start, --wave, --halt and --revert mean what they mean for "tug
+sign" and "tug bundle push" (README "Updating a fleet"): a device installs
+the release in its wave (ahead, into its other A/B slot, in its download
+window) and switches to it once its wave and its update window are open;
+one that no wave selects never installs it. A release that halts version
+N (--halt N, BIN... the last good build under a new version) is never
+installed by a device that has not committed N, and one that has keeps
+N, unless --revert: then it installs this release at once.
 
 sign writes BIN.signed for each BIN instead: the signed binary a URL serves
 for --self-update-url (one file per architecture).
@@ -161,15 +171,11 @@ func releaseSign(args []string, stdout, stderr io.Writer) int {
 }
 
 // releaseOnlyFlags refuses the bundle flags a release does not take: a
-// release follows each device's own windows, and tug's update of itself
-// reads no rollout plan or halt yet (a device refuses a release that
-// carries one).
+// release follows each device's own windows. Its rollout plan and halt
+// are the bundles' (signFlags.header checks them).
 func releaseOnlyFlags(sf signFlags) string {
-	switch {
-	case *sf.update != "" || *sf.download != "":
+	if *sf.update != "" || *sf.download != "" {
 		return "a release follows each device's own windows (no --update-window, --download-window)"
-	case len(*sf.waves) > 0 || *sf.start != "" || *sf.halt != 0 || *sf.revert:
-		return "a release carries no rollout plan or halt (no --wave, --rollout-start, --halt, --revert)"
 	}
 	return ""
 }

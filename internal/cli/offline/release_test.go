@@ -1,0 +1,81 @@
+package offline
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tug/internal/bundle"
+)
+
+// TestReleaseSignPlan: "tug release sign" takes the plan flags of "tug
+// sign", checked the same way, and refuses the windows a release does not
+// carry.
+func TestReleaseSignPlan(t *testing.T) {
+	dir := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(nil)
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
+	keyFile := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary is an ELF executable of this architecture.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.ReadFile(self)
+	bin := filepath.Join(dir, "tug")
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string // "" : signed
+		check   func(h bundle.EnvelopeHeader) bool
+	}{
+		{"waves", []string{"--version", "9", "--rollout-start", start.Format(time.RFC3339), "--wave", "name=canary,labels=ring=canary", "--wave", "name=all,after=1h"}, "",
+			func(h bundle.EnvelopeHeader) bool {
+				return h.Rollout != nil && len(h.Rollout.Waves) == 2 && h.Rollout.Start.Equal(start) && h.Halt == nil
+			}},
+		{"halt with revert", []string{"--version", "10", "--halt", "9", "--revert"}, "",
+			func(h bundle.EnvelopeHeader) bool { return h.Halt != nil && h.Halt.Version == 9 && h.Halt.Revert && h.Rollout == nil }},
+		{"bad share", []string{"--version", "9", "--wave", "share=150"}, "rollout.waves[0].share", nil},
+		{"halt not older", []string{"--version", "9", "--halt", "9"}, "halt.version", nil},
+		{"halt and wave", []string{"--version", "10", "--halt", "9", "--wave", "name=all"}, "--halt and --wave", nil},
+		{"revert alone", []string{"--version", "10", "--revert"}, "--revert without --halt", nil},
+		{"own window", []string{"--version", "9", "--update-window", "daily 02:00-04:00"}, "own windows", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(bin + ".signed")
+			var stdout, stderr bytes.Buffer
+			rc := Release(t.Context(), append(append([]string{"sign", "--key", keyFile}, tt.args...), bin), &stdout, &stderr)
+			if tt.wantErr != "" {
+				if rc == 0 || !strings.Contains(stderr.String(), tt.wantErr) {
+					t.Fatalf("rc %d, stderr %q, want an error with %q", rc, stderr.String(), tt.wantErr)
+				}
+				return
+			}
+			if rc != 0 {
+				t.Fatalf("rc %d: %s", rc, stderr.String())
+			}
+			data, err := os.ReadFile(bin + ".signed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := bundle.ParseEnvelope(data)
+			if err != nil || !tt.check(env.Header) {
+				t.Fatalf("header %+v, %v", env.Header, err)
+			}
+		})
+	}
+}
