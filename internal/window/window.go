@@ -282,6 +282,16 @@ func (w Window) openWall(t time.Time) bool {
 	return false
 }
 
+// OpenFrom returns the first instant at or after t at which the window is
+// open: t itself when it is open then, else its next opening (zero when
+// it never opens).
+func (w Window) OpenFrom(t time.Time) time.Time {
+	if w.Open(t) {
+		return t
+	}
+	return w.Next(t)
+}
+
 // Next returns the next opening strictly after now, offset applied: the
 // first instant at which the window opens (goes from closed to open). It
 // returns the zero time for no window, and for a cron schedule with no

@@ -64,6 +64,13 @@ func TestOpenAndNext(t *testing.T) {
 			if got := w.Open(tt.now); got != tt.open {
 				t.Errorf("Open(%s) = %v, want %v", tt.now, got, tt.open)
 			}
+			wantFrom := tt.next
+			if tt.open {
+				wantFrom = tt.now
+			}
+			if got := w.OpenFrom(tt.now); !got.Equal(wantFrom) && tt.spec != "cron:* * * * * for 1h tz=UTC" {
+				t.Errorf("OpenFrom(%s) = %s, want %s", tt.now, got, wantFrom)
+			}
 			if tt.spec == "cron:* * * * * for 1h tz=UTC" {
 				return // every minute is inside an earlier minute's hour: no opening to find
 			}

@@ -351,11 +351,7 @@ func (g *Gate) opens(st *state, now time.Time) time.Time {
 	if r.plan != nil && r.assign.Opens.After(now) {
 		from = r.assign.Opens
 	}
-	w := g.updateWindow(st.heldFiles)
-	if w.Open(from) {
-		return from
-	}
-	return w.Next(from)
+	return g.updateWindow(st.heldFiles).OpenFrom(from)
 }
 
 // failsHeld reports whether files are a source's failure report about
