@@ -142,7 +142,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := addReporting(cfg, h, in, rp, np, ctl, rc, tel, log, stdout, components); err != nil {
 		return err
 	}
-	if err := addSelfUpdate(ctx, cfg, selfUpdateParts{store: in.self, registries: in.src.registries, node: h.name, args: args,
+	if err := addSelfUpdate(ctx, cfg, selfUpdateParts{store: in.self, registries: in.src.registries, node: h.name, labels: h.node.Labels, args: args,
 		health:  watchdogHealth(np.lifecycle, ctl.loop, loopStale(cfg.SyncFrequency)),
 		sources: sourceStatus{store: in.src.store, sources: in.src.names, fetch: ctl.view.Fetch},
 		running: runningContainerIDs(np.lifecycle.All)}, log, components); err != nil {

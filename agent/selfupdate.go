@@ -183,6 +183,11 @@ func selfUpdateDoc(store *selfupdate.Store, followed bool) func() *statusreport.
 				d.Reason = st.Last.Reason
 			}
 		}
+		if w := store.Wait(); w != nil && st.Trial == nil {
+			d.Version, d.Slot = w.Version, w.Slot
+			d.Wave = &statusreport.Wave{State: w.State, Version: w.Version, Index: w.Wave.Index, Name: w.Wave.Name,
+				WaveOpens: w.Wave.Opens.UTC(), Opens: w.Opens.UTC(), Reason: w.Reason}
+		}
 		for v := range st.Broken {
 			d.Broken = append(d.Broken, v)
 		}
@@ -198,7 +203,9 @@ var (
 	selfUpdateRevertedDesc = prometheus.NewDesc("tug_self_update_reverted_total",
 		"Releases of tug reverted on this device (kept across restarts in the self-update state).", nil, nil)
 	selfUpdateStateDesc = prometheus.NewDesc("tug_self_update_state",
-		"1 for the self-update's current state (idle, downloading, trial, committed, reverted), 0 for the others.", []string{"state"}, nil)
+		"1 for the self-update's current state (idle, downloading, waiting, trial, committed, reverted, halted), 0 for the others.", []string{"state"}, nil)
+	selfUpdateWaveOpensDesc = prometheus.NewDesc("tug_self_update_wave_opens_timestamp_seconds",
+		"When the device's wave of the release installed ahead opens (Unix time); 0 when no release with a rollout plan waits.", nil, nil)
 	buildInfoDesc = prometheus.NewDesc("tug_build_info",
 		"1, with the running tug's version as a label.", []string{"version"}, nil)
 )
@@ -206,6 +213,7 @@ var (
 func (c selfUpdateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- selfUpdateRevertedDesc
 	ch <- selfUpdateStateDesc
+	ch <- selfUpdateWaveOpensDesc
 	ch <- buildInfoDesc
 }
 
@@ -220,6 +228,11 @@ func (c selfUpdateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(selfUpdateStateDesc, prometheus.GaugeValue, v, s)
 	}
+	opens := 0.0
+	if w := c.store.Wait(); w != nil && w.State == selfupdate.StateWaiting && !w.Wave.Opens.IsZero() {
+		opens = float64(w.Wave.Opens.Unix())
+	}
+	ch <- prometheus.MustNewConstMetric(selfUpdateWaveOpensDesc, prometheus.GaugeValue, opens)
 	ch <- prometheus.MustNewConstMetric(buildInfoDesc, prometheus.GaugeValue, 1, buildVersion())
 }
 
@@ -228,7 +241,8 @@ type selfUpdateParts struct {
 	store      *selfupdate.Store
 	registries *registry.Registry
 	node       string
-	args       []string // tug run's
+	labels     map[string]string // the node's, which a release's waves select on
+	args       []string          // tug run's
 	health     func() error
 	sources    selfupdate.Sources
 	running    func() []string
@@ -260,16 +274,20 @@ func addSelfUpdate(ctx context.Context, cfg config.Config, p selfUpdateParts, lo
 	if err != nil {
 		return err
 	}
-	// A release is fetched and switched to only inside the device's
-	// update window (the switch is the update; the binary is not fetched
-	// ahead in the download window). A release's waves go here too.
+	// A release is fetched in the download or the update window,
+	// installed ahead into the other slot, and switched to once the
+	// device's wave and its update window are open.
 	uw, err := window.Parse(cfg.UpdateWindow)
 	if err != nil {
 		return err
 	}
-	uw = uw.ForNode(p.node)
-	u := selfupdate.NewUpdater(selfupdate.UpdaterConfig{Layout: l, Store: p.store, Source: src, Keys: keys, Node: p.node,
-		Arch: runtime.GOARCH, Check: checkRelease(p.args), Period: cfg.OCICheckFrequency, Ready: uw.Open, Log: log})
+	dw, err := window.Parse(cfg.DownloadWindow)
+	if err != nil {
+		return err
+	}
+	u := selfupdate.NewUpdater(selfupdate.UpdaterConfig{Layout: l, Store: p.store, Source: src, Keys: keys, Node: p.node, Labels: p.labels,
+		Arch: runtime.GOARCH, Check: checkRelease(p.args), Period: cfg.OCICheckFrequency,
+		Update: uw.ForNode(p.node), Download: dw.ForNode(p.node), Log: log})
 	components["self-update"] = u.Run
 	return nil
 }

@@ -243,8 +243,9 @@ var allowedImports = map[string]allowed{
 	// agent/ imports it. atomicfile writes its sequence file durably.
 	// tug's update of itself: the A/B layout, its state, the launch
 	// guard, the updater and the trial's gate; releases are bundle's
-	// envelopes, state files atomicfile's.
-	"tug/internal/selfupdate": {internal: []string{"tug/internal/bundle", "tug/internal/atomicfile"}, modules: []string{"github.com/opencontainers/image-spec"}},
+	// envelopes, state files atomicfile's; a release's waves are wave's,
+	// the device's windows window's.
+	"tug/internal/selfupdate": {internal: []string{"tug/internal/bundle", "tug/internal/atomicfile", "tug/internal/wave", "tug/internal/window"}, modules: []string{"github.com/opencontainers/image-spec"}},
 	"tug/internal/statusreport": {internal: []string{"tug/internal/podview", "tug/internal/pod", "tug/internal/clock", "tug/internal/bundle", "tug/internal/atomicfile", "tug/internal/timefloor"},
 		modules: []string{"github.com/prometheus/client_golang"}},
 	// Metrics pushed by remote write: client_golang's registry is what is

@@ -16,9 +16,12 @@ var (
 	ErrBroken = errors.New("selfupdate: release was reverted on this device")
 	// ErrArch: the binary is not of this device's architecture.
 	ErrArch = errors.New("selfupdate: binary of another architecture")
-	// ErrPlan: the release carries a rollout plan or a halt, which tug's
-	// update of itself does not read yet.
-	ErrPlan = errors.New("selfupdate: release carries a rollout plan or a halt, which self-update does not follow")
+	// ErrNoWave: no wave of the release's rollout plan selects the
+	// device, which never installs that version.
+	ErrNoWave = errors.New("selfupdate: no wave of the release's rollout plan selects this node")
+	// ErrHalted: the release halts another, and this device keeps what
+	// it runs.
+	ErrHalted = errors.New("selfupdate: release halts a rollout")
 	// ErrCheck: the new binary does not run, or refuses the device's
 	// configuration.
 	ErrCheck = errors.New("selfupdate: new binary failed its check")

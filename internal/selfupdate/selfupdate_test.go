@@ -226,7 +226,7 @@ func TestUpdater(t *testing.T) {
 		{name: "broken", st: State{Committed: 4, Good: "a", Broken: map[uint64]string{5: "hung"}}, env: seal(priv, 5, bin), want: ErrBroken},
 		{name: "wrong arch", st: State{Committed: 4, Good: "a"}, env: seal(priv, 5, bin), arch: "riscv64", want: ErrArch},
 		{name: "not a binary", st: State{Committed: 4, Good: "a"}, env: seal(priv, 5, []byte("#!/bin/sh\n")), want: bundle.ErrWrongArch},
-		{name: "a halt in the release", st: State{Committed: 4, Good: "a"}, env: halted, want: ErrPlan},
+		{name: "a halt of the committed release, without revert", st: State{Committed: 4, Good: "a"}, env: halted, want: ErrHalted},
 		{name: "check fails", st: State{Committed: 4, Good: "a"}, env: seal(priv, 5, bin), check: errors.New("config refused"), want: ErrCheck, broken: true},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tug/internal/atomicfile"
+	"tug/internal/wave"
 )
 
 // The states of a self-update, as tug_self_update_state and the status
@@ -17,13 +18,15 @@ import (
 const (
 	StateIdle        = "idle"
 	StateDownloading = "downloading"
+	StateWaiting     = "waiting"
 	StateTrial       = "trial"
 	StateCommitted   = "committed"
 	StateReverted    = "reverted"
+	StateHalted      = "halted"
 )
 
 // States lists every state, in the order of the metric's series.
-var States = []string{StateIdle, StateDownloading, StateTrial, StateCommitted, StateReverted}
+var States = []string{StateIdle, StateDownloading, StateWaiting, StateTrial, StateCommitted, StateReverted, StateHalted}
 
 // State is what the state file keeps.
 type State struct {
@@ -62,6 +65,24 @@ type Outcome struct {
 	Reason  string    `json:"reason,omitempty"`
 	Printed string    `json:"printed,omitempty"`
 	At      time.Time `json:"at,omitzero"`
+}
+
+// Wait is the release the source serves when the updater does not switch
+// to it now, and why (not persisted: a restart fetches the release again).
+type Wait struct {
+	// State is StateWaiting (installed ahead into Slot, waiting for the
+	// device's wave or the update window), StateHalted (the release halts
+	// a rollout: Version is the halted version) or StateIdle (no wave of
+	// the release's plan selects the device).
+	State   string
+	Version uint64
+	// Wave is the device's wave in the release's plan (Index 0: none).
+	Wave wave.Assignment
+	// Opens is when a waiting release is switched to next (zero: never).
+	Opens time.Time
+	Slot  string
+	// Reason says why, in a sentence.
+	Reason string
 }
 
 // clone returns a deep copy of s.
@@ -132,6 +153,8 @@ type Store struct {
 	// downloading is set while the updater fetches and installs a
 	// release (not persisted).
 	downloading bool
+	// wait is the release the updater does not switch to now.
+	wait *Wait
 }
 
 // NewStore returns the store of the state file at path, with st read
@@ -165,9 +188,29 @@ func (s *Store) setDownloading(b bool) {
 	s.mu.Unlock()
 }
 
+func (s *Store) setWait(w *Wait) {
+	s.mu.Lock()
+	s.wait = w
+	s.mu.Unlock()
+}
+
+// Wait returns the release the updater does not switch to now; nil when
+// there is none.
+func (s *Store) Wait() *Wait {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wait == nil {
+		return nil
+	}
+	w := *s.wait
+	return &w
+}
+
 // Current is the state tug_self_update_state reports: downloading while
-// an admitted release is written and checked, trial while one is on trial, then
-// the last outcome (committed or reverted), idle before any.
+// an admitted release is written and checked, trial while one is on
+// trial, then the served release's wait (waiting, halted, or idle when no
+// wave selects the device), then the last outcome (committed or
+// reverted), idle before any.
 func (s *Store) Current() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -176,6 +219,8 @@ func (s *Store) Current() string {
 		return StateTrial
 	case s.downloading:
 		return StateDownloading
+	case s.wait != nil:
+		return s.wait.State
 	case s.st.Last != nil:
 		return s.st.Last.State
 	}

@@ -38,10 +38,19 @@ type Document struct {
 
 // SelfUpdate is what became of tug's latest release on the device.
 type SelfUpdate struct {
-	// State is idle, downloading, trial, committed or reverted.
+	// State is idle, downloading, waiting, trial, committed, reverted or
+	// halted.
 	State string `json:"state"`
-	// Version is the release on trial, or that of the latest outcome.
+	// Version is the release on trial, the one waiting, the one halted,
+	// or that of the latest outcome.
 	Version uint64 `json:"version,omitempty"`
+	// Wave is the served release's place in its rollout when tug does
+	// not switch to it now: waiting (for its wave, then the update
+	// window), halted, or idle (no wave selects the device); nil
+	// otherwise.
+	Wave *Wave `json:"wave,omitempty"`
+	// Slot is the A/B slot a waiting release is installed in, ahead.
+	Slot string `json:"slot,omitempty"`
 	// Committed is the release running as good (0: the installed tug).
 	Committed uint64 `json:"committed,omitempty"`
 	// Reason says why the latest release was reverted.
