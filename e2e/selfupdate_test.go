@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tug/internal/selfupdate"
+	"tug/internal/statusreport"
 	"tug/internal/testutil"
 )
 
@@ -181,4 +182,101 @@ func TestSelfUpdate(t *testing.T) {
 		t.Fatalf("current %q after an older release", cur)
 	}
 	must(t, tg.Stop())
+}
+
+// TestSelfUpdateWave publishes a release whose one wave opens 30 s after
+// its push: tug fetches it at once (no download window), installs it into
+// the other A/B slot and checks it there, and says that it waits for the
+// wave (its log, the status document, /metrics) while it keeps running
+// its own binary; it switches to the release (and exits for its restart)
+// only once the wave is open, with no second fetch.
+func TestSelfUpdateWave(t *testing.T) {
+	t.Parallel()
+	reg := startRegistry(t, registryOpts{})
+	dir := t.TempDir()
+	_, pub := keyPair(t, dir, "k")
+	key := filepath.Join(dir, "k.pem")
+	v2 := buildTugVersion(t, dir, "2.0-wave", "")
+	v2bytes, err := os.ReadFile(v2)
+	must(t, err)
+	ref := reg.Ref("tug/release:waves")
+
+	port := freePort(t)
+	tg, rcv, _ := statusTugWith(t, hostname, tugOpts{healthzPort: port, beforeStart: func(tg *tug) { tg.relay(reg.Addr) }},
+		"--self-update-oci", ref, "--manifest-verify-key", pub, "--oci-check-frequency", "1s", "--self-update-trial", "5s")
+	tg.waitForOutput(time.Minute, "self-update: release not installed", "tug/release:waves")
+
+	pushed := time.Now()
+	out := releasePush(t, "--key", key, "--version", "7", "--wave", "name=everyone,after=30s", v2, ref)
+	t.Logf("pushed at %s: %s", pushed.Format(time.RFC3339Nano), out)
+
+	tg.waitForOutput(time.Minute, "self-update: release installed ahead, waiting", `wave_name=everyone`)
+	var opens time.Time
+	rcv.waitDoc(tg, time.Minute, 0, "selfUpdate waiting for its wave", func(d statusreport.Document) error {
+		su := d.SelfUpdate
+		if su == nil || su.Wave == nil {
+			return fmt.Errorf("selfUpdate %+v", su)
+		}
+		if su.State != selfupdate.StateWaiting || su.Version != 7 || su.Slot != selfupdate.SlotA || su.Wave.Index != 1 ||
+			su.Wave.Name != "everyone" || !strings.Contains(su.Wave.Reason, `waiting for wave 1 "everyone"`) {
+			return fmt.Errorf("selfUpdate %+v, wave %+v", su, su.Wave)
+		}
+		opens = su.Wave.WaveOpens
+		return nil
+	})
+	// The plan starts at the push, truncated to the second.
+	if lo := pushed.Truncate(time.Second).Add(30 * time.Second); opens.Before(lo) || opens.After(lo.Add(10*time.Second)) {
+		t.Fatalf("the wave opens at %s, want 30 s after the push at %s", opens.Format(time.RFC3339), pushed.Format(time.RFC3339Nano))
+	}
+	if time.Now().After(opens) {
+		t.Fatalf("tug reported waiting only after its wave opened (%s): the machine is too slow for this test", opens)
+	}
+	l := selfupdate.NewLayout(tg.rootDir)
+	st, err := selfupdate.ReadState(l.StateFile())
+	must(t, err)
+	cur, _ := l.Current()
+	got, _ := os.ReadFile(l.Bin(selfupdate.SlotA))
+	if cur != "" || st.Trial != nil || !bytes.Equal(got, v2bytes) {
+		t.Fatalf("installed ahead: current %q (want none), trial %+v, slot a holds %d bytes of the release's %d", cur, st.Trial, len(got), len(v2bytes))
+	}
+	mf, _ := tg.scrape(port)
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"tug_self_update_state", map[string]string{"state": "waiting"}, 1},
+		{"tug_self_update_state", map[string]string{"state": "idle"}, 0},
+		{"tug_self_update_wave_opens_timestamp_seconds", nil, float64(opens.Unix())},
+	} {
+		if s := series(mf, m.name, m.labels); len(s) != 1 || s[0].GetGauge().GetValue() != m.want {
+			t.Errorf("/metrics %s%v: %v, want %v", m.name, m.labels, s, m.want)
+		}
+	}
+
+	select {
+	case <-tg.exited:
+		t.Fatalf("tug exited at %s, before the wave opened at %s", time.Now().Format(time.RFC3339Nano), opens.Format(time.RFC3339))
+	case <-time.After(time.Until(opens)):
+	}
+	select {
+	case <-tg.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatal("tug did not switch to the release within 90 s of its wave's opening")
+	}
+	if tg.waitErr != nil {
+		t.Fatalf("tug exited with %v after the switch", tg.waitErr)
+	}
+	st, err = selfupdate.ReadState(l.StateFile())
+	must(t, err)
+	cur, _ = l.Current()
+	if cur != selfupdate.SlotA || st.Trial == nil || st.Trial.Version != 7 || st.Trial.Printed != "2.0-wave" {
+		t.Fatalf("after the switch: current %q, state %+v", cur, st)
+	}
+	if n := strings.Count(tg.output(), "self-update: installing a release"); n != 1 {
+		t.Errorf("the release was installed %d times, want once (ahead)", n)
+	}
+	if findLine(tg.output(), "self-update: the release installed ahead may be switched to", "version=7") == "" {
+		t.Errorf("no line says the release installed ahead is switched to")
+	}
 }

@@ -203,6 +203,12 @@ func statusTugBefore(t *testing.T, before func(tg *tug), more ...string) (*tug, 
 // statusTugOn is statusTugBefore for a tug whose node is named node (its
 // --hostname-override, which more must give when it is not the harness's).
 func statusTugOn(t *testing.T, node string, before func(tg *tug), more ...string) (*tug, *statusReceiver, []string) {
+	return statusTugWith(t, node, tugOpts{beforeStart: before}, more...)
+}
+
+// statusTugWith is statusTugOn with the harness's options opts (its
+// beforeStart runs after the receiver's relay is set up).
+func statusTugWith(t *testing.T, node string, opts tugOpts, more ...string) (*tug, *statusReceiver, []string) {
 	dir := t.TempDir()
 	ca := testutil.NewCA(t, "fleet CA")
 	caFile := filepath.Join(dir, "ca.pem")
@@ -238,22 +244,22 @@ func statusTugOn(t *testing.T, node string, before func(tg *tug), more ...string
 	u, _ := url.Parse(r.srv.URL)
 	keyPEM, _ := os.ReadFile(clientKey)
 	secrets := []string{token, urlSecret, base64.StdEncoding.EncodeToString(priv.Seed()), pemBody(keyPEM), pemBody(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))}
-	tg := startTug(t, tugOpts{
-		args: append([]string{
-			"--status-url", r.srv.URL + "/status?token=" + urlSecret,
-			"--status-url-ca", caFile,
-			"--status-url-client-cert", clientCert, "--status-url-client-key", clientKey,
-			"--status-url-header-file", headerFile,
-			"--status-signing-key", signingKey,
-			"--status-frequency", statusFrequency.String(),
-		}, more...),
-		beforeStart: func(tg *tug) {
-			tg.relay(u.Host)
-			if before != nil {
-				before(tg)
-			}
-		},
-	})
+	before := opts.beforeStart
+	opts.args = append([]string{
+		"--status-url", r.srv.URL + "/status?token=" + urlSecret,
+		"--status-url-ca", caFile,
+		"--status-url-client-cert", clientCert, "--status-url-client-key", clientKey,
+		"--status-url-header-file", headerFile,
+		"--status-signing-key", signingKey,
+		"--status-frequency", statusFrequency.String(),
+	}, more...)
+	opts.beforeStart = func(tg *tug) {
+		tg.relay(u.Host)
+		if before != nil {
+			before(tg)
+		}
+	}
+	tg := startTug(t, opts)
 	return tg, r, secrets
 }
 
