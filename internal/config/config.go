@@ -70,10 +70,12 @@ type Config struct {
 	// applied: a weekly range ("Mon-Fri 02:00-04:00", "Sat 22:00-Sun
 	// 06:00") or "cron:<5 fields> for <duration>", with optional
 	// "tz=<zone>" and "jitter=<duration>" (README "Update windows").
-	// Outside it the pods keep their spec. "" = always.
+	// Outside it the pods keep their spec, and tug its binary (a tug
+	// release is switched to only inside it). "" = always.
 	UpdateWindow string `yaml:"update-window"`
 	// DownloadWindow is when the images of a spec held for UpdateWindow
-	// are pulled ahead (same syntax). "" = always.
+	// are pulled ahead, and a tug release is fetched and installed ahead
+	// (same syntax). "" = always.
 	DownloadWindow string `yaml:"download-window"`
 	// SelfUpdateOCI is the reference of a tug release in an OCI registry
 	// ("tug release push"), polled every OCICheckFrequency: a release that
@@ -508,8 +510,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.Var(&headerList{list: (*[]string)(&c.ManifestVerifyKey)}, "manifest-verify-key", "ed25519 public key (PEM file, or a directory of *.pem) whose signed bundle --manifest-url and --manifest-oci must serve (repeatable: any one verifies)")
 	fs.Var(&headerList{list: (*[]string)(&c.ManifestOCI)}, "manifest-oci", "reference (host/repository:tag or @digest) of a bundle artifact in an OCI registry, polled for pod manifests (repeatable)")
 	fs.DurationVar(&c.OCICheckFrequency, "oci-check-frequency", c.OCICheckFrequency, "polling period of each --manifest-oci")
-	fs.StringVar(&c.UpdateWindow, "update-window", c.UpdateWindow, "when a new spec from --manifest-url or --manifest-oci is applied: \"Mon-Fri 02:00-04:00\", \"Sat 22:00-Sun 06:00\" or \"cron:0 2 * * * for 2h\", with optional tz=<zone> jitter=<duration> (\"\" = always)")
-	fs.StringVar(&c.DownloadWindow, "download-window", c.DownloadWindow, "when the images of a spec waiting for --update-window are pulled ahead (same syntax; \"\" = always)")
+	fs.StringVar(&c.UpdateWindow, "update-window", c.UpdateWindow, "when a new spec from --manifest-url or --manifest-oci is applied, and a tug release switched to: \"Mon-Fri 02:00-04:00\", \"Sat 22:00-Sun 06:00\" or \"cron:0 2 * * * for 2h\", with optional tz=<zone> jitter=<duration> (\"\" = always)")
+	fs.StringVar(&c.DownloadWindow, "download-window", c.DownloadWindow, "when the images of a spec waiting for --update-window are pulled ahead, and a tug release fetched and installed ahead (same syntax; \"\" = always)")
 	fs.StringVar(&c.SelfUpdateOCI, "self-update-oci", c.SelfUpdateOCI, "reference (host/repository:tag) of a tug release (tug release push) tug updates itself from, verified with --manifest-verify-key")
 	fs.StringVar(&c.SelfUpdateURL, "self-update-url", c.SelfUpdateURL, "URL of this architecture's signed tug binary ({arch} is replaced), instead of --self-update-oci")
 	fs.DurationVar(&c.SelfUpdateTrial, "self-update-trial", c.SelfUpdateTrial, "how long a new tug's health gate must hold before it is committed")

@@ -14,7 +14,16 @@
 // place, then an fsync of the directory, ordered so that a power cut at any
 // point leaves a state the guard resolves to a binary that starts.
 //
-// It imports bundle (the release's envelope and checks), atomicfile and
-// the standard library; the agent wires it to the registry, the PLEG and
-// the sync loop through the small interfaces declared here.
+// A release follows the bundles' rollout plan and halt (package wave) and
+// the device's windows (package window): it is fetched in the download or
+// the update window, installed ahead into the other slot and checked there
+// while the device's wave or its update window is not open (no trial
+// recorded: that slot is only "not current" to the guard), and switched to
+// at the opening. A device in no wave never installs it; a halt drops a
+// pending release and, with revert, installs the halting one on a device
+// that committed the halted version.
+//
+// It imports bundle (the release's envelope and checks), wave, window,
+// atomicfile and the standard library; the agent wires it to the registry,
+// the PLEG and the sync loop through the small interfaces declared here.
 package selfupdate
