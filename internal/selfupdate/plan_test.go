@@ -21,6 +21,7 @@ type release struct {
 	version uint64
 	plan    *wave.Plan
 	halt    *wave.Halt
+	expires time.Duration // from at; 0: 72 h
 }
 
 // planStep is one poll of TestUpdaterPlan: at, the source serves, and
@@ -34,14 +35,15 @@ type planStep struct {
 	// tamper overwrites the slot of the release installed ahead.
 	tamper bool
 
-	err     error  // wanted from Poll (nil: none)
-	state   string // Store.Current() after the poll
-	trial   uint64 // the version switched to (0: none)
-	ahead   string // the slot that must hold the binary, installed ahead (not current)
-	gets    int    // fetches so far
-	wave    int    // the wait's wave index
-	reason  string // in the wait's reason
-	opensAt time.Duration
+	err      error  // wanted from Poll (nil: none)
+	state    string // Store.Current() after the poll
+	trial    uint64 // the version switched to (0: none)
+	ahead    string // the slot that must hold the binary, installed ahead (not current)
+	gets     int    // fetches so far
+	installs int    // checks of installed binaries so far, when not 0
+	wave     int    // the wait's wave index
+	reason   string // in the wait's reason
+	opensAt  time.Duration
 }
 
 // TestUpdaterPlan follows releases with rollout plans and halts through
@@ -154,6 +156,18 @@ func TestUpdaterPlan(t *testing.T) {
 				{at: time.Hour, tamper: true, err: errAny, state: StateCommitted, gets: 1},
 				{at: time.Hour, err: ErrRestart, state: StateTrial, trial: 5, gets: 2},
 			}},
+		{name: "the same release under another identity: not installed again", st: State{Committed: 4, Good: "a"},
+			steps: []planStep{
+				{serve: &release{id: "r5", version: 5, plan: twoWaves}, state: StateWaiting, ahead: "b", gets: 1, wave: 2},
+				{at: time.Minute, serve: &release{id: "r5-again", version: 5, plan: twoWaves}, state: StateWaiting, ahead: "b", gets: 2, wave: 2, installs: 1},
+				{at: time.Hour, err: ErrRestart, state: StateTrial, trial: 5, gets: 2, installs: 1},
+			}},
+		{name: "expired while waiting: not switched to", st: State{Committed: 4, Good: "a"},
+			steps: []planStep{
+				{serve: &release{id: "r5", version: 5, plan: twoWaves, expires: 30 * time.Minute}, state: StateWaiting, ahead: "b", gets: 1, wave: 2},
+				{at: time.Hour, err: bundle.ErrExpired, state: StateCommitted, gets: 1},
+				{at: 2 * time.Hour, state: StateCommitted, gets: 1},
+			}},
 		{name: "the running release served again while waiting: dropped", st: State{Committed: 4, Good: "a"},
 			steps: []planStep{
 				{serve: &release{id: "r5", version: 5, plan: twoWaves}, state: StateWaiting, ahead: "b", gets: 1, wave: 2},
@@ -173,6 +187,7 @@ func TestUpdaterPlan(t *testing.T) {
 			}
 			now := at
 			src := &fakeSource{}
+			checks := 0
 			newUpdater := func() (*Updater, *Store) {
 				st, err := ReadState(l.StateFile())
 				if err != nil {
@@ -181,15 +196,19 @@ func TestUpdaterPlan(t *testing.T) {
 				store := NewStore(l.StateFile(), st)
 				return NewUpdater(UpdaterConfig{Layout: l, Store: store, Source: src, Keys: []ed25519.PublicKey{pub}, Node: "dev-1",
 					Labels: tt.labels, Arch: arch, Period: time.Minute,
-					Check:  func(ctx context.Context, path string) (string, error) { return "9.9", nil },
+					Check:  func(ctx context.Context, path string) (string, error) { checks++; return "9.9", nil },
 					Update: window.MustParse(tt.update), Download: window.MustParse(tt.download),
-					Now:    func() time.Time { return now }, Log: discard()}), store
+					Now: func() time.Time { return now }, Log: discard()}), store
 			}
 			u, store := newUpdater()
 			for i, s := range tt.steps {
 				now = at.Add(s.at)
 				if r := s.serve; r != nil {
-					env, err := bundle.SealEnvelope(priv, bundle.EnvelopeHeader{Version: r.version, NotAfter: at.Add(72 * time.Hour), Rollout: r.plan, Halt: r.halt}, bin)
+					expires := r.expires
+					if expires == 0 {
+						expires = 72 * time.Hour
+					}
+					env, err := bundle.SealEnvelope(priv, bundle.EnvelopeHeader{Version: r.version, NotAfter: at.Add(expires), Rollout: r.plan, Halt: r.halt}, bin)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -222,6 +241,9 @@ func TestUpdaterPlan(t *testing.T) {
 				}
 				if src.gets != s.gets {
 					t.Errorf("step %d: fetched %d times, want %d", i, src.gets, s.gets)
+				}
+				if s.installs != 0 && checks != s.installs {
+					t.Errorf("step %d: installed %d times, want %d", i, checks, s.installs)
 				}
 				if s.trial != 0 {
 					if st.Trial == nil || st.Trial.Version != s.trial || cur != st.Trial.Slot || cur != Other(tt.st.Good) {

@@ -177,12 +177,14 @@ func (u *Updater) Poll(ctx context.Context) error {
 		return err
 	}
 	u.seen = id
-	if old != nil {
-		if u.pending == old {
-			u.pending = nil
+	if old != nil && u.pending == old {
+		// Neither kept nor replaced: the source serves a release that is
+		// refused, halts it, or leaves this device out.
+		u.pending = nil
+		if !errors.Is(err, ErrRestart) {
+			u.cfg.Log.Info("self-update: the release installed ahead is dropped: the source serves another",
+				"source", u.cfg.Source.Name(), "version", old.version, "slot", old.slot, "err", err)
 		}
-		u.cfg.Log.Info("self-update: the release installed ahead is dropped: the source serves another",
-			"source", u.cfg.Source.Name(), "version", old.version, "slot", old.slot)
 	}
 	if u.pending == nil && !errors.Is(err, ErrNoWave) && !errors.Is(err, ErrHalted) {
 		u.cfg.Store.setWait(nil)
@@ -258,11 +260,22 @@ func (u *Updater) follow(ctx context.Context, id string, now time.Time) error {
 			return fmt.Errorf("%s: %w: %s", name, ErrNoWave, reason)
 		}
 	}
+	if old := u.pending; old != nil && old.version == p.version && old.sha256 == p.sha256 {
+		// The release installed ahead, under another identity (the tag
+		// pushed again): not installed twice.
+		p.slot, p.printed = old.slot, old.printed
+		u.pending = p
+		return u.switchPending(ctx, now)
+	}
 	if u.open(p, now) {
 		return u.install(ctx, p, bin, true)
 	}
 	if err := u.install(ctx, p, bin, false); err != nil {
 		return err
+	}
+	if old := u.pending; old != nil {
+		u.cfg.Log.Info("self-update: the release installed ahead is replaced: the source serves a newer one",
+			"source", name, "version", old.version, "newer", p.version)
 	}
 	u.pending = p
 	w := u.wait(p, now)

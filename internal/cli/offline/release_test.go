@@ -47,7 +47,9 @@ func TestReleaseSignPlan(t *testing.T) {
 				return h.Rollout != nil && len(h.Rollout.Waves) == 2 && h.Rollout.Start.Equal(start) && h.Halt == nil
 			}},
 		{"halt with revert", []string{"--version", "10", "--halt", "9", "--revert"}, "",
-			func(h bundle.EnvelopeHeader) bool { return h.Halt != nil && h.Halt.Version == 9 && h.Halt.Revert && h.Rollout == nil }},
+			func(h bundle.EnvelopeHeader) bool {
+				return h.Halt != nil && h.Halt.Version == 9 && h.Halt.Revert && h.Rollout == nil
+			}},
 		{"bad share", []string{"--version", "9", "--wave", "share=150"}, "rollout.waves[0].share", nil},
 		{"halt not older", []string{"--version", "9", "--halt", "9"}, "halt.version", nil},
 		{"halt and wave", []string{"--version", "10", "--halt", "9", "--wave", "name=all"}, "--halt and --wave", nil},
