@@ -163,7 +163,7 @@ func (u *Updater) Poll(ctx context.Context) error {
 	}
 	now := u.cfg.Now()
 	if p := u.pending; p != nil && id != "" && id == p.id {
-		return u.switchPending(ctx, now)
+		return u.switchPending(now)
 	}
 	if id != "" && id == u.seen {
 		return nil
@@ -265,7 +265,7 @@ func (u *Updater) follow(ctx context.Context, id string, now time.Time) error {
 		// pushed again): not installed twice.
 		p.slot, p.printed = old.slot, old.printed
 		u.pending = p
-		return u.switchPending(ctx, now)
+		return u.switchPending(now)
 	}
 	if u.open(p, now) {
 		return u.install(ctx, p, bin, true)
@@ -323,7 +323,7 @@ func maxTime(a, b time.Time) time.Time {
 // update window are open, after checking that its slot still holds the
 // binary it was given (by its sha256) and that it has not expired
 // meanwhile.
-func (u *Updater) switchPending(ctx context.Context, now time.Time) error {
+func (u *Updater) switchPending(now time.Time) error {
 	p := u.pending
 	if !u.open(p, now) {
 		u.cfg.Store.setWait(u.wait(p, now))
@@ -335,10 +335,14 @@ func (u *Updater) switchPending(ctx context.Context, now time.Time) error {
 	if now.After(p.notAfter) {
 		return fmt.Errorf("%s: version %d: %w: not after %s", name, p.version, bundle.ErrExpired, p.notAfter.UTC().Format(time.RFC3339))
 	}
-	if sum, err := fileSHA256(u.cfg.Layout.Bin(p.slot)); err != nil || sum != p.sha256 {
+	sum, err := fileSHA256(u.cfg.Layout.Bin(p.slot))
+	if err == nil && sum != p.sha256 {
+		err = fmt.Errorf("sha256 %s, want %s", sum, p.sha256)
+	}
+	if err != nil {
 		// Fetched and installed again at the next poll.
 		u.seen = ""
-		return fmt.Errorf("%s: version %d: slot %s no longer holds the binary installed ahead (%v): fetching it again", name, p.version, p.slot, err)
+		return fmt.Errorf("%s: version %d: slot %s no longer holds the binary installed ahead: %w; fetching it again", name, p.version, p.slot, err)
 	}
 	u.cfg.Log.Info("self-update: the release installed ahead may be switched to", "source", name, "version", p.version, "slot", p.slot)
 	return u.switchTo(p)
