@@ -212,7 +212,7 @@ ensure_kernel() {
 # The guest's PID 1 after switch_root. / is the overlay (host / read-only +
 # tmpfs). It reads its parameters from the kernel command line (v2g.*).
 write_guest_init() {
-    cat > "$V2G_DIR/guest-init.sh.new" <<'GUEST_INIT'
+    cat > "$V2G_DIR/guest-init.sh.new.$$" <<'GUEST_INIT'
 #!/bin/sh
 # Written by scripts/v2guest.sh: PID 1 of the cgroup v2 guest.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
@@ -355,8 +355,8 @@ say "running command"
 say "command exited with status $(cat /v2out/exit_status 2>/dev/null)"
 halt_now
 GUEST_INIT
-    chmod 755 "$V2G_DIR/guest-init.sh.new"
-    mv -f "$V2G_DIR/guest-init.sh.new" "$V2G_DIR/guest-init.sh"
+    chmod 755 "$V2G_DIR/guest-init.sh.new.$$"
+    mv -f "$V2G_DIR/guest-init.sh.new.$$" "$V2G_DIR/guest-init.sh"
 }
 
 # ---------------------------------------------------------------- initramfs
