@@ -261,7 +261,7 @@ func bundlePull(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err != nil {
 			return cmdflag.UsageError(stderr, bundleUsage, "bundle pull: --labels: "+err.Error())
 		}
-		printRollout(stdout, hdr, *node, labels, time.Now())
+		printRollout(stdout, hdr, *node, labels, time.Now(), bundleVerbs)
 	case bundle.IsEnvelope(a.Body):
 		fmt.Fprintln(stdout, "signature: not checked (no --verify-key)")
 	default:

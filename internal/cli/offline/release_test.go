@@ -7,6 +7,8 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +18,18 @@ import (
 
 // TestReleaseSignPlan: "tug release sign" takes the plan flags of "tug
 // sign", checked the same way, and refuses the windows a release does not
-// carry.
+// carry; "tug verify" says what a device would do with the signed release.
 func TestReleaseSignPlan(t *testing.T) {
 	dir := t.TempDir()
-	_, priv, _ := ed25519.GenerateKey(nil)
+	pub, priv, _ := ed25519.GenerateKey(nil)
 	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
 	keyFile := filepath.Join(dir, "key.pem")
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(pub)
+	pubFile := filepath.Join(dir, "pub.pem")
+	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The test binary is an ELF executable of this architecture.
@@ -41,20 +48,23 @@ func TestReleaseSignPlan(t *testing.T) {
 		args    []string
 		wantErr string // "" : signed
 		check   func(h bundle.EnvelopeHeader) bool
+		// verify is in what "tug verify --node kiosk-1 --labels
+		// ring=canary" prints of the signed release.
+		verify string
 	}{
 		{"waves", []string{"--version", "9", "--rollout-start", start.Format(time.RFC3339), "--wave", "name=canary,labels=ring=canary", "--wave", "name=all,after=1h"}, "",
 			func(h bundle.EnvelopeHeader) bool {
 				return h.Rollout != nil && len(h.Rollout.Waves) == 2 && h.Rollout.Start.Equal(start) && h.Halt == nil
-			}},
+			}, `node kiosk-1: wave 1 "canary", opens at ` + start.Format(time.RFC3339)},
 		{"halt with revert", []string{"--version", "10", "--halt", "9", "--revert"}, "",
 			func(h bundle.EnvelopeHeader) bool {
 				return h.Halt != nil && h.Halt.Version == 9 && h.Halt.Revert && h.Rollout == nil
-			}},
-		{"bad share", []string{"--version", "9", "--wave", "share=150"}, "rollout.waves[0].share", nil},
-		{"halt not older", []string{"--version", "9", "--halt", "9"}, "halt.version", nil},
-		{"halt and wave", []string{"--version", "10", "--halt", "9", "--wave", "name=all"}, "--halt and --wave", nil},
-		{"revert alone", []string{"--version", "10", "--revert"}, "--revert without --halt", nil},
-		{"own window", []string{"--version", "9", "--update-window", "daily 02:00-04:00"}, "own windows", nil},
+			}, "one that committed it installs this release's binary at once"},
+		{"bad share", []string{"--version", "9", "--wave", "share=150"}, "rollout.waves[0].share", nil, ""},
+		{"halt not older", []string{"--version", "9", "--halt", "9"}, "halt.version", nil, ""},
+		{"halt and wave", []string{"--version", "10", "--halt", "9", "--wave", "name=all"}, "--halt and --wave", nil, ""},
+		{"revert alone", []string{"--version", "10", "--revert"}, "--revert without --halt", nil, ""},
+		{"own window", []string{"--version", "9", "--update-window", "daily 02:00-04:00"}, "own windows", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +87,12 @@ func TestReleaseSignPlan(t *testing.T) {
 			env, err := bundle.ParseEnvelope(data)
 			if err != nil || !tt.check(env.Header) {
 				t.Fatalf("header %+v, %v", env.Header, err)
+			}
+			stdout.Reset()
+			rc = Verify([]string{"--key", pubFile, "--node", "kiosk-1", "--labels", "ring=canary", bin + ".signed"}, &stdout, &stderr)
+			release := "ok: release version " + strconv.FormatUint(env.Header.Version, 10) + ", linux/" + runtime.GOARCH
+			if rc != 0 || !strings.Contains(stdout.String(), release) || !strings.Contains(stdout.String(), tt.verify) {
+				t.Errorf("tug verify: rc %d, stdout %q, stderr %q; want %q and %q", rc, stdout.String(), stderr.String(), release, tt.verify)
 			}
 		})
 	}

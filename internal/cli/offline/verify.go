@@ -26,7 +26,10 @@ version the device runs: "tug pods -o json" and GET /manifests show it),
 then its manifests with validate's messages; and prints what the device
 would apply; with a rollout plan or a halt, what a device named --node
 with the labels --labels (its --node-labels) would do and when. PUB is a PEM "PUBLIC KEY" file or a directory of *.pem, as
-for --manifest-verify-key. Exits 1 when a device would refuse a bundle.
+for --manifest-verify-key. A signed tug release ("tug release sign") is
+checked the same way and said as one: its version, architecture and
+sha256, and, with a plan or a halt, when the device would install it ahead
+and switch to it. Exits 1 when a device would refuse a bundle.
 
 `
 
@@ -89,6 +92,13 @@ func verifyBundle(file string, keys []ed25519.PublicKey, node string, labels map
 	if env.Header.Version < minVersion {
 		return fmt.Errorf("version %d is older than %d, the version the device runs", env.Header.Version, minVersion)
 	}
+	if arch, err := bundle.ELFArch(env.Body); err == nil {
+		// A release of tug ("tug release sign"): a binary, not manifests.
+		fmt.Fprintf(stdout, "%s: ok: release version %d, linux/%s, sha256 %s, not after %s, for %s; a device of that architecture running an older tug would install it\n",
+			file, env.Header.Version, arch, env.Header.SHA256, env.Header.NotAfter.UTC().Format(time.RFC3339), nodesOf(env.Header.Nodes))
+		printRollout(stdout, env.Header, node, labels, now, releaseVerbs)
+		return nil
+	}
 	pf, err := manifest.ParseFile(envelopeLines(env), manifest.ParseOptions{
 		Origin:   pod.Origin{Source: "url", File: file},
 		Hostname: node,
@@ -113,9 +123,31 @@ func verifyBundle(file string, keys []ed25519.PublicKey, node string, labels map
 	}
 	fmt.Fprintf(stdout, "%s: ok: version %d, not after %s, for %s; %s\n", file, env.Header.Version,
 		env.Header.NotAfter.UTC().Format(time.RFC3339), nodesOf(env.Header.Nodes), apply)
-	printRollout(stdout, env.Header, node, labels, now)
+	printRollout(stdout, env.Header, node, labels, now, bundleVerbs)
 	return nil
 }
+
+// rolloutVerbs are the words printRollout says what a device does with.
+type rolloutVerbs struct {
+	apply, ahead, kept, keeps, revert string
+}
+
+var (
+	bundleVerbs = rolloutVerbs{
+		apply:  "apply",
+		ahead:  "pull the images ahead in its download window",
+		kept:   "a device that has not applied it keeps what it runs and drops it if held",
+		keeps:  "one that applied it keeps it",
+		revert: "one that applied it applies this bundle's content at once (revert)",
+	}
+	releaseVerbs = rolloutVerbs{
+		apply:  "switch to it",
+		ahead:  "install the binary ahead into its other slot in its download window",
+		kept:   "a device that has not switched to it keeps the tug it runs and drops it if installed ahead",
+		keeps:  "one that committed it keeps it",
+		revert: "one that committed it installs this release's binary at once, on trial (revert)",
+	}
+)
 
 // deviceLabels are the labels a device named node has with --node-labels
 // s: the standard kubernetes.io/hostname and kubernetes.io/os (linux) and
@@ -136,14 +168,14 @@ func deviceLabels(node, s string) (map[string]string, error) {
 }
 
 // printRollout says what a device (node, labels) would do with a bundle
-// that has a rollout plan or a halt, at now.
-func printRollout(w io.Writer, hdr bundle.EnvelopeHeader, node string, labels map[string]string, now time.Time) {
+// or a release that has a rollout plan or a halt, at now.
+func printRollout(w io.Writer, hdr bundle.EnvelopeHeader, node string, labels map[string]string, now time.Time, v rolloutVerbs) {
 	if h := hdr.Halt; h != nil {
-		fmt.Fprintf(w, "halt: version %d's rollout is halted: a device that has not applied it keeps what it runs and drops it if held;", h.Version)
+		fmt.Fprintf(w, "halt: version %d's rollout is halted: %s;", h.Version, v.kept)
 		if h.Revert {
-			fmt.Fprintf(w, " one that applied it applies this bundle's content at once (revert)\n")
+			fmt.Fprintf(w, " %s\n", v.revert)
 		} else {
-			fmt.Fprintf(w, " one that applied it keeps it\n")
+			fmt.Fprintf(w, " %s\n", v.keeps)
 		}
 		return
 	}
@@ -156,12 +188,12 @@ func printRollout(w io.Writer, hdr bundle.EnvelopeHeader, node string, labels ma
 		p.Start.UTC().Format(time.RFC3339), len(p.Waves), node, a.Bucket, wave.Buckets, hdr.Version)
 	switch {
 	case a.Index == 0:
-		fmt.Fprintf(w, "node %s: in no wave: would never apply version %d and keep what it runs\n", node, hdr.Version)
+		fmt.Fprintf(w, "node %s: in no wave: would never %s (version %d) and keep what it runs\n", node, v.apply, hdr.Version)
 	case a.Opens.After(now):
-		fmt.Fprintf(w, "node %s: wave %d %q, opens at %s (in %s): would pull the images ahead in its download window, keep what it runs until then, then apply in its update window\n",
-			node, a.Index, a.Name, a.Opens.UTC().Format(time.RFC3339), a.Opens.Sub(now).Round(time.Second))
+		fmt.Fprintf(w, "node %s: wave %d %q, opens at %s (in %s): would %s, keep what it runs until then, then %s in its update window\n",
+			node, a.Index, a.Name, a.Opens.UTC().Format(time.RFC3339), a.Opens.Sub(now).Round(time.Second), v.ahead, v.apply)
 	default:
-		fmt.Fprintf(w, "node %s: wave %d %q, open since %s: would apply in its update window\n", node, a.Index, a.Name, a.Opens.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "node %s: wave %d %q, open since %s: would %s in its update window\n", node, a.Index, a.Name, a.Opens.UTC().Format(time.RFC3339), v.apply)
 	}
 }
 
