@@ -3,9 +3,6 @@ package offline
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +14,7 @@ import (
 // a port nothing listens on, so a request would fail otherwise).
 func TestBundleRefusesBeforePushing(t *testing.T) {
 	dir := t.TempDir()
-	_, priv, _ := ed25519.GenerateKey(nil)
-	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
-	key := filepath.Join(dir, "key.pem")
-	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
+	_, key, _ := keyPair(t, dir)
 	good := filepath.Join(dir, "good.yaml")
 	os.WriteFile(good, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: busybox}]}\n"), 0o644)
 	bad := filepath.Join(dir, "bad.yaml")

@@ -2,9 +2,6 @@ package offline
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,17 +18,7 @@ import (
 // carry; "tug verify" says what a device would do with the signed release.
 func TestReleaseSignPlan(t *testing.T) {
 	dir := t.TempDir()
-	pub, priv, _ := ed25519.GenerateKey(nil)
-	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
-	keyFile := filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKIXPublicKey(pub)
-	pubFile := filepath.Join(dir, "pub.pem")
-	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, keyFile, pubFile := keyPair(t, dir)
 	// The test binary is an ELF executable of this architecture.
 	self, err := os.Executable()
 	if err != nil {

@@ -3,8 +3,6 @@ package offline
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,19 +16,10 @@ import (
 
 func TestSignCmd(t *testing.T) {
 	dir := t.TempDir()
-	pub, priv, _ := ed25519.GenerateKey(nil)
-	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
-	pkix, _ := x509.MarshalPKIXPublicKey(pub)
-	keyFile := filepath.Join(dir, "key.pem")
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
-	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pkix})
+	vpub, keyFile, _ := keyPair(t, dir)
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
 	os.WriteFile(a, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: busybox}]}\n"), 0o644)
 	os.WriteFile(b, nil, 0o644) // an empty bundle: the device runs nothing from it
-	vpub, err := bundle.ParsePublicKey(pubPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
 	open := func(f string) *bundle.Envelope {
 		t.Helper()
 		data, err := os.ReadFile(f)
@@ -141,10 +130,7 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 // not signed; the errors are validate's, at file:line:col.
 func TestSignRefusesInvalidManifest(t *testing.T) {
 	dir := t.TempDir()
-	_, priv, _ := ed25519.GenerateKey(nil)
-	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
-	keyFile := filepath.Join(dir, "key.pem")
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
+	_, keyFile, _ := keyPair(t, dir)
 	file := filepath.Join(dir, "pods.yaml")
 	os.WriteFile(file, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, imagee: busybox}]}\n"), 0o644)
 	var out, errb bytes.Buffer

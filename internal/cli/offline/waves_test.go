@@ -3,9 +3,6 @@ package offline
 import (
 	"bytes"
 	"cmp"
-	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,12 +19,7 @@ import (
 // when it opens and what it would do.
 func TestSignWavesAndVerify(t *testing.T) {
 	dir := t.TempDir()
-	pub, priv, _ := ed25519.GenerateKey(nil)
-	pkcs8, _ := x509.MarshalPKCS8PrivateKey(priv)
-	pkix, _ := x509.MarshalPKIXPublicKey(pub)
-	keyFile, pubFile := filepath.Join(dir, "key.pem"), filepath.Join(dir, "pub.pem")
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600)
-	os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pkix}), 0o644)
+	_, keyFile, pubFile := keyPair(t, dir)
 	a := filepath.Join(dir, "a.yaml")
 	os.WriteFile(a, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: busybox}]}\n"), 0o644)
 
