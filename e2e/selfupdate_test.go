@@ -184,7 +184,7 @@ func TestSelfUpdate(t *testing.T) {
 	must(t, tg.Stop())
 }
 
-// TestSelfUpdateWave publishes a release whose one wave opens 30 s after
+// TestSelfUpdateWave publishes a release whose one wave opens 45 s after
 // its push: tug fetches it at once (no download window), installs it into
 // the other A/B slot and checks it there, and says that it waits for the
 // wave (its log, the status document, /metrics) while it keeps running
@@ -207,13 +207,13 @@ func TestSelfUpdateWave(t *testing.T) {
 	tg.waitForOutput(time.Minute, "self-update: release not installed", "tug/release:waves")
 
 	pushed := time.Now()
-	out := releasePush(t, "--key", key, "--version", "7", "--wave", "name=everyone,after=30s", v2, ref)
+	out := releasePush(t, "--key", key, "--version", "7", "--wave", "name=everyone,after=45s", v2, ref)
 	t.Logf("pushed at %s: %s", pushed.Format(time.RFC3339Nano), out)
 
 	tg.waitForOutput(time.Minute, "self-update: release installed ahead, waiting", `wave_name=everyone`)
 	// The plan starts at the push, truncated to the second: the wave opens
-	// 30 s after that. What follows reads tug while it waits.
-	earliest := pushed.Truncate(time.Second).Add(30 * time.Second)
+	// 45 s after that. What follows reads tug while it waits.
+	earliest := pushed.Truncate(time.Second).Add(45 * time.Second)
 	if time.Now().After(earliest) {
 		t.Fatalf("tug installed the release ahead only after its wave opened (%s): the machine is too slow for this test", earliest)
 	}
@@ -231,7 +231,7 @@ func TestSelfUpdateWave(t *testing.T) {
 		opens = time.Unix(int64(s[0].GetGauge().GetValue()), 0)
 	}
 	if opens.Before(earliest) || opens.After(earliest.Add(10*time.Second)) {
-		t.Fatalf("/metrics: the wave opens at %s, want 30 s after the push at %s", opens, pushed.Format(time.RFC3339Nano))
+		t.Fatalf("/metrics: the wave opens at %s, want 45 s after the push at %s", opens, pushed.Format(time.RFC3339Nano))
 	}
 	for _, m := range []struct {
 		name   string
