@@ -63,10 +63,12 @@ OUT=${V2G_OUT:-/tmp}
 LOG=$OUT/tug-clock.log
 RECV=$OUT/received.jsonl
 PORT=18081
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-waitfor() { # waitfor SECONDS CMD...: until CMD succeeds (seconds of uptime: the wall clock steps)
+# shellcheck source=scripts/guestlib.sh
+. "$HERE/guestlib.sh"
+# waitfor SECONDS CMD...: until CMD succeeds, SECONDS of uptime at the most:
+# the windows here are bounds on tug (a back-off that ends on time, a line
+# said soon after a step), and the wall clock steps.
+waitfor() {
     end=$(( $(cut -d. -f1 /proc/uptime) + $1 )); shift
     while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do "$@" && return 0; sleep 0.5; done
     return 1
@@ -113,6 +115,23 @@ received() { python3 -c "
 import json, sys
 r = [json.loads(l) for l in open('$RECV')] if __import__('os').path.exists('$RECV') else []
 sys.exit(0 if ($1) else 1)"; }
+# webpod [PROBE...]: the manifest of pod web, busybox httpd on
+# 127.0.0.1:18090 with a TCP livenessProbe and each PROBE (readinessProbe)
+# alike. The servers of both modes are probed over TCP, by tug itself: exec
+# probes every 2 s keep the runc shim so busy under emulation that
+# containerd loses it now and then, which is not what this test is about.
+webpod() {
+    hostpod web "$IMAGE" '["httpd", "-f", "-p", "127.0.0.1:18090", "-h", "/"]'
+    for probe in livenessProbe "$@"; do
+        cat <<YAML
+      $probe:
+        tcpSocket: {host: 127.0.0.1, port: 18090}
+        periodSeconds: 2
+        timeoutSeconds: 20
+        failureThreshold: 2
+YAML
+    done
+}
 showlog() { echo "---- tug's log (out/tug-clock.log), last lines"; tail -n 30 "$LOG"; echo "---- received"; tail -n 5 "$RECV" 2>/dev/null; }
 
 behind() {
@@ -126,46 +145,11 @@ fi
 
 mkdir -p $D/manifests $D/images $D/root $D/logs $D/run
 cp "$ARCHIVE" $D/images/
-# The servers of both modes are probed over TCP, by tug itself: exec
-# probes every 2 s keep the runc shim so busy under emulation that
-# containerd loses it now and then, which is not what this test is about.
-cat > $D/manifests/pods.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["httpd", "-f", "-p", "127.0.0.1:18090", "-h", "/"]
-      livenessProbe:
-        tcpSocket: {host: 127.0.0.1, port: 18090}
-        periodSeconds: 2
-        timeoutSeconds: 20
-        failureThreshold: 2
-      readinessProbe:
-        tcpSocket: {host: 127.0.0.1, port: 18090}
-        periodSeconds: 2
-        timeoutSeconds: 20
-        failureThreshold: 2
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: crash
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["sh", "-c", "exit 1"]
-YAML
+{
+    webpod readinessProbe
+    echo ---
+    hostpod crash "$IMAGE" '["sh", "-c", "exit 1"]'
+} > $D/manifests/pods.yaml
 python3 "$HERE/clockrecv.py" $PORT "$RECV" &
 RPID=$!
 "$TUG" run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run \
@@ -250,39 +234,8 @@ fi
 
 mkdir -p $D/manifests $D/images $D/root $D/logs $D/run $D/url
 cp "$ARCHIVE" $D/images/
-cat > $D/manifests/web.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["httpd", "-f", "-p", "127.0.0.1:18090", "-h", "/"]
-      livenessProbe:
-        tcpSocket: {host: 127.0.0.1, port: 18090}
-        periodSeconds: 2
-        timeoutSeconds: 20
-        failureThreshold: 2
-YAML
-cat > $D/url/ckpt.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: ckpt
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["sleep", "86400"]
-YAML
+webpod > $D/manifests/web.yaml
+hostpod ckpt "$IMAGE" '["sleep", "86400"]' > $D/url/ckpt.yaml
 openssl genpkey -algorithm ed25519 -out $D/url/key.pem 2>/dev/null && openssl pkey -in $D/url/key.pem -pubout -out $D/url/pub.pem ||
     fail "openssl: no ed25519 key"
 notafter=$(date -u -d @$(( $(truenow) + 2 * 365 * 86400 )) +%FT%TZ)
@@ -354,5 +307,4 @@ esac
 
 kill $TPID $RPID $RPID2 2>/dev/null
 wait $TPID 2>/dev/null
-echo "clocktest: $([ $fails = 0 ] && echo PASS || echo "FAIL ($fails)")"
-[ $fails = 0 ]
+summary clocktest

@@ -15,60 +15,25 @@ P=/persist/selfcut
 NS=tugselfcut
 OUT=${V2G_OUT:-/tmp}
 LOG=$OUT/tug.log
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-show() { systemctl show -p "$1" --value tug; }
-waitfor() {
-    t=$1; shift
-    i=0
-    while [ $i -lt $((t * 2)) ]; do "$@" && return 0; sleep 0.5; i=$((i + 1)); done
-    return 1
-}
+# shellcheck source=scripts/guestlib.sh
+. "$(dirname "$0")/guestlib.sh"
 state() { cat /var/lib/tug/self/state.json 2>/dev/null || echo '{}'; }
-running() { [ -n "$(ctr -n $NS tasks ls 2>/dev/null | awk '$3 == "RUNNING"')" ]; }
-ARCH=$(case "$(uname -m)" in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) uname -m ;; esac)
+ARCH=$(goarch)
 if ! mountpoint -q /persist || ! command -v jq >/dev/null; then
     fail "no persistent disk or no jq"; exit 1
 fi
 
 mkdir -p $P/manifests $P/images $P/www /var/lib/tug
 [ -f $P/images/busybox.tar ] || cp "$ARCHIVE" $P/images/busybox.tar
-cat > $P/manifests/web.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["sleep", "86400"]
-YAML
+hostpod web "$IMAGE" '["sleep", "86400"]' > $P/manifests/web.yaml
 sync
 # The guest's / is thrown away at each boot: the install steps again.
 install -m 755 "$TUG" /usr/local/bin/tug
 install -m 644 "$UNIT" /etc/systemd/system/tug.service
 /usr/bin/python3 -m http.server 8099 --bind 127.0.0.1 --directory $P/www > $OUT/http.log 2>&1 &
-mkdir -p /etc/systemd/system/tug.service.d
-cat > /etc/systemd/system/tug.service.d/test.conf <<CONF
-[Unit]
-After=
-Wants=
-DefaultDependencies=no
-[Service]
-StandardOutput=append:$LOG
-StandardError=append:$LOG
-ExecStart=
-ExecStart=/usr/local/bin/tug run --pod-manifest-path $P/manifests --image-dir $P/images --root-dir /var/lib/tug --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 --self-update-url http://127.0.0.1:8099/tug-{arch}.signed --manifest-verify-key $PUB --oci-check-frequency 2s --self-update-trial 30s
-WatchdogSec=20s
-RestartSec=1
-ConfigurationDirectory=
-CONF
-systemctl daemon-reload
+tugdropin "$LOG" \
+    "/usr/local/bin/tug run --pod-manifest-path $P/manifests --image-dir $P/images --root-dir /var/lib/tug --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 --self-update-url http://127.0.0.1:8099/tug-{arch}.signed --manifest-verify-key $PUB --oci-check-frequency 2s --self-update-trial 30s" \
+    WatchdogSec=20s RestartSec=1
 
 if [ "$MODE" = after ]; then
     echo "state after the cut: $(state); current -> $(readlink /var/lib/tug/self/current)"
@@ -78,7 +43,7 @@ if [ "$MODE" = after ]; then
 fi
 t0=$(date +%s)
 systemctl start tug || echo "note: systemctl start tug: $(show Result) (it restarts)"
-if waitfor 240 running; then
+if waitfor 240 taskrunning; then
     pass "$MODE: the pod runs ($(( $(date +%s) - t0 ))s after tug's start)"
 else
     fail "$MODE: the pod does not run within 240s; tug $(show ActiveState)"
@@ -104,8 +69,7 @@ case "$exe" in
     *) fail "after: tug runs $exe" ;;
 esac
 [ "$(show ActiveState)" = active ] && pass "after: tug is active" || fail "after: tug is $(show ActiveState)"
-running && pass "after: the pod runs" || fail "after: the pod does not run"
+taskrunning && pass "after: the pod runs" || fail "after: the pod does not run"
 systemctl stop tug
-for c in $(ctr -n $NS containers ls -q); do ctr -n $NS tasks kill -s KILL "$c" 2>/dev/null; done
-echo "self-update cut test: $fails failure(s)"
-[ $fails -eq 0 ]
+killtasks
+summary "self-update cut test"

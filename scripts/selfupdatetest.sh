@@ -23,22 +23,13 @@ D=/run/tugself
 NS=tugself
 OUT=${V2G_OUT:-/tmp}
 LOG=$OUT/tug.log
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-show() { systemctl show -p "$1" --value tug; }
-taskpid() { ctr -n $NS tasks ls 2>/dev/null | awk '$3 == "RUNNING" { print $2; exit }'; }
-waitfor() { # waitfor SECONDS CMD...: until CMD succeeds
-    t=$1; shift
-    i=0
-    while [ $i -lt $((t * 2)) ]; do "$@" && return 0; sleep 0.5; i=$((i + 1)); done
-    return 1
-}
+# shellcheck source=scripts/guestlib.sh
+. "$(dirname "$0")/guestlib.sh"
 state() { cat $D/root/self/state.json 2>/dev/null || echo '{}'; }
 jqstate() { state | jq -r "$1"; }
 mainexe() { readlink "/proc/$(show MainPID)/exe" 2>/dev/null; }
 active() { [ "$(show ActiveState)" = active ]; }
-ARCH=$(case "$(uname -m)" in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) uname -m ;; esac)
+ARCH=$(goarch)
 
 if ! command -v jq >/dev/null || [ ! -x /usr/bin/python3 ]; then
     if [ "${CI:-}" = true ]; then fail "jq or /usr/bin/python3 is missing"; exit 1; fi
@@ -47,42 +38,16 @@ fi
 
 mkdir -p $D/manifests $D/images $D/root $D/logs $D/run $D/www
 cp "$ARCHIVE" $D/images/
-cat > $D/manifests/web.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["sleep", "86400"]
-YAML
+hostpod web "$IMAGE" '["sleep", "86400"]' > $D/manifests/web.yaml
 install -m 755 "$TUG" /usr/local/bin/tug
 install -m 644 "$UNIT" /etc/systemd/system/tug.service
 /usr/bin/python3 -m http.server 8099 --bind 127.0.0.1 --directory $D/www > $OUT/http.log 2>&1 &
-mkdir -p /etc/systemd/system/tug.service.d
-cat > /etc/systemd/system/tug.service.d/test.conf <<CONF
-[Unit]
-After=
-Wants=
-DefaultDependencies=no
-[Service]
-StandardOutput=append:$LOG
-StandardError=append:$LOG
-ExecStart=
-ExecStart=/usr/local/bin/tug run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 --self-update-url http://127.0.0.1:8099/tug-{arch}.signed --manifest-verify-key $PUB --oci-check-frequency 2s --self-update-trial 30s
-WatchdogSec=10s
-RestartSec=1
-ConfigurationDirectory=
-CONF
-systemctl daemon-reload
+tugdropin "$LOG" \
+    "/usr/local/bin/tug run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 --self-update-url http://127.0.0.1:8099/tug-{arch}.signed --manifest-verify-key $PUB --oci-check-frequency 2s --self-update-trial 30s" \
+    WatchdogSec=10s RestartSec=1
 t0=$(date +%s)
 systemctl start tug || fail "systemctl start tug: $(show Result)"
-if waitfor 90 sh -c "[ -n \"\$(ctr -n $NS tasks ls 2>/dev/null | awk '\$3 == \"RUNNING\"')\" ]"; then
+if waitfor 90 taskrunning; then
     pid1=$(taskpid)
     pass "tug 1 runs the pod (task pid $pid1, $(( $(date +%s) - t0 ))s)"
 else
@@ -148,6 +113,5 @@ p=$(taskpid)
 grep -q 'starting tug.*version=selfupdate-2' $LOG && pass "release 2's binary logged its start" || fail "no start of release 2 in tug's log"
 
 systemctl stop tug
-for c in $(ctr -n $NS containers ls -q); do ctr -n $NS tasks kill -s KILL "$c" 2>/dev/null; done
-echo "self-update test: $fails failure(s)"
-[ $fails -eq 0 ]
+killtasks
+summary "self-update test"

@@ -28,65 +28,30 @@ set -u
 TUG=$1 UNIT=$2 ARCHIVE=$3 IMAGE=$4
 D=/run/tugtest
 NS=tugsystemd
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-show() { systemctl show -p "$1" --value tug; }
-taskpid() { ctr -n $NS tasks ls 2>/dev/null | awk '$3 == "RUNNING" { print $2; exit }'; }
-waitfor() { # waitfor SECONDS CMD...: until CMD succeeds
-    t=$1; shift
-    i=0
-    while [ $i -lt $((t * 5)) ]; do "$@" && return 0; sleep 0.2; i=$((i + 1)); done
-    return 1
-}
+POLL_TENTHS=2
+# shellcheck source=scripts/guestlib.sh
+. "$(dirname "$0")/guestlib.sh"
 
 mkdir -p $D/manifests $D/images $D/root $D/logs $D/run
 cp "$ARCHIVE" $D/images/
-cat > $D/manifests/web.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["sleep", "86400"]
-YAML
+hostpod web "$IMAGE" '["sleep", "86400"]' > $D/manifests/web.yaml
 install -m 644 "$UNIT" /etc/systemd/system/tug.service
 
 # 0. The unit as the README's install steps leave it (the guest's / is an
 # overlay that is thrown away). Its own lines are the ones that name it.
 install -m 755 "$TUG" /usr/local/bin/tug
 if ! command -v systemd-analyze >/dev/null; then
-    if [ "${CI:-}" = true ]; then fail "systemd-analyze is missing (package systemd)"; else echo "SKIP: systemd-analyze is missing (package systemd)"; fi
+    need "systemd-analyze is missing (package systemd)"
 elif out=$(systemd-analyze verify /etc/systemd/system/tug.service 2>&1) && ! echo "$out" | grep -q 'tug\.service'; then
     pass "systemd-analyze verify tug.service"
 else
     fail "systemd-analyze verify tug.service: $out"
 fi
 
-mkdir -p /etc/systemd/system/tug.service.d
-cat > /etc/systemd/system/tug.service.d/test.conf <<CONF
-[Unit]
-After=
-Wants=
-DefaultDependencies=no
-[Service]
-StandardOutput=append:${V2G_OUT:-/tmp}/tug.log
-StandardError=append:${V2G_OUT:-/tmp}/tug.log
-EnvironmentFile=-$D/fault.env
-ExecStart=
-ExecStart=$TUG run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 \$FAULT
-WatchdogSec=10s
-RestartSec=1
-ConfigurationDirectory=
-$(echo "${SYSTEMDTEST_EXTRA:-}" | tr " " "\n")
-CONF
-systemctl daemon-reload
+# SYSTEMDTEST_EXTRA: more [Service] lines for the drop-in, separated by spaces.
+tugdropin "${V2G_OUT:-/tmp}/tug.log" \
+    "$TUG run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir $D/run --containerd-namespace $NS --sync-frequency 5s --healthz-port 0 \$FAULT" \
+    "EnvironmentFile=-$D/fault.env" WatchdogSec=10s RestartSec=1 "$(echo "${SYSTEMDTEST_EXTRA:-}" | tr " " "\n")"
 
 # 1. READY and STATUS.
 t0=$(date +%s)
@@ -97,7 +62,7 @@ else
 fi
 [ "$(show ActiveState)" = active ] && pass "tug is active" || fail "tug is $(show ActiveState)"
 case "$(show StatusText)" in *pods:*) pass "STATUS=$(show StatusText)" ;; *) fail "STATUS= without pod counts: '$(show StatusText)'" ;; esac
-if waitfor 60 sh -c "[ -n \"\$(ctr -n $NS tasks ls 2>/dev/null | awk '\$3 == \"RUNNING\"')\" ]"; then
+if waitfor 60 taskrunning; then
     pid1=$(taskpid)
     pass "the pod runs (task pid $pid1)"
 else
@@ -140,7 +105,6 @@ pid3=$(taskpid)
 # entries with podman's fields (--container-log-driver journald), tug logs
 # reading them back, and systemd-journal-upload shipping them to
 # systemd-journal-remote.
-need() { if [ "${CI:-}" = true ]; then fail "$*"; else echo "SKIP: $*"; fi; }
 JREMOTE=/lib/systemd/systemd-journal-remote JUPLOAD=/lib/systemd/systemd-journal-upload
 if ! systemctl is-active -q systemd-journald || [ ! -S /run/systemd/journal/socket ]; then
     need "systemd-journald does not run in the guest"
@@ -148,23 +112,10 @@ elif ! command -v jq >/dev/null; then
     need "jq is missing (package jq)"
 else
     pass "systemd-journald runs"
-    cat > $D/manifests/talk.yaml <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: talk
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: talk
-      image: $IMAGE
-      imagePullPolicy: Never
-      command: ["sh", "-c", "echo talk-out; echo talk-err >&2; sleep 86400"]
-YAML
+    hostpod talk "$IMAGE" '["sh", "-c", "echo talk-out; echo talk-err >&2; sleep 86400"]' talk > $D/manifests/talk.yaml
     printf 'apiVersion: v1\nkind: Pod\nmetadata: [broken\n' > $D/manifests/broken.yaml
     sed -i -e 's|^StandardOutput=.*|StandardOutput=journal|' -e 's|^StandardError=.*|StandardError=journal|' \
-        -e 's|^\(ExecStart=.* run \)|\1--container-log-driver journald |' /etc/systemd/system/tug.service.d/test.conf
+        -e 's|^\(ExecStart=.* run \)|\1--container-log-driver journald |' "$TUGDROPIN"
     systemctl daemon-reload
     systemctl start tug || fail "systemctl start tug with the journald driver: $(show Result)"
     if waitfor 60 sh -c 'journalctl -u tug -p err -o cat --no-pager | grep -q "manifest file failing"'; then
@@ -251,6 +202,5 @@ YAML
 fi
 
 # Clean up the pod's task and container (the guest is thrown away anyway).
-for c in $(ctr -n $NS containers ls -q); do ctr -n $NS tasks kill -s KILL "$c" 2>/dev/null; done
-echo "systemd test: $fails failure(s)"
-[ $fails -eq 0 ]
+killtasks
+summary "systemd test"
