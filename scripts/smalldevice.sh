@@ -23,15 +23,8 @@ HOLD=${HOLD:-60}
 D=/var/lib/tug/small # on the guest's disk
 NS=tugsmall
 OUT=${V2G_OUT:-/tmp}
-fails=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-waitfor() { # waitfor SECONDS CMD...: until CMD succeeds
-    t=$1; shift
-    i=0
-    while [ $i -lt $((t * 2)) ]; do "$@" && return 0; sleep 0.5; i=$((i + 1)); done
-    return 1
-}
+# shellcheck source=scripts/guestlib.sh
+. "$(dirname "$0")/guestlib.sh"
 meminfo() { awk -v k="$1:" '$1 == k { print int($2 / 1024) }' /proc/meminfo; }
 # pss PID...: the summed PSS of the processes, in KiB.
 pss() {
@@ -97,25 +90,13 @@ done
 # no device spends on it.
 install -D -m 755 "$TUG" $D/bin/tug
 install -m 644 "$UNIT" /etc/systemd/system/tug.service
-mkdir -p /etc/systemd/system/tug.service.d
-cat > /etc/systemd/system/tug.service.d/test.conf <<CONF
-[Unit]
-After=
-Wants=
-DefaultDependencies=no
-[Service]
-StandardOutput=append:$OUT/tug.log
-StandardError=append:$OUT/tug.log
-ExecStart=
-ExecStart=$D/bin/tug run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir /run/tugsmall --containerd-namespace $NS --healthz-port 0
-ConfigurationDirectory=
-CONF
-systemctl daemon-reload
+tugdropin "$OUT/tug.log" \
+    "$D/bin/tug run --pod-manifest-path $D/manifests --image-dir $D/images --root-dir $D/root --pod-logs-dir $D/logs --run-dir /run/tugsmall --containerd-namespace $NS --healthz-port 0"
 
 # 1. The pods start and stay.
 t0=$(date +%s)
-systemctl start tug || fail "systemctl start tug: $(systemctl show -p Result --value tug)"
-tugpid=$(systemctl show -p MainPID --value tug)
+systemctl start tug || fail "systemctl start tug: $(show Result)"
+tugpid=$(show MainPID)
 if waitfor 300 running; then
     pass "$PODS pods on the pod network Running $(( $(date +%s) - t0 ))s after the start"
 else
@@ -184,11 +165,10 @@ if dmesg 2>/dev/null | grep -qi "out of memory\|oom-kill"; then
 else
     pass "no kernel OOM kill"
 fi
-[ "$(systemctl show -p MainPID --value tug)" = "$tugpid" ] && pass "tug kept its pid $tugpid" || fail "tug's pid changed: $tugpid -> $(systemctl show -p MainPID --value tug)"
+[ "$(show MainPID)" = "$tugpid" ] && pass "tug kept its pid $tugpid" || fail "tug's pid changed: $tugpid -> $(show MainPID)"
 sleep 2
 running && pass "the $PODS small pods still Running after the eviction" || { fail "small pods after the eviction:"; pods; }
 echo "memory: MemAvailable $(meminfo MemAvailable) MiB after the eviction"
 
 systemctl stop tug
-[ $fails -eq 0 ] && echo "smalldevice: PASS" || echo "smalldevice: FAIL ($fails)"
-[ $fails -eq 0 ]
+summary smalldevice
