@@ -148,6 +148,8 @@ log() { echo "arm64guest: $*" >&2; }
 die() { log "ERROR: $*"; exit 125; }
 # shellcheck source=scripts/guestwait.sh
 . "$HERE/guestwait.sh"
+# shellcheck source=scripts/initramfs.sh
+. "$HERE/initramfs.sh"
 
 # ---------------------------------------------------------------- packages
 ensure_packages() {
@@ -363,7 +365,7 @@ build_images() {
     ROOTIMG=$A64G_DIR/root.img
     INITRD=$A64G_DIR/initramfs-$KVER.cpio.gz
     local stamp
-    stamp=$({ sha256sum "${BASH_SOURCE[0]}"; cat "$ROOT/.stamp"; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
+    stamp=$({ sha256sum "${BASH_SOURCE[0]}" "$HERE/initramfs.sh"; cat "$ROOT/.stamp"; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
     [ -f "$ROOTIMG" ] && [ -f "$INITRD" ] && [ "$(cat "$ROOTIMG.stamp" 2>/dev/null)" = "$stamp" ] && return
     local t0=$SECONDS
     write_guest_init
@@ -377,22 +379,7 @@ build_images() {
         die "mke2fs -d $ROOT failed"
     mv -f "$ROOTIMG.new" "$ROOTIMG"
 
-    local st=$A64G_DIR/initramfs.staging m f n=0
-    rm -rf "$st"
-    mkdir -p "$st"/{bin,dev,proc,sys,mods,lower,rw,newroot}
-    cp "$ROOT/usr/bin/busybox" "$st/bin/busybox"
-    mknod -m 600 "$st/dev/console" c 5 1
-    mknod -m 666 "$st/dev/null" c 1 3
-    : > "$st/mods/order"
-    for m in $INITRD_MODS; do
-        for f in $(modprobe -d "$ROOT" -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'); do
-            grep -qxF "$(basename "$f")" "$st/mods/order" && continue
-            cp "$f" "$st/mods/"
-            basename "$f" >> "$st/mods/order"
-            n=$((n + 1))
-        done
-    done
-    cat > "$st/init" <<'INITRAMFS_INIT'
+    initramfs_build "$INITRD" "$ROOT/usr/bin/busybox" "$ROOT" "$KVER" "$INITRD_MODS" <<'INITRAMFS_INIT'
 #!/bin/busybox sh
 # initramfs of scripts/arm64guest.sh: mount root.img (read-only) under a
 # tmpfs-backed overlay and switch to it.
@@ -411,12 +398,8 @@ mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay 
 for d in dev proc sys; do mount --move /$d /newroot/$d; done
 exec switch_root /newroot /bin/busybox sh /sbin/a64guest-init
 INITRAMFS_INIT
-    chmod 755 "$st/init"
-    (cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$INITRD.new"
-    mv -f "$INITRD.new" "$INITRD"
-    rm -rf "$st"
     echo "$stamp" > "$ROOTIMG.stamp"
-    log "root.img $(du -m --apparent-size "$ROOTIMG" | cut -f1) MiB, initramfs $n modules $(du -k "$INITRD" | cut -f1) KiB, $((SECONDS - t0))s"
+    log "root.img $(du -m --apparent-size "$ROOTIMG" | cut -f1) MiB, initramfs $INITRAMFS_MODULES modules $(du -k "$INITRD" | cut -f1) KiB, $((SECONDS - t0))s"
 }
 
 setup() {

@@ -15,6 +15,8 @@
 #
 # and may set POLL_TENTHS, waitfor's poll interval in tenths of a second (5).
 
+# shellcheck shell=sh
+
 fails=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

@@ -116,6 +116,8 @@ log() { echo "v2guest: $*" >&2; }
 die() { log "ERROR: $*"; exit 125; }
 # shellcheck source=scripts/guestwait.sh
 . "$HERE/guestwait.sh"
+# shellcheck source=scripts/initramfs.sh
+. "$HERE/initramfs.sh"
 
 # hidden PATH: PATH is under /run, where the guest has a tmpfs of its own.
 hidden() { case $(realpath -m "$1") in /run | /run/*) return 0 ;; esac; return 1; }
@@ -363,25 +365,10 @@ GUEST_INIT
 build_initramfs() {
     INITRD=$V2G_DIR/initramfs-$KVER.cpio.gz
     local stamp
-    stamp=$({ sha256sum "${BASH_SOURCE[0]}" /usr/bin/busybox; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
+    stamp=$({ sha256sum "${BASH_SOURCE[0]}" "$HERE/initramfs.sh" /usr/bin/busybox; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
     [ -f "$INITRD" ] && [ "$(cat "$INITRD.stamp" 2>/dev/null)" = "$stamp" ] && return
     log "building $INITRD"
-    local st=$V2G_DIR/initramfs.staging m f n=0
-    rm -rf "$st"
-    mkdir -p "$st"/{bin,dev,proc,sys,mods,lower,rw,newroot}
-    cp /usr/bin/busybox "$st/bin/busybox"
-    mknod -m 600 "$st/dev/console" c 5 1
-    mknod -m 666 "$st/dev/null" c 1 3
-    : > "$st/mods/order"
-    for m in $INITRD_MODS; do
-        for f in $(modprobe -d "$KROOT" -S "$KVER" --show-depends "$m" | awk '$1=="insmod"{print $2}'); do
-            grep -qxF "$(basename "$f")" "$st/mods/order" && continue
-            cp "$f" "$st/mods/"
-            basename "$f" >> "$st/mods/order"
-            n=$((n + 1))
-        done
-    done
-    cat > "$st/init" <<'INITRAMFS_INIT'
+    initramfs_build "$INITRD" /usr/bin/busybox "$KROOT" "$KVER" "$INITRD_MODS" <<'INITRAMFS_INIT'
 #!/bin/busybox sh
 # initramfs of scripts/v2guest.sh: mount the host's / (9p, read-only) under a
 # tmpfs-backed overlay and switch to it.
@@ -404,12 +391,8 @@ mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay 
 for d in dev proc sys; do mount --move /$d /newroot/$d; done
 exec switch_root /newroot /bin/sh "$GINIT"
 INITRAMFS_INIT
-    chmod 755 "$st/init"
-    (cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$INITRD.new"
-    mv -f "$INITRD.new" "$INITRD"
     echo "$stamp" > "$INITRD.stamp"
-    rm -rf "$st"
-    log "initramfs: $n modules, $(du -h "$INITRD" | cut -f1)"
+    log "initramfs: $INITRAMFS_MODULES modules, $(du -h "$INITRD" | cut -f1)"
 }
 
 setup() {
