@@ -435,21 +435,10 @@ run_guest() {
     done
     shared "$PWD" || die "the guest cannot see the current directory $PWD (not in A64G_SHARE)"
 
-    # A fresh run directory; keep only the newest ones.
-    mkdir -p "$A64G_DIR/runs"
-    find "$A64G_DIR/runs" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn |
-        tail -n +"$KEEP_RUNS" | cut -d' ' -f2- | xargs -r rm -rf
+    guest_prune_runs "$A64G_DIR/runs" "$KEEP_RUNS"
     RUN=${A64G_RUN:-$A64G_DIR/runs/$(date +%Y%m%d-%H%M%S)-$$}
 
-    local attempt=1 status
-    while :; do
-        boot_guest "$@" && return 0 || status=$?
-        [ "$status" = 126 ] && [ "$attempt" -le "$RETRIES" ] || break
-        mv "$RUN" "$RUN.stalled-$attempt"
-        attempt=$((attempt + 1))
-        log "the stalled run's files are in $RUN.stalled-$((attempt - 1)); booting again (attempt $attempt of $((RETRIES + 1)))"
-    done
-    return "$status"
+    guest_boots "$RETRIES" "$@"
 }
 
 # boot_guest CMD...: one boot of the guest in $RUN running CMD; returns

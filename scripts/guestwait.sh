@@ -1,6 +1,31 @@
-# guestwait.sh: what scripts/v2guest.sh and scripts/arm64guest.sh share once
-# their QEMU runs. Sourced; the caller defines log().
+# guestwait.sh: what scripts/v2guest.sh and scripts/arm64guest.sh share to
+# run their QEMU and wait for it. Sourced; the caller defines log() and
+# boot_guest().
 #
+# guest_prune_runs DIR KEEP: makes DIR, the runs' directory, and keeps in it
+# only the newest KEEP - 1 runs, to make room for a fresh one.
+guest_prune_runs() {
+    mkdir -p "$1"
+    find "$1" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn |
+        tail -n +"$2" | cut -d' ' -f2- | xargs -r rm -rf
+}
+
+# guest_boots RETRIES CMD...: boot_guest CMD... in $RUN, and again while the
+# guest stalls (126), RETRIES times at the most, each stalled run's files
+# moved aside to $RUN.stalled-N; returns the last boot's status.
+guest_boots() {
+    local retries=$1 attempt=1 status
+    shift
+    while :; do
+        boot_guest "$@" && return 0 || status=$?
+        [ "$status" = 126 ] && [ "$attempt" -le "$retries" ] || break
+        mv "$RUN" "$RUN.stalled-$attempt"
+        attempt=$((attempt + 1))
+        log "the stalled run's files are in $RUN.stalled-$((attempt - 1)); booting again (attempt $attempt of $((retries + 1)))"
+    done
+    return "$status"
+}
+
 # guest_wait RUN TIMEOUT STALL KNOB [TAG]: supervises the QEMU the caller
 # started in the background as $QPID (timeout(1)'s pid; QEMU is its child).
 # It streams RUN/console.log, kills a guest whose RUN/out/heartbeat (written
