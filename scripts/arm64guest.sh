@@ -365,7 +365,9 @@ build_images() {
     ROOTIMG=$A64G_DIR/root.img
     INITRD=$A64G_DIR/initramfs-$KVER.cpio.gz
     local stamp
-    stamp=$({ sha256sum "${BASH_SOURCE[0]}" "$HERE/initramfs.sh"; cat "$ROOT/.stamp"; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
+    # The files' contents, not their paths: arm64tests.sh's exec makes the
+    # path of run absolute, that of setup is relative.
+    stamp=$({ cat "${BASH_SOURCE[0]}" "$HERE/initramfs.sh" | sha256sum; cat "$ROOT/.stamp"; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
     [ -f "$ROOTIMG" ] && [ -f "$INITRD" ] && [ "$(cat "$ROOTIMG.stamp" 2>/dev/null)" = "$stamp" ] && return
     local t0=$SECONDS
     write_guest_init

@@ -9,12 +9,12 @@
 # the modules they depend on, found by modprobe under MODROOT and listed in
 # the order to load them in /mods/order, the empty mount points /proc,
 # /sys, /lower, /rw and /newroot, and INIT (standard input) as /init. It
-# stages in OUT's directory and sets INITRAMFS_MODULES to the count of
-# modules.
+# stages in a directory of its own beside OUT (two guests' setups may build
+# at once) and sets INITRAMFS_MODULES to the count of modules.
 initramfs_build() {
     local out=$1 busybox=$2 modroot=$3 kver=$4 modules=$5 st m f n=0
-    st=$(dirname "$out")/initramfs.staging
-    rm -rf "$st"
+    st=$(mktemp -d "$(dirname "$out")/initramfs.staging.XXXXXX")
+    chmod 755 "$st"
     mkdir -p "$st"/{bin,dev,proc,sys,mods,lower,rw,newroot}
     cp "$busybox" "$st/bin/busybox"
     mknod -m 600 "$st/dev/console" c 5 1
@@ -30,8 +30,8 @@ initramfs_build() {
     done
     cat > "$st/init"
     chmod 755 "$st/init"
-    (cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$out.new"
-    mv -f "$out.new" "$out"
+    (cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$out.new.$$"
+    mv -f "$out.new.$$" "$out"
     rm -rf "$st"
     # shellcheck disable=SC2034 # the caller reads it
     INITRAMFS_MODULES=$n

@@ -365,7 +365,9 @@ GUEST_INIT
 build_initramfs() {
     INITRD=$V2G_DIR/initramfs-$KVER.cpio.gz
     local stamp
-    stamp=$({ sha256sum "${BASH_SOURCE[0]}" "$HERE/initramfs.sh" /usr/bin/busybox; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
+    # The files' contents, not their paths: scripts/v2guest.sh and
+    # $HERE/v2guest.sh build the same initramfs.
+    stamp=$({ cat "${BASH_SOURCE[0]}" "$HERE/initramfs.sh" /usr/bin/busybox | sha256sum; echo "$KVER $INITRD_MODS"; } | sha256sum | cut -c1-16)
     [ -f "$INITRD" ] && [ "$(cat "$INITRD.stamp" 2>/dev/null)" = "$stamp" ] && return
     log "building $INITRD"
     initramfs_build "$INITRD" /usr/bin/busybox "$KROOT" "$KVER" "$INITRD_MODS" <<'INITRAMFS_INIT'
