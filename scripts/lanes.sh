@@ -3,11 +3,12 @@
 #
 # A LANE is a quoted, space-separated list of make targets, run one after
 # the other (each its own make, so that one failing does not keep the next
-# from running). The lanes run at the same time: a guest under TCG keeps
-# about half of this machine's two cores busy (test-systemd: 136 s of CPU
-# in 124 s), the rest of its time it waits on timers (watchdogs, trials,
-# back-offs), so two guests side by side take little more than the longer
-# of them. Each line a target prints is shown as it comes, prefixed with
+# from running). The lanes run at the same time: alone, a systemd guest
+# under TCG keeps about half of this machine's two cores busy (test-systemd:
+# 136 s of CPU in 124 s) and waits the rest of its time on timers
+# (watchdogs, trials, back-offs); side by side the cores are the limit and
+# each takes about twice as long, so the lanes gain what those waits leave
+# idle. Each line a target prints is shown as it comes, prefixed with
 # the target's name; the target's whole output is also kept in
 # $LANES_DIR/<target>.log. At the end: each target's time and status, the
 # last lines of each failed target's log, and the exit status 1 when any
